@@ -1,0 +1,252 @@
+// One zod schema turns the environment into a frozen Config, once, at the edge. Every error names the
+// variable, the expected form and the bad value, except for token values, which are never echoed.
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { parseDuration, parseRate, type Rate } from './duration.ts';
+import { ConfigError } from './errors.ts';
+import { isValidOrgKey } from './keys.ts';
+
+export interface TokenRef {
+  /** Organization key the token belongs to: transfers made with it land in this organization. */
+  org: string;
+  /**
+   * Stable, non-secret identity of the token: a short SHA-256 fingerprint. It survives reordering of
+   * LEARNER_API_TOKENS (so a token keeps its own hourly window) and is what Redis, logs and reports see.
+   */
+  id: string;
+  /** The secret. Lives only in this process's memory: never in Redis, logs, reports or errors. */
+  readonly secret: string;
+}
+
+export interface Config {
+  redisUrl: string;
+  queuePrefix: string;
+  apiBaseUrl: string | undefined;
+  userAgent: string;
+  tokens: readonly TokenRef[];
+  /** Organization keys in the order they first appear in LEARNER_API_TOKENS. */
+  orgs: readonly string[];
+  limitPerToken: Rate;
+  limitPerOrg: Rate;
+  requestTimeoutMs: number;
+  connectTimeoutMs: number;
+  concurrency: number;
+  attempts: number;
+  backoffMs: number;
+  logLevel: string;
+}
+
+export type Env = Record<string, string | undefined>;
+
+export const DEFAULT_USER_AGENT = 'learner-transfer/0.1 (bulk learner transfer worker)';
+
+export function tokenFingerprint(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 12);
+}
+
+/** Formats the value of a bad variable for a message: quoted, shortened, never for secrets. */
+function shown(value: string): string {
+  const v = value.length > 60 ? `${value.slice(0, 57)}...` : value;
+  return `'${v}'`;
+}
+
+const rateField = (name: string, fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const rate = parseRate(text);
+      if (!rate) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name}: expected N/DURATION like 100/1h (units ms, s, m, h, d), got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return rate;
+    });
+
+const intField = (name: string, fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((text, ctx) => {
+      const n = Number(text.trim());
+      if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name}: expected a whole number from ${min} to ${max}, got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const durationField = (name: string, fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name}: expected a duration like 30s or 1500ms (units ms, s, m, h, d), got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const urlField = (name: string, protocols: string[]) =>
+  z.string().transform((text, ctx) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !protocols.includes(url.protocol)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(text)}`,
+      });
+      return z.NEVER;
+    }
+    return text.replace(/\/+$/, '');
+  });
+
+const tokensField = z
+  .string()
+  .default('')
+  .transform((text, ctx) => {
+    const tokens: TokenRef[] = [];
+    const seen = new Set<string>();
+    const parts = text
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p.length > 0);
+    parts.forEach((part, i) => {
+      const colon = part.indexOf(':');
+      const org = colon > 0 ? part.slice(0, colon).trim() : '';
+      const secret = colon > 0 ? part.slice(colon + 1).trim() : '';
+      // Never echo the pair: it holds the secret. Name its position and the org key only.
+      if (!isValidOrgKey(org) || secret.length === 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            `LEARNER_API_TOKENS: entry ${i + 1} is not ORG:TOKEN with ORG made of letters, digits, _ or - ` +
+            `(like acme:TOKEN1,acme:TOKEN2,beta:TOKEN3)` +
+            (isValidOrgKey(org) ? ` (org '${org}' has an empty token)` : ''),
+        });
+        return;
+      }
+      if (seen.has(secret)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `LEARNER_API_TOKENS: entry ${i + 1} (org '${org}') repeats a token given earlier`,
+        });
+        return;
+      }
+      seen.add(secret);
+      const ref: TokenRef = { org, id: tokenFingerprint(secret), secret };
+      // Keep the secret out of JSON.stringify and util.inspect by accident.
+      Object.defineProperty(ref, 'secret', { value: secret, enumerable: false });
+      tokens.push(ref);
+    });
+    return tokens;
+  });
+
+const envSchema = z.object({
+  REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  QUEUE_PREFIX: z
+    .string()
+    .default('ltx')
+    .refine((p) => /^[A-Za-z0-9_.-]{1,32}$/.test(p), {
+      error: (iss) => `QUEUE_PREFIX: expected 1-32 letters, digits, _ . or -, got ${shown(String(iss.input))}`,
+    }),
+  LEARNER_API_BASE_URL: urlField('LEARNER_API_BASE_URL', ['http:', 'https:']).optional(),
+  USER_AGENT: z
+    .string()
+    .default(DEFAULT_USER_AGENT)
+    .refine((ua) => ua.trim().length > 0 && !/[\r\n]/.test(ua), {
+      error: 'USER_AGENT: expected one line of text that names the calling company (the spec requires it)',
+    }),
+  LEARNER_API_TOKENS: tokensField,
+  LIMIT_PER_TOKEN: rateField('LIMIT_PER_TOKEN', '100/1h'),
+  LIMIT_PER_ORG: rateField('LIMIT_PER_ORG', '1000/1d'),
+  REQUEST_TIMEOUT: durationField('REQUEST_TIMEOUT', '30s'),
+  CONNECT_TIMEOUT: durationField('CONNECT_TIMEOUT', '10s'),
+  CONCURRENCY: intField('CONCURRENCY', 10, 1, 1000),
+  ATTEMPTS: intField('ATTEMPTS', 5, 1, 100),
+  BACKOFF: durationField('BACKOFF', '30s'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface LoadOptions {
+  /** The base URL may be absent (demo and simulator supply their own). */
+  requireBaseUrl?: boolean;
+  /** At least one token is needed by commands that call the API. */
+  requireTokens?: boolean;
+}
+
+/** Parses the environment once. Throws ConfigError naming every bad variable at once. */
+export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
+  // Empty strings mean "not set", as in most twelve-factor tools.
+  const cleaned: Env = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') cleaned[key] = v;
+  }
+  const parsed = envSchema.safeParse(cleaned);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const field = String(issue.path[0] ?? '');
+      problems.push(issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`);
+    }
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data;
+  if (options.requireBaseUrl && !e.LEARNER_API_BASE_URL) {
+    problems.push('LEARNER_API_BASE_URL: required (the base address of the Learner API, like https://api.example.com)');
+  }
+  if (options.requireTokens && e.LEARNER_API_TOKENS.length === 0) {
+    problems.push('LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2)');
+  }
+  if (e.REQUEST_TIMEOUT >= e.LIMIT_PER_TOKEN.windowMs) {
+    problems.push(
+      `REQUEST_TIMEOUT: must be shorter than the LIMIT_PER_TOKEN window (${e.LIMIT_PER_TOKEN.windowMs} ms), got ${e.REQUEST_TIMEOUT} ms`,
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const orgs: string[] = [];
+  for (const t of e.LEARNER_API_TOKENS) if (!orgs.includes(t.org)) orgs.push(t.org);
+  const config: Config = {
+    redisUrl: e.REDIS_URL,
+    queuePrefix: e.QUEUE_PREFIX,
+    apiBaseUrl: e.LEARNER_API_BASE_URL,
+    userAgent: e.USER_AGENT,
+    tokens: Object.freeze(e.LEARNER_API_TOKENS.map((t) => Object.freeze(t))),
+    orgs: Object.freeze(orgs),
+    limitPerToken: Object.freeze(e.LIMIT_PER_TOKEN),
+    limitPerOrg: Object.freeze(e.LIMIT_PER_ORG),
+    requestTimeoutMs: e.REQUEST_TIMEOUT,
+    connectTimeoutMs: e.CONNECT_TIMEOUT,
+    concurrency: e.CONCURRENCY,
+    attempts: e.ATTEMPTS,
+    backoffMs: e.BACKOFF,
+    logLevel: e.LOG_LEVEL,
+  };
+  return Object.freeze(config);
+}
+
+export function tokensOf(config: Config, org: string): TokenRef[] {
+  return config.tokens.filter((t) => t.org === org);
+}
+
+/** Every token secret of a config, for redaction and for tests that prove none leaked. */
+export function secretsOf(config: Config): string[] {
+  return config.tokens.map((t) => t.secret);
+}

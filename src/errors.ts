@@ -1,0 +1,29 @@
+// Errors carry a stable `code` to branch on (undici's and fastify's style), a `cause`, and never a token.
+
+export type ErrorCode =
+  | 'LT_CONFIG_INVALID'
+  | 'LT_REDIS_UNREACHABLE'
+  | 'LT_INPUT_INVALID'
+  | 'LT_INPUT_UNREADABLE'
+  | 'LT_UNKNOWN_ORG'
+  | 'LT_NO_TOKEN'
+  | 'LT_USAGE';
+
+export class LearnerTransferError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LearnerTransferError';
+    this.code = code;
+  }
+}
+
+export class ConfigError extends LearnerTransferError {
+  /** Each problem names the variable, what was expected, and (never for a token) what was given. */
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super('LT_CONFIG_INVALID', `invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}

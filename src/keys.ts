@@ -1,0 +1,60 @@
+// Every Redis key the tool writes comes from here. Each organization's keys share one {hash tag}, so the
+// multi-key limiter script and BullMQ's own scripts work on Redis Cluster.
+
+const ORG_KEY_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function isValidOrgKey(org: string): boolean {
+  return ORG_KEY_RE.test(org);
+}
+
+export interface Keys {
+  prefix: string;
+  /** BullMQ queue name for an organization; BullMQ builds `${prefix}:${name}:…` keys from it. */
+  queueName(org: string): string;
+  /** Limiter: sliding-window log of one token (sorted set: permit id -> stamped time). */
+  tokenLog(org: string, tokenId: string): string;
+  /** Limiter: permits of a token in flight (sorted set: permit id -> deadline). */
+  tokenInflight(org: string, tokenId: string): string;
+  /** Limiter: a 429 / 401 block on one token (string with a PX expiry, or no expiry for 401). */
+  tokenBlock(org: string, tokenId: string): string;
+  orgLog(org: string): string;
+  orgInflight(org: string): string;
+  orgBlock(org: string): string;
+  /** Outcome store: hash learnerId -> compact outcome record. */
+  outcomes(org: string): string;
+  /** Outcome store: sorted set of learner ids with a given outcome code, scored by time of the outcome. */
+  outcomeIndex(org: string, code: string): string;
+  /** Audit stream of successful transfers' full results. */
+  audit(org: string): string;
+  /** Run metadata and counters (not per organization: a run may span several). */
+  run(runId: string): string;
+  runs(): string;
+  /** Crawl cursor, schedules and other small state. */
+  crawlCursor(org: string, crawlId: string): string;
+  /** Pub/sub channel where the worker announces paused tokens and other alerts. */
+  alerts(): string;
+  /** Pattern that matches every key of this prefix (for tests and clean-up). */
+  all(): string;
+}
+
+export function createKeys(prefix: string): Keys {
+  const o = (org: string) => `${prefix}:{${org}}`;
+  return {
+    prefix,
+    queueName: (org) => `transfers-{${org}}`,
+    tokenLog: (org, t) => `${o(org)}:lim:tok:${t}:log`,
+    tokenInflight: (org, t) => `${o(org)}:lim:tok:${t}:inflight`,
+    tokenBlock: (org, t) => `${o(org)}:lim:tok:${t}:block`,
+    orgLog: (org) => `${o(org)}:lim:org:log`,
+    orgInflight: (org) => `${o(org)}:lim:org:inflight`,
+    orgBlock: (org) => `${o(org)}:lim:org:block`,
+    outcomes: (org) => `${o(org)}:out`,
+    outcomeIndex: (org, code) => `${o(org)}:out:idx:${code}`,
+    audit: (org) => `${o(org)}:audit`,
+    run: (runId) => `${prefix}:run:${runId}`,
+    runs: () => `${prefix}:runs`,
+    crawlCursor: (org, crawlId) => `${o(org)}:crawl:${crawlId}`,
+    alerts: () => `${prefix}:alerts`,
+    all: () => `${prefix}:*`,
+  };
+}

@@ -1,0 +1,50 @@
+// Each test file gets its own random key prefix on the real Redis and deletes it afterwards.
+// No test ever runs FLUSHALL or FLUSHDB: other runs may share the server.
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export function randomPrefix(tag = 't'): string {
+  return `lt-test-${tag}-${randomBytes(4).toString('hex')}`;
+}
+
+export function newRedis(): Redis {
+  return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+}
+
+/** Deletes every key under a prefix (our keys and BullMQ's share it). */
+export async function deletePrefix(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}
+
+/** Every key and its value under a prefix, as text, for "no token in Redis" scans. */
+export async function dumpPrefix(redis: Redis, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    for (const key of keys) {
+      out.push(key);
+      const type = await redis.type(key);
+      if (type === 'string') out.push((await redis.get(key)) ?? '');
+      else if (type === 'hash') out.push(...Object.entries(await redis.hgetall(key)).flat());
+      else if (type === 'list') out.push(...(await redis.lrange(key, 0, -1)));
+      else if (type === 'set') out.push(...(await redis.smembers(key)));
+      else if (type === 'zset') out.push(...(await redis.zrange(key, 0, -1)));
+      else if (type === 'stream') {
+        const entries = await redis.xrange(key, '-', '+');
+        for (const [id, fields] of entries) out.push(id, ...fields);
+      }
+    }
+  } while (cursor !== '0');
+  return out;
+}
