@@ -1,0 +1,23 @@
+// The CLI is thin: parse flags, load config, call a function that tests can call too.
+import { Command, CommanderError } from 'commander';
+import { commands } from './commands.ts';
+import { reportCliError } from './shared.ts';
+
+const program = new Command('learner-transfer')
+  .description('Move learners between organizations through the rate-limited Learner API, exactly to budget.')
+  .version('0.1.0')
+  .showHelpAfterError('(run with --help for usage)')
+  .exitOverride();
+
+for (const register of commands) register(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // Help and version exit 0; a bad flag exits 2 with commander's message already printed.
+    process.exitCode = err.exitCode === 0 ? 0 : 2;
+  } else {
+    process.exitCode = reportCliError(err);
+  }
+}

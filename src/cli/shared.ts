@@ -1,0 +1,83 @@
+// Helpers every command uses: config loading with clear errors, exit codes, graceful signals.
+import { InvalidArgumentError } from 'commander';
+import { loadConfig, type Config, type LoadOptions } from '../config.ts';
+import { LearnerTransferError } from '../errors.ts';
+
+/** Exit codes, documented in the README. */
+export const EXIT = {
+  ok: 0,
+  /** Some learners ended in a failure outcome (not-found, forbidden, retries exhausted...). */
+  failures: 1,
+  usage: 2,
+  config: 3,
+  redis: 4,
+  input: 5,
+  /** A token was refused (401) or all tokens of an organization are paused. */
+  unauthorized: 6,
+  interrupted: 130,
+} as const;
+
+export function loadCliConfig(options: LoadOptions = {}): Readonly<Config> {
+  return loadConfig(process.env, options);
+}
+
+/** Prints an error for a person (no stack for known errors) and returns the exit code. */
+export function reportCliError(err: unknown): number {
+  if (err instanceof LearnerTransferError) {
+    process.stderr.write(`learner-transfer: ${err.message}\n`);
+    switch (err.code) {
+      case 'LT_CONFIG_INVALID':
+        return EXIT.config;
+      case 'LT_REDIS_UNREACHABLE':
+        return EXIT.redis;
+      case 'LT_INPUT_INVALID':
+      case 'LT_INPUT_UNREADABLE':
+        return EXIT.input;
+      case 'LT_USAGE':
+      case 'LT_UNKNOWN_ORG':
+      case 'LT_NO_TOKEN':
+        return EXIT.usage;
+    }
+  }
+  process.stderr.write(`learner-transfer: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+  return 1;
+}
+
+/** commander argument parser for positive integers that names the flag in its error. */
+export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1 || n > max) {
+      throw new InvalidArgumentError(`${flag} expects a whole number from 1 to ${max}, got '${value}'`);
+    }
+    return n;
+  };
+}
+
+/**
+ * Runs `stop` on the first SIGINT/SIGTERM; a second signal, or `forceAfterMs` passing, exits at once.
+ * Returns a function that removes the handlers.
+ */
+export function onShutdown(stop: (signal: string) => Promise<void> | void, forceAfterMs = 30_000): () => void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`learner-transfer: second ${signal}, exiting now\n`);
+      process.exit(EXIT.interrupted);
+    }
+    stopping = true;
+    process.stderr.write(`learner-transfer: ${signal} received, shutting down (again to force)\n`);
+    const timer = setTimeout(() => {
+      process.stderr.write(`learner-transfer: shutdown took over ${forceAfterMs} ms, exiting\n`);
+      process.exit(EXIT.interrupted);
+    }, forceAfterMs);
+    timer.unref();
+    void Promise.resolve(stop(signal)).finally(() => clearTimeout(timer));
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return () => {
+    process.off('SIGINT', handler);
+    process.off('SIGTERM', handler);
+  };
+}
