@@ -1,0 +1,106 @@
+// Turns an HTTP status + body (or a thrown network error) into a TransferOutcome. Pure functions, so the
+// table is tested exhaustively.
+import { errorBodySchema, transferResultSchema, type ErrorBody } from './schemas.ts';
+import type { TransferOutcome } from './outcome.ts';
+
+const ALREADY_RE = /already (?:associated|in|belongs|a member|part of)/i;
+
+function errorFields(body: unknown): ErrorBody {
+  const parsed = errorBodySchema.safeParse(body);
+  if (!parsed.success) return {};
+  const { error, message } = parsed.data;
+  return {
+    ...(typeof error === 'string' ? { error: error.slice(0, 500) } : {}),
+    ...(typeof message === 'string' ? { message: message.slice(0, 1000) } : {}),
+  };
+}
+
+export interface ClassifyContext {
+  durationMs: number;
+  /** The transferId we recorded for this learner and organization earlier, if any. */
+  previousTransferId?: string | undefined;
+  retryAfterMs?: number | undefined;
+}
+
+/** Classifies a complete response. `body` is the parsed JSON, or `undefined` when it was not JSON. */
+export function classifyResponse(
+  status: number,
+  body: unknown,
+  rawStart: string,
+  ctx: ClassifyContext,
+): TransferOutcome {
+  const { durationMs } = ctx;
+  if (status === 200) {
+    const parsed = transferResultSchema.safeParse(body);
+    if (!parsed.success) {
+      return {
+        code: 'bad-response',
+        status,
+        durationMs,
+        message: `200 with a body the transfer schema does not accept: ${parsed.error.issues
+          .slice(0, 3)
+          .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+          .join('; ')}`,
+        bodyStart: rawStart,
+      };
+    }
+    const result = parsed.data;
+    // The spec: a repeated transfer to the same organization "returns success without creating a
+    // duplicate transfer". We see that as the transferId we already hold, or a message that says so.
+    const sameTransfer =
+      ctx.previousTransferId !== undefined && result.data.transferDetails.transferId === ctx.previousTransferId;
+    if (sameTransfer || (result.message !== undefined && ALREADY_RE.test(result.message))) {
+      return { code: 'already-in-org', status: 200, via: 'repeat-success', result, durationMs };
+    }
+    return { code: 'transferred', status: 200, result, durationMs };
+  }
+  const fields = errorFields(body);
+  if (status === 400) {
+    const text = `${fields.error ?? ''} ${fields.message ?? ''}`;
+    if (ALREADY_RE.test(text)) {
+      return { code: 'already-in-org', status: 400, via: 'already-associated', durationMs, ...fields };
+    }
+    return { code: 'invalid-request', status, durationMs, ...fields };
+  }
+  if (status === 401) return { code: 'unauthorized', status: 401, durationMs, ...fields };
+  if (status === 403) return { code: 'forbidden', status, durationMs, ...fields };
+  if (status === 404) return { code: 'not-found', status, durationMs, ...fields };
+  if (status === 429) {
+    return { code: 'rate-limited', status: 429, durationMs, retryAfterMs: ctx.retryAfterMs, ...fields };
+  }
+  if (status === 408 || status >= 500) return { code: 'server-error', status, durationMs, ...fields };
+  if (status >= 400) return { code: 'invalid-request', status, durationMs, ...fields };
+  return {
+    code: 'bad-response',
+    status,
+    durationMs,
+    message: `unexpected HTTP status ${status}`,
+    bodyStart: rawStart,
+  };
+}
+
+/** undici / Node error codes that mean the request never reached the server. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+function errorCodeOf(err: unknown): string {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== 'UND_ERR' && code.length > 0) return code;
+    if ((e as Error).name === 'AbortError' || (e as Error).name === 'TimeoutError') return 'ABORT_ERR';
+    e = (e as { cause?: unknown }).cause;
+  }
+  return 'UNKNOWN';
+}
+
+export function classifyNetworkError(err: unknown, durationMs: number, sent: boolean): TransferOutcome {
+  const errorCode = errorCodeOf(err);
+  const message = ((err as Error)?.message ?? String(err)).slice(0, 500);
+  return {
+    code: 'network-error',
+    errorCode,
+    message,
+    durationMs,
+    maybeDelivered: sent || !NOT_SENT.has(errorCode),
+  };
+}

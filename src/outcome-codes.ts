@@ -1,0 +1,76 @@
+// The stable outcome codes and what the worker does with each: ONE table, in one file. Reports, the
+// dashboard, metrics and exit codes all read it. Changing a code is a breaking change for operators.
+
+export const OUTCOME_CODES = [
+  'transferred',
+  'already-in-org',
+  'not-found',
+  'forbidden',
+  'invalid-request',
+  'server-error',
+  'network-error',
+  'bad-response',
+  'rate-limited',
+  'unauthorized',
+] as const;
+export type OutcomeCode = (typeof OUTCOME_CODES)[number];
+
+/**
+ * complete      - the learner is in the organization: job done.
+ * fail          - fail for good (UnrecoverableError): retrying cannot help; a person must look.
+ * retry         - retry with exponential backoff and jitter, up to ATTEMPTS.
+ * wait          - wait without using an attempt (the budget or the service said "later").
+ * pause-token   - the token is refused: stop using it, alert, re-queue without using an attempt.
+ */
+export type OutcomeAction = 'complete' | 'fail' | 'retry' | 'wait' | 'pause-token';
+
+export interface OutcomeInfo {
+  action: OutcomeAction;
+  /** Final success for exit codes and reports. */
+  success: boolean;
+  description: string;
+}
+
+export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freeze({
+  transferred: { action: 'complete', success: true, description: 'transferred into the organization (200)' },
+  'already-in-org': {
+    action: 'complete',
+    success: true,
+    description: 'already in the organization (400 "already associated", or a 200 repeat with no new transfer)',
+  },
+  'not-found': { action: 'fail', success: false, description: 'no learner with this id (404)' },
+  forbidden: { action: 'fail', success: false, description: 'the token may not transfer this learner (403)' },
+  'invalid-request': {
+    action: 'fail',
+    success: false,
+    description: 'the service refused the request for another reason (400 or other 4xx)',
+  },
+  'server-error': { action: 'retry', success: false, description: 'the service failed (500 and other 5xx)' },
+  'network-error': {
+    action: 'retry',
+    success: false,
+    description: 'connection refused, reset or timed out; the transfer may or may not have happened',
+  },
+  'bad-response': {
+    action: 'retry',
+    success: false,
+    description: 'a response the schema does not accept (e.g. a cut 200 body): the transfer may have happened',
+  },
+  'rate-limited': {
+    action: 'wait',
+    success: false,
+    description: 'the service said 429: wait for Retry-After without using an attempt',
+  },
+  unauthorized: {
+    action: 'pause-token',
+    success: false,
+    description: 'the token was refused (401): the token is paused, the learner waits for another token',
+  },
+});
+
+export function isOutcomeCode(value: string): value is OutcomeCode {
+  return (OUTCOME_CODES as readonly string[]).includes(value);
+}
+
+/** Codes that end a learner for good without success (shown as failures on the dashboard). */
+export const FAILURE_CODES: readonly OutcomeCode[] = OUTCOME_CODES.filter((c) => !OUTCOMES[c].success);
