@@ -20,10 +20,19 @@ export interface Keys {
   orgLog(org: string): string;
   orgInflight(org: string): string;
   orgBlock(org: string): string;
+  /** Limiter: pub/sub channel announcing budget returned early (release, unblock), for optional wake-ups. */
+  limiterEvents(org: string): string;
   /** Outcome store: hash learnerId -> compact outcome record. */
   outcomes(org: string): string;
   /** Outcome store: sorted set of learner ids with a given outcome code, scored by time of the outcome. */
   outcomeIndex(org: string, code: string): string;
+  /** Outcome store: prefix of the per-bucket indexes (same slot as `outcomes`). */
+  outcomeIndexPrefix(org: string): string;
+  /** Learners of an organization per bucket, over all runs (hash bucket -> count). */
+  orgCounts(org: string): string;
+  /** Per-run bucket counters of one organization (hash bucket -> count, plus `total`). */
+  runCounters(org: string, runId: string): string;
+  runCountersPrefix(org: string): string;
   /** Audit stream of successful transfers' full results. */
   audit(org: string): string;
   /** Run metadata and counters (not per organization: a run may span several). */
@@ -48,8 +57,13 @@ export function createKeys(prefix: string): Keys {
     orgLog: (org) => `${o(org)}:lim:org:log`,
     orgInflight: (org) => `${o(org)}:lim:org:inflight`,
     orgBlock: (org) => `${o(org)}:lim:org:block`,
+    limiterEvents: (org) => `${o(org)}:lim:events`,
     outcomes: (org) => `${o(org)}:out`,
     outcomeIndex: (org, code) => `${o(org)}:out:idx:${code}`,
+    outcomeIndexPrefix: (org) => `${o(org)}:out:idx:`,
+    orgCounts: (org) => `${o(org)}:counts`,
+    runCounters: (org, runId) => `${o(org)}:run:${runId}`,
+    runCountersPrefix: (org) => `${o(org)}:run:`,
     audit: (org) => `${o(org)}:audit`,
     run: (runId) => `${prefix}:run:${runId}`,
     runs: () => `${prefix}:runs`,

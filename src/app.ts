@@ -1,0 +1,88 @@
+// The pieces a command needs, built once from a Config: one Redis connection, keys, store, queues,
+// producer, limiter, and (for commands that call the API) the client.
+import type { Redis } from 'ioredis';
+import { LearnerApiClient } from './api/client.ts';
+import { secretsOf, type Config } from './config.ts';
+import { createKeys, type Keys } from './keys.ts';
+import { TransferBudget } from './limiter/index.ts';
+import { createLogger, type Logger } from './log.ts';
+import { OutcomeStore } from './outcomes/store.ts';
+import { Runs } from './outcomes/runs.ts';
+import { Producer } from './queue/producer.ts';
+import { QueueSet } from './queue/queues.ts';
+import { connectRedis } from './redis.ts';
+import { LearnerTransferError } from './errors.ts';
+
+export interface AppContext {
+  config: Readonly<Config>;
+  logger: Logger;
+  redis: Redis;
+  keys: Keys;
+  store: OutcomeStore;
+  runs: Runs;
+  queues: QueueSet;
+  producer: Producer;
+  budget: TransferBudget;
+  /** Present when the config has a base URL. */
+  client: LearnerApiClient | undefined;
+  close(): Promise<void>;
+}
+
+/** Margin over the request timeout before a dead holder's in-flight permit expires. */
+const INFLIGHT_MARGIN_MS = 5_000;
+
+export async function createContext(
+  config: Readonly<Config>,
+  options: { logger?: Logger; redis?: Redis; redisTimeoutMs?: number } = {},
+): Promise<AppContext> {
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const redis = options.redis ?? (await connectRedis(config.redisUrl, { logger, timeoutMs: options.redisTimeoutMs }));
+  const keys = createKeys(config.queuePrefix);
+  const store = new OutcomeStore(redis, keys);
+  const runs = new Runs(redis, keys);
+  const queues = new QueueSet(redis, keys, config);
+  const producer = new Producer(queues, store);
+  const budget = new TransferBudget(redis, {
+    prefix: config.queuePrefix,
+    limitPerToken: config.limitPerToken,
+    limitPerOrg: config.limitPerOrg,
+    inflightTtlMs: config.requestTimeoutMs + INFLIGHT_MARGIN_MS,
+  });
+  const client = config.apiBaseUrl
+    ? new LearnerApiClient({
+        baseUrl: config.apiBaseUrl,
+        userAgent: config.userAgent,
+        requestTimeoutMs: config.requestTimeoutMs,
+        connectTimeoutMs: config.connectTimeoutMs,
+      })
+    : undefined;
+  const ownsRedis = !options.redis;
+  return {
+    config,
+    logger,
+    redis,
+    keys,
+    store,
+    runs,
+    queues,
+    producer,
+    budget,
+    client,
+    async close() {
+      await queues.close();
+      await client?.close();
+      if (ownsRedis) await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/** Checks that an org key from a flag has a token; the message lists the ones that do. */
+export function requireOrg(config: Readonly<Config>, org: string, flag = '--org'): string {
+  if (!config.orgs.includes(org)) {
+    throw new LearnerTransferError(
+      'LT_UNKNOWN_ORG',
+      `${flag} '${org}' has no token in LEARNER_API_TOKENS (organizations with tokens: ${config.orgs.join(', ') || 'none'})`,
+    );
+  }
+  return org;
+}

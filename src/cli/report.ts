@@ -1,0 +1,36 @@
+import { Command, Option } from 'commander';
+import { createContext, requireOrg } from '../app.ts';
+import { writeReport, writeSplit } from '../outcomes/report.ts';
+import { BUCKETS } from '../outcomes/record.ts';
+import { loadCliConfig } from './shared.ts';
+
+export function register(program: Command): void {
+  program
+    .command('report')
+    .description('One row per learner with its outcome code and details, or split result files')
+    .option('--run <id>', 'only this run')
+    .addOption(new Option('--status <code>', 'only this outcome code or state').choices([...BUCKETS]))
+    .addOption(new Option('--format <format>', 'output format').choices(['csv', 'ndjson']).default('csv'))
+    .option('--out <file>', 'write here instead of stdout')
+    .option('--split <dir>', 'write successes.csv, failures.csv and pending.csv into DIR')
+    .option('--org <key...>', 'only these organizations')
+    .action(async (opts: { run?: string; status?: string; format: 'csv' | 'ndjson'; out?: string; split?: string; org?: string[] }) => {
+      const config = loadCliConfig();
+      const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+      const ctx = await createContext(config);
+      try {
+        const filter = { orgs, runId: opts.run, status: opts.status };
+        if (opts.split) {
+          const s = await writeSplit(ctx.store, filter, opts.split);
+          console.log(
+            `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}`,
+          );
+        } else {
+          const rows = await writeReport(ctx.store, filter, { format: opts.format, out: opts.out });
+          if (opts.out) console.log(`${rows} rows -> ${opts.out}`);
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+}

@@ -1,0 +1,205 @@
+// `learner-transfer simulate`: runs the Learner API simulator in the foreground for the demo and for
+// trying the worker by hand. Prints the URL and the simulator's tokens (fixtures, not secrets).
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { formatRate, parseRate, type Rate } from '../duration.ts';
+import { LearnerTransferError } from '../errors.ts';
+import {
+  createSimulator,
+  DEFAULT_TOKENS,
+  type RepeatMode,
+  type SimFaults,
+  type Simulator,
+  type SimulatorOptions,
+} from '../simulator/index.ts';
+import { onShutdown } from './shared.ts';
+
+export interface SimulateFlags {
+  port: number;
+  host: string;
+  learners?: number;
+  seed?: number;
+  repeatMode?: RepeatMode;
+  limitPerToken?: Rate;
+  limitPerOrg?: Rate;
+  window: 'rolling' | 'fixed';
+  latency?: [number, number];
+  errorRate?: number;
+  resetRate?: number;
+  truncateRate?: number;
+}
+
+function wholeNumber(flag: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${flag} expects a whole number from ${min} to ${max}, got '${value}'`);
+    }
+    return n;
+  };
+}
+
+function rate(flag: string) {
+  return (value: string): Rate => {
+    const r = parseRate(value);
+    if (!r)
+      throw new InvalidArgumentError(`${flag} expects N/DURATION like 100/1h or 100/4s, got '${value}'`);
+    return r;
+  };
+}
+
+function share(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) {
+      throw new InvalidArgumentError(`${flag} expects a share from 0 to 1 like 0.05, got '${value}'`);
+    }
+    return n;
+  };
+}
+
+/** "20-200" (milliseconds) or a single "50". */
+function latencyRange(value: string): [number, number] {
+  const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(value);
+  const min = Number(m?.[1]);
+  const max = m?.[2] === undefined ? min : Number(m[2]);
+  if (!m || !(min <= max)) {
+    throw new InvalidArgumentError(`--latency expects MIN-MAX in milliseconds like 20-200, got '${value}'`);
+  }
+  return [min, max];
+}
+
+/**
+ * Flags to simulator options. The latency range is the whole round trip inside the service: half of it
+ * before the request is counted and half after, so the moment of counting is uncertain to the client.
+ */
+export function simulatorOptions(flags: SimulateFlags): SimulatorOptions {
+  const rates = (flags.errorRate ?? 0) + (flags.resetRate ?? 0) + (flags.truncateRate ?? 0);
+  if (rates > 1) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `--error-rate + --reset-rate + --truncate-rate must not exceed 1, got ${rates}`,
+    );
+  }
+  const faults: SimFaults = {};
+  if (flags.latency) {
+    const [min, max] = flags.latency;
+    faults.latencyBeforeMs = [min / 2, max / 2];
+    faults.latencyAfterMs = [min / 2, max / 2];
+  }
+  if (flags.errorRate !== undefined) faults.errorRate = flags.errorRate;
+  if (flags.resetRate !== undefined) faults.resetRate = flags.resetRate;
+  if (flags.truncateRate !== undefined) faults.truncateRate = flags.truncateRate;
+  const options: SimulatorOptions = { faults };
+  if (flags.learners !== undefined) options.learners = flags.learners;
+  if (flags.seed !== undefined) options.seed = flags.seed;
+  if (flags.repeatMode !== undefined) options.repeatMode = flags.repeatMode;
+  if (flags.limitPerToken || flags.limitPerOrg) {
+    options.limits = { window: flags.window };
+    if (flags.limitPerToken) options.limits.perToken = flags.limitPerToken;
+    if (flags.limitPerOrg) options.limits.perOrg = flags.limitPerOrg;
+  }
+  return options;
+}
+
+/** Starts the simulator and prints how to point the worker at it. Returns it running. */
+export async function startSimulator(
+  flags: SimulateFlags,
+  print: (line: string) => void = (line) => console.log(line),
+): Promise<Simulator> {
+  const options = simulatorOptions(flags);
+  const sim = createSimulator(options);
+  try {
+    await sim.listen(flags.port, flags.host);
+  } catch (err) {
+    await sim.close().catch(() => undefined);
+    const code = (err as { code?: string }).code;
+    if (code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES') {
+      throw new LearnerTransferError(
+        'LT_USAGE',
+        `--port/--host: cannot listen on ${flags.host}:${flags.port} (${code})`,
+        {
+          cause: err,
+        },
+      );
+    }
+    throw err;
+  }
+  const limits = options.limits;
+  const writable = DEFAULT_TOKENS.filter((t) => t.canTransfer !== false);
+  const readOnly = DEFAULT_TOKENS.filter((t) => t.canTransfer === false);
+  print(`Learner API simulator listening on ${sim.url}`);
+  print(
+    `  learners: ${options.learners ?? 1000}, seed ${options.seed ?? 1}, repeat mode ${options.repeatMode ?? 'error'}`,
+  );
+  print(
+    `  limits: ${
+      limits
+        ? [
+            limits.perToken && `${formatRate(limits.perToken)} per token`,
+            limits.perOrg && `${formatRate(limits.perOrg)} per organization`,
+          ]
+            .filter(Boolean)
+            .join(', ') + ` (${limits.window} window)`
+        : 'none enforced'
+    }`,
+  );
+  print('Simulator tokens (fixtures, not secrets):');
+  print(`  LEARNER_API_BASE_URL=${sim.url}`);
+  print(`  LEARNER_API_TOKENS=${writable.map((t) => `${t.org}:${t.token}`).join(',')}`);
+  for (const t of readOnly)
+    print(`  (${t.org}:${t.token} has no transfer permission: its transfers answer 403)`);
+  return sim;
+}
+
+export function register(program: Command): void {
+  program
+    .command('simulate')
+    .description('Run the Learner API simulator (seeded learners, optional limits and faults) until Ctrl-C')
+    .option('--port <n>', 'port to listen on (0 picks a free one)', wholeNumber('--port', 0, 65535), 4010)
+    .option('--host <h>', 'address to listen on', '127.0.0.1')
+    .option('--learners <n>', 'number of learners (default 1000)', wholeNumber('--learners', 0, 10_000_000))
+    .option(
+      '--seed <n>',
+      'seed of the data and fault choices (default 1)',
+      wholeNumber('--seed', 0, 2 ** 32 - 1),
+    )
+    .addOption(
+      new Option('--repeat-mode <mode>', 'answer to a repeated transfer into the same organization').choices([
+        'success',
+        'error',
+        'mixed',
+      ]),
+    )
+    .option(
+      '--limit-per-token <N/DURATION>',
+      'enforce a transfer limit per token, like 100/1h',
+      rate('--limit-per-token'),
+    )
+    .option(
+      '--limit-per-org <N/DURATION>',
+      'enforce a transfer limit per organization, like 1000/1d',
+      rate('--limit-per-org'),
+    )
+    .addOption(
+      new Option('--window <kind>', 'window of the limits').choices(['rolling', 'fixed']).default('rolling'),
+    )
+    .option(
+      '--latency <min-max>',
+      'service latency in ms, half before counting and half after, like 20-200',
+      latencyRange,
+    )
+    .option('--error-rate <share>', 'share of transfers answering 500', share('--error-rate'))
+    .option('--reset-rate <share>', 'share of transfers whose connection is reset', share('--reset-rate'))
+    .option(
+      '--truncate-rate <share>',
+      'share of successful transfers with a cut body',
+      share('--truncate-rate'),
+    )
+    .action(async (flags: SimulateFlags) => {
+      const sim = await startSimulator(flags);
+      onShutdown(async () => {
+        await sim.close();
+        console.log('Simulator stopped.');
+      }, 5_000);
+    });
+}

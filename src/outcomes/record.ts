@@ -1,0 +1,121 @@
+// The per-learner outcome record, stored as compact JSON in one hash per organization. Short field names
+// because a migration holds a million of them (bytes per learner are measured in bench/).
+import { z } from 'zod';
+import { OUTCOME_CODES, type OutcomeCode } from '../outcome-codes.ts';
+
+/**
+ * Where a learner stands. `queued` until a worker records something; `retrying` while a failed attempt
+ * waits for its next try (or a 429/401 wait); then a final outcome code. Exactly one bucket at a time:
+ * run counters and the failure indexes are kept per bucket.
+ */
+export const BUCKETS = ['queued', 'retrying', ...OUTCOME_CODES] as const;
+export type Bucket = 'queued' | 'retrying' | OutcomeCode;
+
+/** Buckets that are final (the learner will not move without a person or a reconcile). */
+export function isFinalBucket(bucket: Bucket): boolean {
+  return bucket !== 'queued' && bucket !== 'retrying';
+}
+
+export function isSuccessBucket(bucket: Bucket): boolean {
+  return bucket === 'transferred' || bucket === 'already-in-org';
+}
+
+/** Buckets that get a sorted-set index (for the failures page): not the big success or queued ones. */
+export function isIndexedBucket(bucket: Bucket): boolean {
+  return bucket !== 'queued' && !isSuccessBucket(bucket);
+}
+
+const attemptSchema = z.tuple([
+  z.number(), // time (ms)
+  z.string(), // outcome code
+  z.number(), // HTTP status (0 = none)
+  z.number(), // duration ms
+]);
+export type AttemptEntry = z.infer<typeof attemptSchema>;
+
+export const recordSchema = z.object({
+  /** bucket */
+  b: z.string(),
+  /** run id */
+  r: z.string(),
+  /** enqueued at (ms) */
+  q: z.number(),
+  /** updated at (ms) */
+  t: z.number(),
+  /** source: "file.csv:12", "crawl:page 4", "reconcile" */
+  src: z.string().optional(),
+  /** last outcome code, HTTP status, error title, message */
+  c: z.string().optional(),
+  s: z.number().optional(),
+  e: z.string().optional(),
+  m: z.string().optional(),
+  /** attempts made (calls that reached the point of an outcome, 429/401 waits excluded) */
+  a: z.number().default(0),
+  /** transfer id of the effective transfer, once known */
+  x: z.string().optional(),
+  /** token id (fingerprint) of the last attempt */
+  k: z.string().optional(),
+  /** stream ids of this learner's audit entries (effective transfers), newest last */
+  au: z.array(z.string()).optional(),
+  /** last attempts, newest last, at most MAX_HISTORY */
+  h: z.array(attemptSchema).optional(),
+});
+export type OutcomeRecord = z.infer<typeof recordSchema>;
+
+export const MAX_HISTORY = 10;
+
+export function decodeRecord(text: string | null | undefined): OutcomeRecord | undefined {
+  if (!text) return undefined;
+  try {
+    const parsed = recordSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The public, spelled-out view of a record (reports, dashboard, JSON API). */
+export interface LearnerOutcome {
+  org: string;
+  learnerId: number;
+  state: Bucket;
+  outcome: OutcomeCode | null;
+  httpStatus: number | null;
+  error: string | null;
+  message: string | null;
+  attempts: number;
+  runId: string;
+  source: string | null;
+  enqueuedAt: string;
+  updatedAt: string;
+  transferId: string | null;
+  tokenId: string | null;
+  auditIds: string[];
+  history: { at: string; outcome: string; httpStatus: number | null; durationMs: number }[];
+}
+
+export function toLearnerOutcome(org: string, learnerId: number, r: OutcomeRecord): LearnerOutcome {
+  return {
+    org,
+    learnerId,
+    state: r.b as Bucket,
+    outcome: (r.c as OutcomeCode | undefined) ?? null,
+    httpStatus: r.s ?? null,
+    error: r.e ?? null,
+    message: r.m ?? null,
+    attempts: r.a,
+    runId: r.r,
+    source: r.src ?? null,
+    enqueuedAt: new Date(r.q).toISOString(),
+    updatedAt: new Date(r.t).toISOString(),
+    transferId: r.x ?? null,
+    tokenId: r.k ?? null,
+    auditIds: r.au ?? [],
+    history: (r.h ?? []).map(([t, c, s, d]) => ({
+      at: new Date(t).toISOString(),
+      outcome: c,
+      httpStatus: s === 0 ? null : s,
+      durationMs: Math.round(d),
+    })),
+  };
+}

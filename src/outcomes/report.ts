@@ -1,0 +1,136 @@
+// Reports: one row per learner with its outcome code and details (CSV or NDJSON), or result files split
+// in the manner of bulk loaders (successes, failures, not yet processed). Streams from HSCAN.
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import type { OutcomeStore } from './store.ts';
+import { isFinalBucket, isSuccessBucket, toLearnerOutcome, type Bucket, type LearnerOutcome } from './record.ts';
+import { csvLine } from './csv-safe.ts';
+
+export const REPORT_COLUMNS = [
+  'org',
+  'learnerId',
+  'outcome',
+  'state',
+  'httpStatus',
+  'error',
+  'message',
+  'attempts',
+  'transferId',
+  'runId',
+  'source',
+  'enqueuedAt',
+  'updatedAt',
+  'tokenId',
+] as const;
+
+export interface ReportFilter {
+  orgs: readonly string[];
+  runId?: string | undefined;
+  /** An outcome code or a state (queued, retrying). */
+  status?: string | undefined;
+}
+
+/** The `outcome` column: the final code, or the state (queued, retrying) while the learner is not done. */
+function outcomeColumn(o: LearnerOutcome): string {
+  return o.state;
+}
+
+function rowOf(o: LearnerOutcome): unknown[] {
+  return [
+    o.org,
+    o.learnerId,
+    outcomeColumn(o),
+    o.state,
+    o.httpStatus,
+    o.error,
+    o.message,
+    o.attempts,
+    o.transferId,
+    o.runId,
+    o.source,
+    o.enqueuedAt,
+    o.updatedAt,
+    o.tokenId,
+  ];
+}
+
+export async function* selectOutcomes(store: OutcomeStore, filter: ReportFilter): AsyncGenerator<LearnerOutcome> {
+  for (const org of filter.orgs) {
+    for await (const [learnerId, record] of store.scan(org)) {
+      if (filter.runId && record.r !== filter.runId) continue;
+      if (filter.status && record.b !== filter.status && record.c !== filter.status) continue;
+      yield toLearnerOutcome(org, learnerId, record);
+    }
+  }
+}
+
+class Out {
+  readonly stream: NodeJS.WritableStream;
+  readonly #own: WriteStream | undefined;
+  constructor(path: string | undefined) {
+    if (path) {
+      mkdirSync(dirname(path), { recursive: true });
+      this.#own = createWriteStream(path);
+      this.stream = this.#own;
+    } else {
+      this.stream = process.stdout;
+    }
+  }
+  async write(text: string): Promise<void> {
+    if (!this.stream.write(text)) await once(this.stream, 'drain');
+  }
+  async close(): Promise<void> {
+    const own = this.#own;
+    if (own) await new Promise<void>((resolve, reject) => own.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  }
+}
+
+export async function writeReport(
+  store: OutcomeStore,
+  filter: ReportFilter,
+  options: { format: 'csv' | 'ndjson'; out?: string | undefined },
+): Promise<number> {
+  const out = new Out(options.out);
+  let rows = 0;
+  try {
+    if (options.format === 'csv') await out.write(csvLine(REPORT_COLUMNS));
+    for await (const o of selectOutcomes(store, filter)) {
+      rows++;
+      if (options.format === 'csv') await out.write(csvLine(rowOf(o)));
+      else await out.write(`${JSON.stringify({ ...o, outcome: outcomeColumn(o) })}\n`);
+    }
+  } finally {
+    await out.close();
+  }
+  return rows;
+}
+
+export interface SplitSummary {
+  successes: number;
+  failures: number;
+  pending: number;
+  files: { successes: string; failures: string; pending: string };
+}
+
+/** successes.csv, failures.csv and pending.csv (not yet processed) in DIR, like bulk loaders' result files. */
+export async function writeSplit(store: OutcomeStore, filter: ReportFilter, dir: string): Promise<SplitSummary> {
+  const files = {
+    successes: join(dir, 'successes.csv'),
+    failures: join(dir, 'failures.csv'),
+    pending: join(dir, 'pending.csv'),
+  };
+  const outs = { successes: new Out(files.successes), failures: new Out(files.failures), pending: new Out(files.pending) };
+  const counts = { successes: 0, failures: 0, pending: 0 };
+  try {
+    for (const o of Object.values(outs)) await o.write(csvLine(REPORT_COLUMNS));
+    for await (const o of selectOutcomes(store, filter)) {
+      const kind = isSuccessBucket(o.state as Bucket) ? 'successes' : isFinalBucket(o.state as Bucket) ? 'failures' : 'pending';
+      counts[kind]++;
+      await outs[kind].write(csvLine(rowOf(o)));
+    }
+  } finally {
+    for (const o of Object.values(outs)) await o.close();
+  }
+  return { ...counts, files };
+}

@@ -1,0 +1,87 @@
+// Runs: one enqueue, crawl, reconcile or retry. A run has metadata (what it came from) and, per
+// organization, bucket counters kept by the outcome store.
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Keys } from '../keys.ts';
+import type { OutcomeStore, RunCounts } from './store.ts';
+
+export interface RunMeta {
+  id: string;
+  createdAt: string;
+  kind: string;
+  source: string;
+  orgs: string[];
+}
+
+/** Sortable, readable run ids: 20261122T015153-3f9a. */
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '');
+  return `${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+export class Runs {
+  readonly #redis: Redis;
+  readonly #keys: Keys;
+  constructor(redis: Redis, keys: Keys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  async create(meta: Omit<RunMeta, 'createdAt'>, now = new Date()): Promise<RunMeta> {
+    const full: RunMeta = { ...meta, createdAt: now.toISOString() };
+    await this.#redis
+      .multi()
+      .hset(this.#keys.run(meta.id), {
+        createdAt: full.createdAt,
+        kind: full.kind,
+        source: full.source,
+        orgs: full.orgs.join(','),
+      })
+      .zadd(this.#keys.runs(), now.getTime(), meta.id)
+      .exec();
+    return full;
+  }
+
+  /** Adds organizations a run touched (a CSV's org column can name several). */
+  async addOrgs(runId: string, orgs: readonly string[]): Promise<void> {
+    const meta = await this.get(runId);
+    if (!meta) return;
+    const merged = [...new Set([...meta.orgs, ...orgs])];
+    await this.#redis.hset(this.#keys.run(runId), 'orgs', merged.join(','));
+  }
+
+  async get(runId: string): Promise<RunMeta | undefined> {
+    const h = await this.#redis.hgetall(this.#keys.run(runId));
+    if (!h.createdAt) return undefined;
+    return {
+      id: runId,
+      createdAt: h.createdAt,
+      kind: h.kind ?? '',
+      source: h.source ?? '',
+      orgs: (h.orgs ?? '').split(',').filter(Boolean),
+    };
+  }
+
+  /** Newest first. */
+  async list(limit = 50): Promise<RunMeta[]> {
+    const ids = await this.#redis.zrevrange(this.#keys.runs(), 0, limit - 1);
+    const metas = await Promise.all(ids.map((id) => this.get(id)));
+    return metas.filter((m): m is RunMeta => m !== undefined);
+  }
+
+  async latest(): Promise<RunMeta | undefined> {
+    return (await this.list(1))[0];
+  }
+
+  /** Counters of a run summed over its organizations, and per organization. */
+  async counts(store: OutcomeStore, run: RunMeta): Promise<{ total: RunCounts; byOrg: Record<string, RunCounts> }> {
+    const byOrg: Record<string, RunCounts> = {};
+    const total: RunCounts = {};
+    for (const org of run.orgs) {
+      const c = await store.runCounts(org, run.id);
+      byOrg[org] = c;
+      for (const [k, v] of Object.entries(c)) total[k as keyof RunCounts] = (total[k as keyof RunCounts] ?? 0) + v;
+    }
+    return { total, byOrg };
+  }
+}

@@ -1,0 +1,138 @@
+// enqueue --csv: CSV source -> validation and in-file dedupe -> producer, in batches, with a rejects
+// file that names every bad line and why. Valid rows always go through, whatever the bad ones are.
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { dirname } from 'node:path';
+import { once } from 'node:events';
+import { csvLine } from '../outcomes/csv-safe.ts';
+import type { Runs } from '../outcomes/runs.ts';
+import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from './producer.ts';
+import { readCsv } from './sources/csv.ts';
+import { basename } from 'node:path';
+
+export interface EnqueueCsvOptions {
+  file: string;
+  defaultOrg?: string | undefined;
+  knownOrgs: readonly string[];
+  runId: string;
+  rejectsFile: string;
+  batchSize?: number;
+  /** Progress: data rows read so far, bytes read so far. */
+  onProgress?: (rows: number, bytes: number, counts: ProduceCounts & { rejected: number }) => void;
+  /** Called for each reject as it is found (the CLI prints the first few). */
+  onReject?: (line: number, reason: string) => void;
+}
+
+export interface EnqueueCsvSummary extends ProduceCounts {
+  runId: string;
+  file: string;
+  /** Data rows read (header excluded). */
+  read: number;
+  valid: number;
+  rejected: number;
+  /** Path of the rejects file, when there were rejects. */
+  rejectsFile: string | null;
+  byOrg: Record<string, number>;
+}
+
+class RejectsWriter {
+  #out: WriteStream | undefined;
+  readonly #path: string;
+  constructor(path: string) {
+    this.#path = path;
+  }
+  async write(line: number, reason: string, raw: string): Promise<void> {
+    if (!this.#out) {
+      mkdirSync(dirname(this.#path), { recursive: true });
+      this.#out = createWriteStream(this.#path);
+      this.#out.write(csvLine(['line', 'reason', 'raw']));
+    }
+    if (!this.#out.write(csvLine([line, reason, raw]))) await once(this.#out, 'drain');
+  }
+  get path(): string | null {
+    return this.#out ? this.#path : null;
+  }
+  async close(): Promise<void> {
+    if (!this.#out) return;
+    const out = this.#out;
+    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  }
+}
+
+export async function enqueueCsv(
+  deps: { producer: Producer; runs: Runs },
+  options: EnqueueCsvOptions,
+): Promise<EnqueueCsvSummary> {
+  const batchSize = options.batchSize ?? 1000;
+  const counts = emptyCounts();
+  const rejects = new RejectsWriter(options.rejectsFile);
+  // First line of each (org, learner) seen: duplicates are rejected with a pointer to it.
+  const seen = new Map<string, Map<number, number>>();
+  const byOrg: Record<string, number> = {};
+  const source = basename(options.file);
+  let read = 0;
+  let valid = 0;
+  let rejected = 0;
+  let bytes = 0;
+  let batch: ProducerItem[] = [];
+  const orgsTouched = new Set<string>();
+
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const newOrgs = [...new Set(batch.map((b) => b.org))].filter((o) => !orgsTouched.has(o));
+    if (newOrgs.length > 0) {
+      newOrgs.forEach((o) => orgsTouched.add(o));
+      await deps.runs.addOrgs(options.runId, newOrgs);
+    }
+    addCounts(counts, await deps.producer.add(batch, options.runId));
+    batch = [];
+    options.onProgress?.(read, bytes, { ...counts, rejected });
+  };
+  const reject = async (line: number, reason: string, raw: string) => {
+    rejected++;
+    options.onReject?.(line, reason);
+    await rejects.write(line, reason, raw);
+  };
+
+  try {
+    for await (const ev of readCsv({
+      file: options.file,
+      defaultOrg: options.defaultOrg,
+      knownOrgs: options.knownOrgs,
+      onBytes: (b) => {
+        bytes = b;
+      },
+    })) {
+      read++;
+      if (ev.kind === 'reject') {
+        await reject(ev.line, ev.reason, ev.raw);
+        continue;
+      }
+      let orgSeen = seen.get(ev.org);
+      if (!orgSeen) seen.set(ev.org, (orgSeen = new Map()));
+      const firstLine = orgSeen.get(ev.learnerId);
+      if (firstLine !== undefined) {
+        await reject(ev.line, `duplicate of line ${firstLine} (learner ${ev.learnerId}, org ${ev.org})`, String(ev.learnerId));
+        continue;
+      }
+      orgSeen.set(ev.learnerId, ev.line);
+      valid++;
+      byOrg[ev.org] = (byOrg[ev.org] ?? 0) + 1;
+      batch.push({ org: ev.org, learnerId: ev.learnerId, source: `${source}:${ev.line}` });
+      if (batch.length >= batchSize) await flush();
+      else if (read % 1000 === 0) options.onProgress?.(read, bytes, { ...counts, rejected });
+    }
+    await flush();
+  } finally {
+    await rejects.close();
+  }
+  return {
+    ...counts,
+    runId: options.runId,
+    file: options.file,
+    read,
+    valid,
+    rejected,
+    rejectsFile: rejects.path,
+    byOrg,
+  };
+}

@@ -1,0 +1,22 @@
+// What a transfer job carries: the organization key and the learner, where it came from, its run.
+// Never a token: the worker picks a token of the organization from its own environment.
+import { z } from 'zod';
+
+export const transferJobSchema = z.object({
+  org: z.string(),
+  learnerId: z.number().int().positive(),
+  runId: z.string(),
+  /** "jobs.csv:12", "crawl:page 7", "reconcile:desired.csv:4", "retry" */
+  source: z.string(),
+});
+export type TransferJob = z.infer<typeof transferJobSchema>;
+
+/**
+ * One job per (organization, learner): the queue is the organization's, so the learner id alone makes the
+ * id unique. BullMQ refuses integer ids and ids with ':'; adding an id that exists is a no-op.
+ */
+export function jobIdOf(learnerId: number): string {
+  return `l${learnerId}`;
+}
+
+export const JOB_NAME = 'transfer';

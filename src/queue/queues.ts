@@ -1,0 +1,69 @@
+// One BullMQ queue per organization (architecture decision 6): a spent daily budget pauses only that
+// organization's queue. Queue names carry the organization's {hash tag} (see keys.ts).
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import type { Keys } from '../keys.ts';
+import type { TransferJob } from './job.ts';
+
+export type TransferQueue = Queue<TransferJob, unknown, string>;
+
+export function defaultJobOptions(config: Pick<Config, 'attempts' | 'backoffMs'>): JobsOptions {
+  return {
+    attempts: config.attempts,
+    // Exponential backoff with jitter, so a fleet retrying a failing service does not return in lockstep.
+    backoff: { type: 'exponential', delay: config.backoffMs, jitter: 0.5 },
+    // The outcome store is the record of a finished learner; finished jobs would only cost memory.
+    // Failed jobs are kept a while for bull-board; `retry` removes them before re-adding.
+    removeOnComplete: true,
+    removeOnFail: { count: 10_000, age: 30 * 86_400 },
+  };
+}
+
+export class QueueSet {
+  readonly #queues = new Map<string, TransferQueue>();
+  readonly #redis: Redis;
+  readonly #keys: Keys;
+  readonly #jobOptions: JobsOptions;
+
+  constructor(redis: Redis, keys: Keys, config: Pick<Config, 'attempts' | 'backoffMs'>) {
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#jobOptions = defaultJobOptions(config);
+  }
+
+  get(org: string): TransferQueue {
+    let q = this.#queues.get(org);
+    if (!q) {
+      q = new Queue<TransferJob, unknown, string>(this.#keys.queueName(org), {
+        connection: this.#redis,
+        prefix: this.#keys.prefix,
+        defaultJobOptions: this.#jobOptions,
+      });
+      this.#queues.set(org, q);
+    }
+    return q;
+  }
+
+  get jobOptions(): JobsOptions {
+    return this.#jobOptions;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((q) => q.close()));
+    this.#queues.clear();
+  }
+}
+
+export type JobCounts = { waiting: number; active: number; delayed: number; failed: number; prioritized: number };
+
+export async function jobCounts(queue: TransferQueue): Promise<JobCounts> {
+  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+  return {
+    waiting: c.waiting ?? 0,
+    active: c.active ?? 0,
+    delayed: c.delayed ?? 0,
+    failed: c.failed ?? 0,
+    prioritized: c.prioritized ?? 0,
+  };
+}

@@ -1,0 +1,72 @@
+// retry: re-queue learners whose outcome is final and not a success, with fresh attempts. They keep
+// their run (so its counters show them moving back to waiting) unless the caller names a new one.
+import type { AppContext } from '../app.ts';
+import { BUCKETS, isSuccessBucket, isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import type { ProducerItem } from './producer.ts';
+
+export interface RetryFilter {
+  orgs: readonly string[];
+  /** Outcome code to retry (default: every failure). */
+  status?: string | undefined;
+  learnerIds?: readonly number[] | undefined;
+  runId?: string | undefined;
+}
+
+export interface RetrySummary {
+  requeued: number;
+  byOrg: Record<string, number>;
+  /** Learners named with --learner that were not retryable, with why. */
+  skipped: { org: string; learnerId: number; reason: string }[];
+}
+
+function retryable(bucket: Bucket): boolean {
+  return isFinalBucket(bucket) && !isSuccessBucket(bucket);
+}
+
+export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise<RetrySummary> {
+  const summary: RetrySummary = { requeued: 0, byOrg: {}, skipped: [] };
+  for (const org of filter.orgs) {
+    const batch: (ProducerItem & { runId: string })[] = [];
+    const consider = (_learnerId: number, bucket: Bucket, code: string | undefined, runId: string) => {
+      if (filter.status && bucket !== filter.status && code !== filter.status) return false;
+      if (filter.runId && runId !== filter.runId) return false;
+      return retryable(bucket);
+    };
+    if (filter.learnerIds && filter.learnerIds.length > 0) {
+      const records = await ctx.store.getMany(org, filter.learnerIds);
+      filter.learnerIds.forEach((learnerId, i) => {
+        const r = records[i];
+        if (!r) return summary.skipped.push({ org, learnerId, reason: 'no record in this organization' });
+        if (!consider(learnerId, r.b as Bucket, r.c, r.r)) {
+          return summary.skipped.push({ org, learnerId, reason: `state is ${r.b}, not a failure matching the filter` });
+        }
+        batch.push({ org, learnerId, source: 'retry', runId: r.r });
+      });
+    } else {
+      // Failure buckets are indexed: read their ids (a snapshot: re-queueing removes them from the index).
+      const buckets = BUCKETS.filter((b) => retryable(b) && (!filter.status || b === filter.status));
+      for (const bucket of buckets) {
+        const ids = await ctx.store.bucketPage(org, bucket, 0, Number.MAX_SAFE_INTEGER - 1);
+        for (let i = 0; i < ids.length; i += 1000) {
+          const chunk = ids.slice(i, i + 1000);
+          const records = await ctx.store.getMany(org, chunk);
+          chunk.forEach((learnerId, j) => {
+            const r = records[j];
+            if (r && consider(learnerId, r.b as Bucket, r.c, r.r)) batch.push({ org, learnerId, source: 'retry', runId: r.r });
+          });
+        }
+      }
+    }
+    // Each learner goes back into its own run.
+    const byRun = new Map<string, ProducerItem[]>();
+    for (const b of batch) byRun.set(b.runId, [...(byRun.get(b.runId) ?? []), b]);
+    for (const [runId, items] of byRun) {
+      for (let i = 0; i < items.length; i += 1000) {
+        const counts = await ctx.producer.add(items.slice(i, i + 1000), runId, { force: true });
+        summary.requeued += counts.enqueued;
+        summary.byOrg[org] = (summary.byOrg[org] ?? 0) + counts.enqueued;
+      }
+    }
+  }
+  return summary;
+}

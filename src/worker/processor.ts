@@ -1,0 +1,205 @@
+// One transfer, start to end: take a permit, call the API, settle the permit, record the outcome, and
+// tell BullMQ what to do next from the one outcome table. Tokens are looked up here, from this
+// process's config, by the non-secret id the limiter chose; the job never carries one.
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { LearnerApiClient } from '../api/client.ts';
+import type { TransferOutcome } from '../api/outcome.ts';
+import type { Config, TokenRef } from '../config.ts';
+import type { TransferBudget } from '../limiter/index.ts';
+import type { Logger } from '../log.ts';
+import { OUTCOMES } from '../outcome-codes.ts';
+import type { Bucket } from '../outcomes/record.ts';
+import type { OutcomeStore } from '../outcomes/store.ts';
+import { transferJobSchema, type TransferJob } from '../queue/job.ts';
+import type { QueueSet } from '../queue/queues.ts';
+
+export interface ProcessorDeps {
+  config: Readonly<Config>;
+  client: LearnerApiClient;
+  budget: TransferBudget;
+  store: OutcomeStore;
+  queues: QueueSet;
+  logger: Logger;
+  /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
+  onOutcome?: (event: OutcomeEvent) => void;
+}
+
+export interface OutcomeEvent {
+  org: string;
+  learnerId: number;
+  runId: string;
+  code: TransferOutcome['code'];
+  bucket: Bucket;
+  final: boolean;
+  tokenId: string;
+  durationMs: number;
+}
+
+/** What a finished job returns (kept by BullMQ only until removeOnComplete). */
+export interface ProcessResult {
+  code: 'transferred' | 'already-in-org';
+  transferId: string | null;
+}
+
+/** How long a token is blocked after a 429 without Retry-After: a tenth of its window, at most a minute. */
+function defaultBlockMs(config: Readonly<Config>): number {
+  return Math.max(100, Math.min(60_000, Math.floor(config.limitPerToken.windowMs / 10)));
+}
+
+function describe(outcome: TransferOutcome): string {
+  const status = 'status' in outcome ? ` ${outcome.status}` : '';
+  const detail =
+    outcome.code === 'network-error'
+      ? `${outcome.errorCode}: ${outcome.message}`
+      : 'message' in outcome && outcome.message
+        ? `${'error' in outcome && outcome.error ? `${outcome.error}: ` : ''}${outcome.message}`
+        : '';
+  return `${outcome.code}${status}${detail ? ` (${detail})` : ''}`;
+}
+
+export function createProcessor(deps: ProcessorDeps) {
+  const { config, client, budget, store, queues, logger } = deps;
+  const tokensByOrg = new Map<string, TokenRef[]>();
+  for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
+  const lastAlert = new Map<string, number>();
+
+  return async function processTransfer(job: Job<TransferJob>, jobToken?: string): Promise<ProcessResult> {
+    const parsed = transferJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      throw new UnrecoverableError(`malformed job ${job.id}: ${parsed.error.issues[0]?.message ?? 'invalid data'}`);
+    }
+    const { org, learnerId, runId } = parsed.data;
+    const tokens = tokensByOrg.get(org) ?? [];
+    if (tokens.length === 0) {
+      // This process has no token for the organization: leave the job for a process that has one.
+      await queues.get(org).rateLimit(60_000);
+      throw Worker.RateLimitError();
+    }
+
+    const permit = await budget.acquire(
+      org,
+      tokens.map((t) => t.id),
+    );
+    if (!permit.ok) {
+      if (permit.allBlockedIndefinitely) {
+        const now = Date.now();
+        if ((lastAlert.get(org) ?? 0) < now - 60_000) {
+          lastAlert.set(org, now);
+          logger.error(
+            { org, tokens: tokens.map((t) => t.id) },
+            `every token of organization '${org}' was refused (401): its transfers are paused until a valid token is configured`,
+          );
+        }
+      }
+      // Sleep exactly until a permit can exist: BullMQ holds the whole organization queue, nobody polls.
+      await queues.get(org).rateLimit(Math.max(1, Math.ceil(permit.waitMs)));
+      throw Worker.RateLimitError();
+    }
+
+    const token = tokens.find((t) => t.id === permit.tokenId);
+    if (!token) {
+      await budget.release(org, permit.tokenId, permit.permitId);
+      throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
+    }
+    const previous = await store.get(org, learnerId);
+    let outcome: TransferOutcome;
+    try {
+      outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: previous?.x });
+    } catch (err) {
+      // The client classifies every failure; reaching here is a bug. Count the permit as used (the
+      // request may have gone out) and let BullMQ retry.
+      await budget.settle(org, token.id, permit.permitId);
+      throw err;
+    }
+    // A request that provably never left returns its budget; every other one counts from its response.
+    if (outcome.code === 'network-error' && !outcome.maybeDelivered) {
+      await budget.release(org, token.id, permit.permitId);
+    } else {
+      await budget.settle(org, token.id, permit.permitId);
+    }
+
+    const info = OUTCOMES[outcome.code];
+    const attempt = job.attemptsMade + 1;
+    const maxAttempts = job.opts.attempts ?? 1;
+    const status = 'status' in outcome ? outcome.status : undefined;
+    const error = 'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
+    const message = 'message' in outcome ? outcome.message : undefined;
+    const result = 'result' in outcome ? outcome.result : undefined;
+
+    let bucket: Bucket;
+    let final: boolean;
+    switch (info.action) {
+      case 'complete':
+      case 'fail':
+        bucket = outcome.code;
+        final = true;
+        break;
+      case 'retry':
+        final = attempt >= maxAttempts;
+        bucket = final ? outcome.code : 'retrying';
+        break;
+      case 'wait':
+      case 'pause-token':
+        bucket = 'retrying';
+        final = false;
+        break;
+    }
+
+    let auditId: string | undefined;
+    if (result) auditId = await store.appendAudit(org, learnerId, runId, result);
+    await store.recordAttempt(org, learnerId, runId, {
+      bucket,
+      code: outcome.code,
+      status,
+      error,
+      message,
+      durationMs: outcome.durationMs,
+      tokenId: token.id,
+      transferId: result?.data.transferDetails.transferId,
+      auditId,
+      countsAsAttempt: info.action !== 'wait' && info.action !== 'pause-token',
+    });
+    const logLine = {
+      org,
+      learnerId,
+      runId,
+      code: outcome.code,
+      status,
+      attempt,
+      maxAttempts,
+      durationMs: Math.round(outcome.durationMs),
+      tokenId: token.id,
+      final,
+    };
+    deps.onOutcome?.({ org, learnerId, runId, code: outcome.code, bucket, final, tokenId: token.id, durationMs: outcome.durationMs });
+
+    switch (info.action) {
+      case 'complete':
+        logger.info(logLine, 'transfer outcome');
+        return { code: outcome.code as ProcessResult['code'], transferId: result?.data.transferDetails.transferId ?? previous?.x ?? null };
+      case 'fail':
+        logger.warn({ ...logLine, error, message }, 'transfer outcome');
+        throw new UnrecoverableError(describe(outcome));
+      case 'retry':
+        logger.warn({ ...logLine, error, message }, 'transfer outcome');
+        throw new Error(describe(outcome));
+      case 'wait': {
+        const ms = outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined ? outcome.retryAfterMs : defaultBlockMs(config);
+        await budget.block(org, token.id, Math.max(1, ms), '429');
+        logger.warn({ ...logLine, blockMs: ms }, 'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt');
+        // Back to the queue at once without an attempt; the next acquire picks another token or waits.
+        await job.moveToDelayed(Date.now(), jobToken);
+        throw new DelayedError();
+      }
+      case 'pause-token': {
+        await budget.block(org, token.id, 'indefinite', '401');
+        logger.error(
+          { ...logLine },
+          `token ${token.id} of organization '${org}' was refused (401): it is paused; fix LEARNER_API_TOKENS and run 'learner-transfer tokens unpause'`,
+        );
+        await job.moveToDelayed(Date.now(), jobToken);
+        throw new DelayedError();
+      }
+    }
+  };
+}

@@ -1,0 +1,129 @@
+// `work`: one BullMQ Worker per organization queue in this process, sharing one limiter and one client.
+// Any number of such processes on any hosts share the queues and the budget through Redis.
+import { Worker, type Job } from 'bullmq';
+import type { AppContext } from '../app.ts';
+import { jobCounts } from '../queue/queues.ts';
+import type { TransferJob } from '../queue/job.ts';
+import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
+import { createRedis } from '../redis.ts';
+
+export interface WorkOptions {
+  orgs: readonly string[];
+  concurrency: number;
+  /** Exit when no job is waiting, delayed or active in the served queues. */
+  untilIdle: boolean;
+  idleCheckMs?: number;
+  /** BullMQ lock: a job whose worker died is taken back after about this long. */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  onOutcome?: (e: OutcomeEvent) => void;
+}
+
+export interface WorkResult {
+  /** Final outcomes this process recorded. */
+  succeeded: number;
+  failed: number;
+  /** Organizations that stopped because every token was refused (401) while work waited. */
+  unauthorizedOrgs: string[];
+  reason: 'idle' | 'stopped' | 'unauthorized';
+}
+
+export interface WorkHandle {
+  /** Resolves when the workers stop (idle, stop(), or every remaining org blocked by 401). */
+  done: Promise<WorkResult>;
+  stop(): Promise<void>;
+  workers: Worker[];
+}
+
+export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle {
+  if (!ctx.client) throw new Error('startWorkers needs LEARNER_API_BASE_URL');
+  const counts = { succeeded: 0, failed: 0 };
+  const processor = createProcessor({
+    config: ctx.config,
+    client: ctx.client,
+    budget: ctx.budget,
+    store: ctx.store,
+    queues: ctx.queues,
+    logger: ctx.logger,
+    onOutcome: (e) => {
+      if (e.final) {
+        if (e.bucket === 'transferred' || e.bucket === 'already-in-org') counts.succeeded++;
+        else counts.failed++;
+      }
+      options.onOutcome?.(e);
+    },
+  });
+  // BullMQ workers block on their own connection; one shared connection for their normal commands.
+  const connection = createRedis(ctx.config.redisUrl, 'learner-transfer-worker');
+  connection.on('error', (err) => ctx.logger.warn({ err: err.message }, 'worker redis connection error'));
+  const workers = options.orgs.map((org) => {
+    const w = new Worker<TransferJob, ProcessResult>(ctx.keys.queueName(org), (job: Job<TransferJob>, token) => processor(job, token), {
+      connection,
+      prefix: ctx.keys.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs ?? 30_000,
+      stalledInterval: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
+      // A learner whose worker was killed comes back; many kills in a row must not fail it.
+      maxStalledCount: 20,
+      autorun: true,
+    });
+    w.on('error', (err) => ctx.logger.warn({ org, err: err.message }, 'worker error'));
+    return w;
+  });
+
+  let stopping: Promise<void> | undefined;
+  let resolveDone: (r: WorkResult) => void = () => {};
+  const done = new Promise<WorkResult>((resolve) => (resolveDone = resolve));
+  let reason: WorkResult['reason'] = 'stopped';
+  let unauthorizedOrgs: string[] = [];
+  let timer: NodeJS.Timeout | undefined;
+
+  const stop = async () => {
+    stopping ??= (async () => {
+      if (timer) clearInterval(timer);
+      // close() waits for the jobs in flight to finish (their requests are bounded by the timeout).
+      await Promise.all(workers.map((w) => w.close()));
+      await connection.quit().catch(() => connection.disconnect());
+      resolveDone({ ...counts, unauthorizedOrgs, reason });
+    })();
+    return stopping;
+  };
+
+  if (options.untilIdle) {
+    let checking = false;
+    timer = setInterval(() => {
+      if (checking || stopping) return;
+      checking = true;
+      void (async () => {
+        const pendingOrgs: string[] = [];
+        for (const org of options.orgs) {
+          const c = await jobCounts(ctx.queues.get(org));
+          if (c.waiting + c.active + c.delayed + c.prioritized > 0) pendingOrgs.push(org);
+        }
+        if (pendingOrgs.length === 0) {
+          reason = 'idle';
+          await stop();
+          return;
+        }
+        // Work that only a refused token could do will never finish: say so and stop, instead of hanging.
+        const stuck: string[] = [];
+        for (const org of pendingOrgs) {
+          const tokenIds = ctx.config.tokens.filter((t) => t.org === org).map((t) => t.id);
+          const view = await ctx.budget.peek(org, tokenIds);
+          if (view.tokens.length > 0 && view.tokens.every((t) => t.blocked?.reason === '401')) stuck.push(org);
+        }
+        if (stuck.length === pendingOrgs.length) {
+          reason = 'unauthorized';
+          unauthorizedOrgs = stuck;
+          await stop();
+        }
+      })()
+        .catch((err: Error) => ctx.logger.warn({ err: err.message }, 'idle check failed'))
+        .finally(() => {
+          checking = false;
+        });
+    }, options.idleCheckMs ?? 1000);
+  }
+
+  return { done, stop, workers };
+}
