@@ -1,0 +1,13 @@
+// The transfer budget: an exact, shared Redis limiter per token and per organization (issue 3).
+export { TransferBudget, inflightTtlFor } from './transfer-budget.ts';
+export type {
+  Acquired,
+  BlockView,
+  BudgetEvent,
+  BudgetOptions,
+  BudgetView,
+  RefusalScope,
+  Refused,
+  ScopeView,
+  TokenView,
+} from './types.ts';

@@ -1,0 +1,264 @@
+// The transfer budget: one exact sliding-window log per token and per organization in Redis, shared by
+// every worker process. The reasoning that makes it exact is in acquire.lua's header; this class only
+// checks its inputs, builds the keys and reads the scripts' replies.
+import { randomBytes } from 'node:crypto';
+import type { Rate } from '../duration.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { createKeys, isValidOrgKey, type Keys } from '../keys.ts';
+import { defineLimiterCommands, run, type LimiterCommands, type RedisClient } from './scripts.ts';
+import type {
+  Acquired,
+  BudgetEvent,
+  BudgetOptions,
+  BudgetView,
+  RefusalScope,
+  Refused,
+  ScopeView,
+  TokenView,
+} from './types.ts';
+
+/** Token ids are fingerprints (config.ts tokenFingerprint): short, safe inside a key. */
+const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+const REASON_RE = /^[\x20-\x7e]{1,64}$/;
+const SCOPES: readonly RefusalScope[] = ['token', 'org', 'blocked-token', 'blocked-org', 'no-token'];
+/** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
+const KEY_SLACK_MS = 1000;
+
+function invalid(message: string): LearnerTransferError {
+  return new LearnerTransferError('LT_INPUT_INVALID', `limiter: ${message}`);
+}
+
+function checkRate(name: string, rate: Rate): void {
+  if (
+    !Number.isSafeInteger(rate.max) ||
+    rate.max < 1 ||
+    !Number.isSafeInteger(rate.windowMs) ||
+    rate.windowMs < 1
+  ) {
+    throw invalid(`${name}: expected whole max >= 1 and windowMs >= 1, got ${JSON.stringify(rate)}`);
+  }
+}
+
+function checkOrg(org: string): void {
+  // The org is the {hash tag}: a '}' or ':' in it would break the slot or the key layout.
+  if (!isValidOrgKey(org))
+    throw invalid(`org key must be 1-64 letters, digits, _ or -, got '${org.slice(0, 64)}'`);
+}
+
+function checkTokenId(tokenId: string): void {
+  // Never echo it: a caller passing a secret by mistake must not see it in a log line.
+  if (!TOKEN_ID_RE.test(tokenId))
+    throw invalid('token id must be a fingerprint (1-64 letters, digits, _ . or -)');
+}
+
+function num(value: unknown): number {
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isFinite(n)) throw new Error(`limiter: unexpected script reply ${String(value)}`);
+  return n;
+}
+
+function text(value: unknown): string {
+  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+}
+
+function list(value: unknown): unknown[] {
+  if (!Array.isArray(value)) throw new Error('limiter: unexpected script reply (not an array)');
+  return value;
+}
+
+/** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s) for a late count. */
+export function inflightTtlFor(requestTimeoutMs: number): number {
+  return requestTimeoutMs + Math.max(1000, requestTimeoutMs);
+}
+
+export class TransferBudget {
+  readonly keys: Keys;
+  readonly options: Readonly<BudgetOptions>;
+  private readonly commands: LimiterCommands;
+  private readonly tokenKeyTtlMs: number;
+  private readonly orgKeyTtlMs: number;
+
+  constructor(
+    private readonly redis: RedisClient,
+    options: BudgetOptions,
+  ) {
+    checkRate('limitPerToken', options.limitPerToken);
+    checkRate('limitPerOrg', options.limitPerOrg);
+    if (!Number.isSafeInteger(options.inflightTtlMs) || options.inflightTtlMs < 1) {
+      throw invalid(`inflightTtlMs: expected a whole number of ms >= 1, got ${options.inflightTtlMs}`);
+    }
+    this.options = Object.freeze({ ...options });
+    this.keys = createKeys(options.prefix);
+    this.commands = defineLimiterCommands(redis);
+    this.tokenKeyTtlMs = options.limitPerToken.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
+    this.orgKeyTtlMs = options.limitPerOrg.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
+  }
+
+  /**
+   * One permit for one transfer request of `org`, on the token of `tokenIds` with the most room left.
+   * Call it right before sending; on refusal, sleep `waitMs` (nothing is gained by asking earlier).
+   */
+  async acquire(org: string, tokenIds: readonly string[]): Promise<Acquired | Refused> {
+    const pool = this.pool(org, tokenIds);
+    const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs } = this.options;
+    const reply = list(
+      await run(this.commands, 'ltLimiterAcquire', this.scriptKeys(org, pool), [
+        tok.max,
+        tok.windowMs,
+        perOrg.max,
+        perOrg.windowMs,
+        inflightTtlMs,
+        randomBytes(6).toString('hex'),
+      ]),
+    );
+    if (num(reply[0]) === 1) {
+      const tokenId = pool[num(reply[2]) - 1];
+      if (tokenId === undefined) throw new Error('limiter: acquire granted a token outside the pool');
+      return { ok: true, permitId: text(reply[1]), tokenId, now: num(reply[3]) };
+    }
+    const scope = text(reply[2]) as RefusalScope;
+    if (!SCOPES.includes(scope)) throw new Error(`limiter: unexpected refusal scope '${scope}'`);
+    return {
+      ok: false,
+      waitMs: num(reply[1]),
+      scope,
+      allBlockedIndefinitely: num(reply[3]) === 1,
+      now: num(reply[4]),
+    };
+  }
+
+  /**
+   * The request got a response, whatever its status (2xx, 4xx, 5xx, a 200 with a bad body): the permit
+   * is stamped with the time now, after the server counted it, and frees one window later.
+   */
+  async settle(org: string, tokenId: string, permitId: string): Promise<void> {
+    await this.finish(org, tokenId, permitId, 'response');
+  }
+
+  /**
+   * The request may have reached the server but no response will come (timeout, connection reset after
+   * sending): the server may still count it until the permit's in-flight deadline, so it is stamped
+   * with that deadline (or now, if later). Same effect as letting the permit expire, but at once.
+   */
+  async abandon(org: string, tokenId: string, permitId: string): Promise<void> {
+    await this.finish(org, tokenId, permitId, 'abandon');
+  }
+
+  /**
+   * The request provably never reached the server (connection refused, DNS failure, aborted before a
+   * byte was written): the budget is returned at once. Only when sure: when in doubt, abandon.
+   */
+  async release(org: string, tokenId: string, permitId: string): Promise<void> {
+    checkOrg(org);
+    checkTokenId(tokenId);
+    const event: BudgetEvent = { event: 'release', org, tokenId };
+    await run(
+      this.commands,
+      'ltLimiterRelease',
+      [this.keys.tokenInflight(org, tokenId), this.keys.orgInflight(org)],
+      [permitId, this.keys.limiterEvents(org), JSON.stringify(event)],
+    );
+  }
+
+  /**
+   * Blocks one token (or, with null, the whole organization): for `durationMs` after a 429 (its
+   * Retry-After), or 'indefinite' after a 401 until unblock(). A longer block in place is kept.
+   * `reason` is shown by peek: a status code or a short word, never a secret.
+   */
+  async block(
+    org: string,
+    tokenId: string | null,
+    durationMs: number | 'indefinite',
+    reason: string,
+  ): Promise<void> {
+    checkOrg(org);
+    if (tokenId !== null) checkTokenId(tokenId);
+    if (!REASON_RE.test(reason)) throw invalid('block reason must be 1-64 printable ASCII characters');
+    let duration: string | number = 'indefinite';
+    if (durationMs !== 'indefinite') {
+      if (!Number.isFinite(durationMs) || durationMs <= 0) {
+        throw invalid(`block duration must be > 0 ms or 'indefinite', got ${durationMs}`);
+      }
+      duration = Math.ceil(durationMs);
+    }
+    const key = tokenId === null ? this.keys.orgBlock(org) : this.keys.tokenBlock(org, tokenId);
+    await run(this.commands, 'ltLimiterBlock', [key], [reason, duration]);
+  }
+
+  async unblock(org: string, tokenId: string | null): Promise<void> {
+    checkOrg(org);
+    if (tokenId !== null) checkTokenId(tokenId);
+    const key = tokenId === null ? this.keys.orgBlock(org) : this.keys.tokenBlock(org, tokenId);
+    const event: BudgetEvent = { event: 'unblock', org, tokenId };
+    await this.redis.multi().del(key).publish(this.keys.limiterEvents(org), JSON.stringify(event)).exec();
+  }
+
+  /** The budget as acquire would see it now, read-only (the script runs with the no-writes flag). */
+  async peek(org: string, tokenIds: readonly string[]): Promise<BudgetView> {
+    const pool = this.pool(org, tokenIds);
+    const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
+    const reply = list(
+      await run(this.commands, 'ltLimiterPeek', this.scriptKeys(org, pool), [
+        tok.max,
+        tok.windowMs,
+        perOrg.max,
+        perOrg.windowMs,
+      ]),
+    );
+    const scope = (raw: unknown, rate: Rate): ScopeView => {
+      const [used, inflight, nextFree, reason, blockTtl] = list(raw).map((v, i) =>
+        i === 3 ? text(v) : num(v),
+      );
+      const u = used as number;
+      const f = inflight as number;
+      const ttl = blockTtl as number;
+      return {
+        used: u,
+        inflight: f,
+        remaining: Math.max(0, rate.max - u - f),
+        limit: rate.max,
+        windowMs: rate.windowMs,
+        nextFreeInMs: nextFree as number,
+        blocked: ttl === -2 ? null : { reason: reason as string, remainingMs: ttl === -1 ? null : ttl },
+      };
+    };
+    const tokens: TokenView[] = pool.map((tokenId, i) => ({ tokenId, ...scope(reply[i + 2], tok) }));
+    return { now: num(reply[0]), org: scope(reply[1], perOrg), tokens };
+  }
+
+  private async finish(
+    org: string,
+    tokenId: string,
+    permitId: string,
+    mode: 'response' | 'abandon',
+  ): Promise<void> {
+    checkOrg(org);
+    checkTokenId(tokenId);
+    await run(
+      this.commands,
+      'ltLimiterSettle',
+      [
+        this.keys.tokenLog(org, tokenId),
+        this.keys.tokenInflight(org, tokenId),
+        this.keys.orgLog(org),
+        this.keys.orgInflight(org),
+      ],
+      [permitId, mode, this.tokenKeyTtlMs, this.orgKeyTtlMs],
+    );
+  }
+
+  /** The pool without repeats, in the caller's order (the order breaks ties between tokens). */
+  private pool(org: string, tokenIds: readonly string[]): string[] {
+    checkOrg(org);
+    const pool = [...new Set(tokenIds)];
+    pool.forEach(checkTokenId);
+    return pool;
+  }
+
+  private scriptKeys(org: string, pool: readonly string[]): string[] {
+    const k = this.keys;
+    const keys = [k.orgLog(org), k.orgInflight(org), k.orgBlock(org)];
+    for (const t of pool) keys.push(k.tokenLog(org, t), k.tokenInflight(org, t), k.tokenBlock(org, t));
+    return keys;
+  }
+}

@@ -1,0 +1,71 @@
+// The transfer budget's public shapes. Times are Redis TIME in ms since the epoch; token ids are the
+// non-secret fingerprints of config.ts (TokenRef.id), never a token.
+import type { Rate } from '../duration.ts';
+
+export interface BudgetOptions {
+  /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
+  prefix: string;
+  limitPerToken: Rate;
+  limitPerOrg: Rate;
+  /**
+   * How long a permit stays in flight when its holder never settles it (crash, hang): the request
+   * timeout plus a margin for a server that counts a request after the client gave up on it. Must be
+   * at least the request timeout, or a slow answer could be counted after its permit left the window.
+   */
+  inflightTtlMs: number;
+}
+
+export type Acquired = { ok: true; permitId: string; tokenId: string; now: number };
+
+/** What held the refusal: the scope whose wait is the longest. */
+export type RefusalScope = 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token';
+
+export type Refused = {
+  ok: false;
+  /** No permit can be granted before now + waitMs (short of a release or an unblock). Always >= 1. */
+  waitMs: number;
+  scope: RefusalScope;
+  /**
+   * Every token of the pool (or the organization) is blocked until someone unblocks it, or the pool is
+   * empty: waitMs is then only a sentinel (one window), and the caller should pause and alert.
+   */
+  allBlockedIndefinitely: boolean;
+  now: number;
+};
+
+export interface BlockView {
+  /** The reason given to block(), such as '429' or '401'. */
+  reason: string;
+  /** Time left, or null when the block lasts until unblock. */
+  remainingMs: number | null;
+}
+
+export interface ScopeView {
+  /** Permits counted in the window that are no longer in flight (settled or expired). */
+  used: number;
+  /** Permits in flight: acquired, not yet settled, deadline not passed. */
+  inflight: number;
+  remaining: number;
+  limit: number;
+  windowMs: number;
+  /** 0 when the window has room; else the ms until it has (blocks aside, see `blocked`). */
+  nextFreeInMs: number;
+  blocked: BlockView | null;
+}
+
+export interface TokenView extends ScopeView {
+  tokenId: string;
+}
+
+export interface BudgetView {
+  now: number;
+  org: ScopeView;
+  tokens: TokenView[];
+}
+
+/** Published on keys.limiterEvents(org) when budget comes back earlier than a refusal predicted. */
+export interface BudgetEvent {
+  event: 'release' | 'unblock';
+  org: string;
+  tokenId: string | null;
+}
