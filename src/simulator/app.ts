@@ -1,0 +1,85 @@
+// The fastify app: record on arrival, the "service down" fault, a lenient JSON body parser, and error
+// answers in the spec's error shape for whatever fastify itself refuses.
+import Fastify, { type FastifyInstance } from 'fastify';
+import { bodies } from './bodies.ts';
+import type { SimContext } from './context.ts';
+import { emit, resetSocket } from './respond.ts';
+import { registerListRoute } from './routes-list.ts';
+import { registerTransferRoute } from './routes-transfer.ts';
+
+class BodyError extends Error {
+  readonly statusCode = 400;
+  readonly code = 'SIM_BAD_JSON';
+}
+
+export function buildApp(ctx: SimContext, logger: boolean): FastifyInstance {
+  const app = Fastify({ logger, routerOptions: { ignoreTrailingSlash: true } });
+
+  app.addHook('onRequest', async (request, reply) => {
+    const entry = ctx.log.begin(request.raw);
+    // Known tokens (revoked ones too) are named in the record from the start, whatever happens next.
+    const caller = ctx.tokens.caller(request.headers.authorization);
+    if (caller.info) {
+      entry.org = caller.info.org.key;
+      entry.tokenLabel = caller.info.label;
+    }
+    if (ctx.faults.down) {
+      // Down: the connection dies on arrival; nothing is counted, nothing happens.
+      entry.status = 'reset';
+      entry.result = 'down';
+      entry.respondedAt = Date.now();
+      resetSocket(request, reply);
+    }
+  });
+
+  // The transfer's body is `{}`; clients that send an empty body with Content-Type: application/json
+  // must not get fastify's default 400 for it.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body).trim();
+    if (text === '') return done(null, {});
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new BodyError('The request body is not valid JSON'), undefined);
+    }
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
+
+  app.setErrorHandler((error: { statusCode?: number; message?: string }, request, reply) => {
+    const entry = ctx.log.of(request.raw);
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      emit(entry, request, reply, {
+        kind: 'json',
+        status,
+        body: bodies.badRequest(error.message ?? 'Bad request'),
+        result: 'bad-request',
+      });
+    } else {
+      request.log.error({ err: error }, 'simulator handler failed');
+      emit(entry, request, reply, {
+        kind: 'json',
+        status: 500,
+        body: bodies.internal(),
+        result: 'server-error',
+      });
+    }
+    return reply;
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const entry = ctx.log.of(request.raw);
+    const path = entry.path;
+    emit(entry, request, reply, {
+      kind: 'json',
+      status: 404,
+      body: bodies.routeNotFound(request.method, path),
+    });
+    return reply;
+  });
+
+  registerListRoute(app, ctx);
+  registerTransferRoute(app, ctx);
+  return app;
+}
