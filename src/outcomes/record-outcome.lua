@@ -22,19 +22,30 @@
 ]]
 local learner = ARGV[1]
 local old = redis.call('HGET', KEYS[1], learner)
-local oldBucket, oldRun = '', ''
+local oldBucket, oldRun, oldRecord = '', '', nil
 if old then
   local ok, decoded = pcall(cjson.decode, old)
   if ok and type(decoded) == 'table' then
+    oldRecord = decoded
     oldBucket = decoded['b'] or ''
     oldRun = decoded['r'] or ''
   end
 end
+local newJson = ARGV[2]
 
 if ARGV[9] == 'enqueue' and old then
   local final = oldBucket ~= 'queued' and oldBucket ~= 'retrying' and oldBucket ~= ''
   if not (final and ARGV[10] == '1') then
     return 'skip:' .. oldBucket
+  end
+  -- Re-opened on purpose: keep the learner's history (attempts, last transfer, audit ids) with it.
+  if oldRecord then
+    local rec = cjson.decode(newJson)
+    for _, field in ipairs({'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k'}) do
+      if oldRecord[field] ~= nil and rec[field] == nil then rec[field] = oldRecord[field] end
+    end
+    if oldRecord['a'] ~= nil then rec['a'] = oldRecord['a'] end
+    newJson = cjson.encode(rec)
   end
 end
 
@@ -51,7 +62,7 @@ if oldBucket ~= '' then
   end
 end
 
-redis.call('HSET', KEYS[1], learner, ARGV[2])
+redis.call('HSET', KEYS[1], learner, newJson)
 if indexed[ARGV[3]] then redis.call('ZADD', ARGV[6] .. ARGV[3], ARGV[5], learner) end
 redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
 redis.call('HINCRBY', KEYS[3], ARGV[3], 1)

@@ -33,6 +33,10 @@ const attemptSchema = z.tuple([
 ]);
 export type AttemptEntry = z.infer<typeof attemptSchema>;
 
+// Lua's cjson writes an empty array as {}: read it back as [].
+const list = <T extends z.ZodTypeAny>(item: T) =>
+  z.preprocess((v) => (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0 ? [] : v), z.array(item));
+
 export const recordSchema = z.object({
   /** bucket */
   b: z.string(),
@@ -56,9 +60,9 @@ export const recordSchema = z.object({
   /** token id (fingerprint) of the last attempt */
   k: z.string().optional(),
   /** stream ids of this learner's audit entries (effective transfers), newest last */
-  au: z.array(z.string()).optional(),
+  au: list(z.string()).optional(),
   /** last attempts, newest last, at most MAX_HISTORY */
-  h: z.array(attemptSchema).optional(),
+  h: list(attemptSchema).optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
 

@@ -111,7 +111,7 @@ export async function enqueueCsv(
       if (!orgSeen) seen.set(ev.org, (orgSeen = new Map()));
       const firstLine = orgSeen.get(ev.learnerId);
       if (firstLine !== undefined) {
-        await reject(ev.line, `duplicate of line ${firstLine} (learner ${ev.learnerId}, org ${ev.org})`, String(ev.learnerId));
+        await reject(ev.line, `duplicate of line ${firstLine} (learner ${ev.learnerId} in ${ev.org})`, String(ev.learnerId));
         continue;
       }
       orgSeen.set(ev.learnerId, ev.line);

@@ -1,0 +1,60 @@
+// A worker process killed with SIGKILL mid-run, then another started: nothing lost (every learner ends
+// in a final state), nothing transferred twice (the simulator saw each learner change owner once).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newRunId } from '../../src/outcomes/runs.ts';
+import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { join } from 'node:path';
+
+let h: Harness;
+const ids = Array.from({ length: 400 }, (_, i) => i + 1).filter((id) => (id - 1) % 3 !== 0).slice(0, 160);
+
+beforeAll(async () => {
+  h = await startHarness({
+    tag: 'kill',
+    sim: { learners: 400, repeatMode: 'mixed', faults: { latencyAfterMs: [50, 250] }, limits: { perToken: { max: 40, windowMs: 2000 }, perOrg: { max: 80, windowMs: 2000 }, window: 'rolling' } },
+    env: { LIMIT_PER_TOKEN: '40/2s', LIMIT_PER_ORG: '80/2s', REQUEST_TIMEOUT: '1s', LOG_LEVEL: 'warn' },
+  });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('SIGKILL of a worker mid-run', () => {
+  it('loses nothing and transfers nobody twice', async () => {
+    const file = h.writeFile('kill.csv', `learner_id\n${ids.join('\n')}\n`);
+    const runId = newRunId();
+    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'kill.csv', orgs: ['acme'] });
+    await enqueueCsv({ producer: h.ctx.producer, runs: h.ctx.runs }, { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') });
+
+    const first = spawnCli(['work', '--concurrency', '8'], h.env);
+    // Kill it while requests are in flight: wait until some transfers have happened, not all.
+    const deadline = Date.now() + 30_000;
+    while (h.sim.record.filter((r) => r.effectApplied).length < 30 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    first.kill('SIGKILL');
+    const killed = await waitExit(first);
+    expect(killed.signal).toBe('SIGKILL');
+    const before = h.sim.record.filter((r) => r.effectApplied).length;
+    expect(before).toBeGreaterThanOrEqual(30);
+    expect(before).toBeLessThan(ids.length);
+
+    const second = await runCli(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);
+    expect(second.stderr).toMatch(/workers stopped \(idle\)/);
+    expect(second.code).toBe(0);
+
+    for (const id of ids) {
+      const r = await h.ctx.store.get('acme', id);
+      expect(['transferred', 'already-in-org'], `learner ${id}: ${r?.b}`).toContain(r?.b);
+      expect(h.sim.ownerChanges(id), `learner ${id}`).toBe(1);
+    }
+    expect(h.sim.violations()).toEqual([]);
+    expect(h.sim.record.filter((r) => r.status === 429)).toEqual([]);
+    for (const secret of ['sim-acme-1', 'sim-acme-2']) {
+      expect(second.stderr).not.toContain(secret);
+      expect(killed.stderr).not.toContain(secret);
+    }
+  });
+});

@@ -1,0 +1,45 @@
+// Runs the real CLI (bin/learner-transfer.js) as a child process, for tests of exit codes, output and
+// process-level faults (SIGKILL).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+
+export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+export const BIN = join(ROOT, 'bin', 'learner-transfer.js');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function spawnCli(args: string[], env: Record<string, string>, cwd = ROOT): ChildProcess & { output: { stdout: string; stderr: string } } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LT_FROM_SOURCE: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcess & { output: { stdout: string; stderr: string } };
+  child.output = { stdout: '', stderr: '' };
+  child.stdout?.on('data', (d: Buffer) => (child.output.stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (child.output.stderr += d.toString()));
+  return child;
+}
+
+export function waitExit(child: ChildProcess & { output: { stdout: string; stderr: string } }, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`CLI did not exit within ${timeoutMs} ms; stderr:\n${child.output.stderr.slice(-2000)}`));
+    }, timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      // Let the pipes drain.
+      setImmediate(() => resolve({ code, signal, ...child.output }));
+    });
+  });
+}
+
+export async function runCli(args: string[], env: Record<string, string>, timeoutMs = 60_000, cwd = ROOT): Promise<CliResult> {
+  return waitExit(spawnCli(args, env, cwd), timeoutMs);
+}
