@@ -36,7 +36,8 @@ export async function createContext(
   options: { logger?: Logger; redis?: Redis; redisTimeoutMs?: number } = {},
 ): Promise<AppContext> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
-  const redis = options.redis ?? (await connectRedis(config.redisUrl, { logger, timeoutMs: options.redisTimeoutMs }));
+  const redis =
+    options.redis ?? (await connectRedis(config.redisUrl, { logger, timeoutMs: options.redisTimeoutMs }));
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);

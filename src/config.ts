@@ -163,7 +163,8 @@ const envSchema = z.object({
     .string()
     .default('ltx')
     .refine((p) => /^[A-Za-z0-9_.-]{1,32}$/.test(p), {
-      error: (iss) => `QUEUE_PREFIX: expected 1-32 letters, digits, _ . or -, got ${shown(String(iss.input))}`,
+      error: (iss) =>
+        `QUEUE_PREFIX: expected 1-32 letters, digits, _ . or -, got ${shown(String(iss.input))}`,
     }),
   LEARNER_API_BASE_URL: urlField('LEARNER_API_BASE_URL', ['http:', 'https:']).optional(),
   USER_AGENT: z
@@ -209,10 +210,14 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
   }
   const e = parsed.data;
   if (options.requireBaseUrl && !e.LEARNER_API_BASE_URL) {
-    problems.push('LEARNER_API_BASE_URL: required (the base address of the Learner API, like https://api.example.com)');
+    problems.push(
+      'LEARNER_API_BASE_URL: required (the base address of the Learner API, like https://api.example.com)',
+    );
   }
   if (options.requireTokens && e.LEARNER_API_TOKENS.length === 0) {
-    problems.push('LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2)');
+    problems.push(
+      'LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2)',
+    );
   }
   if (e.REQUEST_TIMEOUT >= e.LIMIT_PER_TOKEN.windowMs) {
     problems.push(

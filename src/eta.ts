@@ -25,13 +25,17 @@ export function estimate(input: EtaInput): Eta {
   const fullNow = Math.min(perOrg.max, tokens * perToken.max);
   const availableNow = Math.max(0, Math.min(input.availableNow ?? fullNow, fullNow));
   if (remaining <= 0) return { ms: 0, boundBy: 'none', availableNow, text: 'nothing left' };
-  if (tokens === 0) return { ms: Infinity, boundBy: 'token', availableNow: 0, text: 'never: no token for this organization' };
+  if (tokens === 0)
+    return { ms: Infinity, boundBy: 'token', availableNow: 0, text: 'never: no token for this organization' };
   const after = Math.max(0, remaining - availableNow);
   const tokenMs = Math.ceil(after / (tokens * perToken.max)) * perToken.windowMs;
   const orgMs = Math.ceil(after / perOrg.max) * perOrg.windowMs;
   const ms = Math.max(tokenMs, orgMs);
   const boundBy = after === 0 ? 'none' : orgMs >= tokenMs ? 'org' : 'token';
-  const pace = boundBy === 'org' ? formatRate(perOrg) : `${tokens} token${tokens > 1 ? 's' : ''} x ${formatRate(perToken)}`;
+  const pace =
+    boundBy === 'org'
+      ? formatRate(perOrg)
+      : `${tokens} token${tokens > 1 ? 's' : ''} x ${formatRate(perToken)}`;
   const text =
     after === 0
       ? `within the current budget (${availableNow} left now)`

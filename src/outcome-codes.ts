@@ -36,7 +36,8 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
   'already-in-org': {
     action: 'complete',
     success: true,
-    description: 'already in the organization (400 "already associated", or a 200 repeat with no new transfer)',
+    description:
+      'already in the organization (400 "already associated", or a 200 repeat with no new transfer)',
   },
   'not-found': { action: 'fail', success: false, description: 'no learner with this id (404)' },
   forbidden: { action: 'fail', success: false, description: 'the token may not transfer this learner (403)' },
@@ -54,7 +55,8 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
   'bad-response': {
     action: 'retry',
     success: false,
-    description: 'a response the schema does not accept (e.g. a cut 200 body): the transfer may have happened',
+    description:
+      'a response the schema does not accept (e.g. a cut 200 body): the transfer may have happened',
   },
   'rate-limited': {
     action: 'wait',

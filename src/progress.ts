@@ -64,7 +64,10 @@ export class Progress {
       pct = ` ${(share * 100).toFixed(1)}%`;
       if (!final && rate > 0 && share < 1) eta = ` ETA ${Math.ceil((total - this.#done) / rate)}s`;
     }
-    const bar = total && this.#tty ? ` [${'#'.repeat(Math.round((Math.min(1, this.#done / total)) * 20)).padEnd(20, '.')}]` : '';
+    const bar =
+      total && this.#tty
+        ? ` [${'#'.repeat(Math.round(Math.min(1, this.#done / total) * 20)).padEnd(20, '.')}]`
+        : '';
     const text = `${this.#opts.label}${bar}${pct} ${this.#extra}${eta}${final ? ` in ${elapsed.toFixed(1)}s` : ''}`;
     if (this.#tty) this.#opts.stream.write(`\r\x1b[2K${text}${final ? '\n' : ''}`);
     else this.#opts.stream.write(`${text}\n`);

@@ -48,7 +48,8 @@ export function classifyResponse(
     // The spec: a repeated transfer to the same organization "returns success without creating a
     // duplicate transfer". We see that as the transferId we already hold, or a message that says so.
     const sameTransfer =
-      ctx.previousTransferId !== undefined && result.data.transferDetails.transferId === ctx.previousTransferId;
+      ctx.previousTransferId !== undefined &&
+      result.data.transferDetails.transferId === ctx.previousTransferId;
     if (sameTransfer || (result.message !== undefined && ALREADY_RE.test(result.message))) {
       return { code: 'already-in-org', status: 200, via: 'repeat-success', result, durationMs };
     }
@@ -80,7 +81,14 @@ export function classifyResponse(
 }
 
 /** undici / Node error codes that mean the request never reached the server. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 function errorCodeOf(err: unknown): string {
   let e: unknown = err;

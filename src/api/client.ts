@@ -75,11 +75,17 @@ export class LearnerApiClient {
       size += (chunk as Buffer).length;
       if (size > MAX_BODY_BYTES) {
         response.body.destroy();
-        throw Object.assign(new Error(`response body over ${MAX_BODY_BYTES} bytes`), { code: 'LT_BODY_TOO_LARGE' });
+        throw Object.assign(new Error(`response body over ${MAX_BODY_BYTES} bytes`), {
+          code: 'LT_BODY_TOO_LARGE',
+        });
       }
       chunks.push(chunk as Buffer);
     }
-    return { status: response.statusCode, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') };
+    return {
+      status: response.statusCode,
+      headers: response.headers,
+      text: Buffer.concat(chunks).toString('utf8'),
+    };
   }
 
   /** PATCH /1/learner/{id}/transfer with body {}. Never throws. */
@@ -158,7 +164,9 @@ export class LearnerApiClient {
             status,
             durationMs,
             message: `page ${page}: body does not match the list schema${
-              body === undefined ? ' (not JSON)' : `: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`
+              body === undefined
+                ? ' (not JSON)'
+                : `: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`
             }`,
             bodyStart: text.slice(0, 200),
           },
@@ -174,7 +182,10 @@ export class LearnerApiClient {
       return { ok: false, outcome };
     } catch (err) {
       const outcome = classifyNetworkError(err, performance.now() - started, true);
-      return { ok: false, outcome: outcome as Exclude<TransferOutcome, { code: 'transferred' | 'already-in-org' }> };
+      return {
+        ok: false,
+        outcome: outcome as Exclude<TransferOutcome, { code: 'transferred' | 'already-in-org' }>,
+      };
     }
   }
 

@@ -44,5 +44,9 @@ export type TransferOutcome =
     });
 
 // Compile-time proof that the union covers exactly the table's codes.
-type _Covers = OutcomeCode extends TransferOutcome['code'] ? (TransferOutcome['code'] extends OutcomeCode ? true : never) : never;
+type _Covers = OutcomeCode extends TransferOutcome['code']
+  ? TransferOutcome['code'] extends OutcomeCode
+    ? true
+    : never
+  : never;
 export const _outcomeUnionCoversTable: _Covers = true;

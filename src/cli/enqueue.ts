@@ -19,7 +19,11 @@ export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
     `  already queued ${s.alreadyQueued}`,
     `  already done   ${Object.values(s.alreadyDone).reduce((a, b) => a + (b ?? 0), 0)}${done ? ` (${done})` : ''}`,
     `  rejected   ${s.rejected}${s.rejectsFile ? ` -> ${s.rejectsFile}` : ''}`,
-    `  by organization: ${Object.entries(s.byOrg).map(([o, n]) => `${o} ${n}`).join(', ') || 'none'}`,
+    `  by organization: ${
+      Object.entries(s.byOrg)
+        .map(([o, n]) => `${o} ${n}`)
+        .join(', ') || 'none'
+    }`,
   ].join('\n');
 }
 
@@ -31,46 +35,66 @@ export function register(program: Command): void {
     .option('--org <key>', 'organization for rows without an org column (a key from LEARNER_API_TOKENS)')
     .option('--rejects <file>', 'where to write rejected rows (default out/<run>/rejects.csv)')
     .option('--run <id>', 'run id (default: a new one)')
-    .addOption(new Option('--batch <n>', 'jobs per addBulk').argParser(positiveInt('--batch', 10_000)).default(1000))
+    .addOption(
+      new Option('--batch <n>', 'jobs per addBulk').argParser(positiveInt('--batch', 10_000)).default(1000),
+    )
     .option('--quiet', 'no progress output')
-    .action(async (opts: { csv: string; org?: string; rejects?: string; run?: string; batch: number; quiet?: boolean }) => {
-      const config = loadCliConfig({ requireTokens: true });
-      if (opts.org) requireOrg(config, opts.org);
-      const total = await fileSize(opts.csv);
-      const ctx = await createContext(config);
-      try {
-        const runId = opts.run ?? newRunId();
-        const existing = await ctx.runs.get(runId);
-        if (!existing) {
-          await ctx.runs.create({ id: runId, kind: 'csv', source: basename(opts.csv), orgs: opts.org ? [opts.org] : [] });
-        }
-        const progress = new Progress({ label: `enqueue ${basename(opts.csv)}`, total, enabled: !opts.quiet });
-        let shown = 0;
-        const summary = await enqueueCsv(
-          { producer: ctx.producer, runs: ctx.runs },
-          {
-            file: opts.csv,
-            defaultOrg: opts.org,
-            knownOrgs: config.orgs,
-            runId,
-            rejectsFile: opts.rejects ?? join('out', runId, 'rejects.csv'),
-            batchSize: opts.batch,
-            onProgress: (rows, bytes, c) =>
-              progress.update(bytes, `${rows} rows, ${c.enqueued} enqueued, ${c.rejected} rejected`),
-            onReject: (line, reason) => {
-              if (shown++ < 10) process.stderr.write(`${opts.csv}:${line}: ${reason}\n`);
-              else if (shown === 11) process.stderr.write(`(more rejects: see the rejects file)\n`);
+    .action(
+      async (opts: {
+        csv: string;
+        org?: string;
+        rejects?: string;
+        run?: string;
+        batch: number;
+        quiet?: boolean;
+      }) => {
+        const config = loadCliConfig({ requireTokens: true });
+        if (opts.org) requireOrg(config, opts.org);
+        const total = await fileSize(opts.csv);
+        const ctx = await createContext(config);
+        try {
+          const runId = opts.run ?? newRunId();
+          const existing = await ctx.runs.get(runId);
+          if (!existing) {
+            await ctx.runs.create({
+              id: runId,
+              kind: 'csv',
+              source: basename(opts.csv),
+              orgs: opts.org ? [opts.org] : [],
+            });
+          }
+          const progress = new Progress({
+            label: `enqueue ${basename(opts.csv)}`,
+            total,
+            enabled: !opts.quiet,
+          });
+          let shown = 0;
+          const summary = await enqueueCsv(
+            { producer: ctx.producer, runs: ctx.runs },
+            {
+              file: opts.csv,
+              defaultOrg: opts.org,
+              knownOrgs: config.orgs,
+              runId,
+              rejectsFile: opts.rejects ?? join('out', runId, 'rejects.csv'),
+              batchSize: opts.batch,
+              onProgress: (rows, bytes, c) =>
+                progress.update(bytes, `${rows} rows, ${c.enqueued} enqueued, ${c.rejected} rejected`),
+              onReject: (line, reason) => {
+                if (shown++ < 10) process.stderr.write(`${opts.csv}:${line}: ${reason}\n`);
+                else if (shown === 11) process.stderr.write(`(more rejects: see the rejects file)\n`);
+              },
             },
-          },
-        );
-        progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
-        console.log(formatEnqueueSummary(summary));
-        if (summary.valid === 0) {
-          throw new LearnerTransferError('LT_INPUT_INVALID', `${opts.csv}: no valid learner id was read`);
+          );
+          progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
+          console.log(formatEnqueueSummary(summary));
+          if (summary.valid === 0) {
+            throw new LearnerTransferError('LT_INPUT_INVALID', `${opts.csv}: no valid learner id was read`);
+          }
+          process.exitCode = EXIT.ok;
+        } finally {
+          await ctx.close();
         }
-        process.exitCode = EXIT.ok;
-      } finally {
-        await ctx.close();
-      }
-    });
+      },
+    );
 }

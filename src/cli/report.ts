@@ -14,23 +14,32 @@ export function register(program: Command): void {
     .option('--out <file>', 'write here instead of stdout')
     .option('--split <dir>', 'write successes.csv, failures.csv and pending.csv into DIR')
     .option('--org <key...>', 'only these organizations')
-    .action(async (opts: { run?: string; status?: string; format: 'csv' | 'ndjson'; out?: string; split?: string; org?: string[] }) => {
-      const config = loadCliConfig();
-      const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-      const ctx = await createContext(config);
-      try {
-        const filter = { orgs, runId: opts.run, status: opts.status };
-        if (opts.split) {
-          const s = await writeSplit(ctx.store, filter, opts.split);
-          console.log(
-            `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}`,
-          );
-        } else {
-          const rows = await writeReport(ctx.store, filter, { format: opts.format, out: opts.out });
-          if (opts.out) console.log(`${rows} rows -> ${opts.out}`);
+    .action(
+      async (opts: {
+        run?: string;
+        status?: string;
+        format: 'csv' | 'ndjson';
+        out?: string;
+        split?: string;
+        org?: string[];
+      }) => {
+        const config = loadCliConfig();
+        const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+        const ctx = await createContext(config);
+        try {
+          const filter = { orgs, runId: opts.run, status: opts.status };
+          if (opts.split) {
+            const s = await writeSplit(ctx.store, filter, opts.split);
+            console.log(
+              `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}`,
+            );
+          } else {
+            const rows = await writeReport(ctx.store, filter, { format: opts.format, out: opts.out });
+            if (opts.out) console.log(`${rows} rows -> ${opts.out}`);
+          }
+        } finally {
+          await ctx.close();
         }
-      } finally {
-        await ctx.close();
-      }
-    });
+      },
+    );
 }

@@ -8,8 +8,18 @@ export function register(program: Command): void {
   program
     .command('retry')
     .description('Re-queue failed learners with fresh attempts (all failures, or by outcome, learner or run)')
-    .addOption(new Option('--status <code>', 'only this outcome code').choices(BUCKETS.filter((b) => b !== 'queued' && b !== 'retrying' && b !== 'transferred' && b !== 'already-in-org')))
-    .addOption(new Option('--learner <id...>', 'only these learner ids').argParser((v: string, prev: number[] = []) => [...prev, positiveInt('--learner')(v)]))
+    .addOption(
+      new Option('--status <code>', 'only this outcome code').choices(
+        BUCKETS.filter(
+          (b) => b !== 'queued' && b !== 'retrying' && b !== 'transferred' && b !== 'already-in-org',
+        ),
+      ),
+    )
+    .addOption(
+      new Option('--learner <id...>', 'only these learner ids').argParser(
+        (v: string, prev: number[] = []) => [...prev, positiveInt('--learner')(v)],
+      ),
+    )
     .option('--run <id>', 'only learners of this run')
     .option('--org <key...>', 'only these organizations')
     .action(async (opts: { status?: string; learner?: number[]; run?: string; org?: string[] }) => {
@@ -17,12 +27,22 @@ export function register(program: Command): void {
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
       const ctx = await createContext(config);
       try {
-        const s = await retryFailed(ctx, { orgs, status: opts.status, learnerIds: opts.learner, runId: opts.run });
+        const s = await retryFailed(ctx, {
+          orgs,
+          status: opts.status,
+          learnerIds: opts.learner,
+          runId: opts.run,
+        });
         console.log(
           `re-queued ${s.requeued} learner${s.requeued === 1 ? '' : 's'}` +
-            (Object.keys(s.byOrg).length ? ` (${Object.entries(s.byOrg).map(([o, n]) => `${o} ${n}`).join(', ')})` : ''),
+            (Object.keys(s.byOrg).length
+              ? ` (${Object.entries(s.byOrg)
+                  .map(([o, n]) => `${o} ${n}`)
+                  .join(', ')})`
+              : ''),
         );
-        for (const k of s.skipped) console.error(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`);
+        for (const k of s.skipped)
+          console.error(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`);
       } finally {
         await ctx.close();
       }

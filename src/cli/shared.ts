@@ -58,7 +58,10 @@ export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
  * Runs `stop` on the first SIGINT/SIGTERM; a second signal, or `forceAfterMs` passing, exits at once.
  * Returns a function that removes the handlers.
  */
-export function onShutdown(stop: (signal: string) => Promise<void> | void, forceAfterMs = 30_000): () => void {
+export function onShutdown(
+  stop: (signal: string) => Promise<void> | void,
+  forceAfterMs = 30_000,
+): () => void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {

@@ -5,7 +5,9 @@ import { humanizeMs } from '../duration.ts';
 import { loadCliConfig } from './shared.ts';
 
 export function formatStatus(s: Status): string {
-  const lines: string[] = [`status at ${s.at} (limits: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization)`];
+  const lines: string[] = [
+    `status at ${s.at} (limits: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization)`,
+  ];
   for (const o of s.orgs) {
     const learners = Object.entries(o.learners)
       .map(([b, n]) => `${b} ${n}`)
@@ -24,7 +26,9 @@ export function formatStatus(s: Status): string {
     for (const t of o.budget.tokens) {
       lines.push(
         `  token ${t.tokenId}: ${t.used} used, ${t.inflight} in flight, ${t.remaining} of ${t.limit} left` +
-          (t.blocked ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]` : ''),
+          (t.blocked
+            ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
+            : ''),
       );
     }
     lines.push(`  remaining ${o.remaining}: done in ${o.eta.text}`);
@@ -35,7 +39,9 @@ export function formatStatus(s: Status): string {
 export function register(program: Command): void {
   program
     .command('status')
-    .description('Learners by state and outcome, budgets per token and organization, and the ETA of the remaining work')
+    .description(
+      'Learners by state and outcome, budgets per token and organization, and the ETA of the remaining work',
+    )
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
       const config = loadCliConfig();

@@ -3,7 +3,9 @@ import { createContext, requireOrg } from '../app.ts';
 import { loadCliConfig } from './shared.ts';
 
 export function register(program: Command): void {
-  const tokens = program.command('tokens').description('Show token ids (fingerprints, never secrets) and unpause refused tokens');
+  const tokens = program
+    .command('tokens')
+    .description('Show token ids (fingerprints, never secrets) and unpause refused tokens');
   tokens
     .command('list')
     .description('Token ids per organization with their budget state')
@@ -12,9 +14,14 @@ export function register(program: Command): void {
       const ctx = await createContext(config);
       try {
         for (const org of config.orgs) {
-          const view = await ctx.budget.peek(org, config.tokens.filter((t) => t.org === org).map((t) => t.id));
+          const view = await ctx.budget.peek(
+            org,
+            config.tokens.filter((t) => t.org === org).map((t) => t.id),
+          );
           for (const t of view.tokens) {
-            console.log(`${org} ${t.tokenId} ${t.remaining}/${t.limit} left${t.blocked ? ` blocked (${t.blocked.reason})` : ''}`);
+            console.log(
+              `${org} ${t.tokenId} ${t.remaining}/${t.limit} left${t.blocked ? ` blocked (${t.blocked.reason})` : ''}`,
+            );
           }
         }
       } finally {
@@ -31,7 +38,9 @@ export function register(program: Command): void {
       requireOrg(config, opts.org);
       const ctx = await createContext(config);
       try {
-        const ids = opts.token ? [opts.token] : config.tokens.filter((t) => t.org === opts.org).map((t) => t.id);
+        const ids = opts.token
+          ? [opts.token]
+          : config.tokens.filter((t) => t.org === opts.org).map((t) => t.id);
         for (const id of ids) await ctx.budget.unblock(opts.org, id);
         console.log(`unpaused ${ids.length} token${ids.length === 1 ? '' : 's'} of ${opts.org}`);
       } finally {

@@ -6,10 +6,19 @@ import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
 export function register(program: Command): void {
   program
     .command('work')
-    .description('Run transfer workers for every configured organization (or --org), sharing the budget through Redis')
-    .addOption(new Option('--concurrency <n>', 'transfers in flight per organization (default CONCURRENCY)').argParser(positiveInt('--concurrency', 1000)))
+    .description(
+      'Run transfer workers for every configured organization (or --org), sharing the budget through Redis',
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'transfers in flight per organization (default CONCURRENCY)').argParser(
+        positiveInt('--concurrency', 1000),
+      ),
+    )
     .option('--org <key...>', 'serve only these organizations')
-    .option('--until-idle', 'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded)')
+    .option(
+      '--until-idle',
+      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded)',
+    )
     .action(async (opts: { concurrency?: number; org?: string[]; untilIdle?: boolean }) => {
       const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
@@ -30,7 +39,9 @@ export function register(program: Command): void {
       await ctx.close();
       console.error(
         `workers stopped (${result.reason}): ${result.succeeded} succeeded, ${result.failed} failed` +
-          (result.unauthorizedOrgs.length ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}` : ''),
+          (result.unauthorizedOrgs.length
+            ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
+            : ''),
       );
       process.exitCode =
         result.reason === 'unauthorized' ? EXIT.unauthorized : result.failed > 0 ? EXIT.failures : EXIT.ok;

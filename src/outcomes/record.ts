@@ -35,7 +35,10 @@ export type AttemptEntry = z.infer<typeof attemptSchema>;
 
 // Lua's cjson writes an empty array as {}: read it back as [].
 const list = <T extends z.ZodTypeAny>(item: T) =>
-  z.preprocess((v) => (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0 ? [] : v), z.array(item));
+  z.preprocess(
+    (v) => (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0 ? [] : v),
+    z.array(item),
+  );
 
 export const recordSchema = z.object({
   /** bucket */

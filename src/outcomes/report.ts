@@ -4,7 +4,13 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import type { OutcomeStore } from './store.ts';
-import { isFinalBucket, isSuccessBucket, toLearnerOutcome, type Bucket, type LearnerOutcome } from './record.ts';
+import {
+  isFinalBucket,
+  isSuccessBucket,
+  toLearnerOutcome,
+  type Bucket,
+  type LearnerOutcome,
+} from './record.ts';
 import { csvLine } from './csv-safe.ts';
 
 export const REPORT_COLUMNS = [
@@ -55,7 +61,10 @@ function rowOf(o: LearnerOutcome): unknown[] {
   ];
 }
 
-export async function* selectOutcomes(store: OutcomeStore, filter: ReportFilter): AsyncGenerator<LearnerOutcome> {
+export async function* selectOutcomes(
+  store: OutcomeStore,
+  filter: ReportFilter,
+): AsyncGenerator<LearnerOutcome> {
   for (const org of filter.orgs) {
     for await (const [learnerId, record] of store.scan(org)) {
       if (filter.runId && record.r !== filter.runId) continue;
@@ -82,7 +91,10 @@ class Out {
   }
   async close(): Promise<void> {
     const own = this.#own;
-    if (own) await new Promise<void>((resolve, reject) => own.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    if (own)
+      await new Promise<void>((resolve, reject) =>
+        own.end((err?: Error | null) => (err ? reject(err) : resolve())),
+      );
   }
 }
 
@@ -114,18 +126,30 @@ export interface SplitSummary {
 }
 
 /** successes.csv, failures.csv and pending.csv (not yet processed) in DIR, like bulk loaders' result files. */
-export async function writeSplit(store: OutcomeStore, filter: ReportFilter, dir: string): Promise<SplitSummary> {
+export async function writeSplit(
+  store: OutcomeStore,
+  filter: ReportFilter,
+  dir: string,
+): Promise<SplitSummary> {
   const files = {
     successes: join(dir, 'successes.csv'),
     failures: join(dir, 'failures.csv'),
     pending: join(dir, 'pending.csv'),
   };
-  const outs = { successes: new Out(files.successes), failures: new Out(files.failures), pending: new Out(files.pending) };
+  const outs = {
+    successes: new Out(files.successes),
+    failures: new Out(files.failures),
+    pending: new Out(files.pending),
+  };
   const counts = { successes: 0, failures: 0, pending: 0 };
   try {
     for (const o of Object.values(outs)) await o.write(csvLine(REPORT_COLUMNS));
     for await (const o of selectOutcomes(store, filter)) {
-      const kind = isSuccessBucket(o.state as Bucket) ? 'successes' : isFinalBucket(o.state as Bucket) ? 'failures' : 'pending';
+      const kind = isSuccessBucket(o.state as Bucket)
+        ? 'successes'
+        : isFinalBucket(o.state as Bucket)
+          ? 'failures'
+          : 'pending';
       counts[kind]++;
       await outs[kind].write(csvLine(rowOf(o)));
     }

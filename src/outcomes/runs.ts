@@ -15,7 +15,10 @@ export interface RunMeta {
 
 /** Sortable, readable run ids: 20261122T015153-3f9a. */
 export function newRunId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, '');
   return `${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
@@ -74,13 +77,17 @@ export class Runs {
   }
 
   /** Counters of a run summed over its organizations, and per organization. */
-  async counts(store: OutcomeStore, run: RunMeta): Promise<{ total: RunCounts; byOrg: Record<string, RunCounts> }> {
+  async counts(
+    store: OutcomeStore,
+    run: RunMeta,
+  ): Promise<{ total: RunCounts; byOrg: Record<string, RunCounts> }> {
     const byOrg: Record<string, RunCounts> = {};
     const total: RunCounts = {};
     for (const org of run.orgs) {
       const c = await store.runCounts(org, run.id);
       byOrg[org] = c;
-      for (const [k, v] of Object.entries(c)) total[k as keyof RunCounts] = (total[k as keyof RunCounts] ?? 0) + v;
+      for (const [k, v] of Object.entries(c))
+        total[k as keyof RunCounts] = (total[k as keyof RunCounts] ?? 0) + v;
     }
     return { total, byOrg };
   }

@@ -21,7 +21,10 @@ export interface Status {
   orgs: OrgStatus[];
 }
 
-export async function collectStatus(ctx: AppContext, orgs: readonly string[] = ctx.config.orgs): Promise<Status> {
+export async function collectStatus(
+  ctx: AppContext,
+  orgs: readonly string[] = ctx.config.orgs,
+): Promise<Status> {
   const out: OrgStatus[] = [];
   for (const org of orgs) {
     const tokenIds = ctx.config.tokens.filter((t) => t.org === org).map((t) => t.id);

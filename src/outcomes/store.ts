@@ -46,7 +46,8 @@ export interface QueueMark {
 }
 
 /** What marking a learner queued found: new, re-opened, or kept (with the bucket it was in). */
-export type MarkResult = { kind: 'new' } | { kind: 'reopened'; from: Bucket } | { kind: 'kept'; bucket: Bucket };
+export type MarkResult =
+  { kind: 'new' } | { kind: 'reopened'; from: Bucket } | { kind: 'kept'; bucket: Bucket };
 
 export interface AttemptUpdate {
   bucket: Bucket;
@@ -143,7 +144,10 @@ export class OutcomeStore {
     now = Date.now(),
   ): Promise<OutcomeRecord> {
     const old = await this.get(org, learnerId);
-    const history = [...(old?.h ?? []), [now, update.code, update.status ?? 0, update.durationMs] as [number, string, number, number]];
+    const history = [
+      ...(old?.h ?? []),
+      [now, update.code, update.status ?? 0, update.durationMs] as [number, string, number, number],
+    ];
     const record: OutcomeRecord = {
       b: update.bucket,
       r: runId,

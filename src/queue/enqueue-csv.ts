@@ -54,7 +54,9 @@ class RejectsWriter {
   async close(): Promise<void> {
     if (!this.#out) return;
     const out = this.#out;
-    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      out.end((err?: Error | null) => (err ? reject(err) : resolve())),
+    );
   }
 }
 
@@ -111,7 +113,11 @@ export async function enqueueCsv(
       if (!orgSeen) seen.set(ev.org, (orgSeen = new Map()));
       const firstLine = orgSeen.get(ev.learnerId);
       if (firstLine !== undefined) {
-        await reject(ev.line, `duplicate of line ${firstLine} (learner ${ev.learnerId} in ${ev.org})`, String(ev.learnerId));
+        await reject(
+          ev.line,
+          `duplicate of line ${firstLine} (learner ${ev.learnerId} in ${ev.org})`,
+          String(ev.learnerId),
+        );
         continue;
       }
       orgSeen.set(ev.learnerId, ev.line);

@@ -47,7 +47,11 @@ export class Producer {
    * Enqueues one batch (the caller batches: ~1000 keeps round trips few and memory flat).
    * `force` re-opens learners whose outcome is final (reconcile, retry).
    */
-  async add(items: readonly ProducerItem[], runId: string, options: { force?: boolean } = {}): Promise<ProduceCounts> {
+  async add(
+    items: readonly ProducerItem[],
+    runId: string,
+    options: { force?: boolean } = {},
+  ): Promise<ProduceCounts> {
     const counts = emptyCounts();
     if (items.length === 0) return counts;
     const force = options.force ?? false;

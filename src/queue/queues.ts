@@ -55,7 +55,13 @@ export class QueueSet {
   }
 }
 
-export type JobCounts = { waiting: number; active: number; delayed: number; failed: number; prioritized: number };
+export type JobCounts = {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  prioritized: number;
+};
 
 export async function jobCounts(queue: TransferQueue): Promise<JobCounts> {
   const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');

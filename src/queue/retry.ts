@@ -38,7 +38,11 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
         const r = records[i];
         if (!r) return summary.skipped.push({ org, learnerId, reason: 'no record in this organization' });
         if (!consider(learnerId, r.b as Bucket, r.c, r.r)) {
-          return summary.skipped.push({ org, learnerId, reason: `state is ${r.b}, not a failure matching the filter` });
+          return summary.skipped.push({
+            org,
+            learnerId,
+            reason: `state is ${r.b}, not a failure matching the filter`,
+          });
         }
         batch.push({ org, learnerId, source: 'retry', runId: r.r });
       });
@@ -52,7 +56,8 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
           const records = await ctx.store.getMany(org, chunk);
           chunk.forEach((learnerId, j) => {
             const r = records[j];
-            if (r && consider(learnerId, r.b as Bucket, r.c, r.r)) batch.push({ org, learnerId, source: 'retry', runId: r.r });
+            if (r && consider(learnerId, r.b as Bucket, r.c, r.r))
+              batch.push({ org, learnerId, source: 'retry', runId: r.r });
           });
         }
       }

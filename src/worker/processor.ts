@@ -66,7 +66,9 @@ export function createProcessor(deps: ProcessorDeps) {
   return async function processTransfer(job: Job<TransferJob>, jobToken?: string): Promise<ProcessResult> {
     const parsed = transferJobSchema.safeParse(job.data);
     if (!parsed.success) {
-      throw new UnrecoverableError(`malformed job ${job.id}: ${parsed.error.issues[0]?.message ?? 'invalid data'}`);
+      throw new UnrecoverableError(
+        `malformed job ${job.id}: ${parsed.error.issues[0]?.message ?? 'invalid data'}`,
+      );
     }
     const { org, learnerId, runId } = parsed.data;
     const tokens = tokensByOrg.get(org) ?? [];
@@ -122,7 +124,8 @@ export function createProcessor(deps: ProcessorDeps) {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? 1;
     const status = 'status' in outcome ? outcome.status : undefined;
-    const error = 'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
+    const error =
+      'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
     const message = 'message' in outcome ? outcome.message : undefined;
     const result = 'result' in outcome ? outcome.result : undefined;
 
@@ -171,12 +174,24 @@ export function createProcessor(deps: ProcessorDeps) {
       tokenId: token.id,
       final,
     };
-    deps.onOutcome?.({ org, learnerId, runId, code: outcome.code, bucket, final, tokenId: token.id, durationMs: outcome.durationMs });
+    deps.onOutcome?.({
+      org,
+      learnerId,
+      runId,
+      code: outcome.code,
+      bucket,
+      final,
+      tokenId: token.id,
+      durationMs: outcome.durationMs,
+    });
 
     switch (info.action) {
       case 'complete':
         logger.info(logLine, 'transfer outcome');
-        return { code: outcome.code as ProcessResult['code'], transferId: result?.data.transferDetails.transferId ?? previous?.x ?? null };
+        return {
+          code: outcome.code as ProcessResult['code'],
+          transferId: result?.data.transferDetails.transferId ?? previous?.x ?? null,
+        };
       case 'fail':
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
         throw new UnrecoverableError(describe(outcome));
@@ -184,9 +199,15 @@ export function createProcessor(deps: ProcessorDeps) {
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
         throw new Error(describe(outcome));
       case 'wait': {
-        const ms = outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined ? outcome.retryAfterMs : defaultBlockMs(config);
+        const ms =
+          outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
+            ? outcome.retryAfterMs
+            : defaultBlockMs(config);
         await budget.block(org, token.id, Math.max(1, ms), '429');
-        logger.warn({ ...logLine, blockMs: ms }, 'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt');
+        logger.warn(
+          { ...logLine, blockMs: ms },
+          'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt',
+        );
         // Back to the queue at once without an attempt; the next acquire picks another token or waits.
         await job.moveToDelayed(Date.now(), jobToken);
         throw new DelayedError();

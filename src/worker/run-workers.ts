@@ -57,16 +57,20 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   const connection = createRedis(ctx.config.redisUrl, 'learner-transfer-worker');
   connection.on('error', (err) => ctx.logger.warn({ err: err.message }, 'worker redis connection error'));
   const workers = options.orgs.map((org) => {
-    const w = new Worker<TransferJob, ProcessResult>(ctx.keys.queueName(org), (job: Job<TransferJob>, token) => processor(job, token), {
-      connection,
-      prefix: ctx.keys.prefix,
-      concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs ?? 30_000,
-      stalledInterval: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
-      // A learner whose worker was killed comes back; many kills in a row must not fail it.
-      maxStalledCount: 20,
-      autorun: true,
-    });
+    const w = new Worker<TransferJob, ProcessResult>(
+      ctx.keys.queueName(org),
+      (job: Job<TransferJob>, token) => processor(job, token),
+      {
+        connection,
+        prefix: ctx.keys.prefix,
+        concurrency: options.concurrency,
+        lockDuration: options.lockDurationMs ?? 30_000,
+        stalledInterval: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
+        // A learner whose worker was killed comes back; many kills in a row must not fail it.
+        maxStalledCount: 20,
+        autorun: true,
+      },
+    );
     w.on('error', (err) => ctx.logger.warn({ org, err: err.message }, 'worker error'));
     return w;
   });
@@ -110,7 +114,8 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
         for (const org of pendingOrgs) {
           const tokenIds = ctx.config.tokens.filter((t) => t.org === org).map((t) => t.id);
           const view = await ctx.budget.peek(org, tokenIds);
-          if (view.tokens.length > 0 && view.tokens.every((t) => t.blocked?.reason === '401')) stuck.push(org);
+          if (view.tokens.length > 0 && view.tokens.every((t) => t.blocked?.reason === '401'))
+            stuck.push(org);
         }
         if (stuck.length === pendingOrgs.length) {
           reason = 'unauthorized';

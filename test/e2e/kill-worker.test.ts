@@ -8,12 +8,23 @@ import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { join } from 'node:path';
 
 let h: Harness;
-const ids = Array.from({ length: 400 }, (_, i) => i + 1).filter((id) => (id - 1) % 3 !== 0).slice(0, 160);
+const ids = Array.from({ length: 400 }, (_, i) => i + 1)
+  .filter((id) => (id - 1) % 3 !== 0)
+  .slice(0, 160);
 
 beforeAll(async () => {
   h = await startHarness({
     tag: 'kill',
-    sim: { learners: 400, repeatMode: 'mixed', faults: { latencyAfterMs: [50, 250] }, limits: { perToken: { max: 40, windowMs: 2000 }, perOrg: { max: 80, windowMs: 2000 }, window: 'rolling' } },
+    sim: {
+      learners: 400,
+      repeatMode: 'mixed',
+      faults: { latencyAfterMs: [50, 250] },
+      limits: {
+        perToken: { max: 40, windowMs: 2000 },
+        perOrg: { max: 80, windowMs: 2000 },
+        window: 'rolling',
+      },
+    },
     env: { LIMIT_PER_TOKEN: '40/2s', LIMIT_PER_ORG: '80/2s', REQUEST_TIMEOUT: '1s', LOG_LEVEL: 'warn' },
   });
 });
@@ -26,7 +37,10 @@ describe('SIGKILL of a worker mid-run', () => {
     const file = h.writeFile('kill.csv', `learner_id\n${ids.join('\n')}\n`);
     const runId = newRunId();
     await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'kill.csv', orgs: ['acme'] });
-    await enqueueCsv({ producer: h.ctx.producer, runs: h.ctx.runs }, { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') });
+    await enqueueCsv(
+      { producer: h.ctx.producer, runs: h.ctx.runs },
+      { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
+    );
 
     const first = spawnCli(['work', '--concurrency', '8'], h.env);
     // Kill it while requests are in flight: wait until some transfers have happened, not all.

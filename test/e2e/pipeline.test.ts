@@ -16,7 +16,9 @@ import { startHarness, type Harness } from '../helpers/pipeline.ts';
 let h: Harness;
 // Learners 1..300; learner i belongs to org (i-1)%3: 1=acme, 2=beta, 3=gamma. acme holds 1, 4, 7, ...
 const ACME = (id: number) => (id - 1) % 3 === 0;
-const transferable = Array.from({ length: 90 }, (_, i) => i + 2).filter((id) => !ACME(id) && id !== 29 && id !== 41);
+const transferable = Array.from({ length: 90 }, (_, i) => i + 2).filter(
+  (id) => !ACME(id) && id !== 29 && id !== 41,
+);
 const alreadyInAcme = [1, 4, 7];
 const FORBIDDEN = 29;
 const FAILING = 41;
@@ -24,7 +26,17 @@ const MISSING = 999_999;
 
 beforeAll(async () => {
   h = await startHarness({
-    sim: { learners: 300, forbiddenLearnerIds: [FORBIDDEN], failingLearnerIds: [FAILING], repeatMode: 'mixed', limits: { perToken: { max: 20, windowMs: 2000 }, perOrg: { max: 60, windowMs: 4000 }, window: 'rolling' } },
+    sim: {
+      learners: 300,
+      forbiddenLearnerIds: [FORBIDDEN],
+      failingLearnerIds: [FAILING],
+      repeatMode: 'mixed',
+      limits: {
+        perToken: { max: 20, windowMs: 2000 },
+        perOrg: { max: 60, windowMs: 4000 },
+        window: 'rolling',
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -55,7 +67,10 @@ describe('CSV to outcomes', () => {
     file = h.writeFile('cohort.csv', `\ufeff${csvText()}`);
     await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'cohort.csv', orgs: [] });
     const rejectsFile = join(h.dir, 'rejects.csv');
-    const s = await enqueueCsv({ producer: h.ctx.producer, runs: h.ctx.runs }, { file, knownOrgs: h.config.orgs, runId, rejectsFile });
+    const s = await enqueueCsv(
+      { producer: h.ctx.producer, runs: h.ctx.runs },
+      { file, knownOrgs: h.config.orgs, runId, rejectsFile },
+    );
     const valid = transferable.length + alreadyInAcme.length + 3;
     expect(s.valid).toBe(valid);
     expect(s.enqueued).toBe(valid);
@@ -71,7 +86,12 @@ describe('CSV to outcomes', () => {
   });
 
   it('workers finish every learner in a known final state, within the limits', async () => {
-    const handle = startWorkers(h.ctx, { orgs: ['acme'], concurrency: 10, untilIdle: true, idleCheckMs: 200 });
+    const handle = startWorkers(h.ctx, {
+      orgs: ['acme'],
+      concurrency: 10,
+      untilIdle: true,
+      idleCheckMs: 200,
+    });
     const result = await handle.done;
     expect(result.reason).toBe('idle');
     expect(result.failed).toBe(3); // forbidden, not-found, and the always-500 after its attempts
@@ -93,12 +113,23 @@ describe('CSV to outcomes', () => {
     const failing = await h.ctx.store.get('acme', FAILING);
     expect(failing?.b).toBe('server-error');
     expect(failing?.a).toBe(4);
-    expect(failing?.h?.map((e) => e[1])).toEqual(['server-error', 'server-error', 'server-error', 'server-error']);
+    expect(failing?.h?.map((e) => e[1])).toEqual([
+      'server-error',
+      'server-error',
+      'server-error',
+      'server-error',
+    ]);
 
     expect(h.sim.violations()).toEqual([]);
     expect(h.sim.record.filter((r) => r.status === 429)).toEqual([]);
     const counts = await h.ctx.store.runCounts('acme', runId);
-    expect(counts).toMatchObject({ transferred: transferable.length, 'already-in-org': 3, forbidden: 1, 'not-found': 1, 'server-error': 1 });
+    expect(counts).toMatchObject({
+      transferred: transferable.length,
+      'already-in-org': 3,
+      forbidden: 1,
+      'not-found': 1,
+      'server-error': 1,
+    });
   });
 
   it('keeps the audit record of every transfer: groups and revoked authorizations', async () => {
@@ -115,7 +146,9 @@ describe('CSV to outcomes', () => {
     const rows = await writeReport(h.ctx.store, { orgs: ['acme'], runId }, { format: 'csv', out });
     expect(rows).toBe(transferable.length + 6);
     const lines = readFileSync(out, 'utf8').trim().split('\n');
-    expect(lines[0]).toBe('org,learnerId,outcome,state,httpStatus,error,message,attempts,transferId,runId,source,enqueuedAt,updatedAt,tokenId');
+    expect(lines[0]).toBe(
+      'org,learnerId,outcome,state,httpStatus,error,message,attempts,transferId,runId,source,enqueuedAt,updatedAt,tokenId',
+    );
     for (const line of lines.slice(1)) {
       const [, learnerId, outcome] = line.split(',');
       const id = Number(learnerId);

@@ -14,7 +14,11 @@ export interface CliResult {
   stderr: string;
 }
 
-export function spawnCli(args: string[], env: Record<string, string>, cwd = ROOT): ChildProcess & { output: { stdout: string; stderr: string } } {
+export function spawnCli(
+  args: string[],
+  env: Record<string, string>,
+  cwd = ROOT,
+): ChildProcess & { output: { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LT_FROM_SOURCE: '1', ...env },
@@ -26,11 +30,16 @@ export function spawnCli(args: string[], env: Record<string, string>, cwd = ROOT
   return child;
 }
 
-export function waitExit(child: ChildProcess & { output: { stdout: string; stderr: string } }, timeoutMs = 60_000): Promise<CliResult> {
+export function waitExit(
+  child: ChildProcess & { output: { stdout: string; stderr: string } },
+  timeoutMs = 60_000,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`CLI did not exit within ${timeoutMs} ms; stderr:\n${child.output.stderr.slice(-2000)}`));
+      reject(
+        new Error(`CLI did not exit within ${timeoutMs} ms; stderr:\n${child.output.stderr.slice(-2000)}`),
+      );
     }, timeoutMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
@@ -40,6 +49,11 @@ export function waitExit(child: ChildProcess & { output: { stdout: string; stder
   });
 }
 
-export async function runCli(args: string[], env: Record<string, string>, timeoutMs = 60_000, cwd = ROOT): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  cwd = ROOT,
+): Promise<CliResult> {
   return waitExit(spawnCli(args, env, cwd), timeoutMs);
 }

@@ -18,9 +18,19 @@ function track(o: TransferOutcome): TransferOutcome {
 }
 
 beforeAll(async () => {
-  sim = createSimulator({ learners: 400, forbiddenLearnerIds: [11], failingLearnerIds: [14], repeatMode: 'error' });
+  sim = createSimulator({
+    learners: 400,
+    forbiddenLearnerIds: [11],
+    failingLearnerIds: [14],
+    repeatMode: 'error',
+  });
   await sim.listen();
-  client = new LearnerApiClient({ baseUrl: sim.url, userAgent: 'lt-test', requestTimeoutMs: 2000, connectTimeoutMs: 1000 });
+  client = new LearnerApiClient({
+    baseUrl: sim.url,
+    userAgent: 'lt-test',
+    requestTimeoutMs: 2000,
+    connectTimeoutMs: 1000,
+  });
 });
 
 afterAll(async () => {
@@ -44,7 +54,12 @@ describe('transferLearner', () => {
 
   it('already-in-org: the 400 "already associated" of the spec', async () => {
     const o = track(await client.transferLearner(2, TOKEN));
-    expect(o).toMatchObject({ code: 'already-in-org', status: 400, via: 'already-associated', error: 'Invalid request' });
+    expect(o).toMatchObject({
+      code: 'already-in-org',
+      status: 400,
+      via: 'already-associated',
+      error: 'Invalid request',
+    });
   });
 
   it('already-in-org: a 200 repeat that returns the transfer we already hold', async () => {
@@ -58,12 +73,26 @@ describe('transferLearner', () => {
   });
 
   it('not-found, forbidden, server-error and unauthorized from their statuses', async () => {
-    expect(track(await client.transferLearner(999_999, TOKEN))).toMatchObject({ code: 'not-found', status: 404, error: 'Learner not found' });
+    expect(track(await client.transferLearner(999_999, TOKEN))).toMatchObject({
+      code: 'not-found',
+      status: 404,
+      error: 'Learner not found',
+    });
     expect(track(await client.transferLearner(11, TOKEN))).toMatchObject({ code: 'forbidden', status: 403 });
-    expect(track(await client.transferLearner(14, TOKEN))).toMatchObject({ code: 'server-error', status: 500, error: 'Transfer failed' });
-    expect(track(await client.transferLearner(3, 'not-a-real-token'))).toMatchObject({ code: 'unauthorized', status: 401 });
+    expect(track(await client.transferLearner(14, TOKEN))).toMatchObject({
+      code: 'server-error',
+      status: 500,
+      error: 'Transfer failed',
+    });
+    expect(track(await client.transferLearner(3, 'not-a-real-token'))).toMatchObject({
+      code: 'unauthorized',
+      status: 401,
+    });
     // A token without the permission to transfer: 403 as the spec says.
-    expect(track(await client.transferLearner(3, 'sim-gamma-readonly'))).toMatchObject({ code: 'forbidden', status: 403 });
+    expect(track(await client.transferLearner(3, 'sim-gamma-readonly'))).toMatchObject({
+      code: 'forbidden',
+      status: 403,
+    });
   });
 
   it('rate-limited with Retry-After in ms', async () => {
@@ -107,7 +136,12 @@ describe('transferLearner', () => {
   });
 
   it('network-error: a refused connection did not deliver it', async () => {
-    const dead = new LearnerApiClient({ baseUrl: 'http://127.0.0.1:1', userAgent: 'x', requestTimeoutMs: 1000, connectTimeoutMs: 500 });
+    const dead = new LearnerApiClient({
+      baseUrl: 'http://127.0.0.1:1',
+      userAgent: 'x',
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 500,
+    });
     const o = track(await dead.transferLearner(1, TOKEN));
     await dead.close();
     expect(o).toMatchObject({ code: 'network-error', errorCode: 'ECONNREFUSED', maybeDelivered: false });
@@ -115,7 +149,12 @@ describe('transferLearner', () => {
 
   it('network-error: a request slower than the timeout', async () => {
     sim.setFaults({ latencyBeforeMs: [1500, 1500] });
-    const slow = new LearnerApiClient({ baseUrl: sim.url, userAgent: 'x', requestTimeoutMs: 300, connectTimeoutMs: 300 });
+    const slow = new LearnerApiClient({
+      baseUrl: sim.url,
+      userAgent: 'x',
+      requestTimeoutMs: 300,
+      connectTimeoutMs: 300,
+    });
     try {
       const o = track(await slow.transferLearner(26, TOKEN));
       expect(o.code).toBe('network-error');
@@ -137,7 +176,12 @@ describe('transferLearner', () => {
       bodies.push(req.body);
     });
     await own.listen();
-    const c = new LearnerApiClient({ baseUrl: own.url, userAgent: 'Acme Corp migration', requestTimeoutMs: 1000, connectTimeoutMs: 500 });
+    const c = new LearnerApiClient({
+      baseUrl: own.url,
+      userAgent: 'Acme Corp migration',
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 500,
+    });
     try {
       expect((await c.transferLearner(2, TOKEN)).code).toBe('transferred');
       expect((await c.listLearners(1, TOKEN)).ok).toBe(true);

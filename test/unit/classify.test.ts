@@ -10,7 +10,12 @@ const ok = {
   data: {
     learnerId: 7,
     newOwner: 'Acme',
-    transferDetails: { transferId: 'trf_1', initiatedAt: '2026-11-22T01:02:03.123456Z', status: 'completed', assessmentIds: ['a1'] },
+    transferDetails: {
+      transferId: 'trf_1',
+      initiatedAt: '2026-11-22T01:02:03.123456Z',
+      status: 'completed',
+      assessmentIds: ['a1'],
+    },
     learnerGroups: { removed: [{ id: 1, name: 'g', description: 'd' }], added: [] },
     authorizations: { revoked: [] },
     unknownField: 'tolerated',
@@ -21,11 +26,27 @@ const ctx = { durationMs: 5 };
 describe('classifyResponse', () => {
   const table: [number, unknown, string][] = [
     [200, ok, 'transferred'],
-    [400, { success: false, error: 'Invalid request', message: "Learner is already associated with the caller's organization" }, 'already-in-org'],
-    [400, { success: false, error: 'Invalid request', message: 'learnerId must be an integer' }, 'invalid-request'],
+    [
+      400,
+      {
+        success: false,
+        error: 'Invalid request',
+        message: "Learner is already associated with the caller's organization",
+      },
+      'already-in-org',
+    ],
+    [
+      400,
+      { success: false, error: 'Invalid request', message: 'learnerId must be an integer' },
+      'invalid-request',
+    ],
     [401, { success: false, error: 'Unauthorized' }, 'unauthorized'],
     [403, { success: false, error: 'Unauthorized', message: 'Caller lacks permission' }, 'forbidden'],
-    [404, { success: false, error: 'Learner not found', message: 'No learner exists with ID 7' }, 'not-found'],
+    [
+      404,
+      { success: false, error: 'Learner not found', message: 'No learner exists with ID 7' },
+      'not-found',
+    ],
     [422, undefined, 'invalid-request'],
     [429, { success: false, error: 'Too Many Requests' }, 'rate-limited'],
     [500, { success: false, error: 'Transfer failed' }, 'server-error'],
@@ -33,7 +54,11 @@ describe('classifyResponse', () => {
     [503, undefined, 'server-error'],
     [408, undefined, 'server-error'],
     [200, { success: true }, 'bad-response'],
-    [200, { ...ok, data: { ...ok.data, transferDetails: { ...ok.data.transferDetails, transferId: '' } } }, 'bad-response'],
+    [
+      200,
+      { ...ok, data: { ...ok.data, transferDetails: { ...ok.data.transferDetails, transferId: '' } } },
+      'bad-response',
+    ],
     [302, undefined, 'bad-response'],
   ];
   it.each(table)('%i %j -> %s', (status, body, code) => {
@@ -47,12 +72,21 @@ describe('classifyResponse', () => {
   });
 
   it('keeps the error title and message, and the Retry-After', () => {
-    const o = classifyResponse(429, { error: 'Too Many Requests', message: 'slow down' }, '', { ...ctx, retryAfterMs: 3000 });
-    expect(o).toMatchObject({ code: 'rate-limited', retryAfterMs: 3000, error: 'Too Many Requests', message: 'slow down' });
+    const o = classifyResponse(429, { error: 'Too Many Requests', message: 'slow down' }, '', {
+      ...ctx,
+      retryAfterMs: 3000,
+    });
+    expect(o).toMatchObject({
+      code: 'rate-limited',
+      retryAfterMs: 3000,
+      error: 'Too Many Requests',
+      message: 'slow down',
+    });
   });
 
   it('every code has exactly one action in the table', () => {
-    for (const code of OUTCOME_CODES) expect(['complete', 'fail', 'retry', 'wait', 'pause-token']).toContain(OUTCOMES[code].action);
+    for (const code of OUTCOME_CODES)
+      expect(['complete', 'fail', 'retry', 'wait', 'pause-token']).toContain(OUTCOMES[code].action);
     expect(OUTCOMES['already-in-org'].action).toBe('complete');
     expect(OUTCOMES['rate-limited'].action).toBe('wait');
     expect(OUTCOMES.unauthorized.action).toBe('pause-token');
@@ -61,21 +95,40 @@ describe('classifyResponse', () => {
 
 describe('classifyNetworkError', () => {
   it('refused connections were not delivered; resets and timeouts may have been', () => {
-    expect(classifyNetworkError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 1, false)).toMatchObject({ maybeDelivered: false });
-    expect(classifyNetworkError(Object.assign(new Error('x'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), 1, false)).toMatchObject({ maybeDelivered: false });
-    expect(classifyNetworkError(Object.assign(new Error('x'), { code: 'ECONNRESET' }), 1, false)).toMatchObject({ maybeDelivered: true });
-    expect(classifyNetworkError(Object.assign(new Error('x'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), 1, false)).toMatchObject({ maybeDelivered: true });
+    expect(
+      classifyNetworkError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 1, false),
+    ).toMatchObject({ maybeDelivered: false });
+    expect(
+      classifyNetworkError(Object.assign(new Error('x'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), 1, false),
+    ).toMatchObject({ maybeDelivered: false });
+    expect(
+      classifyNetworkError(Object.assign(new Error('x'), { code: 'ECONNRESET' }), 1, false),
+    ).toMatchObject({ maybeDelivered: true });
+    expect(
+      classifyNetworkError(Object.assign(new Error('x'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), 1, false),
+    ).toMatchObject({ maybeDelivered: true });
     const abort = new Error('aborted');
     abort.name = 'TimeoutError';
-    expect(classifyNetworkError(abort, 1, false)).toMatchObject({ errorCode: 'ABORT_ERR', maybeDelivered: true });
-    expect(classifyNetworkError(new Error('wrapped', { cause: Object.assign(new Error('in'), { code: 'ECONNREFUSED' }) }), 1, false)).toMatchObject({ errorCode: 'ECONNREFUSED' });
+    expect(classifyNetworkError(abort, 1, false)).toMatchObject({
+      errorCode: 'ABORT_ERR',
+      maybeDelivered: true,
+    });
+    expect(
+      classifyNetworkError(
+        new Error('wrapped', { cause: Object.assign(new Error('in'), { code: 'ECONNREFUSED' }) }),
+        1,
+        false,
+      ),
+    ).toMatchObject({ errorCode: 'ECONNREFUSED' });
   });
 });
 
 describe('parseRetryAfter', () => {
   it('reads seconds and HTTP dates', () => {
     expect(parseRetryAfter('120')).toBe(120_000);
-    expect(parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), Date.UTC(2030, 0, 1))).toBe(10_000);
+    expect(
+      parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), Date.UTC(2030, 0, 1)),
+    ).toBe(10_000);
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(parseRetryAfter('soon')).toBeUndefined();
     expect(parseRetryAfter(['5', '9'])).toBe(5000);

@@ -36,14 +36,24 @@ describe('config', () => {
   });
 
   it('names the variable, the expected form and the bad value', () => {
-    const problems = problemsOf({ LIMIT_PER_TOKEN: '100 per hour', CONCURRENCY: 'lots', REDIS_URL: 'localhost' });
-    expect(problems).toContain("LIMIT_PER_TOKEN: expected N/DURATION like 100/1h (units ms, s, m, h, d), got '100 per hour'");
-    expect(problems.find((p) => p.startsWith('CONCURRENCY:'))).toMatch(/whole number from 1 to 1000, got 'lots'/);
+    const problems = problemsOf({
+      LIMIT_PER_TOKEN: '100 per hour',
+      CONCURRENCY: 'lots',
+      REDIS_URL: 'localhost',
+    });
+    expect(problems).toContain(
+      "LIMIT_PER_TOKEN: expected N/DURATION like 100/1h (units ms, s, m, h, d), got '100 per hour'",
+    );
+    expect(problems.find((p) => p.startsWith('CONCURRENCY:'))).toMatch(
+      /whole number from 1 to 1000, got 'lots'/,
+    );
     expect(problems.find((p) => p.startsWith('REDIS_URL:'))).toMatch(/redis or rediss URL, got 'localhost'/);
   });
 
   it('never echoes a token in an error', () => {
-    const problems = problemsOf({ LEARNER_API_TOKENS: 'acme:secret-one,not a pair with secret-two,acme:secret-one' });
+    const problems = problemsOf({
+      LEARNER_API_TOKENS: 'acme:secret-one,not a pair with secret-two,acme:secret-one',
+    });
     const text = problems.join('\n');
     expect(text).toMatch(/LEARNER_API_TOKENS: entry 2 is not ORG:TOKEN/);
     expect(text).toMatch(/entry 3 \(org 'acme'\) repeats a token/);
@@ -70,7 +80,8 @@ describe('durations and rates', () => {
     expect(parseRate('100/4s')).toEqual({ max: 100, windowMs: 4000 });
     expect(parseRate('5/h')).toEqual({ max: 5, windowMs: 3_600_000 });
     expect(parseRate('20/250ms')).toEqual({ max: 20, windowMs: 250 });
-    for (const bad of ['0/1h', '100', '100/1y', '-1/1h', '1.5/1h', '100/0s', '']) expect(parseRate(bad)).toBeUndefined();
+    for (const bad of ['0/1h', '100', '100/1y', '-1/1h', '1.5/1h', '100/0s', ''])
+      expect(parseRate(bad)).toBeUndefined();
     expect(parseDuration('1.5s')).toBe(1500);
     expect(parseDuration('abc')).toBeUndefined();
   });

@@ -68,7 +68,11 @@ export async function fileSize(file: string): Promise<number> {
   try {
     return (await stat(file)).size;
   } catch (err) {
-    throw new LearnerTransferError('LT_INPUT_UNREADABLE', `${file}: cannot be read (${(err as Error).message})`, { cause: err });
+    throw new LearnerTransferError(
+      'LT_INPUT_UNREADABLE',
+      `${file}: cannot be read (${(err as Error).message})`,
+      { cause: err },
+    );
   }
 }
 
@@ -77,7 +81,10 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
   const { file } = options;
   const size = await fileSize(file);
   if (size === 0) {
-    throw new LearnerTransferError('LT_INPUT_INVALID', `${file}: the file is empty (expected learner ids, one per line)`);
+    throw new LearnerTransferError(
+      'LT_INPUT_INVALID',
+      `${file}: the file is empty (expected learner ids, one per line)`,
+    );
   }
   const input = createReadStream(file);
   let bytes = 0;
@@ -113,7 +120,11 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
   let idCol = 0;
   let orgCol = -1;
   let first = true;
-  for await (const rec of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
+  for await (const rec of parser as AsyncIterable<{
+    record: string[];
+    info: { lines: number };
+    raw: string;
+  }>) {
     while (skipped.length > 0) yield skipped.shift() as CsvEvent;
     const cells = rec.record;
     const line = rec.info.lines;
@@ -127,7 +138,10 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
         continue;
       }
       if (typeof parseLearnerId(cells[0]) !== 'number' && !/^\s*[+-]?\d/.test(cells[0] ?? '')) {
-        const shownCells = cells.slice(0, 5).map((c) => `'${c.slice(0, 30)}'`).join(', ');
+        const shownCells = cells
+          .slice(0, 5)
+          .map((c) => `'${c.slice(0, 30)}'`)
+          .join(', ');
         throw new LearnerTransferError(
           'LT_INPUT_INVALID',
           `${file}:${line}: no learner id column: the header must name one of learnerId, learner_id or id ` +
