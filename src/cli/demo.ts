@@ -1,0 +1,85 @@
+import { Command } from 'commander';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { OUTCOMES, isOutcomeCode } from '../outcome-codes.ts';
+import { runDemo } from '../demo/run-demo.ts';
+import { onShutdown } from './shared.ts';
+
+const EXAMPLE = resolve(fileURLToPath(new URL('../../jobs.example.csv', import.meta.url)));
+
+export function register(program: Command): void {
+  program
+    .command('demo')
+    .description(
+      'See the tool work: the built-in simulator, Redis, jobs.example.csv, workers under compressed limits, a report',
+    )
+    .option('--csv <file>', 'CSV to transfer', EXAMPLE)
+    .option('--limit-per-token <rate>', 'compressed per-token limit', '10/4s')
+    .option('--limit-per-org <rate>', 'compressed per-organization limit', '16/4s')
+    .option('--out <dir>', 'where report files go (default out/demo-<run>)')
+    .option('--no-dashboard', 'exit at the end instead of keeping the dashboard up')
+    .option('--dashboard-port <n>', 'dashboard port', '8080')
+    .action(
+      async (opts: {
+        csv: string;
+        limitPerToken: string;
+        limitPerOrg: string;
+        out?: string;
+        dashboard: boolean;
+        dashboardPort: string;
+      }) => {
+        const tty = Boolean(process.stdout.isTTY);
+        let liveShown = false;
+        const print = (line: string) => {
+          if (liveShown && tty) process.stdout.write('\r\x1b[2K');
+          liveShown = false;
+          console.log(line);
+        };
+        let lastPlain = 0;
+        const live = (line: string) => {
+          if (tty) {
+            process.stdout.write(`\r\x1b[2K${line}`);
+            liveShown = true;
+          } else if (Date.now() - lastPlain > 2000) {
+            lastPlain = Date.now();
+            console.log(line);
+          }
+        };
+        const outDir =
+          opts.out ?? join('out', `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`);
+        const session = await runDemo({
+          csv: opts.csv,
+          limitPerToken: opts.limitPerToken,
+          limitPerOrg: opts.limitPerOrg,
+          outDir,
+          print,
+          live,
+        });
+        try {
+          print('');
+          print('outcomes');
+          for (const [code, n] of Object.entries(session.final).sort((a, b) => b[1] - a[1])) {
+            const why = isOutcomeCode(code) ? OUTCOMES[code].description : code;
+            print(`  ${code.padEnd(16)} ${String(n).padStart(4)}  ${why}`);
+          }
+          print(
+            `service   ${session.sim.record.length} requests seen, ${session.tooManyRequests} answered 429, ${session.violations} limit violations`,
+          );
+          print(`reports   ${session.files.report}`);
+          print(`          ${session.files.successes}, ${session.files.failures}, ${session.files.pending}`);
+          if (session.enqueue.rejectsFile)
+            print(`          ${session.enqueue.rejectsFile} (rows that were not learner ids)`);
+          if (opts.dashboard) {
+            const { startDemoDashboard } = await import('../demo/dashboard-hook.ts');
+            const url = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));
+            if (url) {
+              print(`dashboard ${url} (Ctrl-C to stop)`);
+              await new Promise<void>((resolveStop) => onShutdown(() => resolveStop(), 10_000));
+            }
+          }
+        } finally {
+          await session.close();
+        }
+      },
+    );
+}

@@ -1,0 +1,226 @@
+// The demo: the whole tool on the built-in simulator, in one process. Starts the simulator (which
+// enforces the same compressed limits, so a 429 would show), uses Redis at REDIS_URL or a throwaway one,
+// enqueues a CSV, runs workers until idle with progress, and writes the report files.
+import { join, relative } from 'node:path';
+import { createContext, type AppContext } from '../app.ts';
+import { loadConfig, secretsOf } from '../config.ts';
+import { humanizeMs, parseRate, type Rate } from '../duration.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { createLogger } from '../log.ts';
+import { writeReport, writeSplit } from '../outcomes/report.ts';
+import { newRunId } from '../outcomes/runs.ts';
+import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
+import { createSimulator, type Simulator } from '../simulator/index.ts';
+import { startWorkers } from '../worker/run-workers.ts';
+import { createRedis } from '../redis.ts';
+import {
+  redisAnswers,
+  redisServerOnPath,
+  startThrowawayRedis,
+  type ThrowawayRedis,
+} from './throwaway-redis.ts';
+
+export const DEMO_PREFIX = 'ltx-demo';
+export const DEMO_TOKENS = 'acme:sim-acme-1,acme:sim-acme-2';
+/** The learner the demo's simulator refuses with 403 (see jobs.example.csv). */
+export const DEMO_FORBIDDEN = [200];
+
+export interface DemoOptions {
+  csv: string;
+  limitPerToken: string;
+  limitPerOrg: string;
+  outDir: string;
+  print: (line: string) => void;
+  /** Shown on a terminal as one live line; plain lines otherwise. */
+  live: (line: string) => void;
+}
+
+export interface DemoSession {
+  ctx: AppContext;
+  sim: Simulator;
+  runId: string;
+  enqueue: EnqueueCsvSummary;
+  final: Record<string, number>;
+  files: { report: string; successes: string; failures: string; pending: string };
+  violations: number;
+  tooManyRequests: number;
+  /** Stops everything the demo started. */
+  close(): Promise<void>;
+}
+
+async function deleteDemoKeys(url: string): Promise<void> {
+  const redis = createRedis(url, 'learner-transfer-demo-cleanup');
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${DEMO_PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}
+
+export async function runDemo(options: DemoOptions): Promise<DemoSession> {
+  const { print } = options;
+  const perToken = parseRate(options.limitPerToken);
+  const perOrg = parseRate(options.limitPerOrg);
+  if (!perToken || !perOrg) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `--limit-per-token and --limit-per-org expect N/DURATION like 10/4s`,
+    );
+  }
+
+  let redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  let throwaway: ThrowawayRedis | undefined;
+  if (!(await redisAnswers(redisUrl))) {
+    if (!redisServerOnPath()) {
+      throw new LearnerTransferError(
+        'LT_REDIS_UNREACHABLE',
+        `no Redis answers at ${redisUrl} and redis-server is not on the PATH: start Redis (or install redis-server) and run the demo again`,
+      );
+    }
+    throwaway = await startThrowawayRedis();
+    print(`redis     no Redis at ${redisUrl}: started a throwaway one at ${throwaway.url}`);
+    redisUrl = throwaway.url;
+  } else {
+    print(`redis     ${redisUrl} (demo keys under '${DEMO_PREFIX}:', cleared first)`);
+  }
+  const cleanups: (() => Promise<void>)[] = [];
+  if (throwaway) cleanups.push(() => (throwaway as ThrowawayRedis).stop());
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch(() => {});
+  };
+  try {
+    return await startDemo(options, redisUrl, perToken, perOrg, cleanups, cleanup);
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+async function startDemo(
+  options: DemoOptions,
+  redisUrl: string,
+  perToken: Rate,
+  perOrg: Rate,
+  cleanups: (() => Promise<void>)[],
+  cleanup: () => Promise<void>,
+): Promise<DemoSession> {
+  const { print } = options;
+  await deleteDemoKeys(redisUrl);
+
+  const sim = createSimulator({
+    learners: 300,
+    forbiddenLearnerIds: DEMO_FORBIDDEN,
+    repeatMode: 'error',
+    // The simulator enforces the same limits as the workers: if the budget ever overran, it would say 429.
+    limits: { perToken, perOrg, window: 'rolling' },
+    faults: { latencyBeforeMs: [5, 40], latencyAfterMs: [5, 40] },
+  });
+  await sim.listen(0, '127.0.0.1');
+  cleanups.push(() => sim.close());
+  print(`simulator ${sim.url} (the Learner API of the spec, 300 learners in acme, beta and gamma)`);
+
+  const config = loadConfig(
+    {
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: DEMO_PREFIX,
+      LEARNER_API_BASE_URL: sim.url,
+      LEARNER_API_TOKENS: DEMO_TOKENS,
+      LIMIT_PER_TOKEN: options.limitPerToken,
+      LIMIT_PER_ORG: options.limitPerOrg,
+      REQUEST_TIMEOUT: '2s',
+      CONNECT_TIMEOUT: '1s',
+      BACKOFF: '200ms',
+      ATTEMPTS: '3',
+      CONCURRENCY: '8',
+      LOG_LEVEL: process.env.LOG_LEVEL || 'error',
+    },
+    { requireBaseUrl: true, requireTokens: true },
+  );
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const ctx = await createContext(config, { logger });
+  cleanups.push(() => ctx.close());
+  print(`limits    ${options.limitPerToken} per token (2 tokens), ${options.limitPerOrg} per organization`);
+
+  const runId = newRunId();
+  await ctx.runs.create({ id: runId, kind: 'csv', source: options.csv, orgs: ['acme'] });
+  const enqueue = await enqueueCsv(
+    { producer: ctx.producer, runs: ctx.runs },
+    {
+      file: options.csv,
+      defaultOrg: 'acme',
+      knownOrgs: config.orgs,
+      runId,
+      rejectsFile: join(options.outDir, 'rejects.csv'),
+      onReject: (line, reason) =>
+        print(`reject    ${relative(process.cwd(), options.csv)}:${line}: ${reason}`),
+    },
+  );
+  print(
+    `enqueue   run ${runId}: ${enqueue.read} rows read, ${enqueue.enqueued} enqueued, ${enqueue.rejected} rejected`,
+  );
+
+  const started = Date.now();
+  const handle = startWorkers(ctx, {
+    orgs: ['acme'],
+    concurrency: config.concurrency,
+    untilIdle: true,
+    idleCheckMs: 250,
+  });
+  const tick = setInterval(() => {
+    void (async () => {
+      const c = await ctx.store.runCounts('acme', runId);
+      const view = await ctx.budget.peek(
+        'acme',
+        config.tokens.map((t) => t.id),
+      );
+      const done = (c.transferred ?? 0) + (c['already-in-org'] ?? 0);
+      const failed =
+        (c['not-found'] ?? 0) +
+        (c.forbidden ?? 0) +
+        (c['server-error'] ?? 0) +
+        (c['network-error'] ?? 0) +
+        (c['bad-response'] ?? 0) +
+        (c['invalid-request'] ?? 0);
+      const waiting = (c.queued ?? 0) + (c.retrying ?? 0);
+      const wait =
+        view.org.remaining === 0 || view.tokens.every((t) => t.remaining === 0)
+          ? ` (budget spent: next permit in ${humanizeMs(Math.max(view.org.nextFreeInMs, Math.min(...view.tokens.map((t) => t.nextFreeInMs))))})`
+          : '';
+      options.live(
+        `work      ${done} done, ${failed} failed, ${waiting} waiting | budget: org ${view.org.remaining}/${view.org.limit}, tokens ${view.tokens.map((t) => `${t.remaining}/${t.limit}`).join(' ')}${wait}`,
+      );
+    })().catch(() => {});
+  }, 500);
+  const result = await handle.done;
+  clearInterval(tick);
+
+  const counts = await ctx.store.runCounts('acme', runId);
+  const final: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counts)) if (k !== 'total' && v) final[k] = v;
+  print(
+    `work      finished in ${((Date.now() - started) / 1000).toFixed(1)} s: ${result.succeeded} succeeded, ${result.failed} failed`,
+  );
+
+  const report = join(options.outDir, 'report.csv');
+  await writeReport(ctx.store, { orgs: ['acme'], runId }, { format: 'csv', out: report });
+  const split = await writeSplit(ctx.store, { orgs: ['acme'], runId }, options.outDir);
+  const tooManyRequests = sim.record.filter((r) => r.status === 429).length;
+  const violations = sim.violations().length;
+
+  return {
+    ctx,
+    sim,
+    runId,
+    enqueue,
+    final,
+    files: { report, ...split.files },
+    violations,
+    tooManyRequests,
+    close: cleanup,
+  };
+}

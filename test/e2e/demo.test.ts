@@ -1,0 +1,54 @@
+// The README's first command, as a user runs it: `learner-transfer demo` (what `npm run demo` calls),
+// here with --no-dashboard so it exits. It must do the main job and say what happened.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.ts';
+import { REDIS_URL } from '../helpers/redis.ts';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+describe('demo', () => {
+  it('transfers jobs.example.csv on the simulator within the limits and writes the reports', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lt-demo-')), 'out');
+    const r = await runCli(['demo', '--no-dashboard', '--out', out], { REDIS_URL }, 120_000);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/enqueue {3}run \S+: 52 rows read, 50 enqueued, 2 rejected/);
+    expect(r.stdout).toMatch(/transferred +44 /);
+    expect(r.stdout).toMatch(/already-in-org +3 /);
+    expect(r.stdout).toMatch(/not-found +2 /);
+    expect(r.stdout).toMatch(/forbidden +1 /);
+    expect(r.stdout).toMatch(/service {3}50 requests seen, 0 answered 429, 0 limit violations/);
+    expect(r.stdout).toContain("jobs.example.csv:53: learner id 'abc' is not a number");
+    const report = readFileSync(join(out, 'report.csv'), 'utf8').trim().split('\n');
+    expect(report).toHaveLength(51);
+    expect(readFileSync(join(out, 'failures.csv'), 'utf8').trim().split('\n')).toHaveLength(4);
+    expect(existsSync(join(out, 'rejects.csv'))).toBe(true);
+    expect(r.stdout).not.toContain('sim-acme-1');
+  });
+
+  it('starts a throwaway Redis when none answers at REDIS_URL', async () => {
+    const port = await freePort();
+    const out = join(mkdtempSync(join(tmpdir(), 'lt-demo-')), 'out');
+    const r = await runCli(
+      ['demo', '--no-dashboard', '--out', out, '--limit-per-token', '100/1s', '--limit-per-org', '200/1s'],
+      { REDIS_URL: `redis://127.0.0.1:${port}` },
+      120_000,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /no Redis at redis:\/\/127\.0\.0\.1:\d+: started a throwaway one at redis:\/\/127\.0\.0\.1:\d+/,
+    );
+    expect(r.stdout).toMatch(/transferred +44 /);
+  });
+});
