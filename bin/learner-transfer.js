@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// The CLI entry. A compiled build (npm run build) is used when present; otherwise the TypeScript
-// sources run through tsx, so a fresh clone works after `npm ci` alone.
+// The CLI entry. In a checkout the TypeScript sources run through tsx, so a fresh clone works after
+// `npm ci` alone and never runs a stale build; an installed image without src/ runs the compiled dist/.
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const built = join(root, 'dist', 'cli', 'main.js');
-if (existsSync(built) && !process.env.LT_FROM_SOURCE) {
-  await import(pathToFileURL(built).href);
-} else {
+const source = join(root, 'src', 'cli', 'main.ts');
+if (existsSync(source)) {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(pathToFileURL(join(root, 'src', 'cli', 'main.ts')).href);
+  await import(pathToFileURL(source).href);
+} else {
+  await import(pathToFileURL(join(root, 'dist', 'cli', 'main.js')).href);
 }

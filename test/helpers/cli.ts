@@ -21,7 +21,7 @@ export function spawnCli(
 ): ChildProcess & { output: { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LT_FROM_SOURCE: '1', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as ChildProcess & { output: { stdout: string; stderr: string } };
   child.output = { stdout: '', stderr: '' };
