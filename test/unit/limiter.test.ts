@@ -95,11 +95,10 @@ describe('TransferBudget.acquire', () => {
     const oldest = Math.min(...(await scores(b.keys.tokenLog(org, 't1'))).values());
     // Counted while score >= now - window: the oldest frees at score + window + 1.
     expect(r.waitMs).toBe(oldest + 600 + 1 - r.now);
-    expect(r.waitMs).toBeGreaterThan(550);
 
     await sleep(r.waitMs - 100);
     const p = await expectFreesAt(b, org, oldest + 601);
-    expect(p.now - (oldest + 601)).toBeLessThan(100);
+    expect(p.now - (oldest + 601)).toBeLessThan(200); // a few ms when the machine is idle: see bench
   });
 
   it('grants exactly N of many concurrent acquires', async () => {
