@@ -9,6 +9,7 @@ if (!entry) {
   process.stderr.write('usage: run-ts.js FILE.ts [args...]\n');
   process.exit(2);
 }
-process.argv.splice(2, 1);
+// The entry takes this script's place in argv, as if node had run it: process.argv[1] is the entry.
+process.argv.splice(1, 2, resolve(entry));
 register();
 await import(pathToFileURL(resolve(entry)).href);

@@ -34,6 +34,8 @@ export interface EnqueueCsvSummary extends ProduceCounts {
   byOrg: Record<string, number>;
 }
 
+const MAX_IN_FLIGHT = 3;
+
 class RejectsWriter {
   #out: WriteStream | undefined;
   readonly #path: string;
@@ -78,16 +80,28 @@ export async function enqueueCsv(
   let batch: ProducerItem[] = [];
   const orgsTouched = new Set<string>();
 
+  // Up to MAX_IN_FLIGHT batches go to Redis at once, so reading the file, the outcome seeding and
+  // addBulk overlap. Batches are disjoint (in-file duplicates are rejected above), so order is free.
+  const inFlight: Promise<void>[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
-    const newOrgs = [...new Set(batch.map((b) => b.org))].filter((o) => !orgsTouched.has(o));
+    const items = batch;
+    batch = [];
+    const newOrgs = [...new Set(items.map((b) => b.org))].filter((o) => !orgsTouched.has(o));
     if (newOrgs.length > 0) {
       newOrgs.forEach((o) => orgsTouched.add(o));
       await deps.runs.addOrgs(options.runId, newOrgs);
     }
-    addCounts(counts, await deps.producer.add(batch, options.runId));
-    batch = [];
-    options.onProgress?.(read, bytes, { ...counts, rejected });
+    const p = deps.producer.add(items, options.runId).then((c) => {
+      addCounts(counts, c);
+      options.onProgress?.(read, bytes, { ...counts, rejected });
+    });
+    inFlight.push(p);
+    p.then(
+      () => inFlight.splice(inFlight.indexOf(p), 1),
+      () => {},
+    );
+    if (inFlight.length >= MAX_IN_FLIGHT) await Promise.race(inFlight);
   };
   const reject = async (line: number, reason: string, raw: string) => {
     rejected++;
@@ -128,7 +142,10 @@ export async function enqueueCsv(
       else if (read % 1000 === 0) options.onProgress?.(read, bytes, { ...counts, rejected });
     }
     await flush();
+    await Promise.all(inFlight);
   } finally {
+    // A failed batch must not leave others writing after we return.
+    await Promise.allSettled(inFlight);
     await rejects.close();
   }
   return {
