@@ -37,7 +37,11 @@ export async function createContext(
 ): Promise<AppContext> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
   const redis =
-    options.redis ?? (await connectRedis(config.redisUrl, { logger, timeoutMs: options.redisTimeoutMs }));
+    options.redis ??
+    (await connectRedis(config.redisUrl, {
+      logger,
+      timeoutMs: options.redisTimeoutMs ?? config.redisConnectTimeoutMs,
+    }));
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);

@@ -42,6 +42,8 @@ export interface Keys {
   crawlCursor(org: string, crawlId: string): string;
   /** Pub/sub channel where the worker announces paused tokens and other alerts. */
   alerts(): string;
+  /** Dashboard: outcomes recorded in one hour (hash outcome code -> count), expiring after two days. */
+  hourly(org: string, hourIndex: number): string;
   /** Pattern that matches every key of this prefix (for tests and clean-up). */
   all(): string;
 }
@@ -69,6 +71,7 @@ export function createKeys(prefix: string): Keys {
     runs: () => `${prefix}:runs`,
     crawlCursor: (org, crawlId) => `${o(org)}:crawl:${crawlId}`,
     alerts: () => `${prefix}:alerts`,
+    hourly: (org, hour) => `${o(org)}:hourly:${hour}`,
     all: () => `${prefix}:*`,
   };
 }

@@ -26,6 +26,14 @@ export type OutcomeAction = 'complete' | 'fail' | 'retry' | 'wait' | 'pause-toke
 
 export interface OutcomeInfo {
   action: OutcomeAction;
+  /**
+   * 'wait-org': this code can mean the service itself is unreachable, not that this learner failed. When
+   * the request provably never left (connection refused), or UNREACHABLE_STREAK of them come in a row
+   * for one organization with no answer between, the action becomes a wait: the organization is blocked
+   * for a short, growing time and the learner goes back without using an attempt, as after a 429. So a
+   * service that is down for hours uses up no learner's attempts; one that answers resets the count.
+   */
+  whenUnreachable?: 'wait-org';
   /** Final success for exit codes and reports. */
   success: boolean;
   description: string;
@@ -49,6 +57,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
   'server-error': { action: 'retry', success: false, description: 'the service failed (500 and other 5xx)' },
   'network-error': {
     action: 'retry',
+    whenUnreachable: 'wait-org',
     success: false,
     description: 'connection refused, reset or timed out; the transfer may or may not have happened',
   },
@@ -69,6 +78,9 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     description: 'the token was refused (401): the token is paused, the learner waits for another token',
   },
 });
+
+/** Errors in a row without an answer that make an organization's service count as unreachable. */
+export const UNREACHABLE_STREAK = 3;
 
 export function isOutcomeCode(value: string): value is OutcomeCode {
   return (OUTCOME_CODES as readonly string[]).includes(value);

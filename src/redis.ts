@@ -40,6 +40,13 @@ export async function connectRedis(
   const timeoutMs = options.timeoutMs ?? 10_000;
   let lastError = '';
   const onError = (err: Error) => {
+    // Say once that we are waiting, so an operator sees why nothing happens yet (ioredis retries).
+    if (!lastError) {
+      options.logger?.warn(
+        { redis: safeRedisUrl(url), err: err.message },
+        `Redis does not answer yet; retrying for up to ${Math.round(timeoutMs / 1000)} s (REDIS_CONNECT_TIMEOUT)`,
+      );
+    }
     lastError = err.message;
   };
   redis.on('error', onError);
@@ -62,7 +69,7 @@ export async function connectRedis(
     throw new LearnerTransferError(
       'LT_REDIS_UNREACHABLE',
       `Redis at ${safeRedisUrl(url)} did not answer within ${timeoutMs} ms (${(err as Error).message}). ` +
-        `Start Redis or set REDIS_URL.`,
+        `Start Redis, set REDIS_URL, or wait longer with REDIS_CONNECT_TIMEOUT.`,
       { cause: err },
     );
   }

@@ -89,7 +89,10 @@ export function register(program: Command): void {
           progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
           console.log(formatEnqueueSummary(summary));
           if (summary.valid === 0) {
-            throw new LearnerTransferError('LT_INPUT_INVALID', `${opts.csv}: no valid learner id was read`);
+            throw new LearnerTransferError(
+              'LT_INPUT_INVALID',
+              `${opts.csv}: no valid learner id was read${summary.read === 0 ? ' (the file has no data rows)' : ''}`,
+            );
           }
           process.exitCode = EXIT.ok;
         } finally {

@@ -22,7 +22,8 @@ export function register(program: Command): void {
     .action(async (opts: { concurrency?: number; org?: string[]; untilIdle?: boolean }) => {
       const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-      const ctx = await createContext(config);
+      // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
+      const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
       const handle = startWorkers(ctx, {
         orgs,
         concurrency: opts.concurrency ?? config.concurrency,

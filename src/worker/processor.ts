@@ -7,7 +7,7 @@ import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../config.ts';
 import type { TransferBudget } from '../limiter/index.ts';
 import type { Logger } from '../log.ts';
-import { OUTCOMES } from '../outcome-codes.ts';
+import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
 import type { Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
@@ -46,6 +46,12 @@ function defaultBlockMs(config: Readonly<Config>): number {
   return Math.max(100, Math.min(60_000, Math.floor(config.limitPerToken.windowMs / 10)));
 }
 
+/** First block of an unreachable service: the backoff, kept between 100 ms and 5 s; doubles up to a minute. */
+function unreachableBlockMs(config: Readonly<Config>, level: number): number {
+  const base = Math.max(100, Math.min(5_000, config.backoffMs));
+  return Math.min(60_000, base * 2 ** Math.min(20, level - 1));
+}
+
 function describe(outcome: TransferOutcome): string {
   const status = 'status' in outcome ? ` ${outcome.status}` : '';
   const detail =
@@ -62,6 +68,27 @@ export function createProcessor(deps: ProcessorDeps) {
   const tokensByOrg = new Map<string, TokenRef[]>();
   for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
   const lastAlert = new Map<string, number>();
+  /** Per organization: network errors in a row, how far the unreachable block has grown, when it ends. */
+  const unreachable = new Map<string, { streak: number; level: number; until: number }>();
+
+  /** The org block (ms) when this outcome shows the service unreachable, else undefined. */
+  const unreachableWait = (org: string, outcome: TransferOutcome): number | undefined => {
+    if (outcome.code !== 'network-error') {
+      unreachable.delete(org); // an answer: the service is reachable
+      return undefined;
+    }
+    const s = unreachable.get(org) ?? { streak: 0, level: 0, until: 0 };
+    unreachable.set(org, s);
+    s.streak++;
+    if (OUTCOMES[outcome.code].whenUnreachable !== 'wait-org') return undefined;
+    if (outcome.maybeDelivered && s.streak < UNREACHABLE_STREAK) return undefined;
+    const now = Date.now();
+    // Requests in flight together fail together: only one sent after the last block ended grows it.
+    if (now >= s.until) s.level++;
+    const ms = unreachableBlockMs(config, s.level);
+    s.until = Math.max(s.until, now + ms);
+    return ms;
+  };
 
   return async function processTransfer(job: Job<TransferJob>, jobToken?: string): Promise<ProcessResult> {
     const parsed = transferJobSchema.safeParse(job.data);
@@ -108,19 +135,24 @@ export function createProcessor(deps: ProcessorDeps) {
     try {
       outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: previous?.x });
     } catch (err) {
-      // The client classifies every failure; reaching here is a bug. Count the permit as used (the
-      // request may have gone out) and let BullMQ retry.
-      await budget.settle(org, token.id, permit.permitId);
+      // The client classifies every failure; reaching here is a bug. The request may have gone out
+      // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
+      await budget.abandon(org, token.id, permit.permitId);
       throw err;
     }
-    // A request that provably never left returns its budget; every other one counts from its response.
-    if (outcome.code === 'network-error' && !outcome.maybeDelivered) {
-      await budget.release(org, token.id, permit.permitId);
+    // A request that provably never left returns its budget. One that may have reached the server without
+    // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
+    // Every answered request counts from its response.
+    if (outcome.code === 'network-error') {
+      if (outcome.maybeDelivered) await budget.abandon(org, token.id, permit.permitId);
+      else await budget.release(org, token.id, permit.permitId);
     } else {
       await budget.settle(org, token.id, permit.permitId);
     }
 
     const info = OUTCOMES[outcome.code];
+    const downBlockMs = unreachableWait(org, outcome);
+    const action: OutcomeAction = downBlockMs !== undefined ? 'wait' : info.action;
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? 1;
     const status = 'status' in outcome ? outcome.status : undefined;
@@ -131,7 +163,7 @@ export function createProcessor(deps: ProcessorDeps) {
 
     let bucket: Bucket;
     let final: boolean;
-    switch (info.action) {
+    switch (action) {
       case 'complete':
       case 'fail':
         bucket = outcome.code;
@@ -160,7 +192,7 @@ export function createProcessor(deps: ProcessorDeps) {
       tokenId: token.id,
       transferId: result?.data.transferDetails.transferId,
       auditId,
-      countsAsAttempt: info.action !== 'wait' && info.action !== 'pause-token',
+      countsAsAttempt: action !== 'wait' && action !== 'pause-token',
     });
     const logLine = {
       org,
@@ -185,7 +217,7 @@ export function createProcessor(deps: ProcessorDeps) {
       durationMs: outcome.durationMs,
     });
 
-    switch (info.action) {
+    switch (action) {
       case 'complete':
         logger.info(logLine, 'transfer outcome');
         return {
@@ -199,6 +231,15 @@ export function createProcessor(deps: ProcessorDeps) {
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
         throw new Error(describe(outcome));
       case 'wait': {
+        if (downBlockMs !== undefined) {
+          await budget.block(org, null, downBlockMs, 'unreachable');
+          logger.warn(
+            { ...logLine, error, message, blockMs: downBlockMs },
+            `the service is unreachable for organization '${org}': its transfers wait ${downBlockMs} ms without using attempts`,
+          );
+          await job.moveToDelayed(Date.now(), jobToken);
+          throw new DelayedError();
+        }
         const ms =
           outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
             ? outcome.retryAfterMs

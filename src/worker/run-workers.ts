@@ -6,6 +6,7 @@ import { jobCounts } from '../queue/queues.ts';
 import type { TransferJob } from '../queue/job.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
 import { createRedis } from '../redis.ts';
+import { countHourly } from '../outcomes/hourly.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -46,6 +47,9 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     queues: ctx.queues,
     logger: ctx.logger,
     onOutcome: (e) => {
+      countHourly(ctx.redis, ctx.keys, e.org, e.code).catch((err: Error) =>
+        ctx.logger.warn({ err: err.message }, 'hourly count failed'),
+      );
       if (e.final) {
         if (e.bucket === 'transferred' || e.bucket === 'already-in-org') counts.succeeded++;
         else counts.failed++;

@@ -22,15 +22,23 @@ export interface Harness {
 }
 
 export async function startHarness(
-  options: { sim?: SimulatorOptions; env?: Record<string, string>; tag?: string } = {},
+  options: {
+    sim?: SimulatorOptions;
+    env?: Record<string, string>;
+    tag?: string;
+    /** A Redis of the test's own (default: the shared REDIS_URL). */
+    redisUrl?: string;
+    /** The API base URL the workers use (default: the simulator's; a proxy in front of it, say). */
+    baseUrl?: (simUrl: string) => string | Promise<string>;
+  } = {},
 ): Promise<Harness> {
   const sim = createSimulator(options.sim ?? {});
   await sim.listen();
   const prefix = randomPrefix(options.tag ?? 'e2e');
   const env: Record<string, string> = {
-    REDIS_URL,
+    REDIS_URL: options.redisUrl ?? REDIS_URL,
     QUEUE_PREFIX: prefix,
-    LEARNER_API_BASE_URL: sim.url,
+    LEARNER_API_BASE_URL: options.baseUrl ? await options.baseUrl(sim.url) : sim.url,
     LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2',
     LIMIT_PER_TOKEN: '20/2s',
     LIMIT_PER_ORG: '60/4s',
@@ -49,7 +57,7 @@ export async function startHarness(
     secrets: secretsOf(config),
     destination: { write: (line: string) => void logLines.push(line) },
   });
-  const redis = newRedis();
+  const redis = newRedis(options.redisUrl);
   const ctx = await createContext(config, { logger, redis });
   const dir = mkdtempSync(join(tmpdir(), 'lt-e2e-'));
   return {

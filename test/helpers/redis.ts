@@ -9,8 +9,8 @@ export function randomPrefix(tag = 't'): string {
   return `lt-test-${tag}-${randomBytes(4).toString('hex')}`;
 }
 
-export function newRedis(): Redis {
-  return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+export function newRedis(url = REDIS_URL): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null });
 }
 
 /** Deletes every key under a prefix (our keys and BullMQ's share it). */

@@ -25,13 +25,23 @@ export interface CsvSourceOptions {
 }
 
 const ID_HEADERS = new Set(['learnerid', 'learner_id', 'id']);
+const DEFAULT_MAX_RECORD_BYTES = 64 * 1024;
+
+/** Text for a message on a terminal: control characters (escape sequences, NULs) shown as \xNN. */
+export function printable(text: string, max = 40): string {
+  const cut = text.length > max ? `${text.slice(0, max - 3)}...` : text;
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return cut.replace(/[\u0000-\u001f\u007f-\u009f\ufffd]/g, (c) =>
+    c === '\ufffd' ? '?' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
 const ORG_HEADERS = new Set(['org', 'organization', 'org_key', 'orgkey']);
 
 /** Checks one learner id cell. Returns the id or the reason it is not one. */
 export function parseLearnerId(cell: string | undefined): number | string {
   const text = (cell ?? '').trim();
   if (text === '') return 'learner id is empty';
-  const shown = text.length > 40 ? `${text.slice(0, 37)}...` : text;
+  const shown = printable(text);
   if (/^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text) && !/^\d+$/.test(text)) {
     if (text.startsWith('-')) return `learner id '${shown}' is negative`;
     return `learner id '${shown}' is not a whole number`;
@@ -64,10 +74,103 @@ class Utf16Decoder extends Transform {
   }
 }
 
+/**
+ * A learner-id file has one record per line, so each line is checked before the CSV parser sees it: a
+ * line longer than `max` bytes (a 10 MB line), with a NUL byte (binary data, UTF-16 without a BOM), or
+ * with a quote that opens a cell and never closes is replaced by a marker line that readCsv rejects on
+ * its own. Without this, csv-parse reports one error per 64 KB of a long line and an unclosed quote
+ * swallows every following line into one record: valid rows after it would be lost. (The cost: a quoted
+ * cell spanning lines, which no learner-id file needs, is rejected.) Line numbers are kept.
+ */
+class LineGuard extends Transform {
+  #parts: Buffer[] = [];
+  #len = 0;
+  #head: Buffer[] = [];
+  #headLen = 0;
+  readonly #max: number;
+  constructor(max: number) {
+    super();
+    this.#max = max;
+  }
+  #take(part: Buffer, copy: boolean): void {
+    if (this.#headLen < 200) {
+      const h = part.subarray(0, 200 - this.#headLen);
+      this.#head.push(Buffer.from(h));
+      this.#headLen += h.length;
+    }
+    this.#len += part.length;
+    if (this.#len <= this.#max) this.#parts.push(copy ? Buffer.from(part) : part);
+    else this.#parts = [];
+  }
+  #endLine(): Buffer {
+    const len = this.#len;
+    const line = len > this.#max ? undefined : Buffer.concat(this.#parts);
+    const head = Buffer.concat(this.#head).toString('utf8');
+    this.#parts = [];
+    this.#head = [];
+    this.#len = 0;
+    this.#headLen = 0;
+    let problem: string | undefined;
+    if (!line) problem = `overlong:${len}`;
+    else if (line.includes(0)) problem = 'nul';
+    else if (line.includes(0x22)) {
+      const text = line.toString('utf8');
+      const quotes = text.split('"').length - 1;
+      if (quotes % 2 === 1 && /(^|,)\s*"/.test(text)) problem = 'quote';
+    }
+    if (!problem) return line as Buffer;
+    // NUL bytes never pass the guard, so no file can forge this marker.
+    const [kind, arg = ''] = problem.split(':');
+    const b64 = Buffer.from(head.replace(/\r$/, '')).toString('base64');
+    return Buffer.from(`${MARKER}${kind}:${arg}:${b64}`);
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    const out: Buffer[] = [];
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(0x0a, start);
+      if (nl === -1) {
+        this.#take(chunk.subarray(start), true);
+        break;
+      }
+      this.#take(chunk.subarray(start, nl), false);
+      out.push(this.#endLine(), NEWLINE);
+      start = nl + 1;
+    }
+    done(null, out.length > 0 ? Buffer.concat(out) : undefined);
+  }
+  override _flush(done: TransformCallback): void {
+    if (this.#len > 0) this.push(this.#endLine());
+    done();
+  }
+}
+
+const MARKER = '\u0000lt-guard:';
+const NEWLINE = Buffer.from('\n');
+
+/** The reject for a marker line, or undefined for a normal record. */
+function guardReject(cell: string | undefined, line: number, max: number): CsvEvent | undefined {
+  if (!cell?.startsWith(MARKER)) return undefined;
+  const [kind = '', arg = '', b64 = ''] = cell.slice(MARKER.length).split(':');
+  const raw = Buffer.from(b64, 'base64').toString('utf8');
+  const reason =
+    kind === 'overlong'
+      ? `line is ${arg} bytes long, more than the ${max} bytes a row may have`
+      : kind === 'nul'
+        ? 'line holds NUL bytes: binary data, or UTF-16 text without a byte order mark'
+        : 'a quote opens a cell and does not close on this line';
+  return { kind: 'reject', line, reason, raw: kind === 'nul' ? printable(raw, 200) : raw };
+}
+
 export async function fileSize(file: string): Promise<number> {
   try {
-    return (await stat(file)).size;
+    const st = await stat(file);
+    if (!st.isFile()) {
+      throw new LearnerTransferError('LT_INPUT_UNREADABLE', `${file}: cannot be read (not a regular file)`);
+    }
+    return st.size;
   } catch (err) {
+    if (err instanceof LearnerTransferError) throw err;
     throw new LearnerTransferError(
       'LT_INPUT_UNREADABLE',
       `${file}: cannot be read (${(err as Error).message})`,
@@ -86,6 +189,7 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
       `${file}: the file is empty (expected learner ids, one per line)`,
     );
   }
+  const maxRecord = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const input = createReadStream(file);
   let bytes = 0;
   input.on('data', (chunk) => {
@@ -101,7 +205,8 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
     trim: true,
     info: true,
     raw: true,
-    max_record_size: options.maxRecordBytes ?? 64 * 1024,
+    // LineGuard stops long lines first; this stays as a bound on a record of many short lines.
+    max_record_size: maxRecord * 2,
     skip_records_with_error: true,
     on_skip: (err: CsvError | undefined, raw: string | undefined) => {
       const e = err as (CsvError & { lines?: number }) | undefined;
@@ -115,19 +220,35 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
     },
   });
   input.on('error', (err) => parser.destroy(err));
-  input.pipe(new Utf16Decoder()).pipe(parser);
+  input.pipe(new Utf16Decoder()).pipe(new LineGuard(maxRecord)).pipe(parser);
 
   let idCol = 0;
   let orgCol = -1;
   let first = true;
-  for await (const rec of parser as AsyncIterable<{
-    record: string[];
-    info: { lines: number };
-    raw: string;
-  }>) {
+  const records = parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>;
+  const iterator = records[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<{ record: string[]; info: { lines: number }; raw: string }>;
+    try {
+      next = await iterator.next();
+    } catch (err) {
+      // A read error mid-file (EISDIR, EIO): a message for the operator, not a stack trace.
+      throw new LearnerTransferError(
+        'LT_INPUT_UNREADABLE',
+        `${file}: cannot be read (${printable((err as Error).message, 200)})`,
+        { cause: err },
+      );
+    }
+    if (next.done) break;
+    const rec = next.value;
     while (skipped.length > 0) yield skipped.shift() as CsvEvent;
     const cells = rec.record;
     const line = rec.info.lines;
+    const guarded = guardReject(cells[0], line, maxRecord);
+    if (guarded) {
+      yield guarded;
+      continue;
+    }
     if (first) {
       first = false;
       const norm = cells.map((c) => c.trim().toLowerCase());
@@ -140,7 +261,7 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
       if (typeof parseLearnerId(cells[0]) !== 'number' && !/^\s*[+-]?\d/.test(cells[0] ?? '')) {
         const shownCells = cells
           .slice(0, 5)
-          .map((c) => `'${c.slice(0, 30)}'`)
+          .map((c) => `'${printable(c, 30)}'`)
           .join(', ');
         throw new LearnerTransferError(
           'LT_INPUT_INVALID',
@@ -166,7 +287,7 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
       yield {
         kind: 'reject',
         line,
-        reason: `organization '${org.slice(0, 64)}' has no token in LEARNER_API_TOKENS`,
+        reason: `organization '${printable(org, 64)}' has no token in LEARNER_API_TOKENS`,
         raw,
       };
       continue;

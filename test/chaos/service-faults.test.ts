@@ -1,0 +1,221 @@
+// The service failing in every way the issue names: 30% 500s, reset connections, 200 bodies cut in
+// the middle, down for a while (connections cut on arrival, then refused outright), stricter limits than
+// configured (429 + Retry-After). Every learner must end right, and waits must not use attempts.
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { newRunId } from '../../src/outcomes/runs.ts';
+import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import type { SimulatorOptions } from '../../src/simulator/index.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
+import { expectLedger } from '../helpers/ledger.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+
+let h: Harness | undefined;
+let proxy: TcpProxy | undefined;
+afterEach(async () => {
+  await proxy?.close();
+  proxy = undefined;
+  await h?.close();
+  h = undefined;
+});
+
+/** Learners acme does not own yet (learner i belongs to org (i-1)%3 in the simulator's seed). */
+function notInAcme(count: number, from = 2): number[] {
+  const ids: number[] = [];
+  for (let id = from; ids.length < count; id++) if ((id - 1) % 3 !== 0) ids.push(id);
+  return ids;
+}
+
+async function enqueue(harness: Harness, ids: readonly number[]): Promise<string> {
+  const file = harness.writeFile(`in-${ids.length}.csv`, `learner_id\n${ids.join('\n')}\n`);
+  const runId = newRunId();
+  await harness.ctx.runs.create({ id: runId, kind: 'csv', source: 'in.csv', orgs: ['acme'] });
+  const s = await enqueueCsv(
+    { producer: harness.ctx.producer, runs: harness.ctx.runs },
+    {
+      file,
+      defaultOrg: 'acme',
+      knownOrgs: harness.config.orgs,
+      runId,
+      rejectsFile: join(harness.dir, 'r.csv'),
+    },
+  );
+  expect(s.enqueued).toBe(ids.length);
+  return runId;
+}
+
+const LIMITS: SimulatorOptions['limits'] = {
+  perToken: { max: 40, windowMs: 2000 },
+  perOrg: { max: 80, windowMs: 2000 },
+  window: 'rolling',
+};
+const ENV = { LIMIT_PER_TOKEN: '40/2s', LIMIT_PER_ORG: '80/2s', LOG_LEVEL: 'info' };
+
+describe('a failing service', () => {
+  it('500s, resets, cut bodies and a spell of being down: every learner ends right, nobody moved twice', async () => {
+    h = await startHarness({
+      tag: 'chaos-faults',
+      sim: {
+        learners: 400,
+        repeatMode: 'mixed',
+        limits: LIMITS,
+        faults: { errorRate: 0.3, resetRate: 0.05, truncateRate: 0.05, latencyAfterMs: [5, 40] },
+      },
+      // 0.4 of tries fail: 12 attempts leave about 1 in 60,000 learners failing by chance.
+      env: { ...ENV, ATTEMPTS: '12', BACKOFF: '20ms' },
+    });
+    const harness = h;
+    const ids = notInAcme(150);
+    await enqueue(harness, ids);
+    const handle = startWorkers(harness.ctx, {
+      orgs: ['acme'],
+      concurrency: 8,
+      untilIdle: true,
+      idleCheckMs: 200,
+    });
+
+    // Down for a while once a third has moved, then back with the same faults.
+    const deadline = Date.now() + 30_000;
+    const moved = () => harness.sim.record.filter((r) => r.effectApplied).length;
+    while (moved() < 50 && Date.now() < deadline) await sleep(20);
+    harness.sim.setFaults({ down: true });
+    await sleep(2500);
+    const downAnswers = harness.sim.record.filter((r) => r.result === 'down').length;
+    harness.sim.setFaults({ errorRate: 0.3, resetRate: 0.05, truncateRate: 0.05, latencyAfterMs: [5, 40] });
+
+    const result = await handle.done;
+    expect(result.reason).toBe('idle');
+    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    expect(Object.keys(tally).sort()).toEqual(['already-in-org', 'transferred'].filter((b) => b in tally));
+    expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
+
+    // The faults happened: 500s, resets both sides of the effect, cut bodies, and the down spell.
+    const faults = new Set(harness.sim.record.map((r) => r.fault).filter(Boolean));
+    expect([...faults].sort()).toEqual(['error', 'reset-after', 'reset-before', 'truncate']);
+    expect(downAnswers).toBeGreaterThan(0);
+    // A cut 200 or a reset after the effect: the retry found the learner in place (already-in-org).
+    expect(tally['already-in-org']?.length ?? 0).toBeGreaterThan(0);
+    // The down spell blocked the organization instead of spending attempts: the probes were few.
+    expect(downAnswers).toBeLessThan(40);
+    expect(harness.logLines.join('')).toContain('the service is unreachable');
+    expect(harness.sim.violations()).toEqual([]);
+  });
+
+  it('down for real (connections refused) from the start: waits without using a single attempt', async () => {
+    h = await startHarness({
+      tag: 'chaos-down',
+      sim: { learners: 200, limits: LIMITS },
+      // One attempt: any network error that used it would fail the learner for good.
+      env: { ...ENV, ATTEMPTS: '1', BACKOFF: '50ms', CONNECT_TIMEOUT: '300ms' },
+      baseUrl: async (simUrl) => {
+        proxy = await startTcpProxy(Number(new URL(simUrl).port));
+        return proxy.url;
+      },
+    });
+    const harness = h;
+    const p = proxy as TcpProxy;
+    await p.down();
+    const ids = notInAcme(40);
+    await enqueue(harness, ids);
+    const handle = startWorkers(harness.ctx, {
+      orgs: ['acme'],
+      concurrency: 4,
+      untilIdle: true,
+      idleCheckMs: 200,
+    });
+    await sleep(2000);
+    expect(harness.sim.record).toHaveLength(0);
+    const waiting = await harness.ctx.store.getMany('acme', ids);
+    expect(waiting.filter((r) => r?.c === 'network-error').length).toBeGreaterThan(0);
+    expect(waiting.every((r) => r?.b === 'queued' || r?.b === 'retrying')).toBe(true);
+    expect(waiting.every((r) => r?.a === 0)).toBe(true);
+    const view = await harness.ctx.budget.peek('acme', []);
+    expect(view.org.blocked?.reason).toBe('unreachable');
+    await p.up();
+
+    const result = await handle.done;
+    expect(result).toMatchObject({ reason: 'idle', failed: 0, succeeded: ids.length });
+    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    expect(tally.transferred).toHaveLength(ids.length);
+    for (const r of await harness.ctx.store.getMany('acme', ids)) expect(r?.a).toBe(1);
+  });
+
+  it('down mid-run (requests cut, then refused): at most a streak of attempts is spent', async () => {
+    h = await startHarness({
+      tag: 'chaos-down-mid',
+      sim: { learners: 300, limits: LIMITS, faults: { latencyAfterMs: [20, 80] } },
+      env: { ...ENV, ATTEMPTS: '3', BACKOFF: '50ms', CONNECT_TIMEOUT: '300ms' },
+      baseUrl: async (simUrl) => {
+        proxy = await startTcpProxy(Number(new URL(simUrl).port));
+        return proxy.url;
+      },
+    });
+    const harness = h;
+    const p = proxy as TcpProxy;
+    const ids = notInAcme(80);
+    await enqueue(harness, ids);
+    const handle = startWorkers(harness.ctx, {
+      orgs: ['acme'],
+      concurrency: 4,
+      untilIdle: true,
+      idleCheckMs: 200,
+    });
+    const deadline = Date.now() + 30_000;
+    while (harness.sim.record.filter((r) => r.effectApplied).length < 20 && Date.now() < deadline)
+      await sleep(10);
+    await p.down();
+    await sleep(2500);
+    await p.up();
+
+    const result = await handle.done;
+    expect(result).toMatchObject({ reason: 'idle', failed: 0, succeeded: ids.length });
+    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
+    const records = await harness.ctx.store.getMany('acme', ids);
+    // Only the requests cut in flight before the streak was seen may have used an attempt.
+    const extra = records.filter((r) => (r?.a ?? 0) > 1);
+    expect(extra.length).toBeLessThanOrEqual(2);
+    expect(records.every((r) => (r?.a ?? 0) <= 2)).toBe(true);
+    expect(harness.logLines.join('')).toContain('the service is unreachable');
+  });
+
+  it('stricter than configured: 429s with Retry-After, no attempt lost, the run ends', async () => {
+    h = await startHarness({
+      tag: 'chaos-strict',
+      sim: {
+        learners: 200,
+        // The service allows half of what we were told.
+        limits: {
+          perToken: { max: 10, windowMs: 2000 },
+          perOrg: { max: 20, windowMs: 2000 },
+          window: 'rolling',
+        },
+      },
+      env: { ...ENV, LIMIT_PER_TOKEN: '20/2s', LIMIT_PER_ORG: '40/2s', ATTEMPTS: '2' },
+    });
+    const harness = h;
+    const ids = notInAcme(60);
+    await enqueue(harness, ids);
+    const handle = startWorkers(harness.ctx, {
+      orgs: ['acme'],
+      concurrency: 6,
+      untilIdle: true,
+      idleCheckMs: 200,
+    });
+    const result = await handle.done;
+    expect(result).toMatchObject({ reason: 'idle', failed: 0, succeeded: ids.length });
+    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    expect(tally.transferred).toHaveLength(ids.length);
+    const refused = harness.sim.record.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    // Every learner used exactly one attempt: the 429s cost none.
+    const records = await harness.ctx.store.getMany('acme', ids);
+    expect(records.map((r) => r?.a)).toEqual(ids.map(() => 1));
+    expect(records.some((r) => r?.h?.some((e) => e[1] === 'rate-limited'))).toBe(true);
+    // The service's own limits were never exceeded by requests it counted.
+    expect(harness.sim.violations()).toEqual([]);
+    expect(harness.logLines.join('')).toContain('the service answered 429');
+  });
+});

@@ -1,0 +1,117 @@
+// A redis-server of a test's own, on its own free port and data directory, for faults the shared Redis
+// must not suffer (restart, eviction policy). Started from PATH; a missing binary fails the test loudly.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+
+export interface OwnRedis {
+  port: number;
+  url: string;
+  dir: string;
+  /** Stops the server (SIGTERM: it writes its AOF) and starts it again on the same port and directory. */
+  restart(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+  /** Stops it for good and removes its directory. */
+  close(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || !address) throw new Error('no free port');
+  return address.port;
+}
+
+export function requireRedisServer(): void {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      `these tests start their own redis-server and none is on PATH (${probe.error?.message ?? probe.stderr}); ` +
+        'install the redis-server package',
+    );
+  }
+}
+
+async function waitReady(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    try {
+      await r.connect();
+      // Loading the AOF answers LOADING until done.
+      if ((await r.ping()) === 'PONG') return;
+    } catch {
+      if (Date.now() > deadline)
+        throw new Error(`own redis-server at ${url} did not answer in ${timeoutMs} ms`);
+    } finally {
+      r.disconnect();
+    }
+    await sleep(50);
+  }
+}
+
+export async function startOwnRedis(extraArgs: string[] = []): Promise<OwnRedis> {
+  requireRedisServer();
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'lt-own-redis-'));
+  const url = `redis://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+  let log = '';
+  const start = async () => {
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--save',
+        '',
+      ].concat(extraArgs),
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+    child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+    try {
+      await waitReady(url, 10_000);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${log}`);
+    }
+  };
+  const stop = async () => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    c.kill('SIGTERM');
+    const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  await start();
+  return {
+    port,
+    url,
+    dir,
+    async restart(downMs = 0) {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+    stop,
+    async close() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

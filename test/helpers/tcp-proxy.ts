@@ -1,0 +1,56 @@
+// A TCP proxy in front of the simulator that can go down for real: while down, nothing listens on its
+// port (connections are refused) and the connections it had are cut, as when the service's host stops.
+import { createServer, connect, type Server, type Socket } from 'node:net';
+
+export interface TcpProxy {
+  port: number;
+  url: string;
+  down(): Promise<void>;
+  up(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = async () => {
+    const s = createServer((client) => {
+      const upstream = connect(targetPort, '127.0.0.1');
+      for (const sock of [client, upstream]) {
+        sockets.add(sock);
+        sock.on('close', () => sockets.delete(sock));
+        sock.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      s.once('error', reject);
+      s.listen(port, '127.0.0.1', () => resolve());
+    });
+    const address = s.address();
+    if (typeof address === 'object' && address) port = address.port;
+    server = s;
+  };
+  const down = async () => {
+    const s = server;
+    server = undefined;
+    if (!s) return;
+    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    for (const sock of sockets) sock.destroy();
+    await closed;
+  };
+  await listen();
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    down,
+    async up() {
+      if (!server) await listen();
+    },
+    close: down,
+  };
+}
