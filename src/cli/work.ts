@@ -2,6 +2,15 @@ import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+import { createRegistry, observeOutcome, serveMetrics, transferDurationHistogram } from '../metrics.ts';
+
+interface WorkFlags {
+  concurrency?: number;
+  org?: string[];
+  untilIdle?: boolean;
+  metricsPort?: number;
+  metricsHost: string;
+}
 
 export function register(program: Command): void {
   program
@@ -19,12 +28,23 @@ export function register(program: Command): void {
       '--until-idle',
       'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded)',
     )
-    .action(async (opts: { concurrency?: number; org?: string[]; untilIdle?: boolean }) => {
+    .option(
+      '--metrics-port <n>',
+      'serve Prometheus /metrics on this port',
+      positiveInt('--metrics-port', 65535),
+    )
+    .option('--metrics-host <h>', 'address of the /metrics server', '127.0.0.1')
+    .action(async (opts: WorkFlags) => {
       const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
       // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
       const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
+      const registry = opts.metricsPort ? createRegistry() : undefined;
+      const histogram = registry && transferDurationHistogram(registry);
+      const metrics = registry && (await serveMetrics(registry, opts.metricsPort ?? 0, opts.metricsHost));
+      if (metrics) ctx.logger.info({ url: `${metrics.url}/metrics` }, 'metrics served');
       const handle = startWorkers(ctx, {
+        ...(histogram ? { onOutcome: (e) => observeOutcome(histogram, e) } : {}),
         orgs,
         concurrency: opts.concurrency ?? config.concurrency,
         untilIdle: Boolean(opts.untilIdle),
@@ -37,6 +57,7 @@ export function register(program: Command): void {
       const off = onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
       const result = await handle.done;
       off();
+      await metrics?.close();
       await ctx.close();
       console.error(
         `workers stopped (${result.reason}): ${result.succeeded} succeeded, ${result.failed} failed` +

@@ -1,0 +1,68 @@
+// Prometheus metrics shared by the worker (`work --metrics-port`) and the dashboard: one registry per
+// process part (tests build several in one process, so never prom-client's global default), the transfer
+// request-duration histogram the worker feeds, and a tiny /metrics server for the worker.
+import { createServer, type Server } from 'node:http';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { OutcomeEvent } from './worker/processor.ts';
+
+/** Transfer calls take tens of ms to the request timeout (30 s by default). */
+const DURATION_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function createRegistry(options: { defaultMetrics?: boolean } = {}): Registry {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'lt_' });
+  return registry;
+}
+
+export type TransferDurationHistogram = Histogram<'org' | 'outcome'>;
+
+export function transferDurationHistogram(registry: Registry): TransferDurationHistogram {
+  return new Histogram({
+    name: 'lt_transfer_request_duration_seconds',
+    help: 'Duration of transfer calls to the Learner API, by organization and outcome code',
+    labelNames: ['org', 'outcome'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+}
+
+export function observeOutcome(h: TransferDurationHistogram, e: OutcomeEvent): void {
+  h.observe({ org: e.org, outcome: e.code }, e.durationMs / 1000);
+}
+
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves GET /metrics (and /healthz) of a registry: the worker has no web framework, and needs none. */
+export async function serveMetrics(
+  registry: Registry,
+  port: number,
+  host = '127.0.0.1',
+): Promise<MetricsServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (err: Error) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
+      );
+    } else if (req.method === 'GET' && path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  const actual = typeof address === 'object' && address ? address.port : port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${actual}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
