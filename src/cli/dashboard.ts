@@ -1,0 +1,68 @@
+// `learner-transfer dashboard`: the retry dashboard (src/dashboard). Loopback by default; any other
+// address needs DASHBOARD_TOKEN, since the dashboard can re-queue work and shows every outcome.
+import { InvalidArgumentError, type Command } from 'commander';
+import { createContext } from '../app.ts';
+import { isLoopbackAddress } from '../dashboard/auth.ts';
+import { buildDashboard } from '../dashboard/server.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { loadCliConfig, onShutdown } from './shared.ts';
+
+interface DashboardFlags {
+  port: number;
+  host: string;
+  readOnly?: boolean;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n > 65535) {
+    throw new InvalidArgumentError(`--port expects a whole number from 0 to 65535, got '${value}'`);
+  }
+  return n;
+}
+
+export function register(program: Command): void {
+  program
+    .command('dashboard')
+    .description('Serve the retry dashboard: failures by reason, one-click retry, live budgets, /metrics')
+    .option('--port <n>', 'port to listen on (0 picks a free one)', port, 8080)
+    .option('--host <h>', 'address to listen on (not loopback: needs DASHBOARD_TOKEN)', '127.0.0.1')
+    .option('--read-only', 'hide and refuse retries')
+    .action(async (flags: DashboardFlags) => {
+      const config = loadCliConfig();
+      if (!isLoopbackAddress(flags.host) && !config.dashboardToken) {
+        throw new LearnerTransferError(
+          'LT_USAGE',
+          `--host ${flags.host} is not a loopback address: set DASHBOARD_TOKEN (16 or more characters) so the ` +
+            `dashboard asks for it, or keep the default 127.0.0.1 and reach it through an SSH tunnel`,
+        );
+      }
+      const ctx = await createContext(config);
+      const app = await buildDashboard(ctx, { readOnly: Boolean(flags.readOnly) });
+      try {
+        await app.listen({ port: flags.port, host: flags.host });
+      } catch (err) {
+        await app.close().catch(() => undefined);
+        await ctx.close();
+        const code = (err as { code?: string }).code;
+        throw new LearnerTransferError(
+          'LT_USAGE',
+          `--port/--host: cannot listen on ${flags.host}:${flags.port} (${code ?? (err as Error).message})`,
+          { cause: err },
+        );
+      }
+      const address = app.server.address();
+      const actual = typeof address === 'object' && address ? address.port : flags.port;
+      const shown = flags.host.includes(':') ? `[${flags.host}]` : flags.host;
+      console.log(
+        `dashboard on http://${shown}:${actual}/` +
+          (config.dashboardToken ? ' (DASHBOARD_TOKEN required)' : ' (no DASHBOARD_TOKEN: loopback only)') +
+          (flags.readOnly ? ', read-only' : ''),
+      );
+      onShutdown(async () => {
+        await app.close();
+        await ctx.close();
+        console.log('dashboard stopped');
+      }, 5_000);
+    });
+}

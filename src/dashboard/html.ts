@@ -1,0 +1,56 @@
+// HTML templates are plain TypeScript functions over one tagged template, `html`, that escapes every
+// interpolated value unless it is already Html (built by `html` itself). There is no other way to put
+// text into a page, so an outcome message or a learner id from the service cannot become markup.
+
+export class Html {
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"'`]/g, (c) => ESCAPES[c] ?? c);
+}
+
+type Value = Html | string | number | boolean | null | undefined | readonly Value[];
+
+function render(v: Value): string {
+  if (v === null || v === undefined || v === false) return '';
+  if (v instanceof Html) return v.value;
+  if (Array.isArray(v)) return v.map(render).join('');
+  return escapeHtml(String(v));
+}
+
+export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
+  let out = strings[0] ?? '';
+  values.forEach((v, i) => {
+    out += render(v) + (strings[i + 1] ?? '');
+  });
+  return new Html(out);
+}
+
+/** A JSON value for a data attribute or a script of type application/json: escaped like any text. */
+export function jsonAttr(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+/** A query string from defined values only. */
+export function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,111 @@
+// GET /metrics for Prometheus: learners by organization and outcome, budget remaining per token and
+// organization, jobs by state (read from Redis at scrape time, one status read shared by all gauges),
+// and the duration of the dashboard's own requests. The duration of transfer calls is a histogram of
+// the worker process (`work --metrics-port`, src/metrics.ts): only the process that makes them sees them.
+import type { FastifyInstance } from 'fastify';
+import { Gauge, Histogram, type Registry } from 'prom-client';
+import type { AppContext } from '../app.ts';
+import { createRegistry } from '../metrics.ts';
+import { collectStatus, type Status } from '../outcomes/status.ts';
+
+const SNAPSHOT_MS = 1000;
+
+export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDuration: Histogram<string> } {
+  const registry = createRegistry();
+  let cached: { at: number; status: Promise<Status> } | undefined;
+  const snapshot = () => {
+    const now = Date.now();
+    if (!cached || now - cached.at > SNAPSHOT_MS) {
+      cached = { at: now, status: collectStatus(ctx) };
+      cached.status.catch(() => (cached = undefined));
+    }
+    return cached.status;
+  };
+
+  new Gauge({
+    name: 'lt_learners',
+    help: 'Learners per organization and state or outcome code (queued, retrying, transferred, not-found, ...)',
+    labelNames: ['org', 'outcome'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs)
+        for (const [outcome, n] of Object.entries(o.learners)) this.set({ org: o.org, outcome }, n ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'lt_budget_remaining',
+    help: 'Transfer calls left in the current window: per token (scope=token) and per organization (scope=org)',
+    labelNames: ['org', 'scope', 'token'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs) {
+        this.set({ org: o.org, scope: 'org', token: '' }, o.budget.org.remaining);
+        for (const t of o.budget.tokens)
+          this.set({ org: o.org, scope: 'token', token: t.tokenId }, t.remaining);
+      }
+    },
+  });
+  new Gauge({
+    name: 'lt_budget_limit',
+    help: 'Transfer calls allowed per window, per token and per organization',
+    labelNames: ['org', 'scope', 'token'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs) {
+        this.set({ org: o.org, scope: 'org', token: '' }, o.budget.org.limit);
+        for (const t of o.budget.tokens) this.set({ org: o.org, scope: 'token', token: t.tokenId }, t.limit);
+      }
+    },
+  });
+  new Gauge({
+    name: 'lt_token_paused',
+    help: '1 when the service refused the token (401) and it is paused until unpaused',
+    labelNames: ['org', 'token'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs)
+        for (const t of o.budget.tokens)
+          this.set({ org: o.org, token: t.tokenId }, t.blocked?.reason === '401' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'lt_jobs',
+    help: 'BullMQ jobs per organization queue and state',
+    labelNames: ['org', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs)
+        for (const [state, n] of Object.entries(o.jobs)) this.set({ org: o.org, state }, n);
+    },
+  });
+  const httpDuration = new Histogram({
+    name: 'lt_dashboard_http_request_duration_seconds',
+    help: 'Duration of dashboard HTTP requests by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  return { registry, httpDuration };
+}
+
+export function registerMetrics(app: FastifyInstance, ctx: AppContext): void {
+  const { registry, httpDuration } = dashboardRegistry(ctx);
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    httpDuration.observe(
+      { method: req.method, route, status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+  app.get('/metrics', async (_req, reply) =>
+    reply
+      .type(registry.contentType)
+      .header('cache-control', 'no-store')
+      .send(await registry.metrics()),
+  );
+}

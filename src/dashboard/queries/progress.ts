@@ -1,0 +1,32 @@
+// Bucket counters (of a run or an organization) folded into what a progress bar shows.
+import { BUCKETS, isFinalBucket, isSuccessBucket, type Bucket } from '../../outcomes/record.ts';
+import type { RunCounts } from '../../outcomes/store.ts';
+
+export interface Progress {
+  /** transferred + already-in-org */
+  done: number;
+  /** final outcomes that are not a success */
+  failed: number;
+  /** queued + retrying */
+  waiting: number;
+  total: number;
+}
+
+export function progressOf(counts: RunCounts): Progress {
+  const p: Progress = { done: 0, failed: 0, waiting: 0, total: 0 };
+  for (const bucket of BUCKETS) {
+    const n = counts[bucket as Bucket] ?? 0;
+    if (n <= 0) continue;
+    if (isSuccessBucket(bucket)) p.done += n;
+    else if (isFinalBucket(bucket)) p.failed += n;
+    else p.waiting += n;
+  }
+  // A run's `total` counts each learner once; an organization's counters have none, so sum the buckets.
+  p.total = Math.max(counts.total ?? 0, p.done + p.failed + p.waiting);
+  return p;
+}
+
+/** Buckets a person can retry from the dashboard: final and not a success. */
+export const FAILURE_BUCKETS: readonly Bucket[] = BUCKETS.filter(
+  (b) => isFinalBucket(b) && !isSuccessBucket(b),
+);

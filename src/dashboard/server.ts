@@ -1,0 +1,102 @@
+// The dashboard's Fastify app: authentication and CSRF checks on the root instance (so they cover
+// bull-board too), security headers, the routes of each page and its JSON API, /metrics, bull-board.
+// Built from an AppContext so tests drive it with inject() against a real Redis.
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { AppContext } from '../app.ts';
+import { isAuthorized, isLoopbackHost, PUBLIC_PATHS, refuseUnauthorized } from './auth.ts';
+import { mountBullBoard } from './bull-board.ts';
+import { Csrf, CSRF_HEADER, isStateChanging } from './csrf.ts';
+import { DashboardError, type DashboardDeps } from './deps.ts';
+import { escapeHtml } from './html.ts';
+import { registerMetrics } from './metrics.ts';
+import { registerAssets } from './routes/assets.ts';
+import { registerFailures } from './routes/failures.ts';
+import { registerHealth } from './routes/health.ts';
+import { registerLearner } from './routes/learner.ts';
+import { registerLive } from './routes/live.ts';
+import { registerOverview } from './routes/overview.ts';
+import { registerRetry } from './routes/retry.ts';
+
+export interface DashboardOptions {
+  /** Hide and refuse retries. */
+  readOnly?: boolean;
+  /** Default: DASHBOARD_TOKEN from the config. Undefined: no authentication (loopback Host only). */
+  token?: string | undefined;
+  /** Interval of the live (SSE) overview. */
+  liveIntervalMs?: number;
+  /** Mount bull-board under /queues (default true). */
+  bullBoard?: boolean;
+  /** A fixed CSRF secret (tests); default a random one per process. */
+  csrfSecret?: Buffer;
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+export async function buildDashboard(
+  ctx: AppContext,
+  options: DashboardOptions = {},
+): Promise<FastifyInstance> {
+  const token = 'token' in options ? options.token : ctx.config.dashboardToken;
+  const deps: DashboardDeps = {
+    ctx,
+    csrf: new Csrf(options.csrfSecret),
+    readOnly: options.readOnly ?? false,
+    liveIntervalMs: options.liveIntervalMs ?? 2000,
+  };
+  // Open event streams would otherwise hold close() until every browser goes away.
+  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 1_048_576 });
+
+  app.addHook('onRequest', async (req, reply) => {
+    if (PUBLIC_PATHS.has(pathOf(req.url))) return;
+    if (token === undefined && !isLoopbackHost(req.headers.host)) {
+      // Without a token only loopback names are served (DNS rebinding: see auth.ts).
+      return reply
+        .code(403)
+        .send({ error: 'forbidden-host', message: 'set DASHBOARD_TOKEN to serve other host names' });
+    }
+    if (!isAuthorized(req, token)) return refuseUnauthorized(reply);
+    if (isStateChanging(req.method) && !deps.csrf.verify(req.headers[CSRF_HEADER] as string | undefined)) {
+      return reply.code(403).send({
+        error: 'csrf',
+        message: `missing or invalid ${CSRF_HEADER} header (read it from the page's csrf-token meta, or GET /api/csrf)`,
+      });
+    }
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    if (!reply.hasHeader('x-frame-options')) reply.header('x-frame-options', 'DENY');
+    return payload;
+  });
+  app.setErrorHandler((err: FastifyError | DashboardError, req, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+    if (status >= 500)
+      ctx.logger.error({ err: err.message, url: pathOf(req.url) }, 'dashboard request failed');
+    const message = status >= 500 ? 'internal error (see the dashboard log)' : err.message;
+    const code = err instanceof DashboardError ? err.code : status >= 500 ? 'internal' : 'bad-request';
+    if (pathOf(req.url).startsWith('/api/') || req.headers.accept?.includes('application/json')) {
+      return reply.code(status).send({ error: code, message });
+    }
+    return reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(
+        `<!doctype html><meta charset="utf-8"><title>${status}</title><p>${escapeHtml(message)}</p><p><a href="/">overview</a></p>`,
+      );
+  });
+
+  registerHealth(app, deps);
+  registerAssets(app);
+  registerMetrics(app, ctx);
+  registerOverview(app, deps);
+  registerFailures(app, deps);
+  registerLearner(app, deps);
+  registerRetry(app, deps);
+  registerLive(app, deps);
+  if (options.bullBoard ?? true) await mountBullBoard(app, ctx);
+  await app.ready();
+  return app;
+}

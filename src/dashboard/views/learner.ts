@@ -1,0 +1,103 @@
+// Learner page: where the learner stands, the timeline of its attempts, and the audit record of each
+// effective transfer (groups removed and added, authorizations revoked: the irreversible part).
+import { html, type Html } from '../html.ts';
+import type { LearnerOutcome } from '../../outcomes/record.ts';
+import type { AuditEntry } from '../../outcomes/store.ts';
+import { layout, type PageContext } from './layout.ts';
+
+function items(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+function field(obj: unknown, ...path: string[]): unknown {
+  let cur: unknown = obj;
+  for (const p of path)
+    cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[p] : undefined;
+  return cur;
+}
+
+function group(g: unknown): Html {
+  return html`<li>
+    ${String(field(g, 'name') ?? '')} <span class="muted">#${String(field(g, 'id') ?? '')}</span>
+  </li>`;
+}
+
+function authorization(a: unknown): Html {
+  const name = field(a, 'name');
+  const role = field(a, 'role');
+  return html`<li>
+    user ${String(field(a, 'userId') ?? '')} ${name ? String(name) : ''}
+    &lt;${String(field(a, 'email') ?? '')}&gt;${role ? html` <span class="muted">(${String(role)})</span>` : ''}
+  </li>`;
+}
+
+function section(label: string, values: unknown[], each: (v: unknown) => Html): Html {
+  return html`<p><b>${label}</b> (${values.length})</p>
+    ${
+      values.length
+        ? html`<ul>
+            ${values.map(each)}
+          </ul>`
+        : ''
+    }`;
+}
+
+/** One effective transfer: the `data` of its result (src/api/schemas.ts transferResultSchema). */
+function auditBlock(a: AuditEntry): Html {
+  const r = a.result;
+  return html`<section class="card audit" data-audit="${a.id}">
+    <h3>transfer <code>${a.transferId}</code></h3>
+    <p class="muted">
+      audit entry ${a.id} · run ${a.runId} · ${String(field(r, 'transferDetails', 'initiatedAt') ?? '')} · new
+      owner ${String(field(r, 'newOwner') ?? '')}
+    </p>
+    ${section('groups removed', items(field(r, 'learnerGroups', 'removed')), group)}
+    ${section('groups added', items(field(r, 'learnerGroups', 'added')), group)}
+    ${section('authorizations revoked', items(field(r, 'authorizations', 'revoked')), authorization)}
+    <details>
+      <summary>full result</summary>
+      <pre>${JSON.stringify(r, null, 2)}</pre>
+    </details>
+  </section>`;
+}
+
+export function learnerPage(
+  page: PageContext,
+  l: LearnerOutcome,
+  audit: readonly AuditEntry[],
+  retryable: boolean,
+): Html {
+  const key = `${l.org}:${l.learnerId}`;
+  const body = html` <h1>Learner ${l.learnerId} <small class="muted">${l.org}</small></h1>
+    <p>
+      state
+      <span class="code code-${l.state}" data-state>${l.state}</span
+      >${l.httpStatus ? html` · HTTP ${l.httpStatus}` : ''} · ${l.attempts}
+      attempt${l.attempts === 1 ? '' : 's'} · run
+      <a href="/failures?run=${encodeURIComponent(l.runId)}"><code>${l.runId}</code></a>
+    </p>
+    ${l.message || l.error ? html`<p class="message">${[l.error, l.message].filter(Boolean).join(': ')}</p>` : ''}
+    <p class="muted">
+      source ${l.source ?? '-'} · enqueued ${l.enqueuedAt} · updated
+      ${l.updatedAt}${l.transferId ? html` · transfer <code>${l.transferId}</code>` : ''}${l.tokenId ? html` · token <code>${l.tokenId}</code>` : ''}
+    </p>
+    ${!page.readOnly && retryable ? html`<p><button type="button" class="retry-one" data-learner="${key}">retry this learner</button> <span id="retry-result" role="status"></span></p>` : ''}
+    <h2>Attempts</h2>
+    ${
+      l.history.length
+        ? html`<ol class="timeline">
+            ${l.history.map(
+              (h) =>
+                html`<li>
+                  <time>${h.at}</time>
+                  <span class="code code-${h.outcome}">${h.outcome}</span
+                  >${h.httpStatus ? html` HTTP ${h.httpStatus}` : ''} · ${h.durationMs} ms
+                </li>`,
+            )}
+          </ol>`
+        : html`<p class="muted">no attempt yet</p>`
+    }
+    <h2>Audit record</h2>
+    ${audit.length ? audit.map(auditBlock) : html`<p class="muted">no effective transfer recorded</p>`}`;
+  return layout(page, `Learner ${l.learnerId}`, body);
+}

@@ -1,0 +1,130 @@
+// Small pieces the pages share: a progress bar, the per-hour chart (inline SVG), the budget table.
+import type { HourBucket } from '../../outcomes/hourly.ts';
+import type { BudgetView } from '../../limiter/index.ts';
+import { html, type Html } from '../html.ts';
+import type { Progress } from '../queries/progress.ts';
+import type { Alert } from '../queries/overview.ts';
+
+function pct(n: number, total: number): string {
+  return total > 0 ? ((100 * n) / total).toFixed(2) : '0';
+}
+
+/** done / failed / waiting as one bar; an SVG so no inline style is needed. */
+export function progressBar(p: Progress, id?: string): Html {
+  const d = Number(pct(p.done, p.total));
+  const f = Number(pct(p.failed, p.total));
+  const w = Number(pct(p.waiting, p.total));
+  return html`<div class="progress" ${id ? html` data-progress="${id}"` : ''}>
+    <svg
+      viewBox="0 0 100 6"
+      preserveAspectRatio="none"
+      role="img"
+      aria-label="${p.done} done, ${p.failed} failed, ${p.waiting} waiting of ${p.total}"
+    >
+      <rect class="bar-bg" x="0" y="0" width="100" height="6" />
+      <rect class="bar-done" x="0" y="0" width="${d}" height="6" />
+      <rect class="bar-failed" x="${d}" y="0" width="${f}" height="6" />
+      <rect class="bar-waiting" x="${d + f}" y="0" width="${w}" height="6" />
+    </svg>
+    <div class="legend">
+      <span class="k-done">done <b data-k="done">${p.done}</b></span>
+      <span class="k-failed">failed <b data-k="failed">${p.failed}</b></span>
+      <span class="k-waiting">waiting <b data-k="waiting">${p.waiting}</b></span>
+      <span>total <b data-k="total">${p.total}</b></span>
+    </div>
+  </div>`;
+}
+
+/** Outcomes per hour over the last day: transferred in green, every other outcome stacked in grey. */
+export function hourlyChart(hours: readonly HourBucket[], org: string): Html {
+  const series = hours.map((h) => {
+    const transferred = h.counts.transferred ?? 0;
+    const all = Object.values(h.counts).reduce((a, b) => a + b, 0);
+    return { hour: h.hour, transferred, other: all - transferred };
+  });
+  const max = Math.max(1, ...series.map((s) => s.transferred + s.other));
+  const bw = 100 / Math.max(1, series.length);
+  const total = series.reduce((a, s) => a + s.transferred, 0);
+  return html`<figure class="chart">
+    <svg
+      viewBox="0 0 100 40"
+      preserveAspectRatio="none"
+      role="img"
+      aria-label="transfers per hour over the last day for ${org}: ${total} transferred"
+    >
+      ${series.map((s, i) => {
+        const ht = (38 * s.transferred) / max;
+        const ho = (38 * s.other) / max;
+        const x = (i * bw + 0.1).toFixed(2);
+        const w = Math.max(0.2, bw - 0.2).toFixed(2);
+        return html`<g
+          ><title>${s.hour.slice(11, 16)} UTC: ${s.transferred} transferred, ${s.other} other outcomes</title
+          ><rect
+            class="bar-other"
+            x="${x}"
+            y="${(40 - ht - ho).toFixed(2)}"
+            width="${w}"
+            height="${ho.toFixed(2)}" /><rect
+            class="bar-done"
+            x="${x}"
+            y="${(40 - ht).toFixed(2)}"
+            width="${w}"
+            height="${ht.toFixed(2)}"
+        /></g>`;
+      })}
+    </svg>
+    <figcaption>transfers per hour, last 24 h (${total} transferred; grey: other outcomes)</figcaption>
+  </figure>`;
+}
+
+export function budgetTable(b: BudgetView): Html {
+  const row = (name: Html | string, s: BudgetView['org']) =>
+    html`<tr>
+      <td>${name}</td>
+      <td>${s.used}</td>
+      <td>${s.inflight}</td>
+      <td>${s.remaining}</td>
+      <td>${s.limit}</td>
+      <td>
+        ${
+          s.blocked
+            ? html`<span class="${s.blocked.reason === '401' ? 'alert-error' : 'alert-warning'}"
+                >${s.blocked.reason === '401' ? 'paused (401)' : `blocked (${s.blocked.reason})`}</span
+              >`
+            : s.remaining === 0
+              ? `full, next in ${Math.ceil(s.nextFreeInMs / 1000)} s`
+              : 'ok'
+        }
+      </td>
+    </tr>`;
+  return html`<table class="budget">
+    <thead>
+      <tr>
+        <th>budget</th>
+        <th>used</th>
+        <th>in flight</th>
+        <th>remaining</th>
+        <th>limit</th>
+        <th>state</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${row('organization (day)', b.org)}
+      ${b.tokens.map((t) => row(html`token <code>${t.tokenId}</code> (hour)`, t))}
+    </tbody>
+  </table>`;
+}
+
+export function alertList(alerts: readonly Alert[]): Html {
+  return html`<div id="alerts" role="status">
+    ${alerts.map((a) => html`<p class="alert alert-${a.level}">${a.message}</p>`)}
+  </div>`;
+}
+
+export function counts(c: Record<string, number | undefined>): Html {
+  const entries = Object.entries(c).filter(([k, n]) => k !== 'total' && (n ?? 0) > 0);
+  if (entries.length === 0) return html`<span class="muted">none yet</span>`;
+  return html`<ul class="counts">
+    ${entries.map(([k, n]) => html`<li><span class="code code-${k}">${k}</span> ${n}</li>`)}
+  </ul>`;
+}
