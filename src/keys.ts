@@ -40,6 +40,12 @@ export interface Keys {
   runs(): string;
   /** Crawl cursor, schedules and other small state. */
   crawlCursor(org: string, crawlId: string): string;
+  /** Crawl: set of learner ids a crawl has selected (exact dedupe across a kill and resume). */
+  crawlSelected(org: string, crawlId: string): string;
+  /** Numeric organization id per org key (hash), learned from --target-org-id / --org-id: the API never shows it. */
+  orgIds(): string;
+  /** BullMQ queue of control jobs (scheduled reconciles), served by every `work` process. */
+  controlQueueName(): string;
   /** Pub/sub channel where the worker announces paused tokens and other alerts. */
   alerts(): string;
   /** Dashboard: outcomes recorded in one hour (hash outcome code -> count), expiring after two days. */
@@ -70,6 +76,9 @@ export function createKeys(prefix: string): Keys {
     run: (runId) => `${prefix}:run:${runId}`,
     runs: () => `${prefix}:runs`,
     crawlCursor: (org, crawlId) => `${o(org)}:crawl:${crawlId}`,
+    crawlSelected: (org, crawlId) => `${o(org)}:crawl:${crawlId}:selected`,
+    orgIds: () => `${prefix}:org-ids`,
+    controlQueueName: () => 'control',
     alerts: () => `${prefix}:alerts`,
     hourly: (org, hour) => `${o(org)}:hourly:${hour}`,
     all: () => `${prefix}:*`,

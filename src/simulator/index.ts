@@ -56,6 +56,18 @@ export interface Simulator {
    */
   violations(window?: 'rolling' | 'fixed', limits?: SimLimits): LimitViolation[];
   tokenOrg(token: string): string | undefined;
+  /**
+   * Test hook for a list that changes while it is read: inserts a new learner (id = largest + 1) at list
+   * position `position` (0-based; default the end) and returns its id. Later learners shift one on.
+   */
+  insertLearner(options: {
+    position?: number;
+    org: string;
+    userId?: number | null;
+    isActive?: number;
+  }): number;
+  /** Test hook: removes a learner from the list; later learners shift one position back. */
+  removeLearner(id: number): boolean;
 }
 
 function checkOrganizations(orgs: readonly SimOrg[]): void {
@@ -137,5 +149,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     revokeToken: (token) => ctx.tokens.revoke(token),
     violations: (window, limits) => findViolations(log.entries, limits ?? limiter.current, window),
     tokenOrg: (token) => ctx.tokens.orgOf(token),
+    insertLearner(o) {
+      const org = orgs.find((x) => x.key === o.org);
+      if (!org) throw new Error(`simulator insertLearner: unknown organization '${o.org}'`);
+      return ctx.state.insertLearner(o.position ?? ctx.state.total, {
+        organizationId: org.id,
+        isActive: o.isActive ?? 1,
+        userId: o.userId,
+      });
+    },
+    removeLearner: (id) => ctx.state.removeLearner(id),
   };
 }

@@ -120,8 +120,45 @@ export class SimState {
     };
   }
 
+  /**
+   * Test hook (a list that changes while it is read): inserts a new learner at list position `index`
+   * (0-based, clamped), shifting every later learner one position on. Its id is the largest id + 1.
+   */
+  insertLearner(
+    index: number,
+    fields: Pick<SimLearner, 'organizationId' | 'isActive'> & { userId?: number | null | undefined },
+  ): number {
+    const model = this.learners[0];
+    if (!model) throw new Error('simulator: insertLearner needs at least one seeded learner');
+    const id = this.learners.reduce((max, l) => Math.max(max, l.id), 0) + 1;
+    const learner: SimLearner = {
+      ...structuredClone(model),
+      organizationId: fields.organizationId,
+      isActive: fields.isActive,
+      // A user attached unless told otherwise, numbered like the seeded learners' users.
+      userId: fields.userId === undefined ? 100_000 + id : fields.userId,
+      id,
+      groups: [],
+      authorizations: [],
+      assessmentIds: [],
+    };
+    this.learners.splice(Math.max(0, Math.min(index, this.learners.length)), 0, learner);
+    return id;
+  }
+
+  /** Test hook: the learner leaves the list, every later learner moves one position back. */
+  removeLearner(id: number): boolean {
+    const at = this.learners.findIndex((l) => l.id === id);
+    if (at < 0) return false;
+    this.learners.splice(at, 1);
+    return true;
+  }
+
   private find(id: number): SimLearner | undefined {
-    return Number.isSafeInteger(id) && id >= 1 ? this.learners[id - 1] : undefined;
+    if (!Number.isSafeInteger(id) || id < 1) return undefined;
+    // Ids are list positions + 1 until a test hook inserts or removes a learner.
+    const at = this.learners[id - 1];
+    return at?.id === id ? at : this.learners.find((l) => l.id === id);
   }
 }
 

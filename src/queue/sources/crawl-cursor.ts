@@ -1,0 +1,122 @@
+// The resumable cursor of one crawl, in one Redis hash (keys.crawlCursor) beside the set of learners it
+// selected (keys.crawlSelected). A page's learners are enqueued first and the page is committed after,
+// in one MULTI with its selected ids and counters: a crash between the two re-reads that one page on
+// resume (its learners' jobs already exist, so the producer adds nothing twice), and a page is never
+// counted as done before its learners are in the queue.
+import type { Redis } from 'ioredis';
+import type { Keys } from '../../keys.ts';
+import type { PageMark } from './page-walker.ts';
+
+/** Counters kept per crawl; skip reasons are stored as `skip:<reason>`, learners already done as `done:<bucket>`. */
+export const CURSOR_COUNTERS = ['seen', 'selected', 'enqueued', 'alreadyQueued'] as const;
+export type CursorCounter = (typeof CURSOR_COUNTERS)[number];
+
+export interface CursorState {
+  runId: string;
+  status: 'running' | 'done';
+  /** The filters the crawl was started with, as JSON: a resume must not change them. */
+  filters: string;
+  /** Every page before this one is handled (pass 1). */
+  next: number;
+  seq: number;
+  counters: Record<CursorCounter, number>;
+  skipped: Record<string, number>;
+  done: Record<string, number>;
+  marks: Map<number, PageMark>;
+}
+
+/** How long a finished crawl's cursor stays for inspection; a running one never expires. */
+const DONE_TTL_S = 7 * 86_400;
+
+export class CrawlCursor {
+  readonly #redis: Redis;
+  readonly key: string;
+  readonly selectedKey: string;
+
+  constructor(redis: Redis, keys: Keys, org: string, crawlId: string) {
+    this.#redis = redis;
+    this.key = keys.crawlCursor(org, crawlId);
+    this.selectedKey = keys.crawlSelected(org, crawlId);
+  }
+
+  async load(): Promise<CursorState | undefined> {
+    const h = await this.#redis.hgetall(this.key);
+    if (!h.runId) return undefined;
+    const counters = Object.fromEntries(CURSOR_COUNTERS.map((c) => [c, Number(h[c] ?? 0)])) as Record<
+      CursorCounter,
+      number
+    >;
+    const skipped: Record<string, number> = {};
+    const done: Record<string, number> = {};
+    const marks = new Map<number, PageMark>();
+    for (const [field, value] of Object.entries(h)) {
+      if (field.startsWith('skip:')) skipped[field.slice(5)] = Number(value);
+      if (field.startsWith('done:')) done[field.slice(5)] = Number(value);
+      if (field.startsWith('p:')) {
+        const [total, seq] = value.split(':').map(Number);
+        if (total !== undefined && seq !== undefined) marks.set(Number(field.slice(2)), { total, seq });
+      }
+    }
+    return {
+      runId: h.runId,
+      status: h.status === 'done' ? 'done' : 'running',
+      filters: h.filters ?? '',
+      next: Number(h.next ?? 1),
+      seq: Number(h.seq ?? 0),
+      counters,
+      skipped,
+      done,
+      marks,
+    };
+  }
+
+  /** Starts afresh (a finished or abandoned crawl under the same id is replaced). */
+  async start(runId: string, filters: string): Promise<void> {
+    await this.#redis
+      .multi()
+      .del(this.key, this.selectedKey)
+      .hset(this.key, { runId, status: 'running', filters, next: 1, seq: 0, startedAt: Date.now() })
+      .exec();
+  }
+
+  /** Learners of `ids` this crawl selected before (a re-read page, or a page read again after a kill). */
+  async selectedBefore(ids: readonly number[]): Promise<Set<number>> {
+    if (ids.length === 0) return new Set();
+    const flags = await this.#redis.smismember(this.selectedKey, ...ids.map(String));
+    return new Set(ids.filter((_, i) => flags[i] === 1));
+  }
+
+  /** Commits one handled page: its mark, the new low-water page (pass 1), selected ids and counters. */
+  async commitPage(p: {
+    page: number;
+    mark: PageMark;
+    next: number | undefined;
+    selected: readonly number[];
+    counters: Partial<Record<CursorCounter, number>>;
+    skipped: Readonly<Record<string, number>>;
+    done: Readonly<Record<string, number>>;
+  }): Promise<void> {
+    const m = this.#redis.multi();
+    if (p.selected.length > 0) m.sadd(this.selectedKey, ...p.selected.map(String));
+    const fields: Record<string, string | number> = {
+      [`p:${p.page}`]: `${p.mark.total}:${p.mark.seq}`,
+      seq: p.mark.seq,
+      updatedAt: Date.now(),
+    };
+    if (p.next !== undefined) fields.next = p.next;
+    m.hset(this.key, fields);
+    for (const [c, n] of Object.entries(p.counters)) if (n) m.hincrby(this.key, c, n);
+    for (const [r, n] of Object.entries(p.skipped)) if (n) m.hincrby(this.key, `skip:${r}`, n);
+    for (const [b, n] of Object.entries(p.done)) if (n) m.hincrby(this.key, `done:${b}`, n);
+    await m.exec();
+  }
+
+  async finish(): Promise<void> {
+    await this.#redis
+      .multi()
+      .hset(this.key, { status: 'done', finishedAt: Date.now() })
+      .expire(this.key, DONE_TTL_S)
+      .expire(this.selectedKey, DONE_TTL_S)
+      .exec();
+  }
+}

@@ -1,0 +1,220 @@
+// crawl against the simulator: filters select exactly the right learners, the target organization is
+// skipped, a stopped crawl resumes from its cursor (every page read at most once more, nobody lost),
+// and a list that changes mid-crawl loses nobody and offers nobody twice.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
+import { jobIdOf } from '../../src/queue/job.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+
+let h: Harness;
+const N = 1000;
+const ACME = 1;
+
+/** A fresh simulator and key prefix per describe: each block asserts on its own queue and records. */
+function freshHarness(tag: string) {
+  beforeAll(async () => {
+    h = await startHarness({ tag, sim: { learners: N }, env: { LOG_LEVEL: 'warn' } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+}
+
+const deps = () => ({
+  redis: h.ctx.redis,
+  keys: h.ctx.keys,
+  producer: h.ctx.producer,
+  runs: h.ctx.runs,
+  client: h.ctx.client as NonNullable<typeof h.ctx.client>,
+});
+
+function run(options: Partial<CrawlOptions> & Pick<CrawlOptions, 'filters'>) {
+  return crawl(deps(), {
+    org: 'acme',
+    targetOrgId: ACME,
+    tokens: ['sim-acme-1'],
+    concurrency: 4,
+    ...options,
+  });
+}
+
+/** Learner ids of the simulator's current state that satisfy a predicate, in id order. */
+function simIds(
+  pred: (l: NonNullable<ReturnType<Harness['sim']['learner']>>) => boolean,
+  max = N + 10,
+): number[] {
+  const out: number[] = [];
+  for (let id = 1; id <= max; id++) {
+    const l = h.sim.learner(id);
+    if (l && pred(l)) out.push(id);
+  }
+  return out;
+}
+
+async function recordedIds(runId: string): Promise<number[]> {
+  const out: number[] = [];
+  for await (const [id, rec] of h.ctx.store.scan('acme')) if (rec.r === runId) out.push(id);
+  return out.sort((a, b) => a - b);
+}
+
+function listReads(sinceSeq: number): Map<number, number> {
+  const reads = new Map<number, number>();
+  for (const r of h.sim.record) {
+    if (r.seq > sinceSeq && r.method === 'GET' && r.page !== undefined)
+      reads.set(r.page, (reads.get(r.page) ?? 0) + 1);
+  }
+  return reads;
+}
+
+const lastSeq = () => h.sim.record[h.sim.record.length - 1]?.seq ?? 0;
+
+describe('crawl filters', () => {
+  freshHarness('crawl-filters');
+  it('selects exactly the active beta learners with a user, and never one already in acme', async () => {
+    const s = await run({
+      filters: { fromOrgId: 2, activeOnly: true, withUserOnly: true },
+      crawlId: 'filters',
+    });
+    const expected = simIds((l) => l.organizationId === 2 && l.isActive === 1 && l.userId !== null);
+    expect(expected.length).toBeGreaterThan(200);
+    expect(await recordedIds(s.runId)).toEqual(expected);
+    expect(s.selected).toBe(expected.length);
+    expect(s.enqueued).toBe(expected.length);
+    expect(s.seen).toBe(N);
+    expect(s.skipped['in-target']).toBe(334);
+    expect(s.skipped['other-org']).toBe(333);
+    expect(s.skipped.inactive + s.skipped['no-user']).toBe(333 - expected.length);
+    const queue = h.ctx.queues.get('acme');
+    for (const id of expected.slice(0, 20)) expect(await queue.getJob(jobIdOf(id))).toBeDefined();
+    expect(h.sim.record.some((r) => r.method === 'PATCH')).toBe(false);
+  });
+
+  it('--limit selects the first N matching learners in list order, exactly, and the run is recorded', async () => {
+    const s = await run({ filters: { fromOrgId: 3, limit: 25 }, crawlId: 'limit' });
+    const expected = simIds((l) => l.organizationId === 3).slice(0, 25);
+    expect(await recordedIds(s.runId)).toEqual(expected);
+    expect(s.stoppedByLimit).toBe(true);
+    expect(s.lastPage).toBe(10);
+    expect(s.requests).toBeLessThan(10);
+    const meta = await h.ctx.runs.get(s.runId);
+    expect(meta?.kind).toBe('crawl');
+    expect(meta?.orgs).toEqual(['acme']);
+  });
+
+  it('without filters selects everyone not in the target; a second crawl enqueues nobody again', async () => {
+    const s = await run({ filters: {}, crawlId: 'all' });
+    const notAcme = simIds((l) => l.organizationId !== ACME);
+    expect(s.selected).toBe(notAcme.length);
+    expect(s.skipped['in-target']).toBe(334);
+    // Earlier tests enqueued some of them: those are already queued (same job id), not enqueued twice.
+    expect(s.enqueued + s.alreadyQueued).toBe(notAcme.length);
+    const again = await run({ filters: {}, crawlId: 'all' });
+    expect(again.runId).not.toBe(s.runId);
+    expect(again.enqueued).toBe(0);
+    expect(again.alreadyQueued).toBe(notAcme.length);
+    const counts = await h.ctx.queues.get('acme').getJobCounts('waiting');
+    expect(counts.waiting).toBe(notAcme.length);
+  });
+});
+
+describe('crawl resume', () => {
+  freshHarness('crawl-resume');
+  it('resumes at the cursor after an abort: pages before it are not read again, none more than twice', async () => {
+    const since = lastSeq();
+    const abort = new AbortController();
+    const filters = { fromOrgId: 2 };
+    await expect(
+      run({
+        filters,
+        crawlId: 'resume',
+        signal: abort.signal,
+        onPage: (read) => {
+          if (read.page === 4) abort.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    const cursor = await h.ctx.redis.hget(h.ctx.keys.crawlCursor('acme', 'resume'), 'next');
+    expect(Number(cursor)).toBe(5);
+    const s = await run({ filters, crawlId: 'resume' });
+    expect(s.resumedAt).toBe(5);
+    const reads = listReads(since);
+    for (let p = 1; p <= 4; p++) expect(reads.get(p)).toBe(1);
+    for (let p = 5; p <= 10; p++) expect(reads.get(p)).toBeGreaterThanOrEqual(1);
+    for (const n of reads.values()) expect(n).toBeLessThanOrEqual(2);
+    expect(await recordedIds(s.runId)).toEqual(simIds((l) => l.organizationId === 2));
+    expect(s.selected).toBe(333);
+    expect(s.enqueued).toBe(333);
+    expect(s.alreadyQueued).toBe(0);
+  });
+
+  it('resumes after the CLI is killed with SIGKILL mid-crawl, losing nobody', async () => {
+    h.sim.setFaults({ latencyBeforeMs: [40, 80] });
+    try {
+      const since = lastSeq();
+      const args = [
+        'crawl',
+        '--org',
+        'acme',
+        '--target-org-id',
+        '1',
+        '--from-org',
+        '3',
+        '--concurrency',
+        '2',
+      ];
+      const child = spawnCli(args, h.env);
+      const deadline = Date.now() + 30_000;
+      while (listReads(since).size < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      child.kill('SIGKILL');
+      expect((await waitExit(child)).signal).toBe('SIGKILL');
+      const second = await runCli(args, h.env, 60_000);
+      expect(second.stderr + second.stdout).toMatch(/resumed at page \d+/);
+      expect(second.code).toBe(0);
+      const reads = listReads(since);
+      expect([...reads.keys()].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      for (const n of reads.values()) expect(n).toBeLessThanOrEqual(2);
+      const runId = /run (\S+): crawl acme/.exec(second.stdout)?.[1] ?? '';
+      expect(await recordedIds(runId)).toEqual(simIds((l) => l.organizationId === 3));
+    } finally {
+      h.sim.setFaults({});
+    }
+  });
+});
+
+describe('a list that changes while it is read', () => {
+  freshHarness('crawl-change');
+  it('loses nobody and offers nobody twice when learners are removed and inserted mid-crawl', async () => {
+    let changed = false;
+    let inserted = 0;
+    const s = await run({
+      filters: { fromOrgId: 2 },
+      crawlId: 'changing',
+      concurrency: 3,
+      onPage: (read) => {
+        if (read.pass === 1 && read.page === 3 && !changed) {
+          changed = true;
+          // Removed from page 1: every later learner moves one position back, so the first learner of
+          // each unread page slides onto a page already read.
+          h.sim.removeLearner(5);
+          h.sim.removeLearner(8);
+          // Inserted on page 1, already read: it would be missed without a re-read.
+          inserted = h.sim.insertLearner({ position: 10, org: 'beta' });
+        }
+      },
+    });
+    expect(changed).toBe(true);
+    expect(s.rereads).toBeGreaterThan(0);
+    expect(s.unsettledPages).toEqual([]);
+    const present = simIds((l) => l.organizationId === 2, N + 5);
+    expect(present).toContain(inserted);
+    const got = await recordedIds(s.runId);
+    // Everyone present at the end is there; the only extras are the two beta learners seen before they were removed.
+    expect(got.filter((id) => present.includes(id))).toEqual(present);
+    expect(got.filter((id) => !present.includes(id))).toEqual([5, 8]);
+    // Nobody offered to the producer twice: every selection was new to the queue.
+    expect(s.alreadyQueued).toBe(0);
+    expect(s.enqueued).toBe(got.length);
+    expect(s.selected).toBe(got.length);
+  });
+});
