@@ -177,7 +177,7 @@ export const JS = `
       var total = Number(actions.getAttribute('data-total'));
       var filter = JSON.parse(actions.getAttribute('data-filter') || '{}');
       if (!window.confirm('Retry all ' + total + ' learners that match this filter?')) return;
-      var body = { all: true, expected: total };
+      var body = { all: true };
       Object.keys(filter).forEach(function (k) { if (filter[k]) body[k] = filter[k]; });
       post(body).then(function (s) {
         result(summary(s));
