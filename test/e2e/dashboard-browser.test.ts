@@ -80,9 +80,9 @@ describe('dashboard in Chromium', () => {
 
       await page.click('#retry-all');
       await expect.poll(() => page.locator('#retry-result').textContent()).toBe('re-queued 4');
+      // A string, evaluated in the page (this file is compiled without the DOM library).
       await page.waitForFunction(
-        () =>
-          [...document.querySelectorAll('tbody [data-state]')].every((e) => e.textContent === 'transferred'),
+        `[...document.querySelectorAll('tbody [data-state]')].every((e) => e.textContent === 'transferred')`,
         undefined,
         { timeout: 20_000 },
       );
@@ -117,7 +117,9 @@ describe('dashboard in Chromium', () => {
       const page = await context.newPage();
       await page.goto(`${base}/failures?code=forbidden`);
       // No sideways scrolling of the page itself: wide tables scroll inside their own box.
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      const overflow = Number(
+        await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'),
+      );
       expect(overflow).toBeLessThanOrEqual(1);
       await page.click(`a[href="/learners/acme/${FORBIDDEN[0]}"]`);
       await page.waitForURL(new RegExp(`/learners/acme/${FORBIDDEN[0]}$`));
