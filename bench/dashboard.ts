@@ -1,0 +1,136 @@
+// Dashboard benchmark (not a test): `node bin/run-ts.js bench/dashboard.ts`. Seeds 100,000 failed
+// learners into the outcome store (through OutcomeStore, as the worker writes them), serves the
+// dashboard over real HTTP, and times the failures page and API against /healthz in the same run:
+// the ratio says what reading a page of failures costs beyond answering at all.
+import { randomBytes } from 'node:crypto';
+import { request } from 'undici';
+import { createContext } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { buildDashboard } from '../src/dashboard/server.ts';
+import { isMain, printFigures, round, type Figures } from './common.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const FAILURES = Number(process.env.BENCH_DASHBOARD_FAILURES ?? 100_000);
+const SAMPLES = Number(process.env.BENCH_DASHBOARD_SAMPLES ?? 40);
+const TOKEN = 'bench-dashboard-token-0123456789';
+/** How the failures spread over codes, like a bad week: mostly 500s, then unknown ids, then 403s. */
+const MIX: [string, number, number][] = [
+  ['server-error', 0.5, 500],
+  ['not-found', 0.3, 404],
+  ['forbidden', 0.2, 403],
+];
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
+async function timeGet(
+  base: string,
+  path: string,
+  samples = SAMPLES,
+): Promise<{ p50: number; p95: number; bytes: number }> {
+  const times: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < samples + 3; i++) {
+    const started = performance.now();
+    const res = await request(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const body = await res.body.text();
+    const ms = performance.now() - started;
+    if (res.statusCode !== 200) throw new Error(`${path}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
+    bytes = body.length;
+    if (i >= 3) times.push(ms); // the first few warm up the JIT and the connection
+  }
+  times.sort((a, b) => a - b);
+  return { p50: quantile(times, 0.5), p95: quantile(times, 0.95), bytes };
+}
+
+export async function runDashboardBench(): Promise<Figures> {
+  const prefix = `lt-bench-dash-${randomBytes(4).toString('hex')}`;
+  const config = loadConfig({
+    REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    LEARNER_API_TOKENS: 'acme:bench-acme-1,acme:bench-acme-2',
+    DASHBOARD_TOKEN: TOKEN,
+    LOG_LEVEL: 'silent',
+  });
+  const ctx = await createContext(config);
+  const figures: Figures = {};
+  try {
+    const runId = '20260101T000000-bench';
+    await ctx.runs.create({ id: runId, kind: 'csv', source: 'bench.csv', orgs: ['acme'] });
+    const seedStarted = performance.now();
+    const BATCH = 1000;
+    for (let first = 1; first <= FAILURES; first += BATCH) {
+      const ids = Array.from({ length: Math.min(BATCH, FAILURES - first + 1) }, (_, i) => first + i);
+      await ctx.store.markQueued(
+        ids.map((learnerId) => ({ org: 'acme', learnerId, runId, source: 'bench.csv', force: false })),
+      );
+      // Concurrent calls share the connection as a pipeline (ioredis), each the worker's own script.
+      await Promise.all(
+        ids.map((learnerId) => {
+          const share = (learnerId % 100) / 100;
+          const [code, , status] = share < 0.5 ? MIX[0]! : share < 0.8 ? MIX[1]! : MIX[2]!;
+          return ctx.store.recordAttempt('acme', learnerId, runId, {
+            bucket: code as 'server-error',
+            code,
+            status,
+            error: 'Bench',
+            message: `seeded failure ${learnerId}`,
+            durationMs: 42,
+            tokenId: config.tokens[0]?.id,
+            countsAsAttempt: true,
+          });
+        }),
+      );
+    }
+    figures['failed learners seeded'] = FAILURES;
+    figures['seed s'] = round((performance.now() - seedStarted) / 1000, 1);
+
+    const app = await buildDashboard(ctx, { bullBoard: false });
+    const base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
+    try {
+      const check = await (
+        await request(`${base}/api/failures?limit=1`, { headers: { authorization: `Bearer ${TOKEN}` } })
+      ).body.json();
+      if ((check as { total: number }).total !== FAILURES)
+        throw new Error(`expected ${FAILURES} failures, got ${JSON.stringify(check).slice(0, 200)}`);
+      const base50 = await timeGet(base, '/healthz');
+      const page = await timeGet(base, '/failures');
+      const deep = await timeGet(base, `/failures?offset=${FAILURES - 100}`);
+      const code = await timeGet(base, '/failures?code=not-found&offset=20000');
+      const api = await timeGet(base, '/api/failures?limit=50');
+      const run = await timeGet(base, `/api/failures?run=${runId}&code=forbidden&offset=5000`, 10);
+      const search = await timeGet(base, `/api/failures?q=${Math.floor(FAILURES / 2)}`);
+      const overview = await timeGet(base, '/api/overview');
+      figures['baseline /healthz p50 ms'] = round(base50.p50, 2);
+      figures['failures page (50 rows) p50 ms'] = round(page.p50, 2);
+      figures['failures page p95 ms'] = round(page.p95, 2);
+      figures['failures page / healthz (p50 ratio)'] = round(page.p50 / base50.p50, 1);
+      figures['last page (offset 99,900) p50 ms'] = round(deep.p50, 2);
+      figures['code filter, offset 20,000 p50 ms'] = round(code.p50, 2);
+      figures['/api/failures p50 ms'] = round(api.p50, 2);
+      figures['run filter, offset 5,000 (index walk) p50 ms'] = round(run.p50, 2);
+      figures['learner id search p50 ms'] = round(search.p50, 2);
+      figures['/api/overview p50 ms'] = round(overview.p50, 2);
+      figures['failures page bytes'] = page.bytes;
+    } finally {
+      await app.close();
+    }
+    return figures;
+  } finally {
+    let cursor = '0';
+    do {
+      const [next, keys] = await ctx.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await ctx.redis.unlink(...keys);
+    } while (cursor !== '0');
+    await ctx.close();
+  }
+}
+
+if (isMain(import.meta.url)) {
+  printFigures(
+    `dashboard benchmark (${FAILURES} failed learners in Redis, same run)`,
+    await runDashboardBench(),
+  );
+}
