@@ -80,12 +80,9 @@ describe('dashboard in Chromium', () => {
 
       await page.click('#retry-all');
       await expect.poll(() => page.locator('#retry-result').textContent()).toBe('re-queued 4');
-      // A string, evaluated in the page (this file is compiled without the DOM library).
-      await page.waitForFunction(
-        `[...document.querySelectorAll('tbody [data-state]')].every((e) => e.textContent === 'transferred')`,
-        undefined,
-        { timeout: 20_000 },
-      );
+      await expect
+        .poll(() => states.allTextContents(), { timeout: 20_000 })
+        .toEqual(SERVER_ERROR.map(() => 'transferred'));
       expect(await states.count()).toBe(4);
 
       // The overview follows without a reload (server-sent events).
