@@ -5,7 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { runCli } from '../helpers/cli.ts';
+import { request } from 'undici';
+import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
 import {
   authed,
   basic,
@@ -234,5 +235,36 @@ describe('CLI', () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--host 0.0.0.0 is not a loopback address: set DASHBOARD_TOKEN');
+  });
+
+  it('serves the dashboard until SIGTERM, asking for the token', async () => {
+    const child = spawnCli(['dashboard', '--port', '0'], {
+      REDIS_URL: s.h.env.REDIS_URL as string,
+      QUEUE_PREFIX: s.h.prefix,
+      LEARNER_API_TOKENS: s.h.env.LEARNER_API_TOKENS as string,
+      DASHBOARD_TOKEN,
+    });
+    try {
+      const deadline = Date.now() + 30_000;
+      let url: string | undefined;
+      while (!url && Date.now() < deadline) {
+        url = /dashboard on (http:\/\/127\.0\.0\.1:\d+)\//.exec(child.output.stdout)?.[1];
+        if (!url) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(url, child.output.stderr).toBeDefined();
+      expect(child.output.stdout).toContain('(DASHBOARD_TOKEN required)');
+      const refused = await request(`${url}/api/overview`);
+      expect(refused.statusCode).toBe(401);
+      await refused.body.text();
+      const ok = await request(`${url}/api/overview`, { headers: bearer });
+      expect(ok.statusCode).toBe(200);
+      expect(((await ok.body.json()) as { runs: { id: string }[] }).runs[0]?.id).toBe(s.runId);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const exit = await waitExit(child, 10_000);
+    expect(exit.code).toBe(0);
+    expect(exit.stdout).toContain('dashboard stopped');
+    for (const secret of SECRETS) expect(exit.stdout + exit.stderr).not.toContain(secret);
   });
 });
