@@ -7,6 +7,7 @@ import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from '../progress.ts';
 import { EXIT, loadCliConfig, positiveInt } from './shared.ts';
 import { basename, join } from 'node:path';
+import { runCsvPlan } from './plan.ts';
 
 export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
   const done = Object.entries(s.alreadyDone)
@@ -39,6 +40,7 @@ export function register(program: Command): void {
       new Option('--batch <n>', 'jobs per addBulk').argParser(positiveInt('--batch', 10_000)).default(1000),
     )
     .option('--quiet', 'no progress output')
+    .option('--dry-run', 'only plan: counts per organization and ETA, no queue writes')
     .action(
       async (opts: {
         csv: string;
@@ -47,7 +49,9 @@ export function register(program: Command): void {
         run?: string;
         batch: number;
         quiet?: boolean;
+        dryRun?: boolean;
       }) => {
+        if (opts.dryRun) return runCsvPlan(opts);
         const config = loadCliConfig({ requireTokens: true });
         if (opts.org) requireOrg(config, opts.org);
         const total = await fileSize(opts.csv);

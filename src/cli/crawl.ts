@@ -1,0 +1,178 @@
+import { Command, Option } from 'commander';
+import { createContext, requireOrg, type AppContext } from '../app.ts';
+import { tokensOf, type Config } from '../config.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { Progress } from '../progress.ts';
+import { OrgIds } from '../queue/org-ids.ts';
+import { formatPlan, planOrgs } from '../queue/plan.ts';
+import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
+import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+
+export interface CrawlFlags {
+  org: string;
+  targetOrgId?: number;
+  fromOrg?: number;
+  activeOnly?: boolean;
+  withUserOnly?: boolean;
+  limit?: number;
+  crawlId?: string;
+  restart?: boolean;
+  concurrency: number;
+  dryRun?: boolean;
+  quiet?: boolean;
+}
+
+/** The crawl flags, shared with `plan --crawl`. */
+export function addCrawlOptions(cmd: Command): Command {
+  return cmd
+    .option('--org <key>', 'organization to move learners into (a key from LEARNER_API_TOKENS)')
+    .addOption(
+      new Option(
+        '--target-org-id <n>',
+        'numeric id of --org as the list shows it (organizationId); remembered in Redis after the first use',
+      ).argParser(positiveInt('--target-org-id')),
+    )
+    .addOption(
+      new Option('--from-org <id>', 'only learners of this numeric organization id').argParser(
+        positiveInt('--from-org'),
+      ),
+    )
+    .option('--active-only', 'only learners with isActive 1')
+    .option(
+      '--with-user-only',
+      'only learners with a user attached (the spec: transfers are meant for those)',
+    )
+    .addOption(
+      new Option('--limit <n>', 'select at most this many learners').argParser(positiveInt('--limit')),
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'pages read at once')
+        .argParser(positiveInt('--concurrency', 64))
+        .default(4),
+    );
+}
+
+export function filtersOf(opts: CrawlFlags): CrawlFilters {
+  return {
+    fromOrgId: opts.fromOrg,
+    activeOnly: Boolean(opts.activeOnly),
+    withUserOnly: Boolean(opts.withUserOnly),
+    limit: opts.limit,
+  };
+}
+
+export function requireClient(ctx: AppContext) {
+  if (!ctx.client)
+    throw new LearnerTransferError('LT_USAGE', 'LEARNER_API_BASE_URL is required to read the learner list');
+  return ctx.client;
+}
+
+export function crawlOrgOf(config: Readonly<Config>, opts: { org?: string }): string {
+  if (!opts.org)
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      '--org <key> is required: the organization to move learners into',
+    );
+  return requireOrg(config, opts.org);
+}
+
+export function formatCrawlSummary(s: CrawlSummary, org: string): string {
+  const done = Object.entries(s.alreadyDone)
+    .map(([b, n]) => `${n} ${b}`)
+    .join(', ');
+  const sk = s.skipped;
+  return [
+    `run ${s.runId}: crawl ${org} (crawl id ${s.crawlId}${s.resumedAt ? `, resumed at page ${s.resumedAt}` : ''})`,
+    `  pages      ${s.lastPage} (${s.requests} reads, ${s.rereads} re-reads of pages the list changed under)`,
+    `  seen       ${s.seen} learners`,
+    `  selected   ${s.selected}${s.stoppedByLimit ? ' (limit reached)' : ''}; skipped ${sk['in-target']} in target, ` +
+      `${sk['other-org']} other org, ${sk.inactive} inactive, ${sk['no-user']} without user`,
+    `  enqueued   ${s.enqueued}, already queued ${s.alreadyQueued}, already done ${done || 0}`,
+    ...(s.unsettledPages.length
+      ? [
+          `  warning    the list kept changing on pages ${s.unsettledPages.join(', ')}: run a reconcile or crawl again`,
+        ]
+      : []),
+  ].join('\n');
+}
+
+export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
+  const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+  const org = crawlOrgOf(config, opts);
+  const dry = Boolean(opts.dryRun);
+  const ctx = await createContext(config);
+  const abort = new AbortController();
+  const off = onShutdown(() => abort.abort(), 10_000);
+  try {
+    const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
+      org,
+      opts.targetOrgId,
+      '--target-org-id N',
+      dry,
+    );
+    const filters = filtersOf(opts);
+    const progress = new Progress({ label: `crawl ${org}`, unit: 'pages', enabled: !opts.quiet });
+    const summary = await crawl(
+      {
+        redis: ctx.redis,
+        keys: ctx.keys,
+        producer: ctx.producer,
+        runs: ctx.runs,
+        client: requireClient(ctx),
+      },
+      {
+        org,
+        targetOrgId,
+        tokens: tokensOf(config, org).map((t) => t.secret),
+        filters,
+        crawlId: opts.crawlId,
+        restart: opts.restart,
+        dryRun: dry,
+        concurrency: opts.concurrency,
+        signal: abort.signal,
+        onProgress: (p) =>
+          progress.update(
+            p.pagesDone,
+            `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
+          ),
+        onRetry: (page, code, waitMs) =>
+          ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
+      },
+    );
+    progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
+    if (dry) {
+      const plans = await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]));
+      console.log(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
+    } else {
+      console.log(formatCrawlSummary(summary, org));
+    }
+    process.exitCode = EXIT.ok;
+  } catch (err) {
+    if (abort.signal.aborted) {
+      process.stderr.write(
+        'crawl interrupted: the cursor keeps the pages done; run the same command to resume\n',
+      );
+      process.exitCode = EXIT.interrupted;
+      return;
+    }
+    throw err;
+  } finally {
+    off();
+    await ctx.close();
+  }
+}
+
+export function register(program: Command): void {
+  addCrawlOptions(
+    program
+      .command('crawl')
+      .description(
+        'Walk the learner list, select learners by filters and enqueue them into --org (resumable)',
+      ),
+  )
+    .option('--crawl-id <id>', 'cursor id (default: derived from the filters, so the same command resumes)')
+    .option('--restart', 'start over even if an unfinished crawl with this id exists')
+    .option('--dry-run', 'only plan: count and ETA, no queue writes, no transfers')
+    .option('--quiet', 'no progress output')
+    .action(runCrawlCommand);
+}

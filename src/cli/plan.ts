@@ -1,0 +1,78 @@
+import { Command } from 'commander';
+import { basename } from 'node:path';
+import { createContext, requireOrg } from '../app.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { parseOrgIdPair } from '../queue/org-ids.ts';
+import { formatPlan, planCsv } from '../queue/plan.ts';
+import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
+import { runReconcileCommand } from './reconcile.ts';
+import { EXIT, loadCliConfig } from './shared.ts';
+
+/** enqueue --dry-run and plan --csv: the CSV read as enqueue reads it, then planned. */
+export async function runCsvPlan(opts: { csv: string; org?: string | undefined }): Promise<void> {
+  const config = loadCliConfig({ requireTokens: true });
+  if (opts.org) requireOrg(config, opts.org);
+  const ctx = await createContext(config);
+  try {
+    const p = await planCsv(ctx, { file: opts.csv, defaultOrg: opts.org, knownOrgs: config.orgs });
+    console.log(
+      formatPlan(
+        p.plans,
+        `${basename(opts.csv)}: ${p.valid} learners (${p.rejected} rows rejected or repeated)`,
+      ),
+    );
+    if (p.valid === 0) {
+      throw new LearnerTransferError('LT_INPUT_INVALID', `${opts.csv}: no valid learner id was read`);
+    }
+    process.exitCode = EXIT.ok;
+  } finally {
+    await ctx.close();
+  }
+}
+
+type PlanFlags = CrawlFlags & {
+  csv?: string;
+  desired?: string;
+  crawl?: boolean;
+  orgId?: Record<string, number>;
+};
+
+export function register(program: Command): void {
+  addCrawlOptions(
+    program
+      .command('plan')
+      .description(
+        'Say what would be transferred, how many per organization and how long it takes at the limits and the budget left now (no queue writes, no transfers)',
+      )
+      .option('--csv <file>', 'plan an enqueue of this CSV')
+      .option('--crawl', 'plan a crawl of --org with the crawl filters')
+      .option('--desired <file>', 'plan a reconcile against this desired-state CSV'),
+  )
+    .option(
+      '--org-id <key=n>',
+      'with --desired: numeric id of an organization key (repeatable)',
+      parseOrgIdPair,
+    )
+    .option('--quiet', 'no progress output')
+    .action(async (opts: PlanFlags) => {
+      const sources = [opts.csv, opts.crawl, opts.desired].filter(Boolean).length;
+      if (sources !== 1) {
+        throw new LearnerTransferError(
+          'LT_USAGE',
+          'plan needs exactly one of --csv FILE, --crawl or --desired FILE',
+        );
+      }
+      if (opts.csv) return runCsvPlan({ csv: opts.csv, org: opts.org });
+      if (opts.desired) {
+        return runReconcileCommand({
+          desired: opts.desired,
+          org: opts.org,
+          orgId: opts.orgId,
+          concurrency: opts.concurrency,
+          dryRun: true,
+          quiet: opts.quiet,
+        });
+      }
+      return runCrawlCommand({ ...opts, dryRun: true });
+    });
+}
