@@ -1,0 +1,96 @@
+import { Command, Option } from 'commander';
+import { createContext, requireOrg } from '../app.ts';
+import { Progress } from '../progress.ts';
+import { parseOrgIdPair } from '../queue/org-ids.ts';
+import { formatPlan, planOrgs } from '../queue/plan.ts';
+import { runReconcile } from '../queue/reconcile-run.ts';
+import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
+import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+
+export interface ReconcileFlags {
+  desired: string;
+  org?: string;
+  orgId?: Record<string, number>;
+  out?: string;
+  run?: string;
+  concurrency: number;
+  dryRun?: boolean;
+  quiet?: boolean;
+}
+
+/** The reconcile flags, shared with `plan --desired` and `schedule reconcile`. */
+export function addReconcileOptions(cmd: Command): Command {
+  return cmd
+    .option('--org <key>', 'organization for rows without an org column')
+    .option(
+      '--org-id <key=n>',
+      'numeric id of an organization key as the list shows it (repeatable; remembered in Redis)',
+      parseOrgIdPair,
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'pages read at once')
+        .argParser(positiveInt('--concurrency', 64))
+        .default(4),
+    );
+}
+
+export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
+  const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+  if (opts.org) requireOrg(config, opts.org);
+  const dry = Boolean(opts.dryRun);
+  const ctx = await createContext(config);
+  const abort = new AbortController();
+  const off = onShutdown(() => abort.abort(), 10_000);
+  try {
+    const progress = new Progress({ label: 'reconcile', unit: 'pages', enabled: !opts.quiet });
+    let shown = 0;
+    const summary = await runReconcile(ctx, {
+      file: opts.desired,
+      defaultOrg: opts.org,
+      orgIds: opts.orgId,
+      runId: opts.run,
+      outDir: opts.out,
+      dryRun: dry,
+      concurrency: opts.concurrency,
+      signal: abort.signal,
+      onProgress: (done, last, matched) =>
+        progress.update(done, `page ${done}/${last}, ${matched} desired found`),
+      onReject: (line, reason) => {
+        if (shown++ < 10) process.stderr.write(`${opts.desired}:${line}: ${reason}\n`);
+      },
+    });
+    progress.end(`${summary.requests} page reads`);
+    console.log(formatReconcileSummary(summary));
+    if (dry)
+      console.log(
+        formatPlan(await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }), 'reconcile'),
+      );
+    process.exitCode = EXIT.ok;
+  } catch (err) {
+    if (abort.signal.aborted) {
+      process.stderr.write('reconcile interrupted: nothing is lost, run it again\n');
+      process.exitCode = EXIT.interrupted;
+      return;
+    }
+    throw err;
+  } finally {
+    off();
+    await ctx.close();
+  }
+}
+
+export function register(program: Command): void {
+  addReconcileOptions(
+    program
+      .command('reconcile')
+      .description(
+        'Compare a desired-state CSV (learner id, org) with the learner list and enqueue the drift (re-opens finished learners)',
+      )
+      .requiredOption('--desired <file>', 'CSV of learner ids and organization keys (header learnerId,org)'),
+  )
+    .option('--out <dir>', 'where to write the drift report (default out/<run>)')
+    .option('--run <id>', 'run id (default: a new one)')
+    .option('--dry-run', 'only plan: drift, counts and ETA; no queue writes, no report, no transfers')
+    .option('--quiet', 'no progress output')
+    .action(runReconcileCommand);
+}

@@ -1,0 +1,31 @@
+// A reconcile with everything taken from the context: the CLI and the scheduled (control) job both
+// run it, so a nightly reconcile is the same code as a manual one.
+import type { AppContext } from '../app.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { OrgIds } from './org-ids.ts';
+import { reconcile, type ReconcileOptions, type ReconcileSummary } from './sources/reconcile.ts';
+
+export interface ReconcileRunOptions extends Omit<ReconcileOptions, 'knownOrgs' | 'orgIds' | 'tokens'> {
+  /** Ids given now (--org-id); they are remembered, except in a dry run. */
+  orgIds?: Readonly<Record<string, number>> | undefined;
+}
+
+export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions): Promise<ReconcileSummary> {
+  if (!ctx.client) {
+    throw new LearnerTransferError('LT_USAGE', 'LEARNER_API_BASE_URL is required to read the learner list');
+  }
+  const ids = new OrgIds(ctx.redis, ctx.keys);
+  const given = options.orgIds ?? {};
+  if (!options.dryRun) await ids.set(given);
+  const orgIds = { ...(await ids.all()), ...given };
+  return reconcile(
+    { producer: ctx.producer, runs: ctx.runs, store: ctx.store, client: ctx.client },
+    {
+      ...options,
+      knownOrgs: ctx.config.orgs,
+      orgIds,
+      // The list is the reseller's: any token may read it; a refused one hands over to the next.
+      tokens: ctx.config.tokens.map((t) => t.secret),
+    },
+  );
+}

@@ -1,0 +1,286 @@
+// reconcile: the desired state is a CSV of learner ids and organization keys (the same reader as
+// enqueue). The actual state is read by walking the learner list; the drift is every desired learner
+// that sits in another organization (enqueued, with force: an earlier run's final record is re-opened
+// on purpose, since the learner has moved away since) or is not in the list at all (reported only: a
+// transfer could only answer 404). A drift report (CSV + JSON summary) is written per run.
+//
+// Not resumable on purpose: it only reads until the walk ends, and enqueueing the drift is idempotent
+// (job ids), so a reconcile that died is simply run again. The walk keeps the latest sight of each
+// learner, so its re-reads (see page-walker.ts) also correct owners that changed during the walk.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { LearnerTransferError } from '../../errors.ts';
+import { csvLine } from '../../outcomes/csv-safe.ts';
+import type { Bucket } from '../../outcomes/record.ts';
+import type { OutcomeStore } from '../../outcomes/store.ts';
+import type { Runs } from '../../outcomes/runs.ts';
+import { newRunId } from '../../outcomes/runs.ts';
+import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from '../producer.ts';
+import { unknownOrgId } from '../org-ids.ts';
+import { readCsv } from './csv.ts';
+import { PageWalker, type ListReader } from './page-walker.ts';
+
+export interface ReconcileDeps {
+  producer: Producer;
+  runs: Runs;
+  store: OutcomeStore;
+  client: ListReader;
+}
+
+export interface ReconcileOptions {
+  file: string;
+  defaultOrg?: string | undefined;
+  knownOrgs: readonly string[];
+  /** Numeric id of every organization key the file names (see org-ids.ts). */
+  orgIds: Readonly<Record<string, number>>;
+  /** Token secrets that may list learners (any organization's: the list is the reseller's). */
+  tokens: readonly string[];
+  runId?: string | undefined;
+  /** Where the drift report goes (default out/<run>). */
+  outDir?: string | undefined;
+  /** Read only: no run, no queue writes, no report files; the drift ids come back for plan. */
+  dryRun?: boolean | undefined;
+  /** Run source text (the schedule names itself here). */
+  sourceLabel?: string | undefined;
+  concurrency?: number | undefined;
+  retries?: number | undefined;
+  backoffMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+  onProgress?: (pagesDone: number, lastPage: number, matched: number) => void;
+  onReject?: (line: number, reason: string) => void;
+}
+
+export type DriftKind = 'wrong-org' | 'not-found';
+
+export interface DriftRow {
+  learnerId: number;
+  line: number;
+  desiredOrg: string;
+  desiredOrgId: number;
+  currentOrgId: number | null;
+  kind: DriftKind;
+  /** The learner's outcome-store bucket before this run (empty when it had none). */
+  before: string;
+}
+
+export interface ReconcileSummary extends ProduceCounts {
+  runId: string | null;
+  file: string;
+  desired: number;
+  rejected: number;
+  inPlace: number;
+  wrongOrg: number;
+  notFound: number;
+  /** Drift to enqueue, per organization. */
+  byOrg: Record<string, number>;
+  requests: number;
+  rereads: number;
+  unsettledPages: number[];
+  driftFile: string | null;
+  summaryFile: string | null;
+  /** Dry run: the learners a reconcile would enqueue, per organization. */
+  driftIds?: Map<string, number[]>;
+}
+
+interface Desired {
+  org: string;
+  line: number;
+}
+
+export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileSummary> {
+  const dry = Boolean(options.dryRun);
+  const desired = new Map<number, Desired>();
+  const rejects: { line: number; reason: string; raw: string }[] = [];
+  const reject = (line: number, reason: string, raw: string) => {
+    rejects.push({ line, reason, raw });
+    options.onReject?.(line, reason);
+  };
+  for await (const ev of readCsv({
+    file: options.file,
+    defaultOrg: options.defaultOrg,
+    knownOrgs: options.knownOrgs,
+  })) {
+    if (ev.kind === 'reject') {
+      reject(ev.line, ev.reason, ev.raw);
+      continue;
+    }
+    const first = desired.get(ev.learnerId);
+    if (first && first.org !== ev.org) {
+      reject(
+        ev.line,
+        `learner ${ev.learnerId} is desired in ${ev.org} here and in ${first.org} on line ${first.line}`,
+        String(ev.learnerId),
+      );
+    } else if (!first) desired.set(ev.learnerId, { org: ev.org, line: ev.line });
+  }
+  if (desired.size === 0) {
+    throw new LearnerTransferError('LT_INPUT_INVALID', `${options.file}: no valid desired learner was read`);
+  }
+  const orgs = [...new Set([...desired.values()].map((d) => d.org))];
+  const missing = orgs.filter((o) => options.orgIds[o] === undefined);
+  if (missing.length > 0) {
+    throw unknownOrgId(missing.join(', '), missing.map((o) => `--org-id ${o}=N`).join(' '));
+  }
+
+  // The actual owner of every desired learner, latest sight wins.
+  const actual = new Map<number, number>();
+  let pagesDone = 0;
+  const walker = new PageWalker({
+    client: deps.client,
+    tokens: options.tokens,
+    concurrency: options.concurrency,
+    retries: options.retries,
+    backoffMs: options.backoffMs,
+    signal: options.signal,
+    onPage: (read) => {
+      for (const l of read.learners) if (desired.has(l.id)) actual.set(l.id, l.organizationId);
+      if (read.pass === 1) pagesDone = read.page;
+      options.onProgress?.(pagesDone, read.lastPage, actual.size);
+    },
+  });
+  const walk = await walker.walk();
+
+  const drift: DriftRow[] = [];
+  let inPlace = 0;
+  for (const [learnerId, d] of desired) {
+    const desiredOrgId = options.orgIds[d.org] as number;
+    const current = actual.get(learnerId);
+    if (current === desiredOrgId) {
+      inPlace++;
+      continue;
+    }
+    drift.push({
+      learnerId,
+      line: d.line,
+      desiredOrg: d.org,
+      desiredOrgId,
+      currentOrgId: current ?? null,
+      kind: current === undefined ? 'not-found' : 'wrong-org',
+      before: '',
+    });
+  }
+  const toMove = drift.filter((r) => r.kind === 'wrong-org');
+  const byOrg: Record<string, number> = {};
+  const driftIds = new Map<string, number[]>();
+  for (const r of toMove) {
+    byOrg[r.desiredOrg] = (byOrg[r.desiredOrg] ?? 0) + 1;
+    driftIds.set(r.desiredOrg, [...(driftIds.get(r.desiredOrg) ?? []), r.learnerId]);
+  }
+  // The state each learner had before, for the report (a re-opened `transferred` is the interesting one).
+  for (const [org, ids] of driftIds) {
+    const rows = toMove.filter((r) => r.desiredOrg === org);
+    for (let i = 0; i < ids.length; i += 1000) {
+      const records = await deps.store.getMany(org, ids.slice(i, i + 1000));
+      records.forEach((rec, j) => {
+        const row = rows[i + j];
+        if (row && rec) row.before = rec.b as Bucket;
+      });
+    }
+  }
+
+  const counts = emptyCounts();
+  const base = {
+    file: options.file,
+    desired: desired.size,
+    rejected: rejects.length,
+    inPlace,
+    wrongOrg: toMove.length,
+    notFound: drift.length - toMove.length,
+    byOrg,
+    requests: walk.requests,
+    rereads: walk.rereads,
+    unsettledPages: walk.unsettledPages,
+  };
+  if (dry) {
+    return { ...base, ...counts, runId: null, driftFile: null, summaryFile: null, driftIds };
+  }
+
+  const runId = options.runId ?? newRunId();
+  if (!(await deps.runs.get(runId))) {
+    await deps.runs.create({
+      id: runId,
+      kind: 'reconcile',
+      source: options.sourceLabel ?? `reconcile ${basename(options.file)}`,
+      orgs: Object.keys(byOrg),
+    });
+  }
+  const source = basename(options.file);
+  for (let i = 0; i < toMove.length; i += 1000) {
+    const items: ProducerItem[] = toMove.slice(i, i + 1000).map((r) => ({
+      org: r.desiredOrg,
+      learnerId: r.learnerId,
+      source: `reconcile:${source}:${r.line}`,
+    }));
+    addCounts(counts, await deps.producer.add(items, runId, { force: true }));
+  }
+
+  const outDir = options.outDir ?? join('out', runId);
+  mkdirSync(outDir, { recursive: true });
+  const driftFile = join(outDir, 'drift.csv');
+  const lines = [
+    csvLine([
+      'learnerId',
+      'line',
+      'kind',
+      'desiredOrg',
+      'desiredOrgId',
+      'currentOrgId',
+      'stateBefore',
+      'action',
+    ]),
+    ...drift.map((r) =>
+      csvLine([
+        r.learnerId,
+        r.line,
+        r.kind,
+        r.desiredOrg,
+        r.desiredOrgId,
+        r.currentOrgId ?? '',
+        r.before,
+        r.kind === 'wrong-org' ? 'enqueued' : 'reported',
+      ]),
+    ),
+    ...rejects.map((r) => csvLine([r.raw, r.line, 'rejected', '', '', '', '', r.reason])),
+  ];
+  writeFileSync(driftFile, lines.join(''));
+  const summary: ReconcileSummary = {
+    ...base,
+    ...counts,
+    runId,
+    driftFile,
+    summaryFile: join(outDir, 'drift-summary.json'),
+  };
+  writeFileSync(
+    summary.summaryFile as string,
+    `${JSON.stringify({ ...summary, createdAt: new Date().toISOString() }, null, 2)}\n`,
+  );
+  return summary;
+}
+
+export function formatReconcileSummary(s: ReconcileSummary): string {
+  const done = Object.values(s.alreadyDone).reduce((a, b) => a + (b ?? 0), 0);
+  return [
+    `${s.runId ? `run ${s.runId}: ` : ''}reconcile ${s.file}`,
+    `  desired      ${s.desired} learners (${s.rejected} rows rejected)`,
+    `  in place     ${s.inPlace}`,
+    `  wrong org    ${s.wrongOrg}${
+      Object.keys(s.byOrg).length
+        ? ` (${Object.entries(s.byOrg)
+            .map(([o, n]) => `${n} to ${o}`)
+            .join(', ')})`
+        : ''
+    }`,
+    `  not found    ${s.notFound} (reported, not enqueued)`,
+    ...(s.runId
+      ? [
+          `  enqueued     ${s.enqueued}`,
+          `  already queued ${s.alreadyQueued}`,
+          ...(done ? [`  kept (final) ${done}`] : []),
+        ]
+      : []),
+    `  list         ${s.requests} page reads (${s.rereads} re-reads)${
+      s.unsettledPages.length ? `; still changing on pages ${s.unsettledPages.join(', ')}: run again` : ''
+    }`,
+    ...(s.driftFile ? [`  drift report ${s.driftFile}, ${s.summaryFile}`] : []),
+  ].join('\n');
+}

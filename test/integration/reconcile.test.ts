@@ -1,0 +1,116 @@
+// reconcile against the simulator: the drift (learners not where the desired file puts them) is
+// enqueued exactly, finished learners that moved away are re-opened on purpose, learners absent from
+// the list are reported and not enqueued, and the drift report says so line by line.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobIdOf } from '../../src/queue/job.ts';
+import { runReconcile } from '../../src/queue/reconcile-run.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+
+let h: Harness;
+const ORG_IDS = { acme: 1, beta: 2 };
+// Learners 1..90: acme wants 1..60, beta wants 61..90. Learner i sits in org (i-1)%3+1.
+const wantAcme = Array.from({ length: 60 }, (_, i) => i + 1);
+const wantBeta = Array.from({ length: 30 }, (_, i) => i + 61);
+const MISSING = [50_001, 50_002];
+const inOrg = (id: number) => ((id - 1) % 3) + 1;
+
+beforeAll(async () => {
+  h = await startHarness({
+    tag: 'reconcile',
+    sim: { learners: 300 },
+    env: {
+      LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2,beta:sim-beta-1',
+      LIMIT_PER_TOKEN: '200/2s',
+      LIMIT_PER_ORG: '400/2s',
+      LOG_LEVEL: 'warn',
+    },
+  });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+function desiredCsv(): string {
+  const rows = ['learnerId,org'];
+  for (const id of wantAcme) rows.push(`${id},acme`);
+  for (const id of wantBeta) rows.push(`${id},beta`);
+  for (const id of MISSING) rows.push(`${id},acme`);
+  rows.push('7,beta'); // conflicts with line 8 (7,acme): rejected
+  rows.push('abc,acme');
+  return `${rows.join('\n')}\n`;
+}
+
+async function jobIds(org: string): Promise<number[]> {
+  const jobs = await h.ctx.queues.get(org).getJobs(['waiting', 'delayed', 'prioritized']);
+  return jobs.map((j) => j.data.learnerId).sort((a, b) => a - b);
+}
+
+describe('reconcile', () => {
+  let file: string;
+  const driftAcme = wantAcme.filter((id) => inOrg(id) !== 1);
+  const driftBeta = wantBeta.filter((id) => inOrg(id) !== 2);
+
+  it('enqueues exactly the drift, reports the missing, rejects the conflicting rows', async () => {
+    file = h.writeFile('desired.csv', desiredCsv());
+    const s = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r1') });
+    expect(s.desired).toBe(wantAcme.length + wantBeta.length + MISSING.length);
+    expect(s.rejected).toBe(2);
+    expect(s.wrongOrg).toBe(driftAcme.length + driftBeta.length);
+    expect(s.notFound).toBe(2);
+    expect(s.inPlace).toBe(wantAcme.length - driftAcme.length + wantBeta.length - driftBeta.length);
+    expect(s.enqueued).toBe(s.wrongOrg);
+    expect(s.byOrg).toEqual({ acme: driftAcme.length, beta: driftBeta.length });
+    expect(await jobIds('acme')).toEqual(driftAcme);
+    expect(await jobIds('beta')).toEqual(driftBeta);
+    const report = readFileSync(s.driftFile as string, 'utf8')
+      .trim()
+      .split('\n');
+    expect(report[0]).toBe('learnerId,line,kind,desiredOrg,desiredOrgId,currentOrgId,stateBefore,action');
+    expect(report.filter((l) => l.includes(',wrong-org,'))).toHaveLength(s.wrongOrg);
+    expect(report).toContain('50001,92,not-found,acme,1,,,reported');
+    expect(report).toContain('2,3,wrong-org,acme,1,2,,enqueued');
+    const summary = JSON.parse(readFileSync(s.summaryFile as string, 'utf8')) as { wrongOrg: number };
+    expect(summary.wrongOrg).toBe(s.wrongOrg);
+    const run = await h.ctx.runs.get(s.runId as string);
+    expect(run?.kind).toBe('reconcile');
+    expect(h.sim.record.some((r) => r.method === 'PATCH')).toBe(false);
+  });
+
+  it('after the transfers, a reconcile finds no drift; a learner moved away again is re-opened on purpose', async () => {
+    const handle = startWorkers(h.ctx, {
+      orgs: ['acme', 'beta'],
+      concurrency: 8,
+      untilIdle: true,
+      idleCheckMs: 100,
+    });
+    const result = await handle.done;
+    expect(result.failed).toBe(0);
+    for (const id of driftAcme) expect(h.sim.learner(id)?.organizationId).toBe(1);
+
+    const clean = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r2') });
+    expect(clean.wrongOrg).toBe(0);
+    expect(clean.enqueued).toBe(0);
+
+    // Learner 2 was transferred into acme by the run above (its record is final: transferred). Someone
+    // moves it back to beta: the next reconcile must transfer it again, not keep the old record.
+    expect((await h.ctx.store.get('acme', 2))?.b).toBe('transferred');
+    const back = await h.ctx.client?.transferLearner(2, 'sim-beta-1');
+    expect(back?.code).toBe('transferred');
+    const again = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r3') });
+    expect(again.wrongOrg).toBe(1);
+    expect(again.enqueued).toBe(1);
+    expect(await h.ctx.queues.get('acme').getJob(jobIdOf(2))).toBeDefined();
+    const report = readFileSync(again.driftFile as string, 'utf8');
+    expect(report).toContain('2,3,wrong-org,acme,1,2,transferred,enqueued');
+    expect((await h.ctx.store.get('acme', 2))?.b).toBe('queued');
+  });
+
+  it('names the missing organization id and how to give it', async () => {
+    const other = h.writeFile('gamma.csv', 'learnerId,org\n5,acme\n');
+    await h.ctx.redis.del(h.ctx.keys.orgIds());
+    await expect(runReconcile(h.ctx, { file: other })).rejects.toThrow(/--org-id acme=N/);
+  });
+});
