@@ -2,9 +2,13 @@
 import type { Command } from 'commander';
 import { register as demo } from './demo.ts';
 import { register as dashboard } from './dashboard.ts';
+import { register as crawl } from './crawl.ts';
 import { register as enqueue } from './enqueue.ts';
+import { register as plan } from './plan.ts';
+import { register as reconcile } from './reconcile.ts';
 import { register as report } from './report.ts';
 import { register as retry } from './retry.ts';
+import { register as schedule } from './schedule.ts';
 import { register as simulate } from './simulate.ts';
 import { register as status } from './status.ts';
 import { register as tokens } from './tokens.ts';
@@ -12,4 +16,18 @@ import { register as work } from './work.ts';
 
 export type Register = (program: Command) => void;
 
-export const commands: Register[] = [demo, enqueue, work, status, report, retry, tokens, simulate, dashboard];
+export const commands: Register[] = [
+  demo,
+  enqueue,
+  crawl,
+  reconcile,
+  plan,
+  schedule,
+  work,
+  status,
+  report,
+  retry,
+  tokens,
+  simulate,
+  dashboard,
+];

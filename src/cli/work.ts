@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { startWorkers } from '../worker/run-workers.ts';
+import { startControlWorker } from '../worker/control-worker.ts';
 import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
 import { createRegistry, observeOutcome, serveMetrics, transferDurationHistogram } from '../metrics.ts';
 
@@ -10,6 +11,7 @@ interface WorkFlags {
   untilIdle?: boolean;
   metricsPort?: number;
   metricsHost: string;
+  control?: boolean;
 }
 
 export function register(program: Command): void {
@@ -34,6 +36,7 @@ export function register(program: Command): void {
       positiveInt('--metrics-port', 65535),
     )
     .option('--metrics-host <h>', 'address of the /metrics server', '127.0.0.1')
+    .option('--no-control', 'do not serve the control queue (scheduled reconciles)')
     .action(async (opts: WorkFlags) => {
       const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
@@ -50,12 +53,15 @@ export function register(program: Command): void {
         untilIdle: Boolean(opts.untilIdle),
         lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
       });
+      // Scheduled reconciles (schedule command) run in whichever work process takes them.
+      const control = opts.control === false ? undefined : startControlWorker(ctx);
       ctx.logger.info(
         { orgs, concurrency: opts.concurrency ?? config.concurrency, untilIdle: Boolean(opts.untilIdle) },
         'workers started',
       );
       const off = onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
       const result = await handle.done;
+      await control?.close();
       off();
       await metrics?.close();
       await ctx.close();

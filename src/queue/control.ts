@@ -1,0 +1,67 @@
+// The control queue: scheduled work for the fleet (today a nightly reconcile), driven by BullMQ job
+// schedulers, so a running `work` fleet performs it without cron on a host. One queue for all
+// organizations (a reconcile may span several); every `work` process serves it, and BullMQ hands each
+// scheduled job to exactly one of them.
+import { Queue, type JobSchedulerJson } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { Keys } from '../keys.ts';
+
+export const controlJobSchema = z.object({
+  kind: z.literal('reconcile'),
+  scheduleId: z.string(),
+  /** Absolute path of the desired-state CSV: it must be readable by the worker hosts at this path. */
+  desired: z.string(),
+  defaultOrg: z.string().optional(),
+  /** Organization ids known when the schedule was made (Redis may know more by the time it runs). */
+  orgIds: z.record(z.string(), z.number().int().positive()).default({}),
+});
+export type ControlJob = z.infer<typeof controlJobSchema>;
+
+export type ControlQueue = Queue<ControlJob, unknown, string>;
+
+export function openControlQueue(redis: Redis, keys: Keys): ControlQueue {
+  return new Queue<ControlJob, unknown, string>(keys.controlQueueName(), {
+    connection: redis,
+    prefix: keys.prefix,
+  });
+}
+
+export interface ScheduleSpec {
+  id: string;
+  /** Cron pattern (5 or 6 fields), or... */
+  cron?: string | undefined;
+  /** ...a fixed interval in ms. */
+  every?: number | undefined;
+  tz?: string | undefined;
+  data: ControlJob;
+}
+
+/** Creates or replaces a schedule. A scheduled reconcile is not retried: the next one comes anyway. */
+export async function upsertSchedule(queue: ControlQueue, spec: ScheduleSpec): Promise<void> {
+  await queue.upsertJobScheduler(
+    spec.id,
+    spec.cron ? { pattern: spec.cron, ...(spec.tz ? { tz: spec.tz } : {}) } : { every: spec.every },
+    {
+      name: spec.data.kind,
+      data: spec.data,
+      opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
+    },
+  );
+}
+
+export async function listSchedules(queue: ControlQueue): Promise<JobSchedulerJson<ControlJob>[]> {
+  return queue.getJobSchedulers(0, -1, true);
+}
+
+export function formatSchedules(list: readonly JobSchedulerJson<ControlJob>[]): string {
+  if (list.length === 0) return 'no schedules';
+  return list
+    .map((s) => {
+      const when = s.pattern ? `cron "${s.pattern}"${s.tz ? ` ${s.tz}` : ''}` : `every ${s.every} ms`;
+      const next = s.next ? new Date(s.next).toISOString() : '-';
+      const d = s.template?.data;
+      return `${s.key}  ${s.name}  ${when}  next ${next}${d ? `  desired ${d.desired}` : ''}`;
+    })
+    .join('\n');
+}
