@@ -71,11 +71,10 @@ export function register(program: Command): void {
             print(`          ${session.enqueue.rejectsFile} (rows that were not learner ids)`);
           if (opts.dashboard) {
             const { startDemoDashboard } = await import('../demo/dashboard-hook.ts');
-            const url = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));
-            if (url) {
-              print(`dashboard ${url} (Ctrl-C to stop)`);
-              await new Promise<void>((resolveStop) => onShutdown(() => resolveStop(), 10_000));
-            }
+            const dashboard = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));
+            print(`dashboard ${dashboard.url} (Ctrl-C to stop)`);
+            await new Promise<void>((resolveStop) => onShutdown(() => resolveStop(), 10_000));
+            await dashboard.close();
           }
         } finally {
           await session.close();

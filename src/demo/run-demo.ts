@@ -1,6 +1,7 @@
 // The demo: the whole tool on the built-in simulator, in one process. Starts the simulator (which
 // enforces the same compressed limits, so a 429 would show), uses Redis at REDIS_URL or a throwaway one,
 // enqueues a CSV, runs workers until idle with progress, and writes the report files.
+import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
 import { createContext, type AppContext } from '../app.ts';
 import { loadConfig, secretsOf } from '../config.ts';
@@ -20,7 +21,10 @@ import {
   type ThrowawayRedis,
 } from './throwaway-redis.ts';
 
-export const DEMO_PREFIX = 'ltx-demo';
+/** Each demo has its own key prefix, deleted at its end, so demos sharing a Redis never meet. */
+export function demoPrefix(): string {
+  return `ltx-demo-${randomBytes(3).toString('hex')}`;
+}
 export const DEMO_TOKENS = 'acme:sim-acme-1,acme:sim-acme-2';
 /** The learner the demo's simulator refuses with 403 (see jobs.example.csv). */
 export const DEMO_FORBIDDEN = [200];
@@ -48,12 +52,12 @@ export interface DemoSession {
   close(): Promise<void>;
 }
 
-async function deleteDemoKeys(url: string): Promise<void> {
+async function deleteKeys(url: string, prefix: string): Promise<void> {
   const redis = createRedis(url, 'learner-transfer-demo-cleanup');
   try {
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${DEMO_PREFIX}:*`, 'COUNT', 1000);
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
       cursor = next;
       if (keys.length > 0) await redis.unlink(...keys);
     } while (cursor !== '0');
@@ -86,7 +90,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
     print(`redis     no Redis at ${redisUrl}: started a throwaway one at ${throwaway.url}`);
     redisUrl = throwaway.url;
   } else {
-    print(`redis     ${redisUrl} (demo keys under '${DEMO_PREFIX}:', cleared first)`);
+    print(`redis     ${redisUrl}`);
   }
   const cleanups: (() => Promise<void>)[] = [];
   if (throwaway) cleanups.push(() => (throwaway as ThrowawayRedis).stop());
@@ -110,7 +114,9 @@ async function startDemo(
   cleanup: () => Promise<void>,
 ): Promise<DemoSession> {
   const { print } = options;
-  await deleteDemoKeys(redisUrl);
+  const prefix = demoPrefix();
+  // Registered first, so it runs last: after the workers and the context have stopped writing.
+  cleanups.push(() => deleteKeys(redisUrl, prefix));
 
   const sim = createSimulator({
     learners: 300,
@@ -127,7 +133,7 @@ async function startDemo(
   const config = loadConfig(
     {
       REDIS_URL: redisUrl,
-      QUEUE_PREFIX: DEMO_PREFIX,
+      QUEUE_PREFIX: prefix,
       LEARNER_API_BASE_URL: sim.url,
       LEARNER_API_TOKENS: DEMO_TOKENS,
       LIMIT_PER_TOKEN: options.limitPerToken,

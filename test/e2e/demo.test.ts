@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
@@ -35,6 +36,11 @@ describe('demo', () => {
     expect(readFileSync(join(out, 'failures.csv'), 'utf8').trim().split('\n')).toHaveLength(4);
     expect(existsSync(join(out, 'rejects.csv'))).toBe(true);
     expect(r.stdout).not.toContain('sim-acme-1');
+    // The demo deletes its own keys at the end.
+    const redis = new Redis(REDIS_URL);
+    const left = await redis.keys(`ltx-demo-*`);
+    await redis.quit();
+    expect(left).toEqual([]);
   });
 
   it('starts a throwaway Redis when none answers at REDIS_URL', async () => {
@@ -50,5 +56,43 @@ describe('demo', () => {
       /no Redis at redis:\/\/127\.0\.0\.1:\d+: started a throwaway one at redis:\/\/127\.0\.0\.1:\d+/,
     );
     expect(r.stdout).toMatch(/transferred +44 /);
+  });
+});
+
+describe('demo with the dashboard', () => {
+  it('keeps the dashboard up after the run until SIGINT, then exits cleanly', async () => {
+    const { spawnCli, waitExit } = await import('../helpers/cli.ts');
+    const port = await freePort();
+    const out = join(mkdtempSync(join(tmpdir(), 'lt-demo-')), 'out');
+    const child = spawnCli(
+      [
+        'demo',
+        '--out',
+        out,
+        '--dashboard-port',
+        String(port),
+        '--limit-per-token',
+        '100/1s',
+        '--limit-per-org',
+        '200/1s',
+      ],
+      { REDIS_URL },
+    );
+    const deadline = Date.now() + 90_000;
+    while (
+      !child.output.stdout.includes('dashboard http') &&
+      Date.now() < deadline &&
+      child.exitCode === null
+    ) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(child.output.stdout).toContain(`dashboard http://localhost:${port}/`);
+    const page = await fetch(`http://127.0.0.1:${port}/failures`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('not-found');
+    child.kill('SIGINT');
+    const r = await waitExit(child, 30_000);
+    expect(r.code).toBe(0);
   });
 });
