@@ -45,7 +45,9 @@ export async function createContext(
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);
-  const queues = new QueueSet(redis, keys, config);
+  const queues = new QueueSet(redis, keys, config, (org, err) =>
+    logger.warn({ org, err: err.message }, 'queue redis connection error'),
+  );
   const producer = new Producer(queues, store);
   const budget = new TransferBudget(redis, {
     prefix: config.queuePrefix,

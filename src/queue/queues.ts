@@ -26,7 +26,19 @@ export class QueueSet {
   readonly #keys: Keys;
   readonly #jobOptions: JobsOptions;
 
-  constructor(redis: Redis, keys: Keys, config: Pick<Config, 'attempts' | 'backoffMs'>) {
+  readonly #onError: (org: string, err: Error) => void;
+
+  /**
+   * `onError` hears a queue's connection errors (a Redis restart): without a listener BullMQ prints
+   * them with a stack trace on stderr.
+   */
+  constructor(
+    redis: Redis,
+    keys: Keys,
+    config: Pick<Config, 'attempts' | 'backoffMs'>,
+    onError: (org: string, err: Error) => void = () => {},
+  ) {
+    this.#onError = onError;
     this.#redis = redis;
     this.#keys = keys;
     this.#jobOptions = defaultJobOptions(config);
@@ -40,6 +52,7 @@ export class QueueSet {
         prefix: this.#keys.prefix,
         defaultJobOptions: this.#jobOptions,
       });
+      q.on('error', (err: Error) => this.#onError(org, err));
       this.#queues.set(org, q);
     }
     return q;

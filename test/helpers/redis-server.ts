@@ -56,9 +56,9 @@ async function waitReady(url: string, timeoutMs: number): Promise<void> {
   }
 }
 
-export async function startOwnRedis(extraArgs: string[] = []): Promise<OwnRedis> {
+export async function startOwnRedis(extraArgs: string[] = [], fixedPort?: number): Promise<OwnRedis> {
   requireRedisServer();
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'lt-own-redis-'));
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;

@@ -10,7 +10,10 @@ export function randomPrefix(tag = 't'): string {
 }
 
 export function newRedis(url = REDIS_URL): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null });
+  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  // A test that restarts its own Redis sees reconnects here; ioredis retries, the test asserts.
+  redis.on('error', () => {});
+  return redis;
 }
 
 /** Deletes every key under a prefix (our keys and BullMQ's share it). */

@@ -1,0 +1,141 @@
+// Redis faults, on redis-servers of the test's own (own port, own directory, AOF on): restarted mid-run
+// (workers reconnect and finish, nothing lost), unreachable at start (a clear message, retries, exit 4),
+// coming up late (the worker waits for it), and an eviction policy that could drop jobs (a warning).
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.ts';
+import { newRunId } from '../../src/outcomes/runs.ts';
+import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import { connectRedis } from '../../src/redis.ts';
+import { EXIT } from '../../src/cli/shared.ts';
+import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { expectLedger } from '../helpers/ledger.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
+
+const servers: OwnRedis[] = [];
+let h: Harness | undefined;
+afterAll(async () => {
+  await h?.close();
+  for (const s of servers) await s.close();
+});
+
+const STACK = /\n\s+at .+:\d+:\d+/;
+
+describe('Redis faults', () => {
+  it('restarted mid-run: the workers reconnect and finish, nothing lost, nobody moved twice', async () => {
+    const redis = await startOwnRedis();
+    servers.push(redis);
+    h = await startHarness({
+      tag: 'chaos-redis',
+      redisUrl: redis.url,
+      sim: {
+        learners: 600,
+        repeatMode: 'mixed',
+        faults: { latencyAfterMs: [20, 100] },
+        limits: {
+          perToken: { max: 40, windowMs: 2000 },
+          perOrg: { max: 80, windowMs: 2000 },
+          window: 'rolling',
+        },
+      },
+      env: { LIMIT_PER_TOKEN: '40/2s', LIMIT_PER_ORG: '80/2s', REQUEST_TIMEOUT: '1s', LOG_LEVEL: 'warn' },
+    });
+    const harness = h;
+    const ids: number[] = [];
+    for (let id = 2; ids.length < 200; id++) if ((id - 1) % 3 !== 0) ids.push(id);
+    const runId = newRunId();
+    await harness.ctx.runs.create({ id: runId, kind: 'csv', source: 'r.csv', orgs: ['acme'] });
+    await enqueueCsv(
+      { producer: harness.ctx.producer, runs: harness.ctx.runs },
+      {
+        file: harness.writeFile('r.csv', `id\n${ids.join('\n')}\n`),
+        defaultOrg: 'acme',
+        knownOrgs: harness.config.orgs,
+        runId,
+        rejectsFile: join(harness.dir, 'rejects.csv'),
+      },
+    );
+    const workers = [0, 1].map(() => spawnCli(['work', '--until-idle', '--concurrency', '6'], harness.env));
+    const moved = () => harness.sim.record.filter((r) => r.effectApplied).length;
+    const deadline = Date.now() + 30_000;
+    while (moved() < 40 && Date.now() < deadline) await sleep(20);
+    const before = moved();
+    // Down for 1.5 s: longer than a request, shorter than a job lock.
+    await redis.restart(1500);
+    const results = await Promise.all(workers.map((w) => waitExit(w, 120_000)));
+    expect(before).toBeLessThan(ids.length);
+    for (const r of results) {
+      expect(r.stderr).toMatch(/workers stopped \(idle\)/);
+      expect(r.code, r.stderr.slice(-2000)).toBe(0);
+      expect(r.stderr).not.toMatch(STACK);
+    }
+    // The workers noticed the restart (ioredis reconnected), and went on.
+    expect(results.map((r) => r.stderr).join('')).toMatch(
+      /redis connection error|worker error|ECONNREFUSED|Connection is closed/,
+    );
+    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
+    expect(harness.sim.violations()).toEqual([]);
+  }, 150_000);
+
+  it('unreachable at start: says so while retrying, then exits 4 with a clear message and no stack', async () => {
+    const port = await freePort();
+    const r = await runCli(['work', '--until-idle'], {
+      REDIS_URL: `redis://:hunter2pass@127.0.0.1:${port}`,
+      REDIS_CONNECT_TIMEOUT: '1500ms',
+      LEARNER_API_BASE_URL: 'http://127.0.0.1:9',
+      LEARNER_API_TOKENS: 'acme:unreachable-test-token',
+    });
+    expect(r.code).toBe(EXIT.redis);
+    expect(r.stderr).toContain('Redis does not answer yet; retrying for up to 2 s');
+    expect(r.stderr).toContain(
+      `learner-transfer: Redis at redis://:***@127.0.0.1:${port} did not answer within 1500 ms`,
+    );
+    expect(r.stderr).toContain('ECONNREFUSED');
+    expect(r.stderr).not.toMatch(STACK);
+    expect(r.stderr).not.toContain('hunter2pass');
+    expect(r.stderr).not.toContain('unreachable-test-token');
+  });
+
+  it('coming up late: work waits for Redis, then runs', async () => {
+    const port = await freePort();
+    const child = spawnCli(['work', '--until-idle'], {
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      REDIS_CONNECT_TIMEOUT: '30s',
+      QUEUE_PREFIX: `lt-test-late-${port}`,
+      LEARNER_API_BASE_URL: 'http://127.0.0.1:9',
+      LEARNER_API_TOKENS: 'acme:late-test-token',
+    });
+    const waitFor = Date.now() + 20_000;
+    while (!child.output.stderr.includes('retrying') && Date.now() < waitFor) await sleep(50);
+    expect(child.output.stderr).toContain('Redis does not answer yet');
+    servers.push(await startOwnRedis([], port));
+    const r = await waitExit(child, 60_000);
+    expect(r.stderr).toMatch(/workers stopped \(idle\)/);
+    expect(r.code).toBe(EXIT.ok);
+  });
+
+  it("warns at start when maxmemory-policy is not noeviction (eviction loses BullMQ's jobs)", async () => {
+    const redis = await startOwnRedis(['--maxmemory-policy', 'allkeys-lru']);
+    servers.push(redis);
+    const lines: string[] = [];
+    const logger = createLogger({ destination: { write: (l: string) => void lines.push(l) } });
+    const conn = await connectRedis(redis.url, { logger, timeoutMs: 5000 });
+    await conn.quit();
+    expect(lines.join('')).toContain("Redis maxmemory-policy is 'allkeys-lru'");
+    // And through the CLI, on stderr, for a person to read.
+    const r = await runCli(['status'], { REDIS_URL: redis.url, QUEUE_PREFIX: 'lt-test-evict' });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("maxmemory-policy is 'allkeys-lru'");
+    expect(r.stderr).toContain('Set maxmemory-policy noeviction');
+    // A noeviction server gets no such warning.
+    const quiet: string[] = [];
+    const ok = await connectRedis(servers[0]?.url ?? '', {
+      logger: createLogger({ destination: { write: (l: string) => void quiet.push(l) } }),
+    });
+    await ok.quit();
+    expect(quiet.join('')).not.toContain('maxmemory-policy');
+  });
+});
