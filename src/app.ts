@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { LearnerApiClient } from './api/client.ts';
 import { secretsOf, type Config } from './config.ts';
 import { createKeys, type Keys } from './keys.ts';
-import { TransferBudget } from './limiter/index.ts';
+import { inflightTtlFor, TransferBudget } from './limiter/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { OutcomeStore } from './outcomes/store.ts';
 import { Runs } from './outcomes/runs.ts';
@@ -28,14 +28,16 @@ export interface AppContext {
   close(): Promise<void>;
 }
 
-/** Margin over the request timeout before a dead holder's in-flight permit expires. */
-const INFLIGHT_MARGIN_MS = 5_000;
-
 export async function createContext(
   config: Readonly<Config>,
   options: { logger?: Logger; redis?: Redis; redisTimeoutMs?: number } = {},
 ): Promise<AppContext> {
-  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const logger =
+    options.logger ??
+    createLogger({
+      level: config.logLevel,
+      secrets: [...secretsOf(config), ...(config.dashboardToken ? [config.dashboardToken] : [])],
+    });
   const redis =
     options.redis ??
     (await connectRedis(config.redisUrl, {
@@ -53,7 +55,7 @@ export async function createContext(
     prefix: config.queuePrefix,
     limitPerToken: config.limitPerToken,
     limitPerOrg: config.limitPerOrg,
-    inflightTtlMs: config.requestTimeoutMs + INFLIGHT_MARGIN_MS,
+    inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
   });
   const client = config.apiBaseUrl
     ? new LearnerApiClient({

@@ -213,6 +213,9 @@ const envSchema = z.object({
     .optional(),
 });
 
+/** Every environment variable the tool reads (the README's configuration table is tested against it). */
+export const ENV_VARIABLES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
 export interface LoadOptions {
   /** The base URL may be absent (demo and simulator supply their own). */
   requireBaseUrl?: boolean;

@@ -33,9 +33,10 @@ export function reportCliError(err: unknown): number {
       case 'LT_INPUT_INVALID':
       case 'LT_INPUT_UNREADABLE':
         return EXIT.input;
+      case 'LT_NO_TOKEN':
+        return EXIT.unauthorized;
       case 'LT_USAGE':
       case 'LT_UNKNOWN_ORG':
-      case 'LT_NO_TOKEN':
         return EXIT.usage;
     }
   }
