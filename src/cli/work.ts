@@ -71,6 +71,12 @@ export function register(program: Command): void {
             ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
             : ''),
       );
+      // bench/load.ts reads the peak memory of each worker process from this line.
+      if (process.env.LT_REPORT_RSS) {
+        console.error(
+          `lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`,
+        );
+      }
       process.exitCode =
         result.reason === 'unauthorized' ? EXIT.unauthorized : result.failed > 0 ? EXIT.failures : EXIT.ok;
     });
