@@ -1,8 +1,9 @@
 // The dashboard in a real browser (the system Chromium through playwright-core): open the dashboard of a
 // run with failures, filter by code, retry everything that matches, and watch the learners go back to
 // waiting and on to `transferred` without a reload, on the failures page and on the live overview.
-// Saves docs/dashboard.png. A browser that cannot launch fails this test: it never skips.
-import { mkdirSync } from 'node:fs';
+// Saves a screenshot to test-results/dashboard.png (to docs/dashboard.png, the README's, with
+// UPDATE_SCREENSHOTS=1). A browser that cannot launch fails this test: it never skips.
+import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser } from 'playwright-core';
@@ -68,8 +69,12 @@ describe('dashboard in Chromium', () => {
       page.on('dialog', (d) => void d.accept());
       await page.goto(`${base}/failures`);
       expect(await page.locator('#total').textContent()).toBe('8');
-      mkdirSync(join(ROOT, 'docs'), { recursive: true });
-      await page.screenshot({ path: join(ROOT, 'docs', 'dashboard.png'), fullPage: true });
+      mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+      const shot = process.env.UPDATE_SCREENSHOTS
+        ? join(ROOT, 'docs', 'dashboard.png')
+        : join(ROOT, 'test-results', 'dashboard.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      expect(statSync(shot).size).toBeGreaterThan(10_000);
 
       await page.selectOption('select[name="code"]', 'server-error');
       await page.click('form.filters button[type="submit"]');
