@@ -42,6 +42,7 @@ async function waitReady(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    r.on('error', () => {}); // not up yet: connect() rejects, and we try again
     try {
       await r.connect();
       // Loading the AOF answers LOADING until done.
