@@ -20,17 +20,14 @@ type RecordCommand = (
   outKey: string,
   runKey: string,
   countsKey: string,
-  learner: string,
-  json: string,
-  bucket: string,
   runId: string,
   now: number,
   idxPrefix: string,
-  runPrefix: string,
   indexed: string,
   mode: string,
   force: string,
-) => Promise<string>;
+  ...triples: string[]
+) => Promise<string[]>;
 
 interface WithRecordCommand {
   ltRecordOutcome: RecordCommand;
@@ -78,48 +75,71 @@ export class OutcomeStore {
     this.#keys = keys;
   }
 
+  /** One script call for records of one organization and one run (a batch, or a single attempt). */
   #call(
     target: Redis | ChainableCommander,
     org: string,
-    learnerId: number,
-    record: OutcomeRecord,
+    runId: string,
+    now: number,
+    records: readonly { learnerId: number; record: OutcomeRecord }[],
     mode: 'set' | 'enqueue',
     force: boolean,
   ) {
     const k = this.#keys;
+    const triples: string[] = [];
+    for (const { learnerId, record } of records)
+      triples.push(String(learnerId), JSON.stringify(record), record.b);
     return (target as unknown as WithRecordCommand).ltRecordOutcome(
       k.outcomes(org),
-      k.runCounters(org, record.r),
+      k.runCounters(org, runId),
       k.orgCounts(org),
-      String(learnerId),
-      JSON.stringify(record),
-      record.b,
-      record.r,
-      record.t,
+      runId,
+      now,
       k.outcomeIndexPrefix(org),
-      k.runCountersPrefix(org),
       INDEXED,
       mode,
       force ? '1' : '0',
+      ...triples,
     );
   }
 
   /** Marks a batch of learners `queued` in one round trip; final records are kept unless forced. */
   async markQueued(items: readonly QueueMark[], now = Date.now()): Promise<MarkResult[]> {
     if (items.length === 0) return [];
+    // One script call per (organization, run, force) group, in one round trip.
+    const groups = new Map<string, { org: string; runId: string; force: boolean; at: number[] }>();
+    items.forEach((it, i) => {
+      const key = `${it.org}\u0000${it.runId}\u0000${it.force ? 1 : 0}`;
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { org: it.org, runId: it.runId, force: it.force, at: [] }));
+      g.at.push(i);
+    });
     const pipe = this.#redis.pipeline();
-    for (const it of items) {
-      const record: OutcomeRecord = { b: 'queued', r: it.runId, q: now, t: now, src: it.source, a: 0 };
-      this.#call(pipe, it.org, it.learnerId, record, 'enqueue', it.force);
+    for (const g of groups.values()) {
+      const records = g.at.map((i) => {
+        const it = items[i] as QueueMark;
+        const record: OutcomeRecord = { b: 'queued', r: it.runId, q: now, t: now, src: it.source, a: 0 };
+        return { learnerId: it.learnerId, record };
+      });
+      this.#call(pipe, g.org, g.runId, now, records, 'enqueue', g.force);
     }
     const replies = (await pipe.exec()) ?? [];
-    return replies.map(([err, reply]) => {
+    const out: MarkResult[] = new Array(items.length);
+    [...groups.values()].forEach((g, gi) => {
+      const [err, reply] = replies[gi] ?? [new Error('no reply'), null];
       if (err) throw err;
-      const text = String(reply);
-      if (text === '') return { kind: 'new' };
-      if (text.startsWith('skip:')) return { kind: 'kept', bucket: text.slice(5) as Bucket };
-      return { kind: 'reopened', from: text as Bucket };
+      const texts = reply as string[];
+      g.at.forEach((i, j) => {
+        const text = String(texts[j] ?? '');
+        out[i] =
+          text === ''
+            ? { kind: 'new' }
+            : text.startsWith('skip:')
+              ? { kind: 'kept', bucket: text.slice(5) as Bucket }
+              : { kind: 'reopened', from: text as Bucket };
+      });
     });
+    return out;
   }
 
   async get(org: string, learnerId: number): Promise<OutcomeRecord | undefined> {
@@ -166,7 +186,7 @@ export class OutcomeStore {
         : {}),
       h: history.slice(-MAX_HISTORY),
     };
-    await this.#call(this.#redis, org, learnerId, record, 'set', false);
+    await this.#call(this.#redis, org, runId, now, [{ learnerId, record }], 'set', false);
     return record;
   }
 
