@@ -162,8 +162,10 @@ export class OutcomeStore {
     runId: string,
     update: AttemptUpdate,
     now = Date.now(),
+    /** The record the caller read at the start of the job (saves reading it again). */
+    known?: { previous: OutcomeRecord | undefined },
   ): Promise<OutcomeRecord> {
-    const old = await this.get(org, learnerId);
+    const old = known ? known.previous : await this.get(org, learnerId);
     const history = [
       ...(old?.h ?? []),
       [now, update.code, update.status ?? 0, update.durationMs] as [number, string, number, number],

@@ -182,18 +182,25 @@ export function createProcessor(deps: ProcessorDeps) {
 
     let auditId: string | undefined;
     if (result) auditId = await store.appendAudit(org, learnerId, runId, result);
-    await store.recordAttempt(org, learnerId, runId, {
-      bucket,
-      code: outcome.code,
-      status,
-      error,
-      message,
-      durationMs: outcome.durationMs,
-      tokenId: token.id,
-      transferId: result?.data.transferDetails.transferId,
-      auditId,
-      countsAsAttempt: action !== 'wait' && action !== 'pause-token',
-    });
+    await store.recordAttempt(
+      org,
+      learnerId,
+      runId,
+      {
+        bucket,
+        code: outcome.code,
+        status,
+        error,
+        message,
+        durationMs: outcome.durationMs,
+        tokenId: token.id,
+        transferId: result?.data.transferDetails.transferId,
+        auditId,
+        countsAsAttempt: action !== 'wait' && action !== 'pause-token',
+      },
+      Date.now(),
+      { previous },
+    );
     const logLine = {
       org,
       learnerId,
