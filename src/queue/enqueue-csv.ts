@@ -7,6 +7,7 @@ import { csvLine } from '../outcomes/csv-safe.ts';
 import type { Runs } from '../outcomes/runs.ts';
 import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from './producer.ts';
 import { readCsv } from './sources/csv.ts';
+import { IdLineMap } from './id-line-map.ts';
 import { basename } from 'node:path';
 
 export interface EnqueueCsvOptions {
@@ -34,7 +35,7 @@ export interface EnqueueCsvSummary extends ProduceCounts {
   byOrg: Record<string, number>;
 }
 
-const MAX_IN_FLIGHT = 3;
+const MAX_IN_FLIGHT = 2;
 
 class RejectsWriter {
   #out: WriteStream | undefined;
@@ -70,7 +71,7 @@ export async function enqueueCsv(
   const counts = emptyCounts();
   const rejects = new RejectsWriter(options.rejectsFile);
   // First line of each (org, learner) seen: duplicates are rejected with a pointer to it.
-  const seen = new Map<string, Map<number, number>>();
+  const seen = new Map<string, IdLineMap>();
   const byOrg: Record<string, number> = {};
   const source = basename(options.file);
   let read = 0;
@@ -124,7 +125,7 @@ export async function enqueueCsv(
         continue;
       }
       let orgSeen = seen.get(ev.org);
-      if (!orgSeen) seen.set(ev.org, (orgSeen = new Map()));
+      if (!orgSeen) seen.set(ev.org, (orgSeen = new IdLineMap()));
       const firstLine = orgSeen.get(ev.learnerId);
       if (firstLine !== undefined) {
         await reject(
