@@ -67,6 +67,7 @@ export function register(program: Command): void {
               orgs: opts.org ? [opts.org] : [],
             });
           }
+          const started = Date.now();
           const progress = new Progress({
             label: `enqueue ${basename(opts.csv)}`,
             total,
@@ -83,7 +84,10 @@ export function register(program: Command): void {
               rejectsFile: opts.rejects ?? join('out', runId, 'rejects.csv'),
               batchSize: opts.batch,
               onProgress: (rows, bytes, c) =>
-                progress.update(bytes, `${rows} rows, ${c.enqueued} enqueued, ${c.rejected} rejected`),
+                progress.update(
+                  bytes,
+                  `${rows} rows (${Math.round(rows / Math.max(0.001, (Date.now() - started) / 1000))}/s), ${c.enqueued} enqueued, ${c.rejected} rejected`,
+                ),
               onReject: (line, reason) => {
                 if (shown++ < 10) process.stderr.write(`${opts.csv}:${line}: ${reason}\n`);
                 else if (shown === 11) process.stderr.write(`(more rejects: see the rejects file)\n`);

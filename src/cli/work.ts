@@ -77,7 +77,14 @@ export function register(program: Command): void {
           `lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`,
         );
       }
+      // A signal stopped the work before it was done: say so (130), whatever the outcomes so far.
       process.exitCode =
-        result.reason === 'unauthorized' ? EXIT.unauthorized : result.failed > 0 ? EXIT.failures : EXIT.ok;
+        result.reason === 'unauthorized'
+          ? EXIT.unauthorized
+          : result.reason === 'stopped'
+            ? EXIT.interrupted
+            : result.failed > 0
+              ? EXIT.failures
+              : EXIT.ok;
     });
 }
