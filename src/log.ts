@@ -28,17 +28,33 @@ export interface LogOptions {
   name?: string;
 }
 
+/** Every form a secret can take in text we write: as is, and JSON-escaped (inside a serialized line). */
+function secretForms(secrets: readonly string[]): string[] {
+  const forms = new Set<string>();
+  for (const s of secrets) {
+    if (s.length === 0) continue;
+    forms.add(s);
+    forms.add(JSON.stringify(s).slice(1, -1));
+  }
+  return [...forms];
+}
+
+/** Replaces every secret in a text (the service's error messages may echo what they were sent). */
+export function scrubSecrets(text: string, secrets: readonly string[]): string {
+  return redactForms(text, secretForms(secrets));
+}
+
+function redactForms(text: string, forms: readonly string[]): string {
+  let out = text;
+  for (const s of forms) if (out.includes(s)) out = out.split(s).join('[Redacted]');
+  return out;
+}
+
 /** A destination wrapper that replaces every secret in a serialized line before it is written. */
 function scrubbing(dest: DestinationStream, secrets: readonly string[]): DestinationStream {
-  const list = secrets.filter((s) => s.length > 0);
-  if (list.length === 0) return dest;
-  return {
-    write(line: string) {
-      let out = line;
-      for (const s of list) if (out.includes(s)) out = out.split(s).join('[Redacted]');
-      dest.write(out);
-    },
-  };
+  const forms = secretForms(secrets);
+  if (forms.length === 0) return dest;
+  return { write: (line: string) => dest.write(redactForms(line, forms)) };
 }
 
 export function createLogger(options: LogOptions = {}): Logger {

@@ -3,7 +3,9 @@
 import { errorBodySchema, transferResultSchema, type ErrorBody } from './schemas.ts';
 import type { TransferOutcome } from './outcome.ts';
 
-const ALREADY_RE = /already (?:associated|in|belongs|a member|part of)/i;
+// The spec's 400: "Learner is already associated with the caller's organization". Only that wording:
+// a looser match ("already in progress") would turn a real failure into a silent success.
+const ALREADY_RE = /already associated with/i;
 
 function errorFields(body: unknown): ErrorBody {
   const parsed = errorBodySchema.safeParse(body);
@@ -81,14 +83,9 @@ export function classifyResponse(
 }
 
 /** undici / Node error codes that mean the request never reached the server. */
-const NOT_SENT = new Set([
-  'ECONNREFUSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
+// EHOSTUNREACH / ENETUNREACH are left out: on a reused keep-alive socket they can follow a write that
+// already reached the server, and a released permit would let one call too many into the window.
+const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
 
 function errorCodeOf(err: unknown): string {
   let e: unknown = err;

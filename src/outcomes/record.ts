@@ -8,8 +8,12 @@ import { OUTCOME_CODES, type OutcomeCode } from '../outcome-codes.ts';
  * waits for its next try (or a 429/401 wait); then a final outcome code. Exactly one bucket at a time:
  * run counters and the failure indexes are kept per bucket.
  */
-export const BUCKETS = ['queued', 'retrying', ...OUTCOME_CODES] as const;
-export type Bucket = 'queued' | 'retrying' | OutcomeCode;
+/**
+ * `worker-error` is not an answer of the service: BullMQ failed the job itself (stalled too often, or an
+ * error inside the worker), so the learner gets a final state a person can see and retry.
+ */
+export const BUCKETS = ['queued', 'retrying', ...OUTCOME_CODES, 'worker-error'] as const;
+export type Bucket = 'queued' | 'retrying' | OutcomeCode | 'worker-error';
 
 /** Buckets that are final (the learner will not move without a person or a reconcile). */
 export function isFinalBucket(bucket: Bucket): boolean {

@@ -6,9 +6,9 @@ import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../config.ts';
 import type { TransferBudget } from '../limiter/index.ts';
-import type { Logger } from '../log.ts';
+import { scrubSecrets, type Logger } from '../log.ts';
 import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
-import type { Bucket } from '../outcomes/record.ts';
+import { isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
 import type { QueueSet } from '../queue/queues.ts';
@@ -41,6 +41,11 @@ export interface ProcessResult {
   transferId: string | null;
 }
 
+/** The longest block a Retry-After may set: a date years ahead must not become an error in Redis. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+/** While every token is refused (401), look again this often: an operator may unpause them. */
+const UNAUTHORIZED_RECHECK_MS = 60_000;
+
 /** How long a token is blocked after a 429 without Retry-After: a tenth of its window, at most a minute. */
 function defaultBlockMs(config: Readonly<Config>): number {
   return Math.max(100, Math.min(60_000, Math.floor(config.limitPerToken.windowMs / 10)));
@@ -68,6 +73,7 @@ export function createProcessor(deps: ProcessorDeps) {
   const tokensByOrg = new Map<string, TokenRef[]>();
   for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
   const lastAlert = new Map<string, number>();
+  const secrets = config.tokens.map((t) => t.secret);
   /** Per organization: network errors in a row, how far the unreachable block has grown, when it ends. */
   const unreachable = new Map<string, { streak: number; level: number; until: number }>();
 
@@ -105,6 +111,18 @@ export function createProcessor(deps: ProcessorDeps) {
       throw Worker.RateLimitError();
     }
 
+    // A job run again after its learner was done (a stall after the transfer was recorded, or a crash
+    // before BullMQ completed it) ends here without spending budget. A re-open on purpose (retry,
+    // reconcile) always sets the record back to queued first, so this never skips wanted work.
+    const previous = await store.get(org, learnerId);
+    if (previous && isSuccessBucket(previous.b as Bucket)) {
+      logger.info(
+        { org, learnerId, runId, state: previous.b },
+        'job for a learner already done: completed without a call',
+      );
+      return { code: previous.b as ProcessResult['code'], transferId: previous.x ?? null };
+    }
+
     const permit = await budget.acquire(
       org,
       tokens.map((t) => t.id),
@@ -120,8 +138,11 @@ export function createProcessor(deps: ProcessorDeps) {
           );
         }
       }
-      // Sleep exactly until a permit can exist: BullMQ holds the whole organization queue, nobody polls.
-      await queues.get(org).rateLimit(Math.max(1, Math.ceil(permit.waitMs)));
+      // Sleep exactly until a permit can exist (while every token is refused, look again each minute).
+      const waitMs = permit.allBlockedIndefinitely
+        ? Math.min(permit.waitMs, UNAUTHORIZED_RECHECK_MS)
+        : permit.waitMs;
+      await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
       throw Worker.RateLimitError();
     }
 
@@ -130,7 +151,6 @@ export function createProcessor(deps: ProcessorDeps) {
       await budget.release(org, permit.tokenId, permit.permitId);
       throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
     }
-    const previous = await store.get(org, learnerId);
     let outcome: TransferOutcome;
     try {
       outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: previous?.x });
@@ -156,9 +176,12 @@ export function createProcessor(deps: ProcessorDeps) {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? 1;
     const status = 'status' in outcome ? outcome.status : undefined;
-    const error =
+    const rawError =
       'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
-    const message = 'message' in outcome ? outcome.message : undefined;
+    const error = rawError === undefined ? undefined : scrubSecrets(rawError, secrets);
+    // The service's own words go to Redis, reports and the dashboard: never with a token in them.
+    const rawMessage = 'message' in outcome ? outcome.message : undefined;
+    const message = rawMessage === undefined ? undefined : scrubSecrets(rawMessage, secrets);
     const result = 'result' in outcome ? outcome.result : undefined;
 
     let bucket: Bucket;
@@ -233,10 +256,10 @@ export function createProcessor(deps: ProcessorDeps) {
         };
       case 'fail':
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
-        throw new UnrecoverableError(describe(outcome));
+        throw new UnrecoverableError(scrubSecrets(describe(outcome), secrets));
       case 'retry':
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
-        throw new Error(describe(outcome));
+        throw new Error(scrubSecrets(describe(outcome), secrets));
       case 'wait': {
         if (downBlockMs !== undefined) {
           await budget.block(org, null, downBlockMs, 'unreachable');
@@ -249,7 +272,7 @@ export function createProcessor(deps: ProcessorDeps) {
         }
         const ms =
           outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
-            ? outcome.retryAfterMs
+            ? Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
             : defaultBlockMs(config);
         await budget.block(org, token.id, Math.max(1, ms), '429');
         logger.warn(

@@ -3,7 +3,9 @@
 import { Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app.ts';
 import { jobCounts } from '../queue/queues.ts';
-import type { TransferJob } from '../queue/job.ts';
+import { transferJobSchema, type TransferJob } from '../queue/job.ts';
+import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { scrubSecrets } from '../log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
 import { createRedis } from '../redis.ts';
 import { countHourly } from '../outcomes/hourly.ts';
@@ -72,12 +74,29 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
         stalledInterval: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
         // A learner whose worker was killed comes back; many kills in a row must not fail it.
         maxStalledCount: 20,
+        // A wait for budget is one sleep, however long (BullMQ caps it at 30 s by default, which would
+        // wake every worker twice a minute through a day-long wait). close() cuts the sleep short.
+        maximumRateLimitDelay: 86_400_000,
         autorun: true,
       },
     );
     w.on('error', (err) => ctx.logger.warn({ org, err: err.message }, 'worker error'));
+    w.on('failed', (job, err) => {
+      if (!job) return;
+      const p = finalizeStranded(ctx, job, err)
+        .then((finalized) => {
+          if (finalized) counts.failed++;
+        })
+        .catch((e: Error) =>
+          ctx.logger.warn({ org, jobId: job.id, err: e.message }, 'could not record a failed job'),
+        )
+        .finally(() => pending.delete(p));
+      pending.add(p);
+    });
     return w;
   });
+  /** Records of jobs that BullMQ failed on its own, still being written. */
+  const pending = new Set<Promise<void>>();
 
   let stopping: Promise<void> | undefined;
   let resolveDone: (r: WorkResult) => void = () => {};
@@ -91,6 +110,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
       if (timer) clearInterval(timer);
       // close() waits for the jobs in flight to finish (their requests are bounded by the timeout).
       await Promise.all(workers.map((w) => w.close()));
+      await Promise.all([...pending]);
       await connection.quit().catch(() => connection.disconnect());
       resolveDone({ ...counts, unauthorizedOrgs, reason });
     })();
@@ -103,6 +123,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
       if (checking || stopping) return;
       checking = true;
       void (async () => {
+        if (pending.size > 0) return;
         const pendingOrgs: string[] = [];
         for (const org of options.orgs) {
           const c = await jobCounts(ctx.queues.get(org));
@@ -135,4 +156,40 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   }
 
   return { done, stop, workers };
+}
+
+/**
+ * BullMQ fails a job on its own when it stalled more than maxStalledCount times, or when the processor
+ * threw something that is not a classified outcome (a Redis error inside the job, a bug) until its
+ * attempts ran out. Its learner would stay `queued` or `retrying` with no job to move it: give it the
+ * final state `worker-error`, which a person sees on the dashboard and can retry. Returns true when it did.
+ */
+async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Error): Promise<boolean> {
+  const parsed = transferJobSchema.safeParse(job.data);
+  if (!parsed.success) return false;
+  if ((await job.getState()) !== 'failed') return false; // it will be retried
+  const { org, learnerId, runId } = parsed.data;
+  const record = await ctx.store.get(org, learnerId);
+  if (record && isFinalBucket(record.b as Bucket)) return false; // the processor recorded it
+  const secrets = ctx.config.tokens.map((t) => t.secret);
+  await ctx.store.recordAttempt(
+    org,
+    learnerId,
+    runId,
+    {
+      bucket: 'worker-error',
+      code: 'worker-error',
+      error: 'worker',
+      message: scrubSecrets(`the worker could not finish this job: ${err.message}`, secrets).slice(0, 1000),
+      durationMs: 0,
+      countsAsAttempt: false,
+    },
+    Date.now(),
+    { previous: record },
+  );
+  ctx.logger.error(
+    { org, learnerId, runId, reason: err.message },
+    'job failed in the worker: learner marked worker-error',
+  );
+  return true;
 }

@@ -1,0 +1,75 @@
+// A job that BullMQ fails on its own (an error inside the worker, not an answer of the service) must not
+// leave its learner `queued` with no job: it ends `worker-error`, visible, and a retry finishes it.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newRunId } from '../../src/outcomes/runs.ts';
+import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import { retryFailed } from '../../src/queue/retry.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ tag: 'werr', sim: { learners: 30, repeatMode: 'error' }, env: { ATTEMPTS: '1' } });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('a job failed by the worker itself', () => {
+  it('ends worker-error, is counted as a failure, and a retry completes it', async () => {
+    const file = h.writeFile('w.csv', 'id\n2\n3\n');
+    const runId = newRunId();
+    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'w.csv', orgs: ['acme'] });
+    await enqueueCsv(
+      { producer: h.ctx.producer, runs: h.ctx.runs },
+      { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
+    );
+    // The audit write fails as it would under a Redis OOM: an error the outcome table does not know.
+    const appendAudit = h.ctx.store.appendAudit.bind(h.ctx.store);
+    h.ctx.store.appendAudit = async () => {
+      throw new Error('OOM command not allowed when used memory > maxmemory');
+    };
+    const first = await startWorkers(h.ctx, {
+      orgs: ['acme'],
+      concurrency: 2,
+      untilIdle: true,
+      idleCheckMs: 100,
+    }).done;
+    expect(first.reason).toBe('idle');
+    expect(first.failed).toBe(2);
+    for (const id of [2, 3]) {
+      const r = await h.ctx.store.get('acme', id);
+      expect(r?.b).toBe('worker-error');
+      expect(r?.m).toMatch(/OOM command not allowed/);
+    }
+    expect(await h.ctx.store.bucketSize('acme', 'worker-error')).toBe(2);
+
+    h.ctx.store.appendAudit = appendAudit;
+    expect((await retryFailed(h.ctx, { orgs: ['acme'], status: 'worker-error' })).requeued).toBe(2);
+    const second = await startWorkers(h.ctx, {
+      orgs: ['acme'],
+      concurrency: 2,
+      untilIdle: true,
+      idleCheckMs: 100,
+    }).done;
+    expect(second.failed).toBe(0);
+    for (const id of [2, 3]) {
+      // The first call did transfer it (the answer was lost with the audit write): the repeat says so.
+      expect((await h.ctx.store.get('acme', id))?.b).toBe('already-in-org');
+      expect(h.sim.ownerChanges(id)).toBe(1);
+    }
+  });
+
+  it('a job whose learner is already done completes without calling the service', async () => {
+    const before = h.sim.record.length;
+    await h.ctx.queues
+      .get('acme')
+      .add('transfer', { org: 'acme', learnerId: 2, runId: 'dup', source: 'test' }, { jobId: 'dup-2' });
+    const r = await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 1, untilIdle: true, idleCheckMs: 100 })
+      .done;
+    expect(r.reason).toBe('idle');
+    expect(h.sim.record.length).toBe(before);
+    expect((await h.ctx.store.get('acme', 2))?.b).toBe('already-in-org');
+  });
+});
