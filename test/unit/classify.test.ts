@@ -40,6 +40,11 @@ describe('classifyResponse', () => {
       { success: false, error: 'Invalid request', message: 'learnerId must be an integer' },
       'invalid-request',
     ],
+    [
+      400,
+      { success: false, error: 'Invalid request', message: 'A transfer is already in progress' },
+      'invalid-request',
+    ],
     [401, { success: false, error: 'Unauthorized' }, 'unauthorized'],
     [403, { success: false, error: 'Unauthorized', message: 'Caller lacks permission' }, 'forbidden'],
     [
