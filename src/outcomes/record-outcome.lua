@@ -11,16 +11,17 @@
   ARGV[2]  time (ms), the score in the indexes
   ARGV[3]  index key prefix ({org}:out:idx:) - same hash slot as KEYS[1]
   ARGV[4]  space-separated buckets that get an index
-  ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or, with
-           ARGV[6] = "1" (force), where the old record is final (it keeps the learner's history)
-  ARGV[6]  force ("1" or "0")
+  ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or where the old
+           record is final and was last updated before ARGV[6] (re-opened on purpose: it keeps the
+           learner's history)
+  ARGV[6]  force cutoff (ms): final records updated before it are re-opened; "0" re-opens none
   ARGV[7..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
 
   Returns: one string per learner: its old bucket ("" when it had no record), or "skip:<old bucket>" when
   mode "enqueue" kept the old record.
 ]]
 local runId, now, idxPrefix = ARGV[1], ARGV[2], ARGV[3]
-local enqueue, force = ARGV[5] == 'enqueue', ARGV[6] == '1'
+local enqueue, forceBefore = ARGV[5] == 'enqueue', tonumber(ARGV[6]) or 0
 local indexed = {}
 for b in string.gmatch(ARGV[4], '%S+') do indexed[b] = true end
 
@@ -45,7 +46,9 @@ for i = 7, #ARGV, 3 do
   local write = true
   if enqueue and old then
     local final = oldBucket ~= 'queued' and oldBucket ~= 'retrying' and oldBucket ~= ''
-    if final and force then
+    -- A record updated after the cutoff is news the caller did not see (a reconcile's walk read the
+    -- learner before a worker moved it): it stays as it is.
+    if final and (oldRecord and (tonumber(oldRecord['t']) or 0) or 0) < forceBefore then
       -- Re-opened on purpose: the learner's history (attempts, last transfer, audit ids) stays with it.
       if oldRecord then
         local rec = cjson.decode(newJson)

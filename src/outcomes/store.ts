@@ -38,8 +38,12 @@ export interface QueueMark {
   learnerId: number;
   runId: string;
   source: string;
-  /** Re-open a learner whose record is final (reconcile, retry). */
-  force: boolean;
+  /**
+   * Re-open a learner whose record is final (retry, reconcile): true for any final record, or a time
+   * (ms): only records last updated before it (a reconcile passes the start of its walk, so a learner a
+   * worker moved after its page was read is not transferred again).
+   */
+  force: boolean | number;
 }
 
 /** What marking a learner queued found: new, re-opened, or kept (with the bucket it was in). */
@@ -83,7 +87,7 @@ export class OutcomeStore {
     now: number,
     records: readonly { learnerId: number; record: OutcomeRecord }[],
     mode: 'set' | 'enqueue',
-    force: boolean,
+    force: boolean | number,
   ) {
     const k = this.#keys;
     const triples: string[] = [];
@@ -98,7 +102,7 @@ export class OutcomeStore {
       k.outcomeIndexPrefix(org),
       INDEXED,
       mode,
-      force ? '1' : '0',
+      String(force === true ? Number.MAX_SAFE_INTEGER : force === false ? 0 : force),
       ...triples,
     );
   }
@@ -107,9 +111,9 @@ export class OutcomeStore {
   async markQueued(items: readonly QueueMark[], now = Date.now()): Promise<MarkResult[]> {
     if (items.length === 0) return [];
     // One script call per (organization, run, force) group, in one round trip.
-    const groups = new Map<string, { org: string; runId: string; force: boolean; at: number[] }>();
+    const groups = new Map<string, { org: string; runId: string; force: boolean | number; at: number[] }>();
     items.forEach((it, i) => {
-      const key = `${it.org}\u0000${it.runId}\u0000${it.force ? 1 : 0}`;
+      const key = `${it.org}\u0000${it.runId}\u0000${String(it.force)}`;
       let g = groups.get(key);
       if (!g) groups.set(key, (g = { org: it.org, runId: it.runId, force: it.force, at: [] }));
       g.at.push(i);

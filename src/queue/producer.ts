@@ -50,16 +50,24 @@ export class Producer {
   async add(
     items: readonly ProducerItem[],
     runId: string,
-    options: { force?: boolean } = {},
+    options: { force?: boolean | number } = {},
   ): Promise<ProduceCounts> {
     const counts = emptyCounts();
     if (items.length === 0) return counts;
     const force = options.force ?? false;
+    let candidates = items;
+    if (force !== false) {
+      // A learner whose job is running right now finishes on its own; re-opening it would race the
+      // worker (which may have written its final record and not yet moved the job to failed).
+      const running = await this.#activeJobs(items);
+      candidates = items.filter((it) => !running.has(`${it.org}\u0000${it.learnerId}`));
+      counts.alreadyQueued += items.length - candidates.length;
+    }
     const marks = await this.#store.markQueued(
-      items.map((it) => ({ org: it.org, learnerId: it.learnerId, runId, source: it.source, force })),
+      candidates.map((it) => ({ org: it.org, learnerId: it.learnerId, runId, source: it.source, force })),
     );
     const byOrg = new Map<string, { item: ProducerItem; mark: MarkResult }[]>();
-    items.forEach((item, i) => {
+    candidates.forEach((item, i) => {
       const mark = marks[i] as MarkResult;
       if (mark.kind === 'kept' && mark.bucket !== 'queued' && mark.bucket !== 'retrying') {
         counts.alreadyDone[mark.bucket] = (counts.alreadyDone[mark.bucket] ?? 0) + 1;
@@ -73,10 +81,19 @@ export class Producer {
     });
     for (const [org, list] of byOrg) {
       const queue = this.#queues.get(org);
-      // A re-opened learner may still have its failed job (kept for bull-board): remove it, or the add
-      // below would be a no-op and the learner would wait forever.
-      const reopened = list.filter((e) => e.mark.kind === 'reopened');
-      for (const e of reopened) await queue.remove(jobIdOf(e.item.learnerId));
+      // A learner to (re)add may still have a failed job under its id (kept for bull-board): the add
+      // below would then be a no-op and the learner would wait forever. This also repairs a learner
+      // left queued by a crash between a re-open and its add: running the same command again fixes it.
+      const check = list.filter((e) => e.mark.kind !== 'new');
+      if (check.length > 0) {
+        const pipe = this.#queues.redis.pipeline();
+        for (const e of check) pipe.zscore(queue.keys.failed ?? '', jobIdOf(e.item.learnerId));
+        const replies = (await pipe.exec()) ?? [];
+        for (const [i, e] of check.entries()) {
+          if (replies[i]?.[1] === null || replies[i]?.[1] === undefined) continue;
+          await queue.remove(jobIdOf(e.item.learnerId));
+        }
+      }
       await queue.addBulk(
         list.map(({ item }) => ({
           name: JOB_NAME,
@@ -86,5 +103,17 @@ export class Producer {
       );
     }
     return counts;
+  }
+
+  /** "org\0learnerId" of the items whose job is in a worker's hands now (BullMQ's active list). */
+  async #activeJobs(items: readonly ProducerItem[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const org of new Set(items.map((it) => it.org))) {
+      const queue = this.#queues.get(org);
+      const active = new Set(await this.#queues.redis.lrange(queue.keys.active ?? '', 0, -1));
+      for (const it of items)
+        if (it.org === org && active.has(jobIdOf(it.learnerId))) out.add(`${org}\u0000${it.learnerId}`);
+    }
+    return out;
   }
 }

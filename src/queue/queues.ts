@@ -58,6 +58,11 @@ export class QueueSet {
     return q;
   }
 
+  /** The connection the queues use, for reads of BullMQ's own keys (active list, failed set). */
+  get redis(): Redis {
+    return this.#redis;
+  }
+
   get jobOptions(): JobsOptions {
     return this.#jobOptions;
   }

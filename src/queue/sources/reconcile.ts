@@ -138,6 +138,9 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
       options.onProgress?.(pagesDone, read.lastPage, actual.size);
     },
   });
+  // Final records updated after this moment were moved by workers after their page may have been read:
+  // the walk's view of them is stale, so they are not re-opened (no second irreversible call).
+  const walkStartedAt = Date.now();
   const walk = await walker.walk();
 
   const drift: DriftRow[] = [];
@@ -211,7 +214,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
       learnerId: r.learnerId,
       source: `reconcile:${source}:${r.line}`,
     }));
-    addCounts(counts, await deps.producer.add(items, runId, { force: true }));
+    addCounts(counts, await deps.producer.add(items, runId, { force: walkStartedAt }));
   }
 
   const outDir = options.outDir ?? join('out', runId);
