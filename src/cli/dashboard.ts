@@ -38,7 +38,12 @@ export function register(program: Command): void {
         );
       }
       const ctx = await createContext(config);
-      const app = await buildDashboard(ctx, { readOnly: Boolean(flags.readOnly) });
+      const app = await buildDashboard(ctx, { readOnly: Boolean(flags.readOnly) }).catch(
+        async (err: unknown) => {
+          await ctx.close();
+          throw err;
+        },
+      );
       try {
         await app.listen({ port: flags.port, host: flags.host });
       } catch (err) {

@@ -76,7 +76,17 @@ export function onShutdown(
       process.exit(EXIT.interrupted);
     }, forceAfterMs);
     timer.unref();
-    void Promise.resolve(stop(signal)).finally(() => clearTimeout(timer));
+    // A stop that fails (Redis gone while closing) is reported and ends the process, not left as an
+    // unhandled rejection.
+    void Promise.resolve()
+      .then(() => stop(signal))
+      .catch((err: unknown) => {
+        process.stderr.write(
+          `learner-transfer: error while shutting down: ${(err as Error)?.message ?? String(err)}\n`,
+        );
+        process.exit(EXIT.interrupted);
+      })
+      .finally(() => clearTimeout(timer));
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { startControlWorker } from '../worker/control-worker.ts';
+import { LearnerTransferError } from '../errors.ts';
 import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
 import { createRegistry, observeOutcome, serveMetrics, transferDurationHistogram } from '../metrics.ts';
 
@@ -44,7 +45,19 @@ export function register(program: Command): void {
       const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
       const registry = opts.metricsPort ? createRegistry() : undefined;
       const histogram = registry && transferDurationHistogram(registry);
-      const metrics = registry && (await serveMetrics(registry, opts.metricsPort ?? 0, opts.metricsHost));
+      let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+      try {
+        metrics = registry && (await serveMetrics(registry, opts.metricsPort ?? 0, opts.metricsHost));
+      } catch (err) {
+        // Nothing started yet but the context: close it, or its connections would keep the process up.
+        await ctx.close();
+        const code = (err as { code?: string }).code;
+        throw new LearnerTransferError(
+          'LT_USAGE',
+          `--metrics-port: cannot listen on ${opts.metricsHost}:${opts.metricsPort} (${code ?? (err as Error).message})`,
+          { cause: err },
+        );
+      }
       if (metrics) ctx.logger.info({ url: `${metrics.url}/metrics` }, 'metrics served');
       const handle = startWorkers(ctx, {
         ...(histogram ? { onOutcome: (e) => observeOutcome(histogram, e) } : {}),

@@ -59,4 +59,19 @@ describe('work on SIGTERM', () => {
     expect(c.active).toBe(0);
     expect((c.waiting ?? 0) + (c.prioritized ?? 0)).toBe(ids.length - seen.size);
   });
+
+  it('exits with a clear error, and does not hang, when its metrics port is taken', async () => {
+    const { createServer } = await import('node:net');
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const r = await waitExit(spawnCli(['work', '--metrics-port', String(port)], h.env), 20_000);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`--metrics-port: cannot listen on 127.0.0.1:${port} (EADDRINUSE)`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      blocker.close();
+    }
+  });
 });
