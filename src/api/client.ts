@@ -17,6 +17,8 @@ export interface ClientOptions {
 }
 
 /** Bodies larger than this are not ours: a transfer result is a few KB. */
+const MAX_KEPT_BODY = 64 * 1024;
+
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export type ListResult =
@@ -71,15 +73,23 @@ export class LearnerApiClient {
     onHeaders();
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) {
-        response.body.destroy();
-        throw Object.assign(new Error(`response body over ${MAX_BODY_BYTES} bytes`), {
-          code: 'LT_BODY_TOO_LARGE',
-        });
+    try {
+      for await (const chunk of response.body) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_BODY_BYTES) {
+          response.body.destroy();
+          throw Object.assign(new Error(`response body over ${MAX_BODY_BYTES} bytes`), {
+            code: 'LT_BODY_TOO_LARGE',
+          });
+        }
+        chunks.push(chunk as Buffer);
       }
-      chunks.push(chunk as Buffer);
+    } catch (err) {
+      // Keep what arrived of a cut body: for a 200 it is all that is left of the transfer's record.
+      throw Object.assign(err as Error, {
+        ltStatus: response.statusCode,
+        ltPartialBody: Buffer.concat(chunks).toString('utf8'),
+      });
     }
     return {
       status: response.statusCode,
@@ -119,23 +129,31 @@ export class LearnerApiClient {
           durationMs,
           message: '200 whose body is not JSON: the transfer may have happened',
           bodyStart: text.slice(0, 200),
+          body: text.slice(0, MAX_KEPT_BODY),
         };
       }
-      return classifyResponse(status, body, text.slice(0, 200), {
+      const outcome = classifyResponse(status, body, text.slice(0, 200), {
         durationMs,
         previousTransferId: options.previousTransferId,
         retryAfterMs: parseRetryAfter(headers['retry-after']),
       });
+      // A 200 the schema refuses may still be a transfer that happened: keep its text for the audit.
+      if (outcome.code === 'bad-response' && status === 200) outcome.body = text.slice(0, MAX_KEPT_BODY);
+      return outcome;
     } catch (err) {
       const durationMs = performance.now() - started;
       if (headersReceived) {
         // The status line arrived and the body was cut: for a 200 the transfer happened and we lost its
         // record; the retry will resolve to already-in-org.
+        const cut = err as Error & { ltStatus?: number; ltPartialBody?: string };
         return {
           code: 'bad-response',
-          status: 0,
+          status: cut.ltStatus ?? 0,
           durationMs,
-          message: `response cut while reading the body (${(err as Error).message}): the transfer may have happened`,
+          message: `response cut while reading the body (${cut.message}): the transfer may have happened`,
+          ...(cut.ltStatus === 200 && cut.ltPartialBody !== undefined
+            ? { body: cut.ltPartialBody.slice(0, MAX_KEPT_BODY) }
+            : {}),
         };
       }
       return classifyNetworkError(err, durationMs, false);

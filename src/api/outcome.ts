@@ -41,6 +41,11 @@ export type TransferOutcome =
       message: string;
       /** The first bytes of the body, for the operator (never contains our token: it is the server's text). */
       bodyStart?: string;
+      /**
+       * The text of a 200 (whole, or as far as it arrived): the transfer may have happened, and this is
+       * all that is left of what it deleted, so the worker puts it in the audit stream.
+       */
+      body?: string;
     });
 
 // Compile-time proof that the union covers exactly the table's codes.

@@ -213,6 +213,32 @@ export class OutcomeStore {
     return id ?? '';
   }
 
+  /**
+   * Appends the text of a 200 that could not be read as a transfer result (cut, or off the schema): the
+   * transfer may have happened, and this text is all that is left of what it deleted.
+   */
+  async appendUnreadableAudit(
+    org: string,
+    learnerId: number,
+    runId: string,
+    body: string,
+    reason: string,
+  ): Promise<string> {
+    const id = await this.#redis.xadd(
+      this.#keys.audit(org),
+      '*',
+      'learnerId',
+      String(learnerId),
+      'runId',
+      runId,
+      'transferId',
+      '',
+      'result',
+      JSON.stringify({ unreadable: true, reason, body }),
+    );
+    return id ?? '';
+  }
+
   /** Audit entries by their stream ids (a record keeps the ids of its learner's entries). */
   async auditEntries(org: string, ids: readonly string[]): Promise<AuditEntry[]> {
     const out: AuditEntry[] = [];

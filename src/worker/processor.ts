@@ -205,6 +205,15 @@ export function createProcessor(deps: ProcessorDeps) {
 
     let auditId: string | undefined;
     if (result) auditId = await store.appendAudit(org, learnerId, runId, result);
+    else if (outcome.code === 'bad-response' && outcome.body !== undefined) {
+      auditId = await store.appendUnreadableAudit(
+        org,
+        learnerId,
+        runId,
+        scrubSecrets(outcome.body, secrets),
+        outcome.message,
+      );
+    }
     await store.recordAttempt(
       org,
       learnerId,

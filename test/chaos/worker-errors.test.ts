@@ -72,4 +72,29 @@ describe('a job failed by the worker itself', () => {
     expect(h.sim.record.length).toBe(before);
     expect((await h.ctx.store.get('acme', 2))?.b).toBe('already-in-org');
   });
+
+  it('a cut 200 leaves what arrived of its body in the audit stream', async () => {
+    h.sim.setFaults({ truncateRate: 1 });
+    try {
+      const file = h.writeFile('cut.csv', 'id\n8\n');
+      const runId = newRunId();
+      await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'cut.csv', orgs: ['acme'] });
+      await enqueueCsv(
+        { producer: h.ctx.producer, runs: h.ctx.runs },
+        { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r2.csv') },
+      );
+      await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 1, untilIdle: true, idleCheckMs: 100 }).done;
+    } finally {
+      h.sim.setFaults({});
+    }
+    const rec = await h.ctx.store.get('acme', 8);
+    expect(rec?.b).toBe('bad-response');
+    expect(h.sim.ownerChanges(8)).toBe(1);
+    const [entry] = await h.ctx.store.auditEntries('acme', rec?.au ?? []);
+    const kept = entry?.result as { unreadable: boolean; body: string; reason: string };
+    expect(kept.unreadable).toBe(true);
+    expect(kept.body.length).toBeGreaterThan(10);
+    expect(kept.body.startsWith('{"success":true')).toBe(true);
+    expect(kept.reason).toMatch(/cut while reading the body/);
+  });
 });
