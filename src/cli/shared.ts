@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config, type LoadOptions } from '../config.ts';
 import { LearnerTransferError } from '../errors.ts';
+import { scrubSecrets } from '../log.ts';
 
 /** Exit codes, documented in the README. */
 export const EXIT = {
@@ -21,10 +22,24 @@ export function loadCliConfig(options: LoadOptions = {}): Readonly<Config> {
   return loadConfig(process.env, options);
 }
 
+/**
+ * The secrets of the environment, read directly (not through the config, which may be what failed):
+ * an error message can quote the service, and the service may echo what it was sent.
+ */
+function environmentSecrets(): string[] {
+  const tokens = (process.env.LEARNER_API_TOKENS ?? '')
+    .split(',')
+    .map((pair) => pair.slice(pair.indexOf(':') + 1).trim())
+    .filter((t) => t.length >= 4);
+  const dashboard = process.env.DASHBOARD_TOKEN?.trim();
+  return dashboard ? [...tokens, dashboard] : tokens;
+}
+
 /** Prints an error for a person (no stack for known errors) and returns the exit code. */
 export function reportCliError(err: unknown): number {
+  const write = (text: string) => process.stderr.write(scrubSecrets(text, environmentSecrets()));
   if (err instanceof LearnerTransferError) {
-    process.stderr.write(`learner-transfer: ${err.message}\n`);
+    write(`learner-transfer: ${err.message}\n`);
     switch (err.code) {
       case 'LT_CONFIG_INVALID':
         return EXIT.config;
@@ -40,7 +55,7 @@ export function reportCliError(err: unknown): number {
         return EXIT.usage;
     }
   }
-  process.stderr.write(`learner-transfer: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+  write(`learner-transfer: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
   return 1;
 }
 
