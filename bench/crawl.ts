@@ -3,9 +3,6 @@
 // concurrency in the same run: the ratio is what the walker, schema validation, selection and (for the
 // enqueueing crawl) Redis cost over bare HTTP + JSON.parse.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { LearnerApiClient } from '../src/api/client.ts';
@@ -16,6 +13,8 @@ import { Producer } from '../src/queue/producer.ts';
 import { QueueSet } from '../src/queue/queues.ts';
 import { crawl } from '../src/queue/sources/crawl.ts';
 import { createSimulator } from '../src/simulator/index.ts';
+import { deleteKeysUnder as deletePrefix } from '../src/redis.ts';
+import { isMain, printFigures } from './common.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const LEARNERS = Number(process.env.BENCH_CRAWL_LEARNERS ?? 30_000);
@@ -45,15 +44,6 @@ async function rawLoop(url: string, pages: number): Promise<number> {
   const s = (performance.now() - start) / 1000;
   await pool.close();
   return pages / s;
-}
-
-async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
 }
 
 export async function runCrawlBench(): Promise<Figures> {
@@ -105,22 +95,5 @@ export async function runCrawlBench(): Promise<Figures> {
   }
 }
 
-/** Runs itself when it is the entry point (bin/run-ts.js removes the entry from argv: read /proc too). */
-function invokedDirectly(): boolean {
-  const self = fileURLToPath(import.meta.url);
-  const args = [...process.argv];
-  try {
-    args.push(...readFileSync('/proc/self/cmdline', 'utf8').split('\0'));
-  } catch {
-    // not Linux: argv is all there is
-  }
-  const entries = args.filter((a) => a.endsWith('.ts'));
-  return entries.length > 0 && resolve(entries[entries.length - 1] ?? '') === self;
-}
-
-if (invokedDirectly()) {
-  const figures = await runCrawlBench();
-  const width = Math.max(...Object.keys(figures).map((k) => k.length));
-  console.log('crawl benchmark (same simulator, same run)');
-  for (const [k, v] of Object.entries(figures)) console.log(`  ${k.padEnd(width)}  ${v}`);
-}
+if (isMain(import.meta.url))
+  printFigures('crawl benchmark (same simulator, same run)', await runCrawlBench());

@@ -8,6 +8,7 @@ import { createContext } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildDashboard } from '../src/dashboard/server.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
+import { deleteKeysUnder } from '../src/redis.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const FAILURES = Number(process.env.BENCH_DASHBOARD_FAILURES ?? 100_000);
@@ -118,12 +119,7 @@ export async function runDashboardBench(): Promise<Figures> {
     }
     return figures;
   } finally {
-    let cursor = '0';
-    do {
-      const [next, keys] = await ctx.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await ctx.redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeysUnder(ctx.redis, prefix);
     await ctx.close();
   }
 }

@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import { createKeys } from '../src/keys.ts';
 import { OutcomeStore } from '../src/outcomes/store.ts';
 import { isMain, mb, printFigures, round, type Figures } from './common.ts';
+import { deleteKeysUnder as dropPrefix } from '../src/redis.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -44,15 +45,6 @@ function child(mode: string, prefix: string, rows: number, csv: string): { ms: n
 async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-}
-
-async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
-    cursor = next;
-    if (keys.length) await redis.unlink(...keys);
-  } while (cursor !== '0');
 }
 
 /** Bytes per final outcome record with a full history, from MEMORY USAGE of a sample hash. */

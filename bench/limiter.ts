@@ -3,17 +3,16 @@
 // against the simulator (no latency), the delay from a permit freeing to the next grant, and the Redis
 // calls a waiting worker makes. Every figure is measured here; bench/run-all.ts can import
 // runLimiterBench() to put them in one table.
-import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { tokenFingerprint } from '../src/config.ts';
 import type { Rate } from '../src/duration.ts';
 import { TransferBudget } from '../src/limiter/index.ts';
 import { createSimulator } from '../src/simulator/index.ts';
+import { deleteKeysUnder as deletePrefix } from '../src/redis.ts';
+import { isMain, printFigures, round } from './common.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CONCURRENCY = 32;
@@ -40,15 +39,6 @@ async function callsPerSec(call: () => Promise<unknown>, ms = THROUGHPUT_MS): Pr
     }),
   );
   return calls / ((performance.now() - start) / 1000);
-}
-
-async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
 }
 
 function budget(redis: Redis, prefix: string, perToken: Rate, perOrg: Rate, ttl = 5000): TransferBudget {
@@ -226,11 +216,6 @@ async function waiting(
   return { perSec: calls / seconds, seconds };
 }
 
-function round(n: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
-}
-
 export async function runLimiterBench(): Promise<Record<string, number | string>> {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const prefix = `lt-bench-limiter-${randomBytes(4).toString('hex')}`;
@@ -255,25 +240,5 @@ export async function runLimiterBench(): Promise<Record<string, number | string>
   }
 }
 
-/**
- * Runs itself when it is the entry point. bin/run-ts.js removes the entry from process.argv, so the
- * command line is read from /proc where there is one (Linux), else from argv (tsx FILE).
- */
-function invokedDirectly(): boolean {
-  const self = fileURLToPath(import.meta.url);
-  const args = [...process.argv];
-  try {
-    args.push(...readFileSync('/proc/self/cmdline', 'utf8').split('\0'));
-  } catch {
-    // not Linux: argv is all there is
-  }
-  const entries = args.filter((a) => a.endsWith('.ts'));
-  return entries.length > 0 && resolve(entries[entries.length - 1] ?? '') === self;
-}
-
-if (invokedDirectly()) {
-  const figures = await runLimiterBench();
-  const width = Math.max(...Object.keys(figures).map((k) => k.length));
-  console.log('limiter benchmark (same Redis, same run)');
-  for (const [k, v] of Object.entries(figures)) console.log(`  ${k.padEnd(width)}  ${v}`);
-}
+if (isMain(import.meta.url))
+  printFigures('limiter benchmark (same Redis, same run)', await runLimiterBench());

@@ -14,6 +14,7 @@ import { newRunId } from '../src/outcomes/runs.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { isMain, mb, printFigures, round, type Figures } from './common.ts';
+import { deleteKeysUnder } from '../src/redis.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -152,12 +153,7 @@ export async function runLoadBench(): Promise<Figures> {
     if (bad) process.stderr.write(`a worker exited ${bad.code}:\n${bad.stderr.slice(-3000)}\n`);
     return figures;
   } finally {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeysUnder(redis, prefix);
     await ctx.close();
     await sim.close();
     rmSync(dir, { recursive: true, force: true });

@@ -14,6 +14,7 @@ import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { startWorkers } from '../src/worker/run-workers.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
+import { deleteKeysUnder } from '../src/redis.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -103,12 +104,7 @@ export async function runTransfersBench(
   } finally {
     await ctx.close();
     const redis = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeysUnder(redis, prefix);
     await redis.quit();
     await sim.close();
   }

@@ -96,3 +96,18 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
     return undefined;
   }
 }
+
+/**
+ * Deletes every key under a prefix (ours and BullMQ's share it), with SCAN and UNLINK: never KEYS, never
+ * FLUSHDB. Returns how many keys it deleted.
+ */
+export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}

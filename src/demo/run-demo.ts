@@ -13,7 +13,7 @@ import { newRunId } from '../outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';
 import { startWorkers } from '../worker/run-workers.ts';
-import { createRedis } from '../redis.ts';
+import { createRedis, deleteKeysUnder } from '../redis.ts';
 import {
   redisAnswers,
   redisServerOnPath,
@@ -55,12 +55,7 @@ export interface DemoSession {
 async function deleteKeys(url: string, prefix: string): Promise<void> {
   const redis = createRedis(url, 'learner-transfer-demo-cleanup');
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeysUnder(redis, prefix);
   } finally {
     await redis.quit().catch(() => redis.disconnect());
   }

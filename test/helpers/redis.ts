@@ -2,6 +2,7 @@
 // No test ever runs FLUSHALL or FLUSHDB: other runs may share the server.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { deleteKeysUnder } from '../../src/redis.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -17,16 +18,7 @@ export function newRedis(url = REDIS_URL): Redis {
 }
 
 /** Deletes every key under a prefix (our keys and BullMQ's share it). */
-export async function deletePrefix(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
-  let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
-  return deleted;
-}
+export const deletePrefix = deleteKeysUnder;
 
 /** Every key and its value under a prefix, as text, for "no token in Redis" scans. */
 export async function dumpPrefix(redis: Redis, prefix: string): Promise<string[]> {
