@@ -198,19 +198,7 @@ export class OutcomeStore {
 
   /** Appends a successful transfer's full result: the only record of the authorizations it deleted. */
   async appendAudit(org: string, learnerId: number, runId: string, result: TransferResult): Promise<string> {
-    const id = await this.#redis.xadd(
-      this.#keys.audit(org),
-      '*',
-      'learnerId',
-      String(learnerId),
-      'runId',
-      runId,
-      'transferId',
-      result.data.transferDetails.transferId,
-      'result',
-      JSON.stringify(result.data),
-    );
-    return id ?? '';
+    return this.#addAudit(org, learnerId, runId, result.data.transferDetails.transferId, result.data);
   }
 
   /**
@@ -224,6 +212,16 @@ export class OutcomeStore {
     body: string,
     reason: string,
   ): Promise<string> {
+    return this.#addAudit(org, learnerId, runId, '', { unreadable: true, reason, body });
+  }
+
+  async #addAudit(
+    org: string,
+    learnerId: number,
+    runId: string,
+    transferId: string,
+    result: unknown,
+  ): Promise<string> {
     const id = await this.#redis.xadd(
       this.#keys.audit(org),
       '*',
@@ -232,9 +230,9 @@ export class OutcomeStore {
       'runId',
       runId,
       'transferId',
-      '',
+      transferId,
       'result',
-      JSON.stringify({ unreadable: true, reason, body }),
+      JSON.stringify(result),
     );
     return id ?? '';
   }
