@@ -1,0 +1,94 @@
+// The README's commands that no other test runs as a CLI: simulate, retry, tokens unpause, plan --csv
+// and reconcile, each as a user types it, against the real simulator and Redis.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newRunId } from '../../src/outcomes/runs.ts';
+import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
+import { ROOT, runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ tag: 'cli', sim: { learners: 60, forbiddenLearnerIds: [5] } });
+  const file = h.writeFile('c.csv', 'id\n2\n3\n5\n');
+  const runId = newRunId();
+  await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'c.csv', orgs: ['acme'] });
+  await enqueueCsv(
+    { producer: h.ctx.producer, runs: h.ctx.runs },
+    { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
+  );
+  await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 2, untilIdle: true, idleCheckMs: 100 }).done;
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('the README commands', () => {
+  it('simulate serves the spec until Ctrl-C', async () => {
+    const child = spawnCli(['simulate', '--port', '0', '--limit-per-token', '10/4s'], {});
+    const deadline = Date.now() + 20_000;
+    while (!/http:\/\/127\.0\.0\.1:\d+/.test(child.output.stdout) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(child.output.stdout)?.[0];
+    expect(url).toBeDefined();
+    const res = await fetch(`${url}/1/learner?page=2`, {
+      headers: {
+        authorization: 'Bearer sim-acme-1',
+        'user-agent': 'readme test',
+        accept: 'application/json',
+      },
+    });
+    const body = (await res.json()) as { pagination: { current_page: string; from: number } };
+    expect(body.pagination).toMatchObject({ current_page: '2', from: 101 });
+    child.kill('SIGINT');
+    const r = await waitExit(child, 10_000);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('acme:sim-acme-1');
+  });
+
+  it('retry --status forbidden re-queues the learner', async () => {
+    const r = await runCli(['retry', '--status', 'forbidden'], h.env);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe('re-queued 1 learner (acme 1)');
+    expect((await h.ctx.store.get('acme', 5))?.b).toBe('queued');
+    const bad = await runCli(['retry', '--status', 'transferred'], h.env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--status/);
+  });
+
+  it('tokens unpause lifts a 401 pause', async () => {
+    const [token] = h.config.tokens;
+    await h.ctx.budget.block('acme', token?.id ?? '', 'indefinite', '401');
+    const listed = await runCli(['tokens', 'list'], h.env);
+    expect(listed.stdout).toContain(`acme ${token?.id}`);
+    expect(listed.stdout).toContain('blocked (401)');
+    const r = await runCli(['tokens', 'unpause', '--org', 'acme'], h.env);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe('unpaused 2 tokens of acme');
+    const view = await h.ctx.budget.peek(
+      'acme',
+      h.config.tokens.map((t) => t.id),
+    );
+    expect(view.tokens.every((t) => t.blocked === null)).toBe(true);
+  });
+
+  it('plan --csv says how many and how long, and writes nothing', async () => {
+    const r = await runCli(['plan', '--csv', join(ROOT, 'jobs.example.csv'), '--org', 'acme'], h.env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/learners for acme: .* at /);
+  });
+
+  it('reconcile --desired reports the drift and enqueues it', async () => {
+    const desired = h.writeFile('desired.csv', 'learnerId,org\n8,acme\n2,acme\n');
+    const out = join(h.dir, 'drift');
+    const r = await runCli(
+      ['reconcile', '--desired', desired, '--org-id', 'acme=1', '--out', out, '--quiet'],
+      h.env,
+    );
+    expect(r.code).toBe(0);
+    expect((await h.ctx.store.get('acme', 8))?.b).toBe('queued');
+    expect((await h.ctx.store.get('acme', 2))?.b).toBe('transferred');
+  });
+});
