@@ -1,9 +1,6 @@
 // A job that BullMQ fails on its own (an error inside the worker, not an answer of the service) must not
 // leave its learner `queued` with no job: it ends `worker-error`, visible, and a retry finishes it.
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { retryFailed } from '../../src/queue/retry.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -18,13 +15,7 @@ afterAll(async () => {
 
 describe('a job failed by the worker itself', () => {
   it('ends worker-error, is counted as a failure, and a retry completes it', async () => {
-    const file = h.writeFile('w.csv', 'id\n2\n3\n');
-    const runId = newRunId();
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'w.csv', orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
-    );
+    await h.enqueueIds([2, 3]);
     // The audit write fails as it would under a Redis OOM: an error the outcome table does not know.
     const appendAudit = h.ctx.store.appendAudit.bind(h.ctx.store);
     h.ctx.store.appendAudit = async () => {
@@ -76,13 +67,7 @@ describe('a job failed by the worker itself', () => {
   it('a cut 200 leaves what arrived of its body in the audit stream', async () => {
     h.sim.setFaults({ truncateRate: 1 });
     try {
-      const file = h.writeFile('cut.csv', 'id\n8\n');
-      const runId = newRunId();
-      await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'cut.csv', orgs: ['acme'] });
-      await enqueueCsv(
-        { producer: h.ctx.producer, runs: h.ctx.runs },
-        { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r2.csv') },
-      );
+      await h.enqueueIds([8]);
       await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 1, untilIdle: true, idleCheckMs: 100 }).done;
     } finally {
       h.sim.setFaults({});

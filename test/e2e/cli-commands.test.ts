@@ -2,8 +2,6 @@
 // and reconcile, each as a user types it, against the real simulator and Redis.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { ROOT, runCli, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -11,13 +9,7 @@ import { startHarness, type Harness } from '../helpers/pipeline.ts';
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ tag: 'cli', sim: { learners: 60, forbiddenLearnerIds: [5] } });
-  const file = h.writeFile('c.csv', 'id\n2\n3\n5\n');
-  const runId = newRunId();
-  await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'c.csv', orgs: ['acme'] });
-  await enqueueCsv(
-    { producer: h.ctx.producer, runs: h.ctx.runs },
-    { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
-  );
+  await h.enqueueIds([2, 3, 5]);
   await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 2, untilIdle: true, idleCheckMs: 100 }).done;
 });
 afterAll(async () => {

@@ -1,9 +1,6 @@
 // SIGTERM to `work` while transfers are in flight: it stops taking jobs, lets the ones in flight finish,
 // and exits within its bound; nothing is lost (the learners it did not reach stay queued for the next).
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -25,13 +22,7 @@ afterAll(async () => {
 
 describe('work on SIGTERM', () => {
   it('finishes the transfers in flight, exits 130 in time, and leaves the rest queued', async () => {
-    const file = h.writeFile('graceful.csv', `id\n${ids.join('\n')}\n`);
-    const runId = newRunId();
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'graceful.csv', orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
-    );
+    await h.enqueueIds(ids);
     const child = spawnCli(['work', '--concurrency', '4'], h.env);
     const deadline = Date.now() + 30_000;
     while (h.sim.record.filter((r) => r.method === 'PATCH').length < 8 && Date.now() < deadline) {

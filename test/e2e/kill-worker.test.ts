@@ -1,11 +1,8 @@
 // A worker process killed with SIGKILL mid-run, then another started: nothing lost (every learner ends
 // in a final state), nothing transferred twice (the simulator saw each learner change owner once).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
-import { join } from 'node:path';
 
 let h: Harness;
 const ids = Array.from({ length: 400 }, (_, i) => i + 1)
@@ -34,13 +31,7 @@ afterAll(async () => {
 
 describe('SIGKILL of a worker mid-run', () => {
   it('loses nothing and transfers nobody twice', async () => {
-    const file = h.writeFile('kill.csv', `learner_id\n${ids.join('\n')}\n`);
-    const runId = newRunId();
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'kill.csv', orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      { file, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
-    );
+    await h.enqueueIds(ids);
 
     const first = spawnCli(['work', '--concurrency', '8'], h.env);
     // Kill it while requests are in flight: wait until some transfers have happened, not all.

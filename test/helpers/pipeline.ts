@@ -4,6 +4,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createContext, type AppContext } from '../../src/app.ts';
+import { newRunId } from '../../src/outcomes/runs.ts';
+import { enqueueCsv, type EnqueueCsvSummary } from '../../src/queue/enqueue-csv.ts';
 import { loadConfig, secretsOf, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
@@ -18,6 +20,8 @@ export interface Harness {
   prefix: string;
   dir: string;
   writeFile(name: string, text: string): string;
+  /** Writes the ids as a CSV and enqueues it in a new run, as `enqueue --csv FILE --org ORG` does. */
+  enqueueIds(ids: readonly number[], org?: string): Promise<{ runId: string; summary: EnqueueCsvSummary }>;
   close(): Promise<void>;
 }
 
@@ -72,6 +76,23 @@ export async function startHarness(
       const path = join(dir, name);
       writeFileSync(path, text);
       return path;
+    },
+    async enqueueIds(ids, org = 'acme') {
+      const runId = newRunId();
+      const file = join(dir, `${runId}.csv`);
+      writeFileSync(file, `learnerId\n${ids.join('\n')}\n`);
+      await ctx.runs.create({ id: runId, kind: 'csv', source: `${runId}.csv`, orgs: [org] });
+      const summary = await enqueueCsv(
+        { producer: ctx.producer, runs: ctx.runs },
+        {
+          file,
+          defaultOrg: org,
+          knownOrgs: config.orgs,
+          runId,
+          rejectsFile: join(dir, `${runId}-rejects.csv`),
+        },
+      );
+      return { runId, summary };
     },
     async close() {
       await ctx.close();
