@@ -1,5 +1,6 @@
 // The list of commands. Each command lives in its own file and exports a `register(program)`.
 import type { Command } from 'commander';
+import { register as audit } from './audit.ts';
 import { register as demo } from './demo.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as crawl } from './crawl.ts';
@@ -26,6 +27,7 @@ export const commands: Register[] = [
   work,
   status,
   report,
+  audit,
   retry,
   tokens,
   simulate,

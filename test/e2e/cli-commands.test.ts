@@ -1,5 +1,6 @@
 // The README's commands that no other test runs as a CLI: simulate, retry, tokens unpause, plan --csv
 // and reconcile, each as a user types it, against the real simulator and Redis.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkers } from '../../src/worker/run-workers.ts';
@@ -82,5 +83,29 @@ describe('the README commands', () => {
     expect(r.code).toBe(0);
     expect((await h.ctx.store.get('acme', 8))?.b).toBe('queued');
     expect((await h.ctx.store.get('acme', 2))?.b).toBe('transferred');
+  });
+
+  it('audit exports every transfer with what it deleted, as NDJSON', async () => {
+    const out = join(h.dir, 'audit.ndjson');
+    const r = await runCli(['audit', '--org', 'acme', '--out', out], h.env);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+ audit records? -> /);
+    const lines = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const two = lines.find((l) => l.learnerId === 2);
+    const sim = h.sim.transfersOf(2)[0];
+    expect(two).toMatchObject({ org: 'acme', transferId: sim?.data.transferDetails.transferId });
+    expect(two?.result).toEqual(JSON.parse(JSON.stringify(sim?.data)));
+    const one = await runCli(['audit', '--learner', '3'], h.env);
+    const only = one.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { learnerId: number });
+    expect(only.length).toBeGreaterThanOrEqual(1);
+    expect(only.every((l) => l.learnerId === 3)).toBe(true);
+    for (const secret of ['sim-acme-1', 'sim-acme-2'])
+      expect(readFileSync(out, 'utf8')).not.toContain(secret);
   });
 });

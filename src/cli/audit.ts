@@ -1,0 +1,27 @@
+import { Command, Option } from 'commander';
+import { createContext, requireOrg } from '../app.ts';
+import { exportAudit } from '../outcomes/audit-export.ts';
+import { loadCliConfig, positiveInt } from './shared.ts';
+
+export function register(program: Command): void {
+  program
+    .command('audit')
+    .description(
+      'Export the audit record of every transfer (groups removed and added, authorizations revoked) as NDJSON',
+    )
+    .option('--org <key...>', 'only these organizations')
+    .option('--run <id>', 'only transfers of this run')
+    .addOption(new Option('--learner <id>', 'only this learner').argParser(positiveInt('--learner')))
+    .option('--out <file>', 'write here instead of stdout')
+    .action(async (opts: { org?: string[]; run?: string; learner?: number; out?: string }) => {
+      const config = loadCliConfig();
+      const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+      const ctx = await createContext(config);
+      try {
+        const n = await exportAudit(ctx.store, { orgs, runId: opts.run, learnerId: opts.learner }, opts.out);
+        if (opts.out) console.log(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
+      } finally {
+        await ctx.close();
+      }
+    });
+}

@@ -1,0 +1,43 @@
+// audit: the audit stream of every transfer, exported as NDJSON (one transfer a line, oldest first):
+// the only record of the authorizations each transfer deleted, for the operator to keep outside Redis.
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { once } from 'node:events';
+import { dirname } from 'node:path';
+import type { OutcomeStore } from './store.ts';
+
+export interface AuditFilter {
+  orgs: readonly string[];
+  runId?: string | undefined;
+  learnerId?: number | undefined;
+}
+
+/** Writes matching audit entries to `out` (or stdout). Returns how many it wrote. */
+export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?: string): Promise<number> {
+  let stream: NodeJS.WritableStream = process.stdout;
+  if (out) {
+    mkdirSync(dirname(out), { recursive: true });
+    stream = createWriteStream(out);
+  }
+  let n = 0;
+  try {
+    for (const org of filter.orgs) {
+      for await (const e of store.audit(org)) {
+        if (filter.runId && e.runId !== filter.runId) continue;
+        if (filter.learnerId !== undefined && e.learnerId !== filter.learnerId) continue;
+        // The stream id starts with the time Redis wrote the entry (ms).
+        const at = new Date(Number(e.id.split('-')[0])).toISOString();
+        const line = `${JSON.stringify({ org, learnerId: e.learnerId, runId: e.runId, transferId: e.transferId || null, recordedAt: at, auditId: e.id, result: e.result })}\n`;
+        n++;
+        if (!stream.write(line)) await once(stream, 'drain');
+      }
+    }
+  } finally {
+    if (out) {
+      const s = stream as ReturnType<typeof createWriteStream>;
+      await new Promise<void>((resolve, reject) =>
+        s.end((err?: Error | null) => (err ? reject(err) : resolve())),
+      );
+    }
+  }
+  return n;
+}
