@@ -80,6 +80,9 @@ export function register(program: Command): void {
       await ctx.close();
       console.error(
         `workers stopped (${result.reason}): ${result.succeeded} succeeded, ${result.failed} failed` +
+          (result.runFailures > 0
+            ? `; ${result.runFailures} learners of the runs worked on are in a failure state`
+            : '') +
           (result.unauthorizedOrgs.length
             ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
             : ''),
@@ -96,7 +99,7 @@ export function register(program: Command): void {
           ? EXIT.unauthorized
           : result.reason === 'stopped'
             ? EXIT.interrupted
-            : result.failed > 0
+            : result.failed > 0 || result.runFailures > 0
               ? EXIT.failures
               : EXIT.ok;
     });

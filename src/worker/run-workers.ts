@@ -4,7 +4,7 @@ import { Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
-import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { BUCKETS, isFinalBucket, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import { scrubSecrets } from '../log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
 import { createRedis } from '../redis.ts';
@@ -29,6 +29,12 @@ export interface WorkResult {
   /** Organizations that stopped because every token was refused (401) while work waited. */
   unauthorizedOrgs: string[];
   reason: 'idle' | 'stopped' | 'unauthorized';
+  /**
+   * With untilIdle, at idle: learners in a failure state in the runs this process worked on (those with
+   * learners waiting when it started, and those it recorded outcomes for), in the organizations it
+   * served, whichever process finished them. A nightly `work --until-idle` exits non-zero on these.
+   */
+  runFailures: number;
 }
 
 export interface WorkHandle {
@@ -41,6 +47,8 @@ export interface WorkHandle {
 export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle {
   if (!ctx.client) throw new Error('startWorkers needs LEARNER_API_BASE_URL');
   const counts = { succeeded: 0, failed: 0 };
+  const runsServed = new Set<string>();
+  let runFailures = 0;
   const processor = createProcessor({
     config: ctx.config,
     client: ctx.client,
@@ -56,6 +64,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
         if (e.bucket === 'transferred' || e.bucket === 'already-in-org') counts.succeeded++;
         else counts.failed++;
       }
+      runsServed.add(e.runId);
       options.onOutcome?.(e);
     },
   });
@@ -112,12 +121,14 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all([...pending]);
       await connection.quit().catch(() => connection.disconnect());
-      resolveDone({ ...counts, unauthorizedOrgs, reason });
+      resolveDone({ ...counts, unauthorizedOrgs, reason, runFailures });
     })();
     return stopping;
   };
 
   if (options.untilIdle) {
+    // The runs with learners waiting now: their outcomes decide the exit code, whoever finishes them.
+    const startedRuns = pendingRuns(ctx, options.orgs).then((ids) => ids.forEach((id) => runsServed.add(id)));
     let checking = false;
     timer = setInterval(() => {
       if (checking || stopping) return;
@@ -130,6 +141,8 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
           if (c.waiting + c.active + c.delayed + c.prioritized > 0) pendingOrgs.push(org);
         }
         if (pendingOrgs.length === 0) {
+          await startedRuns;
+          runFailures = await failuresIn(ctx, [...runsServed], options.orgs);
           reason = 'idle';
           await stop();
           return;
@@ -192,4 +205,37 @@ async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Err
     'job failed in the worker: learner marked worker-error',
   );
   return true;
+}
+
+const FAILURE_BUCKETS = BUCKETS.filter((b) => isFinalBucket(b) && !isSuccessBucket(b));
+
+/** Runs (newest 500) that have learners queued or retrying in any of the organizations. */
+async function pendingRuns(ctx: AppContext, orgs: readonly string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const run of await ctx.runs.list(500)) {
+    for (const org of orgs) {
+      const c = await ctx.store.runCounts(org, run.id);
+      if ((c.queued ?? 0) + (c.retrying ?? 0) > 0) {
+        out.push(run.id);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** Learners in a failure state in these runs and organizations. */
+async function failuresIn(
+  ctx: AppContext,
+  runIds: readonly string[],
+  orgs: readonly string[],
+): Promise<number> {
+  let n = 0;
+  for (const runId of runIds) {
+    for (const org of orgs) {
+      const c = await ctx.store.runCounts(org, runId);
+      for (const b of FAILURE_BUCKETS) n += c[b] ?? 0;
+    }
+  }
+  return n;
 }

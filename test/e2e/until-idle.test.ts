@@ -1,0 +1,48 @@
+// work --until-idle decides its exit code from the runs it worked on, not only from the learners it
+// finished itself: a nightly job must not exit 0 because another process happened to meet the failure.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
+import { runCli } from '../helpers/cli.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ tag: 'idle', sim: { learners: 60 } });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('work --until-idle exit code', () => {
+  it('is 1 when a learner of its run failed in another process, 0 for a run that all succeeded', async () => {
+    // An earlier worker meets the failure (999999 does not exist) and finishes the run's first learners.
+    const { runId } = await h.enqueueIds([2, 999_999]);
+    const first = await startWorkers(h.ctx, {
+      orgs: ['acme'],
+      concurrency: 2,
+      untilIdle: true,
+      idleCheckMs: 100,
+    }).done;
+    expect(first).toMatchObject({ reason: 'idle', failed: 1, runFailures: 1 });
+
+    // More learners join the same run; a nightly worker finishes them, and all of its own succeed.
+    const more = h.writeFile('more.csv', 'id\n3\n');
+    await enqueueCsv(
+      { producer: h.ctx.producer, runs: h.ctx.runs },
+      { file: more, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'm.csv') },
+    );
+    const nightly = await runCli(['work', '--until-idle'], h.env, 60_000);
+    expect(nightly.stderr).toMatch(
+      /1 succeeded, 0 failed; 1 learners of the runs worked on are in a failure state/,
+    );
+    expect(nightly.code).toBe(1);
+
+    // A new run in which every learner succeeds: exit 0, whatever older runs hold.
+    await h.enqueueIds([5, 6]);
+    const clean = await runCli(['work', '--until-idle'], h.env, 60_000);
+    expect(clean.stderr).toMatch(/2 succeeded, 0 failed/);
+    expect(clean.code).toBe(0);
+  });
+});
