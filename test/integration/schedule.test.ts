@@ -51,7 +51,12 @@ describe('schedule', () => {
       const counts = await h.ctx.store.runCounts('acme', run.id);
       // 2 and 3 sit in beta and gamma; 4 is already in acme.
       expect(counts.queued).toBe(2);
-      const job = await h.ctx.queues.get('acme').getJob('l2');
+      // The run and its counters exist before the producer's addBulk lands: wait for the job.
+      let job = await h.ctx.queues.get('acme').getJob('l2');
+      for (let i = 0; i < 100 && !job; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        job = await h.ctx.queues.get('acme').getJob('l2');
+      }
       expect(job?.data.runId).toBe(run.id);
     } finally {
       expect(await queue.removeJobScheduler('nightly')).toBe(true);
