@@ -32,7 +32,6 @@ export interface Keys {
   orgCounts(org: string): string;
   /** Per-run bucket counters of one organization (hash bucket -> count, plus `total`). */
   runCounters(org: string, runId: string): string;
-  runCountersPrefix(org: string): string;
   /** Audit stream of successful transfers' full results. */
   audit(org: string): string;
   /** Run metadata and counters (not per organization: a run may span several). */
@@ -46,12 +45,8 @@ export interface Keys {
   orgIds(): string;
   /** BullMQ queue of control jobs (scheduled reconciles), served by every `work` process. */
   controlQueueName(): string;
-  /** Pub/sub channel where the worker announces paused tokens and other alerts. */
-  alerts(): string;
   /** Dashboard: outcomes recorded in one hour (hash outcome code -> count), expiring after two days. */
   hourly(org: string, hourIndex: number): string;
-  /** Pattern that matches every key of this prefix (for tests and clean-up). */
-  all(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -71,7 +66,6 @@ export function createKeys(prefix: string): Keys {
     outcomeIndexPrefix: (org) => `${o(org)}:out:idx:`,
     orgCounts: (org) => `${o(org)}:counts`,
     runCounters: (org, runId) => `${o(org)}:run:${runId}`,
-    runCountersPrefix: (org) => `${o(org)}:run:`,
     audit: (org) => `${o(org)}:audit`,
     run: (runId) => `${prefix}:run:${runId}`,
     runs: () => `${prefix}:runs`,
@@ -79,8 +73,6 @@ export function createKeys(prefix: string): Keys {
     crawlSelected: (org, crawlId) => `${o(org)}:crawl:${crawlId}:selected`,
     orgIds: () => `${prefix}:org-ids`,
     controlQueueName: () => 'control',
-    alerts: () => `${prefix}:alerts`,
     hourly: (org, hour) => `${o(org)}:hourly:${hour}`,
-    all: () => `${prefix}:*`,
   };
 }

@@ -85,6 +85,3 @@ export const UNREACHABLE_STREAK = 3;
 export function isOutcomeCode(value: string): value is OutcomeCode {
   return (OUTCOME_CODES as readonly string[]).includes(value);
 }
-
-/** Codes that end a learner for good without success (shown as failures on the dashboard). */
-export const FAILURE_CODES: readonly OutcomeCode[] = OUTCOME_CODES.filter((c) => !OUTCOMES[c].success);

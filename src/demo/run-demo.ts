@@ -8,6 +8,7 @@ import { loadConfig, secretsOf } from '../config.ts';
 import { humanizeMs, parseRate, type Rate } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { createLogger } from '../log.ts';
+import { progressOf } from '../outcomes/progress.ts';
 import { writeReport, writeSplit } from '../outcomes/report.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
@@ -179,15 +180,7 @@ async function startDemo(
         'acme',
         config.tokens.map((t) => t.id),
       );
-      const done = (c.transferred ?? 0) + (c['already-in-org'] ?? 0);
-      const failed =
-        (c['not-found'] ?? 0) +
-        (c.forbidden ?? 0) +
-        (c['server-error'] ?? 0) +
-        (c['network-error'] ?? 0) +
-        (c['bad-response'] ?? 0) +
-        (c['invalid-request'] ?? 0);
-      const waiting = (c.queued ?? 0) + (c.retrying ?? 0);
+      const { done, failed, waiting } = progressOf(c);
       const wait =
         view.org.remaining === 0 || view.tokens.every((t) => t.remaining === 0)
           ? ` (budget spent: next permit in ${humanizeMs(Math.max(view.org.nextFreeInMs, Math.min(...view.tokens.map((t) => t.nextFreeInMs))))})`

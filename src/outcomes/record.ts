@@ -24,6 +24,11 @@ export function isSuccessBucket(bucket: Bucket): boolean {
   return bucket === 'transferred' || bucket === 'already-in-org';
 }
 
+/** Final buckets that are not a success: the failures a person sees, and `retry` re-queues. */
+export const FAILURE_BUCKETS: readonly Bucket[] = BUCKETS.filter(
+  (b) => isFinalBucket(b) && !isSuccessBucket(b),
+);
+
 /** Buckets that get a sorted-set index (for the failures page): not the big success or queued ones. */
 export function isIndexedBucket(bucket: Bucket): boolean {
   return bucket !== 'queued' && !isSuccessBucket(bucket);

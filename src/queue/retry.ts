@@ -1,7 +1,7 @@
 // retry: re-queue learners whose outcome is final and not a success, with fresh attempts. They keep
 // their run (so its counters show them moving back to waiting) unless the caller names a new one.
 import type { AppContext } from '../app.ts';
-import { BUCKETS, isSuccessBucket, isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { FAILURE_BUCKETS, type Bucket } from '../outcomes/record.ts';
 import type { ProducerItem } from './producer.ts';
 
 export interface RetryFilter {
@@ -19,10 +19,6 @@ export interface RetrySummary {
   skipped: { org: string; learnerId: number; reason: string }[];
 }
 
-function retryable(bucket: Bucket): boolean {
-  return isFinalBucket(bucket) && !isSuccessBucket(bucket);
-}
-
 export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise<RetrySummary> {
   const summary: RetrySummary = { requeued: 0, byOrg: {}, skipped: [] };
   for (const org of filter.orgs) {
@@ -30,7 +26,7 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
     const consider = (_learnerId: number, bucket: Bucket, code: string | undefined, runId: string) => {
       if (filter.status && bucket !== filter.status && code !== filter.status) return false;
       if (filter.runId && runId !== filter.runId) return false;
-      return retryable(bucket);
+      return FAILURE_BUCKETS.includes(bucket);
     };
     if (filter.learnerIds && filter.learnerIds.length > 0) {
       const records = await ctx.store.getMany(org, filter.learnerIds);
@@ -48,7 +44,7 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
       });
     } else {
       // Failure buckets are indexed: read their ids (a snapshot: re-queueing removes them from the index).
-      const buckets = BUCKETS.filter((b) => retryable(b) && (!filter.status || b === filter.status));
+      const buckets = FAILURE_BUCKETS.filter((b) => !filter.status || b === filter.status);
       for (const bucket of buckets) {
         const ids = await ctx.store.bucketPage(org, bucket, 0, Number.MAX_SAFE_INTEGER - 1);
         for (let i = 0; i < ids.length; i += 1000) {

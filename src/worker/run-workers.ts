@@ -4,7 +4,8 @@ import { Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
-import { BUCKETS, isFinalBucket, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
+import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { progressOf } from '../outcomes/progress.ts';
 import { scrubSecrets } from '../log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
 import { createRedis } from '../redis.ts';
@@ -207,8 +208,6 @@ async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Err
   return true;
 }
 
-const FAILURE_BUCKETS = BUCKETS.filter((b) => isFinalBucket(b) && !isSuccessBucket(b));
-
 /** Runs (newest 500) that have learners queued or retrying in any of the organizations. */
 async function pendingRuns(ctx: AppContext, orgs: readonly string[]): Promise<string[]> {
   const out: string[] = [];
@@ -233,8 +232,7 @@ async function failuresIn(
   let n = 0;
   for (const runId of runIds) {
     for (const org of orgs) {
-      const c = await ctx.store.runCounts(org, runId);
-      for (const b of FAILURE_BUCKETS) n += c[b] ?? 0;
+      n += progressOf(await ctx.store.runCounts(org, runId)).failed;
     }
   }
   return n;

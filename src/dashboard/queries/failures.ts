@@ -3,7 +3,7 @@
 // Order: organization, then outcome code, then newest first (failures grouped by reason).
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import { toLearnerOutcome, type Bucket, type LearnerOutcome } from '../../outcomes/record.ts';
-import { FAILURE_BUCKETS } from './progress.ts';
+import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 
 export interface FailureFilter {
   orgs: readonly string[];

@@ -5,7 +5,7 @@ import { readHourly, type HourBucket } from '../../outcomes/hourly.ts';
 import type { RunMeta } from '../../outcomes/runs.ts';
 import { collectStatus, type OrgStatus } from '../../outcomes/status.ts';
 import type { RunCounts } from '../../outcomes/store.ts';
-import { progressOf, type Progress } from './progress.ts';
+import { progressOf, type RunProgress } from '../../outcomes/progress.ts';
 
 export interface Alert {
   level: 'error' | 'warning';
@@ -15,14 +15,14 @@ export interface Alert {
 }
 
 export interface OrgOverview extends OrgStatus {
-  progress: Progress;
+  progress: RunProgress;
   hourly: HourBucket[];
 }
 
 export interface RunOverview extends RunMeta {
-  progress: Progress;
+  progress: RunProgress;
   counts: RunCounts;
-  byOrg: Record<string, { progress: Progress; counts: RunCounts }>;
+  byOrg: Record<string, { progress: RunProgress; counts: RunCounts }>;
 }
 
 export interface Overview {

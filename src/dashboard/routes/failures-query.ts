@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Bucket } from '../../outcomes/record.ts';
 import { badRequest, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
 import type { FailureFilter } from '../queries/failures.ts';
-import { FAILURE_BUCKETS } from '../queries/progress.ts';
+import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 
 export const RUN_ID_RE = /^[A-Za-z0-9_.:-]{1,100}$/;
 

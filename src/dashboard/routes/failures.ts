@@ -1,7 +1,7 @@
 // GET /failures (page) and GET /api/failures: the paginated failures table and its filters.
 import type { FastifyInstance } from 'fastify';
 import { failurePage } from '../queries/failures.ts';
-import { FAILURE_BUCKETS } from '../queries/progress.ts';
+import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { pageContext, sendPage, type DashboardDeps } from '../deps.ts';
 import { failuresPage } from '../views/failures.ts';
 import { parseFailureQuery } from './failures-query.ts';

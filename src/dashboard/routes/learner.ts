@@ -11,7 +11,7 @@ import {
   sendPage,
   type DashboardDeps,
 } from '../deps.ts';
-import { FAILURE_BUCKETS } from '../queries/progress.ts';
+import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { learnerPage } from '../views/learner.ts';
 
 const MAX_IDS = 500;

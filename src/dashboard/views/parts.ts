@@ -2,7 +2,7 @@
 import type { HourBucket } from '../../outcomes/hourly.ts';
 import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
-import type { Progress } from '../queries/progress.ts';
+import type { RunProgress } from '../../outcomes/progress.ts';
 import type { Alert } from '../queries/overview.ts';
 
 function pct(n: number, total: number): string {
@@ -10,7 +10,7 @@ function pct(n: number, total: number): string {
 }
 
 /** done / failed / waiting as one bar; an SVG so no inline style is needed. */
-export function progressBar(p: Progress, id?: string): Html {
+export function progressBar(p: RunProgress, id?: string): Html {
   const d = Number(pct(p.done, p.total));
   const f = Number(pct(p.failed, p.total));
   const w = Number(pct(p.waiting, p.total));

@@ -1,8 +1,8 @@
 // Bucket counters (of a run or an organization) folded into what a progress bar shows.
-import { BUCKETS, isFinalBucket, isSuccessBucket, type Bucket } from '../../outcomes/record.ts';
-import type { RunCounts } from '../../outcomes/store.ts';
+import { BUCKETS, isFinalBucket, isSuccessBucket, type Bucket } from './record.ts';
+import type { RunCounts } from './store.ts';
 
-export interface Progress {
+export interface RunProgress {
   /** transferred + already-in-org */
   done: number;
   /** final outcomes that are not a success */
@@ -12,8 +12,8 @@ export interface Progress {
   total: number;
 }
 
-export function progressOf(counts: RunCounts): Progress {
-  const p: Progress = { done: 0, failed: 0, waiting: 0, total: 0 };
+export function progressOf(counts: RunCounts): RunProgress {
+  const p: RunProgress = { done: 0, failed: 0, waiting: 0, total: 0 };
   for (const bucket of BUCKETS) {
     const n = counts[bucket as Bucket] ?? 0;
     if (n <= 0) continue;
@@ -25,8 +25,3 @@ export function progressOf(counts: RunCounts): Progress {
   p.total = Math.max(counts.total ?? 0, p.done + p.failed + p.waiting);
   return p;
 }
-
-/** Buckets a person can retry from the dashboard: final and not a success. */
-export const FAILURE_BUCKETS: readonly Bucket[] = BUCKETS.filter(
-  (b) => isFinalBucket(b) && !isSuccessBucket(b),
-);
