@@ -6,12 +6,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../src/config.ts';
-import { newRunId } from '../../src/outcomes/runs.ts';
 import { writeReport } from '../../src/outcomes/report.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { runCli, spawnCli, waitExit, type CliResult } from '../helpers/cli.ts';
 import { expectLedger } from '../helpers/ledger.ts';
-import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
 
 // Token strings nobody could mistake for anything else, so a leak of any of them is found.
@@ -23,8 +21,8 @@ const SECRETS = {
 let h: Harness;
 const acmeIds: number[] = [];
 const betaIds: number[] = [];
-for (let id = 2; acmeIds.length < 180; id++) if ((id - 1) % 3 !== 0) acmeIds.push(id);
-for (let id = 1; betaIds.length < 60; id++) if ((id - 1) % 3 !== 1) betaIds.push(id + 600);
+acmeIds.push(...learnersNotIn('acme', 180));
+betaIds.push(...learnersNotIn('beta', 60, 601));
 // Two ids the service does not know, and two learners already in their organization.
 acmeIds.push(990_001, 1, 4);
 betaIds.push(990_002);
@@ -64,19 +62,9 @@ describe('SIGKILL, again and again', () => {
   const outputs: CliResult[] = [];
 
   it('kills workers five times at random moments; a last worker finishes; nothing lost or doubled', async () => {
-    const runId = newRunId();
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'kill.csv', orgs: ['acme', 'beta'] });
-    const rows = [
-      'learnerId,org',
-      ...acmeIds.map((id) => `${id},acme`),
-      ...betaIds.map((id) => `${id},beta`),
-    ];
-    const file = h.writeFile('kill.csv', `${rows.join('\n')}\n`);
-    const s = await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      { file, knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'r.csv') },
-    );
-    expect(s.enqueued).toBe(acmeIds.length + betaIds.length);
+    const { runId, summary: a } = await h.enqueueIds(acmeIds, 'acme');
+    const { summary: b } = await h.enqueueIds(betaIds, 'beta', { runId });
+    expect(a.enqueued + b.enqueued).toBe(acmeIds.length + betaIds.length);
 
     const moved = () => h.sim.record.filter((r) => r.effectApplied).length;
     const total = acmeIds.length + betaIds.length - 5;

@@ -1,17 +1,14 @@
 // Redis faults, on redis-servers of the test's own (own port, own directory, AOF on): restarted mid-run
 // (workers reconnect and finish, nothing lost), unreachable at start (a clear message, retries, exit 4),
 // coming up late (the worker waits for it), and an eviction policy that could drop jobs (a warning).
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.ts';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { connectRedis } from '../../src/redis.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
 import { expectLedger } from '../helpers/ledger.ts';
-import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 
 const servers: OwnRedis[] = [];
@@ -43,20 +40,8 @@ describe('Redis faults', () => {
       env: { LIMIT_PER_TOKEN: '40/2s', LIMIT_PER_ORG: '80/2s', REQUEST_TIMEOUT: '1s', LOG_LEVEL: 'warn' },
     });
     const harness = h;
-    const ids: number[] = [];
-    for (let id = 2; ids.length < 200; id++) if ((id - 1) % 3 !== 0) ids.push(id);
-    const runId = newRunId();
-    await harness.ctx.runs.create({ id: runId, kind: 'csv', source: 'r.csv', orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: harness.ctx.producer, runs: harness.ctx.runs },
-      {
-        file: harness.writeFile('r.csv', `id\n${ids.join('\n')}\n`),
-        defaultOrg: 'acme',
-        knownOrgs: harness.config.orgs,
-        runId,
-        rejectsFile: join(harness.dir, 'rejects.csv'),
-      },
-    );
+    const ids = learnersNotIn('acme', 200);
+    await harness.enqueueIds(ids);
     const workers = [0, 1].map(() => spawnCli(['work', '--until-idle', '--concurrency', '6'], harness.env));
     const moved = () => harness.sim.record.filter((r) => r.effectApplied).length;
     const deadline = Date.now() + 30_000;

@@ -1,15 +1,12 @@
 // The service failing in every way the issue names: 30% 500s, reset connections, 200 bodies cut in
 // the middle, down for a while (connections cut on arrival, then refused outright), stricter limits than
 // configured (429 + Retry-After). Every learner must end right, and waits must not use attempts.
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import type { SimulatorOptions } from '../../src/simulator/index.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { expectLedger } from '../helpers/ledger.ts';
-import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
 let h: Harness | undefined;
@@ -21,28 +18,11 @@ afterEach(async () => {
   h = undefined;
 });
 
-/** Learners acme does not own yet (learner i belongs to org (i-1)%3 in the simulator's seed). */
-function notInAcme(count: number, from = 2): number[] {
-  const ids: number[] = [];
-  for (let id = from; ids.length < count; id++) if ((id - 1) % 3 !== 0) ids.push(id);
-  return ids;
-}
+const notInAcme = (count: number): number[] => learnersNotIn('acme', count);
 
 async function enqueue(harness: Harness, ids: readonly number[]): Promise<string> {
-  const file = harness.writeFile(`in-${ids.length}.csv`, `learner_id\n${ids.join('\n')}\n`);
-  const runId = newRunId();
-  await harness.ctx.runs.create({ id: runId, kind: 'csv', source: 'in.csv', orgs: ['acme'] });
-  const s = await enqueueCsv(
-    { producer: harness.ctx.producer, runs: harness.ctx.runs },
-    {
-      file,
-      defaultOrg: 'acme',
-      knownOrgs: harness.config.orgs,
-      runId,
-      rejectsFile: join(harness.dir, 'r.csv'),
-    },
-  );
-  expect(s.enqueued).toBe(ids.length);
+  const { runId, summary } = await harness.enqueueIds(ids);
+  expect(summary.enqueued).toBe(ids.length);
   return runId;
 }
 

@@ -1,22 +1,19 @@
 // A token revoked mid-run: its work pauses with an alert, the other token of its organization goes on;
 // an organization whose only token is revoked keeps its learners waiting (no attempt used) and
 // `work --until-idle` stops with exit 6 instead of hanging.
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli/shared.ts';
 import { tokenFingerprint } from '../../src/config.ts';
-import { newRunId } from '../../src/outcomes/runs.ts';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
 import { expectLedger } from '../helpers/ledger.ts';
-import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
 const acmeIds: number[] = [];
 const betaIds: number[] = [];
-for (let id = 2; acmeIds.length < 60; id++) if ((id - 1) % 3 !== 0) acmeIds.push(id);
-for (let id = 301; betaIds.length < 40; id++) if ((id - 1) % 3 !== 1) betaIds.push(id);
+acmeIds.push(...learnersNotIn('acme', 60));
+betaIds.push(...learnersNotIn('beta', 40, 301));
 
 beforeAll(async () => {
   h = await startHarness({
@@ -43,22 +40,8 @@ afterAll(async () => {
 
 describe('tokens revoked mid-run', () => {
   it('pauses the refused token with an alert, the other goes on; all of an org refused exits 6', async () => {
-    const runId = newRunId();
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 't.csv', orgs: ['acme', 'beta'] });
-    const rows = [
-      'learnerId,org',
-      ...acmeIds.map((id) => `${id},acme`),
-      ...betaIds.map((id) => `${id},beta`),
-    ];
-    await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      {
-        file: h.writeFile('t.csv', `${rows.join('\n')}\n`),
-        knownOrgs: h.config.orgs,
-        runId,
-        rejectsFile: join(h.dir, 'r.csv'),
-      },
-    );
+    const { runId } = await h.enqueueIds(acmeIds, 'acme');
+    await h.enqueueIds(betaIds, 'beta', { runId });
     const worker = spawnCli(['work', '--until-idle', '--concurrency', '4'], h.env);
     const deadline = Date.now() + 30_000;
     const moved = (org: string) => h.sim.record.filter((r) => r.effectApplied && r.org === org).length;

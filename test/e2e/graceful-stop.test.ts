@@ -2,12 +2,10 @@
 // and exits within its bound; nothing is lost (the learners it did not reach stay queued for the next).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
-import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
-const ids = Array.from({ length: 300 }, (_, i) => i + 1)
-  .filter((id) => (id - 1) % 3 !== 0)
-  .slice(0, 80);
+const ids = learnersNotIn('acme', 80);
 
 beforeAll(async () => {
   h = await startHarness({

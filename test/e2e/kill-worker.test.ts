@@ -2,12 +2,10 @@
 // in a final state), nothing transferred twice (the simulator saw each learner change owner once).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
-import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
-const ids = Array.from({ length: 400 }, (_, i) => i + 1)
-  .filter((id) => (id - 1) % 3 !== 0)
-  .slice(0, 160);
+const ids = learnersNotIn('acme', 160);
 
 beforeAll(async () => {
   h = await startHarness({

@@ -1,8 +1,6 @@
 // work --until-idle decides its exit code from the runs it worked on, not only from the learners it
 // finished itself: a nightly job must not exit 0 because another process happened to meet the failure.
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { runCli } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -28,11 +26,7 @@ describe('work --until-idle exit code', () => {
     expect(first).toMatchObject({ reason: 'idle', failed: 1, runFailures: 1 });
 
     // More learners join the same run; a nightly worker finishes them, and all of its own succeed.
-    const more = h.writeFile('more.csv', 'id\n3\n');
-    await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      { file: more, defaultOrg: 'acme', knownOrgs: h.config.orgs, runId, rejectsFile: join(h.dir, 'm.csv') },
-    );
+    await h.enqueueIds([3], 'acme', { runId });
     const nightly = await runCli(['work', '--until-idle'], h.env, 60_000);
     expect(nightly.stderr).toMatch(
       /1 succeeded, 0 failed; 1 learners of the runs worked on are in a failure state/,

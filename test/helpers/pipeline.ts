@@ -21,8 +21,24 @@ export interface Harness {
   dir: string;
   writeFile(name: string, text: string): string;
   /** Writes the ids as a CSV and enqueues it in a new run, as `enqueue --csv FILE --org ORG` does. */
-  enqueueIds(ids: readonly number[], org?: string): Promise<{ runId: string; summary: EnqueueCsvSummary }>;
+  enqueueIds(
+    ids: readonly number[],
+    org?: string,
+    options?: { runId?: string },
+  ): Promise<{ runId: string; summary: EnqueueCsvSummary }>;
   close(): Promise<void>;
+}
+
+const SEED_ORGS = ['acme', 'beta', 'gamma'] as const;
+
+/**
+ * `count` learner ids from `from` up that the simulator's seed puts outside `org` (learner i belongs to
+ * organizations[(i - 1) % 3]: acme, beta, gamma), so a transfer into `org` moves them.
+ */
+export function learnersNotIn(org: (typeof SEED_ORGS)[number], count: number, from = 2): number[] {
+  const ids: number[] = [];
+  for (let id = from; ids.length < count; id++) if (SEED_ORGS[(id - 1) % 3] !== org) ids.push(id);
+  return ids;
 }
 
 export async function startHarness(
@@ -77,11 +93,14 @@ export async function startHarness(
       writeFileSync(path, text);
       return path;
     },
-    async enqueueIds(ids, org = 'acme') {
-      const runId = newRunId();
-      const file = join(dir, `${runId}.csv`);
+    async enqueueIds(ids, org = 'acme', options = {}) {
+      // A given run id adds to that run (and its organizations), as `enqueue --run ID` does.
+      const runId = options.runId ?? newRunId();
+      const file = join(dir, `${runId}-${org}-${ids.length}.csv`);
       writeFileSync(file, `learnerId\n${ids.join('\n')}\n`);
-      await ctx.runs.create({ id: runId, kind: 'csv', source: `${runId}.csv`, orgs: [org] });
+      if (!(await ctx.runs.get(runId))) {
+        await ctx.runs.create({ id: runId, kind: 'csv', source: `${runId}.csv`, orgs: [org] });
+      }
       const summary = await enqueueCsv(
         { producer: ctx.producer, runs: ctx.runs },
         {
