@@ -44,6 +44,12 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   return redactForms(text, secretForms(secrets));
 }
 
+/** scrubSecrets for many texts: the forms of the secrets are worked out once. */
+export function secretScrubber(secrets: readonly string[]): (text: string) => string {
+  const forms = secretForms(secrets);
+  return (text) => redactForms(text, forms);
+}
+
 function redactForms(text: string, forms: readonly string[]): string {
   let out = text;
   for (const s of forms) if (out.includes(s)) out = out.split(s).join('[Redacted]');

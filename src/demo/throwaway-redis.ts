@@ -22,7 +22,8 @@ export async function redisAnswers(url: string, timeoutMs = 1500): Promise<boole
   }
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

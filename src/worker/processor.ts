@@ -6,7 +6,7 @@ import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../config.ts';
 import type { TransferBudget } from '../limiter/index.ts';
-import { scrubSecrets, type Logger } from '../log.ts';
+import { secretScrubber, type Logger } from '../log.ts';
 import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
 import { isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
@@ -73,7 +73,7 @@ export function createProcessor(deps: ProcessorDeps) {
   const tokensByOrg = new Map<string, TokenRef[]>();
   for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
   const lastAlert = new Map<string, number>();
-  const secrets = config.tokens.map((t) => t.secret);
+  const scrub = secretScrubber(config.tokens.map((t) => t.secret));
   /** Per organization: network errors in a row, how far the unreachable block has grown, when it ends. */
   const unreachable = new Map<string, { streak: number; level: number; until: number }>();
 
@@ -178,10 +178,10 @@ export function createProcessor(deps: ProcessorDeps) {
     const status = 'status' in outcome ? outcome.status : undefined;
     const rawError =
       'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
-    const error = rawError === undefined ? undefined : scrubSecrets(rawError, secrets);
+    const error = rawError === undefined ? undefined : scrub(rawError);
     // The service's own words go to Redis, reports and the dashboard: never with a token in them.
     const rawMessage = 'message' in outcome ? outcome.message : undefined;
-    const message = rawMessage === undefined ? undefined : scrubSecrets(rawMessage, secrets);
+    const message = rawMessage === undefined ? undefined : scrub(rawMessage);
     const result = 'result' in outcome ? outcome.result : undefined;
 
     let bucket: Bucket;
@@ -210,7 +210,7 @@ export function createProcessor(deps: ProcessorDeps) {
         org,
         learnerId,
         runId,
-        scrubSecrets(outcome.body, secrets),
+        scrub(outcome.body),
         outcome.message,
       );
     }
@@ -265,10 +265,10 @@ export function createProcessor(deps: ProcessorDeps) {
         };
       case 'fail':
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
-        throw new UnrecoverableError(scrubSecrets(describe(outcome), secrets));
+        throw new UnrecoverableError(scrub(describe(outcome)));
       case 'retry':
         logger.warn({ ...logLine, error, message }, 'transfer outcome');
-        throw new Error(scrubSecrets(describe(outcome), secrets));
+        throw new Error(scrub(describe(outcome)));
       case 'wait': {
         if (downBlockMs !== undefined) {
           await budget.block(org, null, downBlockMs, 'unreachable');

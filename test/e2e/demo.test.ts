@@ -1,22 +1,13 @@
 // The README's first command, as a user runs it: `learner-transfer demo` (what `npm run demo` calls),
 // here with --no-dashboard so it exits. It must do the main job and say what happened.
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../helpers/redis-server.ts';
 
 describe('demo', () => {
   it('transfers jobs.example.csv on the simulator within the limits and writes the reports', async () => {

@@ -2,7 +2,7 @@
 // must not suffer (restart, eviction policy). Started from PATH; a missing binary fails the test loudly.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../src/demo/throwaway-redis.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,14 +19,7 @@ export interface OwnRedis {
   close(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || !address) throw new Error('no free port');
-  return address.port;
-}
+export { freePort };
 
 export function requireRedisServer(): void {
   const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
