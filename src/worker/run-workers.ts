@@ -210,17 +210,15 @@ async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Err
 
 /** Runs (newest 500) that have learners queued or retrying in any of the organizations. */
 async function pendingRuns(ctx: AppContext, orgs: readonly string[]): Promise<string[]> {
-  const out: string[] = [];
-  for (const run of await ctx.runs.list(500)) {
-    for (const org of orgs) {
-      const c = await ctx.store.runCounts(org, run.id);
-      if ((c.queued ?? 0) + (c.retrying ?? 0) > 0) {
-        out.push(run.id);
-        break;
-      }
-    }
-  }
-  return out;
+  const runs = await ctx.runs.list(500);
+  // One read per run and organization, all in flight together (ioredis pipelines them on one socket).
+  const waiting = await Promise.all(
+    runs.map(async (run) => {
+      const counts = await Promise.all(orgs.map((org) => ctx.store.runCounts(org, run.id)));
+      return counts.some((c) => progressOf(c).waiting > 0);
+    }),
+  );
+  return runs.filter((_, i) => waiting[i]).map((r) => r.id);
 }
 
 /** Learners in a failure state in these runs and organizations. */
