@@ -74,8 +74,15 @@ export function createProcessor(deps: ProcessorDeps) {
   for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
   const lastAlert = new Map<string, number>();
   const scrub = secretScrubber(config.tokens.map((t) => t.secret));
-  /** Per organization: network errors in a row, how far the unreachable block has grown, when it ends. */
-  const unreachable = new Map<string, { streak: number; level: number; until: number }>();
+  /**
+   * Per organization: network errors in a row, how far the unreachable block has grown, when it ends,
+   * and whether a job of this process is probing the service now (after a block, one request asks
+   * whether it is back while the others wait: otherwise every concurrency slot would probe at once).
+   */
+  const unreachable = new Map<
+    string,
+    { streak: number; level: number; until: number; probe: Promise<void> | undefined }
+  >();
 
   /** The org block (ms) when this outcome shows the service unreachable, else undefined. */
   const unreachableWait = (org: string, outcome: TransferOutcome): number | undefined => {
@@ -83,7 +90,7 @@ export function createProcessor(deps: ProcessorDeps) {
       unreachable.delete(org); // an answer: the service is reachable
       return undefined;
     }
-    const s = unreachable.get(org) ?? { streak: 0, level: 0, until: 0 };
+    const s = unreachable.get(org) ?? { streak: 0, level: 0, until: 0, probe: undefined };
     unreachable.set(org, s);
     s.streak++;
     if (OUTCOMES[outcome.code].whenUnreachable !== 'wait-org') return undefined;
@@ -111,195 +118,216 @@ export function createProcessor(deps: ProcessorDeps) {
       throw Worker.RateLimitError();
     }
 
-    // A job run again after its learner was done (a stall after the transfer was recorded, or a crash
-    // before BullMQ completed it) ends here without spending budget. A re-open on purpose (retry,
-    // reconcile) always sets the record back to queued first, so this never skips wanted work.
-    const previous = await store.get(org, learnerId);
-    if (previous && isSuccessBucket(previous.b as Bucket)) {
-      logger.info(
-        { org, learnerId, runId, state: previous.b },
-        'job for a learner already done: completed without a call',
-      );
-      return { code: previous.b as ProcessResult['code'], transferId: previous.x ?? null };
-    }
-
-    const permit = await budget.acquire(
-      org,
-      tokens.map((t) => t.id),
-    );
-    if (!permit.ok) {
-      if (permit.allBlockedIndefinitely) {
-        const now = Date.now();
-        if ((lastAlert.get(org) ?? 0) < now - 60_000) {
-          lastAlert.set(org, now);
-          logger.error(
-            { org, tokens: tokens.map((t) => t.id) },
-            `every token of organization '${org}' was refused (401): its transfers are paused until a valid token is configured`,
-          );
-        }
+    // After a block for an unreachable service, one job of this process asks whether it is back; the
+    // others wait for that answer here, then go through acquire (which sees a renewed block if not).
+    let probing: { state: { probe: Promise<void> | undefined }; end: () => void } | undefined;
+    for (let down = unreachable.get(org); down && down.level > 0; down = unreachable.get(org)) {
+      if (down.probe) {
+        await down.probe;
+        continue;
       }
-      // Sleep exactly until a permit can exist (while every token is refused, look again each minute).
-      const waitMs = permit.allBlockedIndefinitely
-        ? Math.min(permit.waitMs, UNAUTHORIZED_RECHECK_MS)
-        : permit.waitMs;
-      await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
-      throw Worker.RateLimitError();
+      let end: () => void = () => {};
+      down.probe = new Promise<void>((resolve) => (end = resolve));
+      probing = { state: down, end };
+      break;
     }
-
-    const token = tokens.find((t) => t.id === permit.tokenId);
-    if (!token) {
-      await budget.release(org, permit.tokenId, permit.permitId);
-      throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
-    }
-    let outcome: TransferOutcome;
     try {
-      outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: previous?.x });
-    } catch (err) {
-      // The client classifies every failure; reaching here is a bug. The request may have gone out
-      // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
-      await budget.abandon(org, token.id, permit.permitId);
-      throw err;
-    }
-    // A request that provably never left returns its budget. One that may have reached the server without
-    // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
-    // Every answered request counts from its response.
-    if (outcome.code === 'network-error') {
-      if (outcome.maybeDelivered) await budget.abandon(org, token.id, permit.permitId);
-      else await budget.release(org, token.id, permit.permitId);
-    } else {
-      await budget.settle(org, token.id, permit.permitId);
-    }
+      // A job run again after its learner was done (a stall after the transfer was recorded, or a crash
+      // before BullMQ completed it) ends here without spending budget. A re-open on purpose (retry,
+      // reconcile) always sets the record back to queued first, so this never skips wanted work.
+      const previous = await store.get(org, learnerId);
+      if (previous && isSuccessBucket(previous.b as Bucket)) {
+        logger.info(
+          { org, learnerId, runId, state: previous.b },
+          'job for a learner already done: completed without a call',
+        );
+        return { code: previous.b as ProcessResult['code'], transferId: previous.x ?? null };
+      }
 
-    const info = OUTCOMES[outcome.code];
-    const downBlockMs = unreachableWait(org, outcome);
-    const action: OutcomeAction = downBlockMs !== undefined ? 'wait' : info.action;
-    const attempt = job.attemptsMade + 1;
-    const maxAttempts = job.opts.attempts ?? 1;
-    const status = 'status' in outcome ? outcome.status : undefined;
-    const rawError =
-      'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
-    const error = rawError === undefined ? undefined : scrub(rawError);
-    // The service's own words go to Redis, reports and the dashboard: never with a token in them.
-    const rawMessage = 'message' in outcome ? outcome.message : undefined;
-    const message = rawMessage === undefined ? undefined : scrub(rawMessage);
-    const result = 'result' in outcome ? outcome.result : undefined;
+      const permit = await budget.acquire(
+        org,
+        tokens.map((t) => t.id),
+      );
+      if (!permit.ok) {
+        if (permit.allBlockedIndefinitely) {
+          const now = Date.now();
+          if ((lastAlert.get(org) ?? 0) < now - 60_000) {
+            lastAlert.set(org, now);
+            logger.error(
+              { org, tokens: tokens.map((t) => t.id) },
+              `every token of organization '${org}' was refused (401): its transfers are paused until a valid token is configured`,
+            );
+          }
+        }
+        // Sleep exactly until a permit can exist (while every token is refused, look again each minute).
+        const waitMs = permit.allBlockedIndefinitely
+          ? Math.min(permit.waitMs, UNAUTHORIZED_RECHECK_MS)
+          : permit.waitMs;
+        await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
+        throw Worker.RateLimitError();
+      }
 
-    let bucket: Bucket;
-    let final: boolean;
-    switch (action) {
-      case 'complete':
-      case 'fail':
-        bucket = outcome.code;
-        final = true;
-        break;
-      case 'retry':
-        final = attempt >= maxAttempts;
-        bucket = final ? outcome.code : 'retrying';
-        break;
-      case 'wait':
-      case 'pause-token':
-        bucket = 'retrying';
-        final = false;
-        break;
-    }
+      const token = tokens.find((t) => t.id === permit.tokenId);
+      if (!token) {
+        await budget.release(org, permit.tokenId, permit.permitId);
+        throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
+      }
+      let outcome: TransferOutcome;
+      try {
+        outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: previous?.x });
+      } catch (err) {
+        // The client classifies every failure; reaching here is a bug. The request may have gone out
+        // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
+        await budget.abandon(org, token.id, permit.permitId);
+        throw err;
+      }
+      // A request that provably never left returns its budget. One that may have reached the server without
+      // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
+      // Every answered request counts from its response.
+      if (outcome.code === 'network-error') {
+        if (outcome.maybeDelivered) await budget.abandon(org, token.id, permit.permitId);
+        else await budget.release(org, token.id, permit.permitId);
+      } else {
+        await budget.settle(org, token.id, permit.permitId);
+      }
 
-    let auditId: string | undefined;
-    if (result) auditId = await store.appendAudit(org, learnerId, runId, result);
-    else if (outcome.code === 'bad-response' && outcome.body !== undefined) {
-      auditId = await store.appendUnreadableAudit(
+      const info = OUTCOMES[outcome.code];
+      const downBlockMs = unreachableWait(org, outcome);
+      const action: OutcomeAction = downBlockMs !== undefined ? 'wait' : info.action;
+      const attempt = job.attemptsMade + 1;
+      const maxAttempts = job.opts.attempts ?? 1;
+      const status = 'status' in outcome ? outcome.status : undefined;
+      const rawError =
+        'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
+      const error = rawError === undefined ? undefined : scrub(rawError);
+      // The service's own words go to Redis, reports and the dashboard: never with a token in them.
+      const rawMessage = 'message' in outcome ? outcome.message : undefined;
+      const message = rawMessage === undefined ? undefined : scrub(rawMessage);
+      const result = 'result' in outcome ? outcome.result : undefined;
+
+      let bucket: Bucket;
+      let final: boolean;
+      switch (action) {
+        case 'complete':
+        case 'fail':
+          bucket = outcome.code;
+          final = true;
+          break;
+        case 'retry':
+          final = attempt >= maxAttempts;
+          bucket = final ? outcome.code : 'retrying';
+          break;
+        case 'wait':
+        case 'pause-token':
+          bucket = 'retrying';
+          final = false;
+          break;
+      }
+
+      let auditId: string | undefined;
+      if (result) auditId = await store.appendAudit(org, learnerId, runId, result);
+      else if (outcome.code === 'bad-response' && outcome.body !== undefined) {
+        auditId = await store.appendUnreadableAudit(
+          org,
+          learnerId,
+          runId,
+          scrub(outcome.body),
+          outcome.message,
+        );
+      }
+      await store.recordAttempt(
         org,
         learnerId,
         runId,
-        scrub(outcome.body),
-        outcome.message,
+        {
+          bucket,
+          code: outcome.code,
+          status,
+          error,
+          message,
+          durationMs: outcome.durationMs,
+          tokenId: token.id,
+          transferId: result?.data.transferDetails.transferId,
+          auditId,
+          countsAsAttempt: action !== 'wait' && action !== 'pause-token',
+        },
+        Date.now(),
+        { previous },
       );
-    }
-    await store.recordAttempt(
-      org,
-      learnerId,
-      runId,
-      {
-        bucket,
+      const logLine = {
+        org,
+        learnerId,
+        runId,
         code: outcome.code,
         status,
-        error,
-        message,
-        durationMs: outcome.durationMs,
+        attempt,
+        maxAttempts,
+        durationMs: Math.round(outcome.durationMs),
         tokenId: token.id,
-        transferId: result?.data.transferDetails.transferId,
-        auditId,
-        countsAsAttempt: action !== 'wait' && action !== 'pause-token',
-      },
-      Date.now(),
-      { previous },
-    );
-    const logLine = {
-      org,
-      learnerId,
-      runId,
-      code: outcome.code,
-      status,
-      attempt,
-      maxAttempts,
-      durationMs: Math.round(outcome.durationMs),
-      tokenId: token.id,
-      final,
-    };
-    deps.onOutcome?.({
-      org,
-      learnerId,
-      runId,
-      code: outcome.code,
-      bucket,
-      final,
-      tokenId: token.id,
-      durationMs: outcome.durationMs,
-    });
+        final,
+      };
+      deps.onOutcome?.({
+        org,
+        learnerId,
+        runId,
+        code: outcome.code,
+        bucket,
+        final,
+        tokenId: token.id,
+        durationMs: outcome.durationMs,
+      });
 
-    switch (action) {
-      case 'complete':
-        logger.info(logLine, 'transfer outcome');
-        return {
-          code: outcome.code as ProcessResult['code'],
-          transferId: result?.data.transferDetails.transferId ?? previous?.x ?? null,
-        };
-      case 'fail':
-        logger.warn({ ...logLine, error, message }, 'transfer outcome');
-        throw new UnrecoverableError(scrub(describe(outcome)));
-      case 'retry':
-        logger.warn({ ...logLine, error, message }, 'transfer outcome');
-        throw new Error(scrub(describe(outcome)));
-      case 'wait': {
-        if (downBlockMs !== undefined) {
-          await budget.block(org, null, downBlockMs, 'unreachable');
+      switch (action) {
+        case 'complete':
+          logger.info(logLine, 'transfer outcome');
+          return {
+            code: outcome.code as ProcessResult['code'],
+            transferId: result?.data.transferDetails.transferId ?? previous?.x ?? null,
+          };
+        case 'fail':
+          logger.warn({ ...logLine, error, message }, 'transfer outcome');
+          throw new UnrecoverableError(scrub(describe(outcome)));
+        case 'retry':
+          logger.warn({ ...logLine, error, message }, 'transfer outcome');
+          throw new Error(scrub(describe(outcome)));
+        case 'wait': {
+          if (downBlockMs !== undefined) {
+            await budget.block(org, null, downBlockMs, 'unreachable');
+            logger.warn(
+              { ...logLine, error, message, blockMs: downBlockMs },
+              `the service is unreachable for organization '${org}': its transfers wait ${downBlockMs} ms without using attempts`,
+            );
+            await job.moveToDelayed(Date.now(), jobToken);
+            throw new DelayedError();
+          }
+          const ms =
+            outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
+              ? Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
+              : defaultBlockMs(config);
+          await budget.block(org, token.id, Math.max(1, ms), '429');
           logger.warn(
-            { ...logLine, error, message, blockMs: downBlockMs },
-            `the service is unreachable for organization '${org}': its transfers wait ${downBlockMs} ms without using attempts`,
+            { ...logLine, blockMs: ms },
+            'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt',
+          );
+          // Back to the queue at once without an attempt; the next acquire picks another token or waits.
+          await job.moveToDelayed(Date.now(), jobToken);
+          throw new DelayedError();
+        }
+        case 'pause-token': {
+          await budget.block(org, token.id, 'indefinite', '401');
+          logger.error(
+            { ...logLine },
+            `token ${token.id} of organization '${org}' was refused (401): it is paused; fix LEARNER_API_TOKENS and run 'learner-transfer tokens unpause'`,
           );
           await job.moveToDelayed(Date.now(), jobToken);
           throw new DelayedError();
         }
-        const ms =
-          outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
-            ? Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
-            : defaultBlockMs(config);
-        await budget.block(org, token.id, Math.max(1, ms), '429');
-        logger.warn(
-          { ...logLine, blockMs: ms },
-          'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt',
-        );
-        // Back to the queue at once without an attempt; the next acquire picks another token or waits.
-        await job.moveToDelayed(Date.now(), jobToken);
-        throw new DelayedError();
       }
-      case 'pause-token': {
-        await budget.block(org, token.id, 'indefinite', '401');
-        logger.error(
-          { ...logLine },
-          `token ${token.id} of organization '${org}' was refused (401): it is paused; fix LEARNER_API_TOKENS and run 'learner-transfer tokens unpause'`,
-        );
-        await job.moveToDelayed(Date.now(), jobToken);
-        throw new DelayedError();
+    } finally {
+      // The probe's answer is in (an answer deleted the state; a failure renewed the block): release it.
+      if (probing) {
+        probing.state.probe = undefined;
+        probing.end();
       }
     }
   };
