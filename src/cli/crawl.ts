@@ -6,7 +6,7 @@ import { Progress } from '../progress.ts';
 import { OrgIds } from '../queue/org-ids.ts';
 import { formatPlan, planOrgs } from '../queue/plan.ts';
 import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
-import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
 
 export interface CrawlFlags {
   org: string;
@@ -101,65 +101,55 @@ export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
   const org = crawlOrgOf(config, opts);
   const dry = Boolean(opts.dryRun);
   const ctx = await createContext(config);
-  const abort = new AbortController();
-  const off = onShutdown(() => abort.abort(), 10_000);
-  try {
-    const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
-      org,
-      opts.targetOrgId,
-      '--target-org-id N',
-      dry,
-    );
-    const filters = filtersOf(opts);
-    const progress = new Progress({ label: `crawl ${org}`, unit: 'pages', enabled: !opts.quiet });
-    const summary = await crawl(
-      {
-        redis: ctx.redis,
-        keys: ctx.keys,
-        producer: ctx.producer,
-        runs: ctx.runs,
-        client: requireClient(ctx),
-      },
-      {
+  await runAbortable(
+    ctx,
+    'crawl interrupted: the cursor keeps the pages done; run the same command to resume',
+    async (signal) => {
+      const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
         org,
-        targetOrgId,
-        tokens: tokensOf(config, org).map((t) => t.secret),
-        filters,
-        crawlId: opts.crawlId,
-        restart: opts.restart,
-        dryRun: dry,
-        concurrency: opts.concurrency,
-        signal: abort.signal,
-        onProgress: (p) =>
-          progress.update(
-            p.pagesDone,
-            `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
-          ),
-        onRetry: (page, code, waitMs) =>
-          ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
-      },
-    );
-    progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
-    if (dry) {
-      const plans = await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]));
-      console.log(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
-    } else {
-      console.log(formatCrawlSummary(summary, org));
-    }
-    process.exitCode = EXIT.ok;
-  } catch (err) {
-    if (abort.signal.aborted) {
-      process.stderr.write(
-        'crawl interrupted: the cursor keeps the pages done; run the same command to resume\n',
+        opts.targetOrgId,
+        '--target-org-id N',
+        dry,
       );
-      process.exitCode = EXIT.interrupted;
-      return;
-    }
-    throw err;
-  } finally {
-    off();
-    await ctx.close();
-  }
+      const filters = filtersOf(opts);
+      const progress = new Progress({ label: `crawl ${org}`, unit: 'pages', enabled: !opts.quiet });
+      const summary = await crawl(
+        {
+          redis: ctx.redis,
+          keys: ctx.keys,
+          producer: ctx.producer,
+          runs: ctx.runs,
+          client: requireClient(ctx),
+        },
+        {
+          org,
+          targetOrgId,
+          tokens: tokensOf(config, org).map((t) => t.secret),
+          filters,
+          crawlId: opts.crawlId,
+          restart: opts.restart,
+          dryRun: dry,
+          concurrency: opts.concurrency,
+          signal: signal,
+          onProgress: (p) =>
+            progress.update(
+              p.pagesDone,
+              `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
+            ),
+          onRetry: (page, code, waitMs) =>
+            ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
+        },
+      );
+      progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
+      if (dry) {
+        const plans = await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]));
+        console.log(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
+      } else {
+        console.log(formatCrawlSummary(summary, org));
+      }
+      process.exitCode = EXIT.ok;
+    },
+  );
 }
 
 export function register(program: Command): void {

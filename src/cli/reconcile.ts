@@ -5,7 +5,7 @@ import { parseOrgIdPair } from '../queue/org-ids.ts';
 import { formatPlan, planOrgs } from '../queue/plan.ts';
 import { runReconcile } from '../queue/reconcile-run.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
-import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
 
 export interface ReconcileFlags {
   desired: string;
@@ -39,9 +39,7 @@ export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
   if (opts.org) requireOrg(config, opts.org);
   const dry = Boolean(opts.dryRun);
   const ctx = await createContext(config);
-  const abort = new AbortController();
-  const off = onShutdown(() => abort.abort(), 10_000);
-  try {
+  await runAbortable(ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
     const progress = new Progress({ label: 'reconcile', unit: 'pages', enabled: !opts.quiet });
     let shown = 0;
     const summary = await runReconcile(ctx, {
@@ -52,7 +50,7 @@ export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
       outDir: opts.out,
       dryRun: dry,
       concurrency: opts.concurrency,
-      signal: abort.signal,
+      signal: signal,
       onProgress: (done, last, matched) =>
         progress.update(done, `page ${done}/${last}, ${matched} desired found`),
       onReject: (line, reason) => {
@@ -66,17 +64,7 @@ export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
         formatPlan(await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }), 'reconcile'),
       );
     process.exitCode = EXIT.ok;
-  } catch (err) {
-    if (abort.signal.aborted) {
-      process.stderr.write('reconcile interrupted: nothing is lost, run it again\n');
-      process.exitCode = EXIT.interrupted;
-      return;
-    }
-    throw err;
-  } finally {
-    off();
-    await ctx.close();
-  }
+  });
 }
 
 export function register(program: Command): void {

@@ -110,3 +110,26 @@ export function onShutdown(
     process.off('SIGTERM', handler);
   };
 }
+
+/**
+ * Runs a command body that walks for a long time (crawl, reconcile): SIGINT/SIGTERM abort its signal,
+ * an interrupted run prints `interrupted` and exits 130, and the context is closed either way.
+ */
+export async function runAbortable(
+  ctx: { close(): Promise<void> },
+  interrupted: string,
+  body: (signal: AbortSignal) => Promise<void>,
+): Promise<void> {
+  const abort = new AbortController();
+  const off = onShutdown(() => abort.abort(), 10_000);
+  try {
+    await body(abort.signal);
+  } catch (err) {
+    if (!abort.signal.aborted) throw err;
+    process.stderr.write(`${interrupted}\n`);
+    process.exitCode = EXIT.interrupted;
+  } finally {
+    off();
+    await ctx.close();
+  }
+}
