@@ -21,12 +21,7 @@ describe('a job failed by the worker itself', () => {
     h.ctx.store.appendAudit = async () => {
       throw new Error('OOM command not allowed when used memory > maxmemory');
     };
-    const first = await startWorkers(h.ctx, {
-      orgs: ['acme'],
-      concurrency: 2,
-      untilIdle: true,
-      idleCheckMs: 100,
-    }).done;
+    const first = await h.workUntilIdle();
     expect(first.reason).toBe('idle');
     expect(first.failed).toBe(2);
     for (const id of [2, 3]) {
@@ -38,12 +33,7 @@ describe('a job failed by the worker itself', () => {
 
     h.ctx.store.appendAudit = appendAudit;
     expect((await retryFailed(h.ctx, { orgs: ['acme'], status: 'worker-error' })).requeued).toBe(2);
-    const second = await startWorkers(h.ctx, {
-      orgs: ['acme'],
-      concurrency: 2,
-      untilIdle: true,
-      idleCheckMs: 100,
-    }).done;
+    const second = await h.workUntilIdle();
     expect(second.failed).toBe(0);
     for (const id of [2, 3]) {
       // The first call did transfer it (the answer was lost with the audit write): the repeat says so.
@@ -68,7 +58,7 @@ describe('a job failed by the worker itself', () => {
     h.sim.setFaults({ truncateRate: 1 });
     try {
       await h.enqueueIds([8]);
-      await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 1, untilIdle: true, idleCheckMs: 100 }).done;
+      await h.workUntilIdle({ concurrency: 1 });
     } finally {
       h.sim.setFaults({});
     }

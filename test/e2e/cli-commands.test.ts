@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorkers } from '../../src/worker/run-workers.ts';
 import { ROOT, runCli, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -11,7 +10,7 @@ let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ tag: 'cli', sim: { learners: 60, forbiddenLearnerIds: [5] } });
   await h.enqueueIds([2, 3, 5]);
-  await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 2, untilIdle: true, idleCheckMs: 100 }).done;
+  await h.workUntilIdle();
 });
 afterAll(async () => {
   await h?.close();

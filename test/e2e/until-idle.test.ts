@@ -1,7 +1,6 @@
 // work --until-idle decides its exit code from the runs it worked on, not only from the learners it
 // finished itself: a nightly job must not exit 0 because another process happened to meet the failure.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorkers } from '../../src/worker/run-workers.ts';
 import { runCli } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -17,12 +16,7 @@ describe('work --until-idle exit code', () => {
   it('is 1 when a learner of its run failed in another process, 0 for a run that all succeeded', async () => {
     // An earlier worker meets the failure (999999 does not exist) and finishes the run's first learners.
     const { runId } = await h.enqueueIds([2, 999_999]);
-    const first = await startWorkers(h.ctx, {
-      orgs: ['acme'],
-      concurrency: 2,
-      untilIdle: true,
-      idleCheckMs: 100,
-    }).done;
+    const first = await h.workUntilIdle();
     expect(first).toMatchObject({ reason: 'idle', failed: 1, runFailures: 1 });
 
     // More learners join the same run; a nightly worker finishes them, and all of its own succeed.

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createContext, type AppContext } from '../../src/app.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../../src/queue/enqueue-csv.ts';
+import { startWorkers, type WorkOptions, type WorkResult } from '../../src/worker/run-workers.ts';
 import { loadConfig, secretsOf, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
@@ -21,6 +22,8 @@ export interface Harness {
   dir: string;
   writeFile(name: string, text: string): string;
   /** Writes the ids as a CSV and enqueues it in a new run, as `enqueue --csv FILE --org ORG` does. */
+  /** Runs workers in this process until nothing waits (startWorkers with untilIdle), for acme by default. */
+  workUntilIdle(options?: Partial<WorkOptions>): Promise<WorkResult>;
   enqueueIds(
     ids: readonly number[],
     org?: string,
@@ -92,6 +95,15 @@ export async function startHarness(
       const path = join(dir, name);
       writeFileSync(path, text);
       return path;
+    },
+    workUntilIdle(options = {}) {
+      return startWorkers(ctx, {
+        orgs: ['acme'],
+        concurrency: 2,
+        untilIdle: true,
+        idleCheckMs: 100,
+        ...options,
+      }).done;
     },
     async enqueueIds(ids, org = 'acme', options = {}) {
       // A given run id adds to that run (and its organizations), as `enqueue --run ID` does.

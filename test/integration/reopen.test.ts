@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
-import { startWorkers } from '../../src/worker/run-workers.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -56,7 +55,7 @@ describe('re-opening finished learners', () => {
       rejectsFile: join(h.dir, 'r.csv'),
     };
     await enqueueCsv(deps, opts);
-    await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 1, untilIdle: true, idleCheckMs: 100 }).done;
+    await h.workUntilIdle({ concurrency: 1 });
     expect((await h.ctx.store.get('acme', 5))?.b).toBe('forbidden');
     const queue = h.ctx.queues.get('acme');
     expect(await queue.getJobState(jobIdOf(5))).toBe('failed');
@@ -69,7 +68,7 @@ describe('re-opening finished learners', () => {
     expect(again.alreadyQueued).toBe(1);
     expect(await queue.getJobState(jobIdOf(5))).toBe('waiting');
     const calls = h.sim.record.filter((r) => r.learnerId === 5).length;
-    await startWorkers(h.ctx, { orgs: ['acme'], concurrency: 1, untilIdle: true, idleCheckMs: 100 }).done;
+    await h.workUntilIdle({ concurrency: 1 });
     expect(h.sim.record.filter((r) => r.learnerId === 5).length).toBe(calls + 1);
     expect((await h.ctx.store.get('acme', 5))?.b).toBe('forbidden');
   });
