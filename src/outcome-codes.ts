@@ -10,6 +10,7 @@ export const OUTCOME_CODES = [
   'server-error',
   'network-error',
   'bad-response',
+  'unexpected-result',
   'rate-limited',
   'unauthorized',
 ] as const;
@@ -66,6 +67,13 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     description:
       'a response the schema does not accept (e.g. a cut 200 body): the transfer may have happened',
+  },
+  'unexpected-result': {
+    action: 'fail',
+    success: false,
+    description:
+      'the service answered 200 with a valid body, but not for this learner or not "completed": the ' +
+      'transfer may or may not have happened, so a person must look; the body is kept in the audit stream',
   },
   'rate-limited': {
     action: 'wait',

@@ -1,24 +1,40 @@
 // Turns an HTTP status + body (or a thrown network error) into a TransferOutcome. Pure functions, so the
 // table is tested exhaustively.
-import { errorBodySchema, transferResultSchema, type ErrorBody } from './schemas.ts';
+import { transferResultSchema } from './schemas.ts';
 import type { TransferOutcome } from './outcome.ts';
 
 // The spec's 400: "Learner is already associated with the caller's organization". Only that wording:
 // a looser match ("already in progress") would turn a real failure into a silent success.
 const ALREADY_RE = /already associated with/i;
 
-function errorFields(body: unknown): ErrorBody {
-  const parsed = errorBodySchema.safeParse(body);
-  if (!parsed.success) return {};
-  const { error, message } = parsed.data;
+/** The one transfer status the spec shows; any other is not a finished transfer we can count on. */
+const COMPLETED = 'completed';
+
+/**
+ * The error body's text fields, each read on its own: a malformed `error` (a number, an object) must not
+ * lose a valid `message`, nor the other way round. Only strings are kept, cut to a size fit for a record.
+ */
+function errorFields(body: unknown): { error?: string; message?: string } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return {};
+  const { error, message } = body as { error?: unknown; message?: unknown };
   return {
     ...(typeof error === 'string' ? { error: error.slice(0, 500) } : {}),
     ...(typeof message === 'string' ? { message: message.slice(0, 1000) } : {}),
   };
 }
 
+/** A value of the service's, quoted for a message and cut short. */
+function quoted(value: string): string {
+  return `'${value.length > 100 ? `${value.slice(0, 100)}...` : value}'`;
+}
+
 export interface ClassifyContext {
   durationMs: number;
+  /**
+   * The learner the request named (a transfer). A 200 about another learner is not this learner's
+   * transfer, whatever it says.
+   */
+  learnerId?: number | undefined;
   /** The transferId we recorded for this learner and organization earlier, if any. */
   previousTransferId?: string | undefined;
   retryAfterMs?: number | undefined;
@@ -47,6 +63,19 @@ export function classifyResponse(
       };
     }
     const result = parsed.data;
+    // Read strictly: a 200 that is not this learner's completed transfer is neither `transferred` nor
+    // `already-in-org`. Something may have happened (to this learner or another), so a person looks.
+    const mismatches: string[] = [];
+    if (ctx.learnerId !== undefined && result.data.learnerId !== ctx.learnerId) {
+      mismatches.push(`200 for learner ${result.data.learnerId}, asked for ${ctx.learnerId}`);
+    }
+    const transferStatus = result.data.transferDetails.status;
+    if (transferStatus !== COMPLETED) {
+      mismatches.push(`transfer status ${quoted(transferStatus)}, not '${COMPLETED}'`);
+    }
+    if (mismatches.length > 0) {
+      return { code: 'unexpected-result', status: 200, result, message: mismatches.join('; '), durationMs };
+    }
     // The spec: a repeated transfer to the same organization "returns success without creating a
     // duplicate transfer". We see that as the transferId we already hold, or a message that says so.
     const sameTransfer =

@@ -25,6 +25,14 @@ export type TransferOutcome =
       error?: string;
       message?: string;
     })
+  | (Base & {
+      code: 'unexpected-result';
+      status: 200;
+      /** The parsed body: it goes to the audit stream, since something may have happened to someone. */
+      result: TransferResult;
+      /** What did not match: "200 for learner 12, asked for 11", "transfer status 'pending', not 'completed'". */
+      message: string;
+    })
   | (Base & { code: 'rate-limited'; status: 429; retryAfterMs?: number; error?: string; message?: string })
   | (Base & { code: 'unauthorized'; status: 401; error?: string; message?: string })
   | (Base & {

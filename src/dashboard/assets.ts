@@ -19,7 +19,7 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{border-bottom:1p
 .counts{list-style:none;padding:0;margin:0;display:flex;flex-wrap:wrap;gap:.2rem .8rem}
 .code{font-family:ui-monospace,monospace;font-size:.85em;padding:0 .3rem;border-radius:3px;background:#eaeef2}
 .code-transferred,.code-already-in-org{background:#dafbe1;color:var(--ok)}.code-queued,.code-retrying{background:#fff8c5;color:var(--wait)}
-.code-not-found,.code-forbidden,.code-invalid-request,.code-server-error,.code-network-error,.code-bad-response{background:#ffebe9;color:var(--bad)}
+.code-not-found,.code-forbidden,.code-invalid-request,.code-server-error,.code-network-error,.code-bad-response,.code-unexpected-result{background:#ffebe9;color:var(--bad)}
 .alert{padding:.5rem .8rem;border-radius:6px;margin:.4rem 0}.alert-error{background:#ffebe9;border:1px solid #ff8182;color:#82071e}
 .alert-warning{background:#fff8c5;border:1px solid #d4a72c}
 .filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:end;margin-bottom:.6rem}.filters label{display:flex;flex-direction:column;font-size:.85rem}

@@ -1,6 +1,8 @@
 // The service failing in every way the issue names: 30% 500s, reset connections, 200 bodies cut in
 // the middle, down for a while (connections cut on arrival, then refused outright), stricter limits than
 // configured (429 + Retry-After). Every learner must end right, and waits must not use attempts.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SimulatorOptions } from '../../src/simulator/index.ts';
@@ -197,5 +199,68 @@ describe('a failing service', () => {
     // The service's own limits were never exceeded by requests it counted.
     expect(harness.sim.violations()).toEqual([]);
     expect(harness.logLines.join('')).toContain('the service answered 429');
+  });
+});
+
+describe("a 200 that is not this learner's completed transfer", () => {
+  it('fails for good after one call (unexpected-result), with the body in the audit stream', async () => {
+    // The simulator always answers for the learner asked: a server of our own answers 200s that do not
+    // fit. Even ids get a transfer of the next learner; odd ids one of their own, still 'pending'.
+    const calls = new Map<number, number>();
+    const server = createServer((req, res) => {
+      const id = Number(/^\/1\/learner\/(\d+)\/transfer$/.exec(req.url ?? '')?.[1]);
+      calls.set(id, (calls.get(id) ?? 0) + 1);
+      const learnerId = id % 2 === 0 ? id + 1 : id;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          success: true,
+          message: 'Learner transferred successfully',
+          data: {
+            learnerId,
+            newOwner: 'Acme',
+            transferDetails: {
+              transferId: `trf_for_${id}`,
+              initiatedAt: '2026-11-22T01:02:03.123456Z',
+              status: id % 2 === 0 ? 'completed' : 'pending',
+              assessmentIds: ['a1'],
+            },
+            learnerGroups: { removed: [], added: [] },
+            authorizations: { revoked: [] },
+          },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      h = await startHarness({
+        tag: 'chaos-odd200',
+        baseUrl: () => `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        env: { ...ENV, ATTEMPTS: '4', BACKOFF: '20ms' },
+      });
+      const ids = [2, 3, 4, 5];
+      const runId = await enqueue(h, ids);
+      const result = await h.workUntilIdle();
+      expect(result.succeeded).toBe(0);
+      expect(result.failed).toBe(ids.length);
+      for (const id of ids) {
+        // One call: retrying cannot make a wrong answer right, and each call may delete authorizations.
+        expect(calls.get(id), `calls for ${id}`).toBe(1);
+        const rec = await h.ctx.store.get('acme', id);
+        expect(rec?.b, `learner ${id}`).toBe('unexpected-result');
+        expect(rec?.m).toBe(
+          id % 2 === 0
+            ? `200 for learner ${id + 1}, asked for ${id}`
+            : "transfer status 'pending', not 'completed'",
+        );
+        const audit = await h.ctx.store.auditEntries('acme', rec?.au ?? []);
+        expect(audit).toHaveLength(1);
+        expect(audit[0]?.learnerId).toBe(id);
+        expect(audit[0]?.result).toMatchObject({ learnerId: id % 2 === 0 ? id + 1 : id });
+      }
+      expect((await h.ctx.store.runCounts('acme', runId))['unexpected-result']).toBe(ids.length);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { NO_PERSISTENCE_WARNING } from '../../src/redis.ts';
 
 export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'learner-transfer.js');
@@ -64,4 +65,15 @@ export async function runCli(
   cwd = ROOT,
 ): Promise<CliResult> {
   return waitExit(spawnCli(args, env, cwd), timeoutMs);
+}
+
+/**
+ * A command's stderr without the start-up warning of a Redis that keeps nothing on disk: the tests' shared
+ * Redis usually is one, and a test of what a command itself says must not depend on how it is run.
+ */
+export function withoutNoPersistenceWarning(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((line) => !line.includes(NO_PERSISTENCE_WARNING))
+    .join('\n');
 }

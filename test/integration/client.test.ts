@@ -1,5 +1,7 @@
 // The Learner API client against the simulator on a real socket: every outcome code, every fault, the
 // spec's headers, and no token in anything the client returns.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import type { TransferOutcome } from '../../src/api/outcome.ts';
@@ -120,6 +122,67 @@ describe('transferLearner', () => {
       expect(track(await client.transferLearner(20, TOKEN)).code).toBe('already-in-org');
     } finally {
       sim.setFaults({});
+    }
+  });
+
+  it('unexpected-result: a valid 200 for another learner, or not completed, over real HTTP', async () => {
+    // The simulator always answers for the learner asked: a server of our own answers what we choose.
+    const answers: { learnerId: number; status: string }[] = [];
+    const paths: string[] = [];
+    const server = createServer((req, res) => {
+      paths.push(`${req.method} ${req.url}`);
+      const a = answers.shift() ?? { learnerId: 0, status: 'completed' };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          success: true,
+          message: 'Learner transferred successfully',
+          data: {
+            learnerId: a.learnerId,
+            newOwner: 'Acme',
+            transferDetails: {
+              transferId: `trf_${a.learnerId}`,
+              initiatedAt: '2026-11-22T01:02:03.123456Z',
+              status: a.status,
+              assessmentIds: [],
+            },
+            learnerGroups: { removed: [], added: [] },
+            authorizations: { revoked: [] },
+          },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const c = new LearnerApiClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      userAgent: 'x',
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 500,
+    });
+    try {
+      answers.push({ learnerId: 12, status: 'completed' });
+      expect(track(await c.transferLearner(11, TOKEN))).toMatchObject({
+        code: 'unexpected-result',
+        status: 200,
+        message: '200 for learner 12, asked for 11',
+        result: { data: { learnerId: 12, transferDetails: { transferId: 'trf_12' } } },
+      });
+      // Even with the transfer id we hold: it is not a repeat of ours if it is not about our learner.
+      answers.push({ learnerId: 12, status: 'completed' });
+      expect(track(await c.transferLearner(11, TOKEN, { previousTransferId: 'trf_12' })).code).toBe(
+        'unexpected-result',
+      );
+      answers.push({ learnerId: 11, status: 'pending' });
+      expect(track(await c.transferLearner(11, TOKEN))).toMatchObject({
+        code: 'unexpected-result',
+        message: "transfer status 'pending', not 'completed'",
+      });
+      answers.push({ learnerId: 11, status: 'completed' });
+      expect(track(await c.transferLearner(11, TOKEN)).code).toBe('transferred');
+      expect(paths).toEqual(Array.from({ length: 4 }, () => 'PATCH /1/learner/11/transfer'));
+    } finally {
+      await c.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 

@@ -2,10 +2,15 @@
 // skipped, a stopped crawl resumes from its cursor (every page read at most once more, nobody lost),
 // and a list that changes mid-crawl loses nobody and offers nobody twice.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LearnerApiClient } from '../../src/api/client.ts';
+import { listPageSchema } from '../../src/api/schemas.ts';
+import { EXIT } from '../../src/cli/shared.ts';
 import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
+import { checkPageAnswered } from '../../src/queue/sources/page-walker.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { startPageOneServer } from '../helpers/page-one-server.ts';
 
 let h: Harness;
 const N = 1000;
@@ -216,5 +221,73 @@ describe('a list that changes while it is read', () => {
     expect(s.alreadyQueued).toBe(0);
     expect(s.enqueued).toBe(got.length);
     expect(s.selected).toBe(got.length);
+  });
+});
+
+describe('a service that ignores ?page=', () => {
+  freshHarness('crawl-page-one');
+  it('stops the crawl at page 2 with an error naming the page asked and what came back', async () => {
+    const server = await startPageOneServer(250);
+    const client = new LearnerApiClient({
+      baseUrl: server.url,
+      userAgent: 'x',
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 500,
+    });
+    try {
+      const failed = crawl(
+        { ...deps(), client },
+        { org: 'acme', targetOrgId: ACME, tokens: ['t'], filters: {}, crawlId: 'page-one', concurrency: 4 },
+      );
+      await expect(failed).rejects.toMatchObject({
+        code: 'LT_INPUT_UNREADABLE',
+        message: expect.stringMatching(
+          /^listing learners: asked for page [23], the service answered current_page 1, from 1 where page [23] starts at [12]01/,
+        ),
+      });
+      // No loop and no retry: page 1, then the pages after it once each, and nothing more.
+      expect(server.asked[0]).toBe('1');
+      expect([...server.asked].sort()).toEqual(['1', '2', '3']);
+      // Page 1 was handled; the cursor stays before page 2, so a run against a fixed service resumes there.
+      const cursor = await h.ctx.redis.hgetall(h.ctx.keys.crawlCursor('acme', 'page-one'));
+      expect(cursor.next).toBe('2');
+
+      // Through the CLI: the message on stderr, exit 5 (the list could not be read), no stack.
+      const r = await runCli(['crawl', '--org', 'acme', '--target-org-id', '1', '--quiet'], {
+        ...h.env,
+        LEARNER_API_BASE_URL: server.url,
+      });
+      expect(r.code, r.stderr).toBe(EXIT.input);
+      expect(r.stderr).toMatch(
+        /learner-transfer: listing learners: asked for page [23], the service answered/,
+      );
+      expect(r.stderr).not.toMatch(/\n\s+at .+:\d+:\d+/);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it('checks current_page (number or string), from, to and the item count against the page asked', () => {
+    const body = (page: number, p: Record<string, unknown>, items = 100) =>
+      listPageSchema.parse({
+        data: Array.from({ length: items }, (_, i) => ({ id: i + 1, organizationId: 1 })),
+        pagination: { total: 1000, per_page: 100, last_page: 10, current_page: String(page), ...p },
+      });
+    const ok = (page: number, p: Record<string, unknown>, items?: number) =>
+      expect(() => checkPageAnswered(page, body(page, p, items))).not.toThrow();
+    const bad = (page: number, p: Record<string, unknown>, says: string, items?: number) =>
+      expect(() => checkPageAnswered(page, body(page, p, items))).toThrow(says);
+    ok(3, { from: 201, to: 300 });
+    ok(3, { current_page: 3, from: 201, to: 300 });
+    ok(10, { from: 901, to: 950 }, 50); // the last page, short
+    ok(11, { from: null, to: null }, 0); // past the end: no items, no positions
+    ok(3, {}); // from/to absent: the schema accepts it, current_page still decides
+    bad(3, { current_page: '1', from: 1, to: 100 }, 'asked for page 3, the service answered current_page 1');
+    bad(3, { current_page: 1, from: 201, to: 300 }, 'current_page 1');
+    bad(3, { from: 1, to: 100 }, 'from 1 where page 3 starts at 201');
+    bad(3, { from: 201, to: 301 }, 'to 301 outside 201..300');
+    bad(3, { from: 201, to: 200 }, 'to 200 outside 201..300');
+    bad(3, { from: 201, to: 300 }, '101 learners for per_page 100', 101);
   });
 });

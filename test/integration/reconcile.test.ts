@@ -1,11 +1,14 @@
 // reconcile against the simulator: the drift (learners not where the desired file puts them) is
 // enqueued exactly, finished learners that moved away are re-opened on purpose, learners absent from
 // the list are reported and not enqueued, and the drift report says so line by line.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LearnerApiClient } from '../../src/api/client.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { runReconcile } from '../../src/queue/reconcile-run.ts';
+import { reconcile } from '../../src/queue/sources/reconcile.ts';
+import { startPageOneServer } from '../helpers/page-one-server.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -108,9 +111,76 @@ describe('reconcile', () => {
     expect((await h.ctx.store.get('acme', 2))?.b).toBe('queued');
   });
 
+  it('fails loudly when the service ignores ?page=, instead of reporting page 2 and on as not found', async () => {
+    const server = await startPageOneServer(250);
+    const client = new LearnerApiClient({
+      baseUrl: server.url,
+      userAgent: 'x',
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 500,
+    });
+    // Learner 150 is on page 2: read as page 1 again, it would look absent from the list.
+    const desired = h.writeFile('page-one.csv', 'learnerId,org\n5,acme\n150,acme\n');
+    const outDir = join(h.dir, 'page-one');
+    try {
+      await expect(
+        reconcile(
+          { producer: h.ctx.producer, runs: h.ctx.runs, store: h.ctx.store, client },
+          { file: desired, knownOrgs: ['acme'], orgIds: { acme: 1 }, tokens: ['t'], outDir },
+        ),
+      ).rejects.toMatchObject({
+        code: 'LT_INPUT_UNREADABLE',
+        message: expect.stringMatching(
+          /^listing learners: asked for page [23], the service answered current_page 1/,
+        ),
+      });
+      expect([...server.asked].sort()).toEqual(['1', '2', '3']);
+      // Nothing was enqueued and no drift report claims learner 150 is missing.
+      expect(await h.ctx.queues.get('acme').getJob(jobIdOf(5))).toBeUndefined();
+      expect(existsSync(outDir)).toBe(false);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
   it('names the missing organization id and how to give it', async () => {
     const other = h.writeFile('gamma.csv', 'learnerId,org\n5,acme\n');
     await h.ctx.redis.del(h.ctx.keys.orgIds());
     await expect(runReconcile(h.ctx, { file: other })).rejects.toThrow(/--org-id acme=N/);
+  });
+});
+
+describe('reconcile of a large drift', () => {
+  let big: Harness;
+  beforeAll(async () => {
+    big = await startHarness({ tag: 'reconcile-big', sim: { learners: 3300 }, env: { LOG_LEVEL: 'warn' } });
+  });
+  afterAll(async () => {
+    await big?.close();
+  });
+
+  it('keeps every drift row, in file order, with the state before of learners past the first 1000', async () => {
+    const ids = Array.from({ length: 3300 }, (_, i) => i + 1);
+    const drift = ids.filter((id) => inOrg(id) !== 1);
+    expect(drift).toHaveLength(2200);
+    // Learners at drift positions 1000..1004 and 2199 already have a record (queued) before the reconcile.
+    const held = [...drift.slice(1000, 1005), drift[2199] as number];
+    await big.enqueueIds(held);
+    const file = big.writeFile(
+      'all-acme.csv',
+      `learnerId,org\n${ids.map((id) => `${id},acme`).join('\n')}\n`,
+    );
+    const s = await runReconcile(big.ctx, { file, orgIds: { acme: 1 }, outDir: join(big.dir, 'big') });
+    expect(s.wrongOrg).toBe(2200);
+    expect(s.byOrg).toEqual({ acme: 2200 });
+    expect(s.enqueued + s.alreadyQueued).toBe(2200);
+    const rows = readFileSync(s.driftFile as string, 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1);
+    expect(rows.map((r) => Number(r.split(',')[0]))).toEqual(drift);
+    const before = new Map(rows.map((r) => [Number(r.split(',')[0]), r.split(',')[6]]));
+    for (const id of drift) expect(before.get(id), `learner ${id}`).toBe(held.includes(id) ? 'queued' : '');
   });
 });

@@ -9,7 +9,7 @@ import {
 } from '../../src/queue/control.ts';
 import type { RunMeta } from '../../src/outcomes/runs.ts';
 import { startControlWorker } from '../../src/worker/control-worker.ts';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCli, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -71,7 +71,7 @@ describe('schedule', () => {
       ['schedule', '--every', '400ms', 'reconcile', '--desired', desired, '--org-id', 'acme=1'],
       h.env,
     );
-    expect(made.stderr).toBe('');
+    expect(withoutNoPersistenceWarning(made.stderr)).toBe('');
     expect(made.code).toBe(0);
     expect(made.stdout).toContain('schedule reconcile-cli-desired saved');
     const listed = await runCli(['schedule', 'list'], h.env);

@@ -76,6 +76,90 @@ describe('classifyResponse', () => {
     expect(classifyResponse(200, ok, '', { ...ctx, previousTransferId: 'trf_0' }).code).toBe('transferred');
   });
 
+  it('a 200 for another learner, or not "completed", is unexpected-result, never a success', () => {
+    const asked = { ...ctx, learnerId: 11 };
+    const other = { ...ok, data: { ...ok.data, learnerId: 12 } };
+    expect(classifyResponse(200, other, '', asked)).toMatchObject({
+      code: 'unexpected-result',
+      status: 200,
+      message: '200 for learner 12, asked for 11',
+      result: { data: { learnerId: 12 } },
+    });
+    // Not even when it carries the transfer id we hold, or says "already associated".
+    expect(
+      classifyResponse(
+        200,
+        { ...other, message: "Learner is already associated with the caller's organization" },
+        '',
+        { ...asked, previousTransferId: 'trf_1' },
+      ).code,
+    ).toBe('unexpected-result');
+    const pending = {
+      ...ok,
+      data: { ...ok.data, transferDetails: { ...ok.data.transferDetails, status: 'pending' } },
+    };
+    expect(classifyResponse(200, pending, '', { ...ctx, learnerId: 7 })).toMatchObject({
+      code: 'unexpected-result',
+      message: "transfer status 'pending', not 'completed'",
+    });
+    expect(
+      classifyResponse(200, pending, '', { ...ctx, learnerId: 7, previousTransferId: 'trf_1' }).code,
+    ).toBe('unexpected-result');
+    // Both wrong: both named.
+    expect(
+      classifyResponse(200, { ...pending, data: { ...pending.data, learnerId: 12 } }, '', {
+        ...ctx,
+        learnerId: 7,
+      }),
+    ).toMatchObject({
+      message: "200 for learner 12, asked for 7; transfer status 'pending', not 'completed'",
+    });
+    // The status is compared exactly, as the spec writes it.
+    const shouting = {
+      ...ok,
+      data: { ...ok.data, transferDetails: { ...ok.data.transferDetails, status: 'COMPLETED' } },
+    };
+    expect(classifyResponse(200, shouting, '', { ...ctx, learnerId: 7 }).code).toBe('unexpected-result');
+    // The learner asked for, completed: transferred (or a repeat).
+    expect(classifyResponse(200, ok, '', { ...ctx, learnerId: 7 }).code).toBe('transferred');
+    expect(classifyResponse(200, ok, '', { ...ctx, learnerId: 7, previousTransferId: 'trf_1' }).code).toBe(
+      'already-in-org',
+    );
+    expect(OUTCOMES['unexpected-result']).toMatchObject({ action: 'fail', success: false });
+  });
+
+  it('reads each error field on its own: a malformed one does not lose the other', () => {
+    expect(
+      classifyResponse(404, { success: false, error: 404, message: 'No learner exists with ID 7' }, '', ctx),
+    ).toEqual({ code: 'not-found', status: 404, durationMs: 5, message: 'No learner exists with ID 7' });
+    expect(
+      classifyResponse(
+        400,
+        { error: { title: 'x' }, message: "Learner is already associated with the caller's organization" },
+        '',
+        ctx,
+      ),
+    ).toMatchObject({ code: 'already-in-org', via: 'already-associated' });
+    expect(classifyResponse(403, { success: 'no', error: 'Unauthorized', message: ['a'] }, '', ctx)).toEqual({
+      code: 'forbidden',
+      status: 403,
+      durationMs: 5,
+      error: 'Unauthorized',
+    });
+    expect(classifyResponse(500, ['Transfer failed'], '', ctx)).toEqual({
+      code: 'server-error',
+      status: 500,
+      durationMs: 5,
+    });
+    expect(classifyResponse(500, null, '', ctx)).toEqual({
+      code: 'server-error',
+      status: 500,
+      durationMs: 5,
+    });
+    const long = classifyResponse(500, { error: 'e'.repeat(900), message: 'm'.repeat(2000) }, '', ctx);
+    expect(long).toMatchObject({ error: 'e'.repeat(500), message: 'm'.repeat(1000) });
+  });
+
   it('keeps the error title and message, and the Retry-After', () => {
     const o = classifyResponse(429, { error: 'Too Many Requests', message: 'slow down' }, '', {
       ...ctx,

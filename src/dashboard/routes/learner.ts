@@ -44,7 +44,10 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       const colon = key.lastIndexOf(':');
       if (colon < 1) throw badRequest(`ids: '${key.slice(0, 80)}' is not org:learnerId`);
       const org = knownOrg(deps, key.slice(0, colon), 'ids');
-      byOrg.set(org, [...(byOrg.get(org) ?? []), learnerIdParam(key.slice(colon + 1), 'ids')]);
+      const id = learnerIdParam(key.slice(colon + 1), 'ids');
+      const ids = byOrg.get(org);
+      if (ids) ids.push(id);
+      else byOrg.set(org, [id]);
     }
     const learners: LearnerOutcome[] = [];
     for (const [org, ids] of byOrg) {

@@ -12,7 +12,7 @@
 // totals cannot show (a removal and an insertion between the same two reads) is left to reconcile.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ListResult } from '../../api/client.ts';
-import type { Learner } from '../../api/schemas.ts';
+import type { Learner, ListPage } from '../../api/schemas.ts';
 import { LearnerTransferError } from '../../errors.ts';
 
 export interface ListReader {
@@ -74,6 +74,40 @@ export interface WalkResult {
   stopped: boolean;
   /** Pages that may still be stale after maxPasses (the list kept changing): run again or reconcile. */
   unsettledPages: number[];
+}
+
+/**
+ * The page the service answered must be the page asked for. The spec: page N covers positions
+ * (N-1)*per_page+1 to N*per_page, and current_page is the page requested. A service that ignores
+ * ?page= (a proxy that drops the query, a changed parameter name) answers page 1 every time: read as
+ * pages 2, 3, ... it would hand the same learners on again and never show the rest. Retrying does not
+ * help; the walk stops with what came back. `from`/`to` are checked when given (the schema accepts
+ * them absent or null, as on an empty page).
+ */
+export function checkPageAnswered(page: number, body: ListPage): void {
+  const p = body.pagination;
+  const count = body.data.length;
+  const problems: string[] = [];
+  if (p.current_page !== page) problems.push(`current_page ${p.current_page}`);
+  if (count > p.per_page) problems.push(`${count} learners for per_page ${p.per_page}`);
+  if (count > 0) {
+    const first = (page - 1) * p.per_page + 1;
+    const last = page * p.per_page;
+    if (p.from !== null && p.from !== undefined && p.from !== first) {
+      problems.push(`from ${p.from} where page ${page} starts at ${first}`);
+    }
+    if (p.to !== null && p.to !== undefined && (p.to < first || p.to > last)) {
+      problems.push(`to ${p.to} outside ${first}..${last}`);
+    }
+  }
+  if (problems.length === 0) return;
+  throw new LearnerTransferError(
+    'LT_INPUT_UNREADABLE',
+    `listing learners: asked for page ${page}, the service answered ${problems.join(', ')} ` +
+      `(current_page ${p.current_page}, from ${p.from ?? 'none'}, to ${p.to ?? 'none'}, per_page ${p.per_page}, ` +
+      `${count} learners): it does not page as the spec says, so the walk stops rather than read the same ` +
+      `learners again or miss the rest; check LEARNER_API_BASE_URL and any proxy in front of the service`,
+  );
 }
 
 /** Errors that retrying cannot help on a list read. */
@@ -286,6 +320,7 @@ export class PageWalker {
       const r = await o.client.listLearners(page, token);
       if (r.ok) {
         this.#requests++;
+        checkPageAnswered(page, r.page);
         return r.page;
       }
       const code = r.outcome.code;
