@@ -7,7 +7,11 @@ export type ErrorCode =
   | 'LT_INPUT_UNREADABLE'
   | 'LT_UNKNOWN_ORG'
   | 'LT_NO_TOKEN'
-  | 'LT_USAGE';
+  | 'LT_USAGE'
+  /** Two organization keys would name one numeric organization (two daily budgets for one). */
+  | 'LT_ORG_ID_TAKEN'
+  /** A token is bound to another organization key in Redis (two hourly windows for one token). */
+  | 'LT_TOKEN_BOUND';
 
 export class LearnerTransferError extends Error {
   readonly code: ErrorCode;

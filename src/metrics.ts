@@ -2,7 +2,8 @@
 // process part (tests build several in one process, so never prom-client's global default), the transfer
 // request-duration histogram the worker feeds, and a tiny /metrics server for the worker.
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { WriteState } from './redis-writes.ts';
 import type { OutcomeEvent } from './worker/processor.ts';
 
 /** Transfer calls take tens of ms to the request timeout (30 s by default). */
@@ -28,6 +29,38 @@ export function transferDurationHistogram(registry: Registry): TransferDurationH
 
 export function observeOutcome(h: TransferDurationHistogram, e: OutcomeEvent): void {
   h.observe({ org: e.org, outcome: e.code }, e.durationMs / 1000);
+}
+
+/**
+ * Whether Redis takes writes (1/0) and its memory use as a share of maxmemory, read at scrape time from
+ * `read` (a WriteGate's state in a worker, a cached check in the dashboard). Undefined (not known yet)
+ * leaves the writable gauge empty rather than guessing.
+ */
+export function redisWriteGauges(
+  registry: Registry,
+  read: () => WriteState | undefined | Promise<WriteState | undefined>,
+): void {
+  new Gauge({
+    name: 'learner_transfer_redis_writable',
+    help: '1 when Redis takes writes and is under the high-water mark (REDIS_HIGH_WATER), else 0 (label cause)',
+    labelNames: ['cause'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await read();
+      if (s) this.set({ cause: s.cause }, s.writable ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'learner_transfer_redis_memory_ratio',
+    help: 'Redis used_memory as a share of maxmemory; 0 when maxmemory is 0 (no limit) or not known',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const ratio = (await read())?.memoryRatio;
+      if (ratio !== null && ratio !== undefined) this.set(ratio);
+    },
+  });
 }
 
 export interface MetricsServer {

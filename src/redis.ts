@@ -1,8 +1,9 @@
-// Redis connections: a clear error when Redis does not answer at start, and a warning when its eviction
-// policy could drop queued jobs (BullMQ needs noeviction).
+// Redis connections: a clear error when Redis does not answer at start, a warning when its eviction
+// policy could drop queued jobs (BullMQ needs noeviction), and one when it keeps nothing on disk.
 import { Redis } from 'ioredis';
 import { LearnerTransferError } from './errors.ts';
 import type { Logger } from './log.ts';
+import { LogThrottle } from './log-throttle.ts';
 
 /** The URL without a password, for messages. */
 export function safeRedisUrl(url: string): string {
@@ -30,7 +31,7 @@ export function createRedis(url: string, name = 'learner-transfer'): Redis {
 
 /**
  * Waits until Redis answers, retrying for `timeoutMs`, then fails with a message an operator can act on
- * (not a stack trace). Warns when maxmemory-policy is not noeviction.
+ * (not a stack trace). Warns when maxmemory-policy is not noeviction, and when Redis persists nothing.
  */
 export async function connectRedis(
   url: string,
@@ -74,8 +75,15 @@ export async function connectRedis(
     );
   }
   redis.off('error', onError);
-  // Later errors (a restart mid-run) are reconnected by ioredis; log them rather than crash.
-  redis.on('error', (err) => options.logger?.warn({ err: err.message }, 'redis connection error'));
+  // Later errors (a restart mid-run) are reconnected by ioredis; log them rather than crash, and once per
+  // interval rather than at every reconnection attempt.
+  if (options.logger) {
+    const errors = new LogThrottle(options.logger);
+    redis.on('error', (err) => errors.warn({ err: err.message }, 'redis connection error'));
+    redis.once('end', () => errors.stop());
+  } else {
+    redis.on('error', () => {});
+  }
   const policy = await evictionPolicy(redis);
   if (policy !== undefined && policy !== 'noeviction') {
     options.logger?.warn(
@@ -84,7 +92,35 @@ export async function connectRedis(
         `records. Set maxmemory-policy noeviction.`,
     );
   }
+  if ((await persistence(redis)) === 'none') {
+    options.logger?.warn(
+      { appendonly: 'no', save: '' },
+      `${NO_PERSISTENCE_WARNING} (appendonly no, save ""): a Redis restart would lose the queues, the ` +
+        `transfer budget log (the service's limits could then be overrun) and the audit of what each ` +
+        `transfer deleted. Set appendonly yes (in redis.conf, or CONFIG SET appendonly yes and CONFIG REWRITE).`,
+    );
+  }
   return redis;
+}
+
+/** How the warning for a Redis without persistence begins (tests against such a Redis look for it). */
+export const NO_PERSISTENCE_WARNING = 'Redis keeps nothing on disk';
+
+/**
+ * Whether Redis writes anything to disk: 'none' when AOF is off and no RDB snapshot is scheduled,
+ * 'some' otherwise, undefined when CONFIG is not allowed (managed Redis, which persists on its own terms).
+ */
+export async function persistence(redis: Redis): Promise<'none' | 'some' | undefined> {
+  try {
+    const [aof, save] = await Promise.all([
+      redis.config('GET', 'appendonly') as Promise<string[]>,
+      redis.config('GET', 'save') as Promise<string[]>,
+    ]);
+    if (aof[1] === undefined || save[1] === undefined) return undefined;
+    return aof[1] === 'no' && save[1].trim() === '' ? 'none' : 'some';
+  } catch {
+    return undefined;
+  }
 }
 
 /** The eviction policy, or undefined when CONFIG is not allowed (managed Redis). */

@@ -5,6 +5,7 @@ import { parseOrgIdPair } from '../queue/org-ids.ts';
 import { formatPlan, planOrgs } from '../queue/plan.ts';
 import { runReconcile } from '../queue/reconcile-run.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
+import { bindTokens } from '../token-orgs.ts';
 import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
 
 export interface ReconcileFlags {
@@ -40,6 +41,7 @@ export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
   const dry = Boolean(opts.dryRun);
   const ctx = await createContext(config);
   await runAbortable(ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
+    await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
     const progress = new Progress({ label: 'reconcile', unit: 'pages', enabled: !opts.quiet });
     let shown = 0;
     const summary = await runReconcile(ctx, {

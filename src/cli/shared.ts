@@ -42,6 +42,7 @@ export function reportCliError(err: unknown): number {
     write(`learner-transfer: ${err.message}\n`);
     switch (err.code) {
       case 'LT_CONFIG_INVALID':
+      case 'LT_TOKEN_BOUND':
         return EXIT.config;
       case 'LT_REDIS_UNREACHABLE':
         return EXIT.redis;
@@ -52,6 +53,7 @@ export function reportCliError(err: unknown): number {
         return EXIT.unauthorized;
       case 'LT_USAGE':
       case 'LT_UNKNOWN_ORG':
+      case 'LT_ORG_ID_TAKEN':
         return EXIT.usage;
     }
   }

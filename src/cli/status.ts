@@ -8,6 +8,8 @@ export function formatStatus(s: Status): string {
   const lines: string[] = [
     `status at ${s.at} (limits: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization)`,
   ];
+  // Only when it needs a person: a Redis that takes writes and has room is not news.
+  if (s.redis && !s.redis.writable) lines.push(`REDIS: ${s.redis.message}`);
   for (const o of s.orgs) {
     const learners = Object.entries(o.learners)
       .map(([b, n]) => `${b} ${n}`)

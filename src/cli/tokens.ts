@@ -1,11 +1,16 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
+import { humanizeMs } from '../duration.ts';
+import { isValidOrgKey } from '../keys.ts';
+import { rebindToken, TOKEN_ID_RE } from '../token-orgs.ts';
 import { loadCliConfig } from './shared.ts';
 
 export function register(program: Command): void {
   const tokens = program
     .command('tokens')
-    .description('Show token ids (fingerprints, never secrets) and unpause refused tokens');
+    .description(
+      'Show token ids (fingerprints, never secrets), unpause refused tokens, bind a token to another organization',
+    );
   tokens
     .command('list')
     .description('Token ids per organization with their budget state')
@@ -43,6 +48,48 @@ export function register(program: Command): void {
           : config.tokens.filter((t) => t.org === opts.org).map((t) => t.id);
         for (const id of ids) await ctx.budget.unblock(opts.org, id);
         console.log(`unpaused ${ids.length} token${ids.length === 1 ? '' : 's'} of ${opts.org}`);
+      } finally {
+        await ctx.close();
+      }
+    });
+  tokens
+    .command('rebind')
+    .description(
+      'Bind a token to another organization key in Redis (after it moved in LEARNER_API_TOKENS): one token, one organization',
+    )
+    .requiredOption('--token <id>', 'token id (12 hex digits, as tokens list shows it)', (v: string) => {
+      if (!TOKEN_ID_RE.test(v)) {
+        throw new InvalidArgumentError(
+          `--token expects a token id of 12 hex digits (see tokens list), got '${v}'`,
+        );
+      }
+      return v;
+    })
+    .requiredOption('--org <key>', 'the organization key the token belongs to now', (v: string) => {
+      if (!isValidOrgKey(v)) {
+        throw new InvalidArgumentError(
+          `--org expects an organization key (letters, digits, _ or -), got '${v}'`,
+        );
+      }
+      return v;
+    })
+    .action(async (opts: { token: string; org: string }) => {
+      const config = loadCliConfig();
+      const ctx = await createContext(config);
+      try {
+        const previous = await rebindToken(ctx.redis, ctx.keys.prefix, opts.token, opts.org);
+        console.log(
+          `token ${opts.token} is bound to '${opts.org}'` +
+            (previous === null ? ' (it was bound to none)' : ` (it was bound to '${previous}')`),
+        );
+        if (previous !== null && previous !== opts.org) {
+          // The limiter keeps a token's window under its organization: the new one starts empty.
+          console.log(
+            `note: what the token spent under '${previous}' in the last ${humanizeMs(config.limitPerToken.windowMs)} ` +
+              `does not count under '${opts.org}': if it was used lately, the service may answer 429 for a ` +
+              `while (waited out, no attempt lost)`,
+          );
+        }
       } finally {
         await ctx.close();
       }

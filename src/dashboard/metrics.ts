@@ -1,11 +1,12 @@
 // GET /metrics for Prometheus: learners by organization and outcome, budget remaining per token and
-// organization, jobs by state (read from Redis at scrape time, one status read shared by all gauges),
-// and the duration of the dashboard's own requests. The duration of transfer calls is a histogram of
-// the worker process (`work --metrics-port`, src/metrics.ts): only the process that makes them sees them.
+// organization, jobs by state, whether Redis takes writes and how full it is (read from Redis at scrape
+// time, one status read shared by all gauges), and the duration of the dashboard's own requests. The
+// duration of transfer calls is a histogram of the worker process (`work --metrics-port`,
+// src/metrics.ts): only the process that makes them sees them.
 import type { FastifyInstance } from 'fastify';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import type { AppContext } from '../app.ts';
-import { createRegistry } from '../metrics.ts';
+import { createRegistry, redisWriteGauges } from '../metrics.ts';
 import { collectStatus, type Status } from '../outcomes/status.ts';
 
 const SNAPSHOT_MS = 1000;
@@ -83,6 +84,7 @@ export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDu
         for (const [state, n] of Object.entries(o.jobs)) this.set({ org: o.org, state }, n);
     },
   });
+  redisWriteGauges(registry, async () => (await snapshot()).redis ?? undefined);
   const httpDuration = new Histogram({
     name: 'lt_dashboard_http_request_duration_seconds',
     help: 'Duration of dashboard HTTP requests by method, route and status',

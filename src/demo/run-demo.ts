@@ -14,6 +14,7 @@ import { newRunId } from '../outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';
 import { startWorkers } from '../worker/run-workers.ts';
+import { bindTokens } from '../token-orgs.ts';
 import { createRedis, deleteKeysUnder } from '../redis.ts';
 import {
   redisAnswers,
@@ -146,6 +147,7 @@ async function startDemo(
   const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
   const ctx = await createContext(config, { logger });
   cleanups.push(() => ctx.close());
+  await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger });
   print(`limits    ${options.limitPerToken} per token (2 tokens), ${options.limitPerOrg} per organization`);
 
   const runId = newRunId();

@@ -4,6 +4,7 @@ import type { AppContext } from '../app.ts';
 import { estimate, type Eta } from '../eta.ts';
 import type { BudgetView } from '../limiter/index.ts';
 import { jobCounts, type JobCounts } from '../queue/queues.ts';
+import { checkRedisWrites, writeProbeKey, type WriteState } from '../redis-writes.ts';
 import type { RunCounts } from './store.ts';
 
 export interface OrgStatus {
@@ -19,12 +20,23 @@ export interface Status {
   at: string;
   limits: { perToken: string; perOrg: string };
   orgs: OrgStatus[];
+  /** Whether Redis takes writes and how full it is; null when that could not be checked. */
+  redis: WriteState | null;
+}
+
+/** The write state of the context's Redis; null when the check itself failed (not a refusal). */
+export function redisWriteState(ctx: AppContext): Promise<WriteState | null> {
+  return checkRedisWrites(ctx.redis, {
+    probeKey: writeProbeKey(ctx.keys.prefix),
+    highWater: ctx.config.redisHighWater,
+  }).catch(() => null);
 }
 
 export async function collectStatus(
   ctx: AppContext,
   orgs: readonly string[] = ctx.config.orgs,
 ): Promise<Status> {
+  const redis = redisWriteState(ctx);
   const out: OrgStatus[] = [];
   for (const org of orgs) {
     const tokenIds = ctx.config.tokens.filter((t) => t.org === org).map((t) => t.id);
@@ -52,5 +64,6 @@ export async function collectStatus(
       perOrg: `${ctx.config.limitPerOrg.max}/${ctx.config.limitPerOrg.windowMs}ms`,
     },
     orgs: out,
+    redis: await redis,
   };
 }

@@ -2,10 +2,17 @@
 // number, our tokens are named by key), yet crawl must skip learners already in the target and
 // reconcile must compare owners. So the operator gives it once (--target-org-id N, --org-id KEY=N) and
 // it is remembered in Redis for later runs, scheduled ones included.
+// Two keys must never name one organization: each key has its own daily budget, so the organization's
+// would be spent twice over. An id another key has is refused (checked and written in one Lua script).
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError } from 'commander';
 import { LearnerTransferError } from '../errors.ts';
 import { isValidOrgKey, type Keys } from '../keys.ts';
+
+const SET_SCRIPT = readFileSync(new URL('./org-ids-set.lua', import.meta.url), 'utf8');
+
+type SetCommand = (key: string, mode: 'set' | 'check', ...pairs: string[]) => Promise<string[]>;
 
 export class OrgIds {
   readonly #redis: Redis;
@@ -13,6 +20,7 @@ export class OrgIds {
   constructor(redis: Redis, keys: Keys) {
     this.#redis = redis;
     this.#key = keys.orgIds();
+    if (!('ltOrgIdsSet' in redis)) redis.defineCommand('ltOrgIdsSet', { numberOfKeys: 1, lua: SET_SCRIPT });
   }
 
   async all(): Promise<Record<string, number>> {
@@ -22,8 +30,24 @@ export class OrgIds {
     return out;
   }
 
+  /** Remembers the ids; refuses (LT_ORG_ID_TAKEN, nothing written) an id another key has. */
   async set(ids: Readonly<Record<string, number>>): Promise<void> {
-    if (Object.keys(ids).length > 0) await this.#redis.hset(this.#key, ids);
+    await this.#run('set', ids);
+  }
+
+  /** What set() would refuse, without writing (dry runs; ids remembered earlier). */
+  async check(ids: Readonly<Record<string, number>>): Promise<void> {
+    await this.#run('check', ids);
+  }
+
+  async #run(mode: 'set' | 'check', ids: Readonly<Record<string, number>>): Promise<void> {
+    const pairs = Object.entries(ids).flatMap(([org, id]) => [org, String(id)]);
+    if (pairs.length === 0) return;
+    const command = (this.#redis as unknown as { ltOrgIdsSet: SetCommand }).ltOrgIdsSet;
+    const taken = await command.call(this.#redis, this.#key, mode, ...pairs);
+    const [org, other, id] = taken;
+    if (org !== undefined && other !== undefined && id !== undefined)
+      throw orgIdTaken(org, other, Number(id));
   }
 
   /**
@@ -32,13 +56,25 @@ export class OrgIds {
    */
   async resolve(org: string, given: number | undefined, flag: string, dryRun = false): Promise<number> {
     if (given !== undefined) {
-      if (!dryRun) await this.set({ [org]: given });
+      await (dryRun ? this.check({ [org]: given }) : this.set({ [org]: given }));
       return given;
     }
     const known = (await this.all())[org];
-    if (known !== undefined) return known;
-    throw unknownOrgId(org, flag);
+    if (known === undefined) throw unknownOrgId(org, flag);
+    // Remembered before ids were checked, another key may share it.
+    await this.check({ [org]: known });
+    return known;
   }
+}
+
+export function orgIdTaken(org: string, other: string, id: number): LearnerTransferError {
+  return new LearnerTransferError(
+    'LT_ORG_ID_TAKEN',
+    `organization id ${id} is already the id of '${other}' in Redis, so '${org}' cannot have it too: two keys ` +
+      `for one organization would each spend its daily budget (LIMIT_PER_ORG). If '${org}' and '${other}' ` +
+      `are the same organization, give its tokens one key in LEARNER_API_TOKENS; if ${id} is not ` +
+      `'${other}''s id, give '${other}' its right one first (--org-id ${other}=N).`,
+  );
 }
 
 export function unknownOrgId(org: string, flag: string): LearnerTransferError {

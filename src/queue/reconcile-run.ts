@@ -16,8 +16,11 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
   }
   const ids = new OrgIds(ctx.redis, ctx.keys);
   const given = options.orgIds ?? {};
-  if (!options.dryRun) await ids.set(given);
+  // Refused when another key has one of the ids: one organization, one budget. A dry run writes nothing.
+  await (options.dryRun ? ids.check(given) : ids.set(given));
   const orgIds = { ...(await ids.all()), ...given };
+  // Ids remembered before they were checked may still share one: owners could not be told apart.
+  await ids.check(orgIds);
   return reconcile(
     { producer: ctx.producer, runs: ctx.runs, store: ctx.store, client: ctx.client },
     {

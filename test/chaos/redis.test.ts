@@ -6,7 +6,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.ts';
 import { connectRedis } from '../../src/redis.ts';
 import { EXIT } from '../../src/cli/shared.ts';
+import { Redis } from 'ioredis';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { REDIS_URL } from '../helpers/redis.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
@@ -122,5 +124,59 @@ describe('Redis faults', () => {
     });
     await ok.quit();
     expect(quiet.join('')).not.toContain('maxmemory-policy');
+  });
+
+  it('warns at start when Redis keeps nothing on disk (a restart would lose queues, budget and audit)', async () => {
+    const NOTHING = 'Redis keeps nothing on disk';
+    const connectLogging = async (url: string) => {
+      const lines: string[] = [];
+      const logger = createLogger({ destination: { write: (l: string) => void lines.push(l) } });
+      const conn = await connectRedis(url, { logger, timeoutMs: 5000 });
+      await conn.quit();
+      return lines.map((l) => JSON.parse(l) as { level: number; msg: string; appendonly?: string });
+    };
+    // The shared Redis of the tests: the warning follows its actual settings, read first.
+    const probe = new Redis(REDIS_URL);
+    const [, sharedAof] = (await probe.config('GET', 'appendonly')) as string[];
+    const [, sharedSave] = (await probe.config('GET', 'save')) as string[];
+    await probe.quit();
+    const shared = (await connectLogging(REDIS_URL)).filter((l) => l.msg.includes(NOTHING));
+    expect(shared).toHaveLength(sharedAof === 'no' && sharedSave === '' ? 1 : 0);
+
+    // A Redis with neither AOF nor snapshots: one warning, that names the losses and the fix.
+    const bare = await startOwnRedis(['--appendonly', 'no', '--save', '']);
+    servers.push(bare);
+    const warned = (await connectLogging(bare.url)).filter((l) => l.msg.includes(NOTHING));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]?.level).toBe(40); // warn
+    expect(warned[0]?.appendonly).toBe('no');
+    for (const words of [
+      'restart would lose the queues',
+      'transfer budget log',
+      'audit',
+      'Set appendonly yes',
+    ])
+      expect(warned[0]?.msg).toContain(words);
+
+    // AOF on (startOwnRedis's default), or RDB snapshots alone: something survives a restart, no warning.
+    const aof = await startOwnRedis();
+    servers.push(aof);
+    expect((await connectLogging(aof.url)).filter((l) => l.msg.includes(NOTHING))).toEqual([]);
+    const rdb = await startOwnRedis(['--appendonly', 'no', '--save', '3600 1']);
+    servers.push(rdb);
+    expect((await connectLogging(rdb.url)).filter((l) => l.msg.includes(NOTHING))).toEqual([]);
+
+    // CONFIG refused (a managed Redis): nothing can be known, so no warning, and no failure either.
+    const managed = await startOwnRedis([
+      '--appendonly',
+      'no',
+      '--save',
+      '',
+      '--rename-command',
+      'CONFIG',
+      '',
+    ]);
+    servers.push(managed);
+    expect(await connectLogging(managed.url)).toEqual([]);
   });
 });

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { request } from 'undici';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { startHarness } from '../helpers/pipeline.ts';
+import { startOwnRedis } from '../helpers/redis-server.ts';
 import {
   authed,
   basic,
@@ -267,4 +269,36 @@ describe('CLI', () => {
     expect(exit.stdout).toContain('dashboard stopped');
     for (const secret of SECRETS) expect(exit.stdout + exit.stderr).not.toContain(secret);
   });
+});
+
+describe('readiness probe', () => {
+  it('answers a fixed "not reachable" when Redis is down, and logs the detail instead', async () => {
+    // A Redis of the test's own, stopped under a running dashboard: the shared one must stay up.
+    const own = await startOwnRedis();
+    const h = await startHarness({ tag: 'dash-readyz', redisUrl: own.url });
+    const probe = await buildDashboard(h.ctx, { bullBoard: false });
+    try {
+      expect((await probe.inject({ url: '/readyz' })).statusCode).toBe(200);
+      await own.stop();
+      const from = h.logLines.length;
+      const r = await probe.inject({ url: '/readyz' });
+      expect(r.statusCode).toBe(503);
+      expect(r.json()).toEqual({ status: 'unavailable', redis: 'not reachable' });
+      // Nothing of the connection's own words: no host, no port, no error text.
+      for (const revealing of ['127.0.0.1', String(own.port), 'redis://', 'ECONNREFUSED', 'within'])
+        expect(r.body).not.toContain(revealing);
+      // The operator finds the detail in the log.
+      const logged = h.logLines
+        .slice(from)
+        .map((l) => JSON.parse(l) as { msg: string; err?: string })
+        .filter((l) => l.msg.startsWith('readyz:'));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]?.err).toBeTruthy();
+    } finally {
+      await probe.close();
+      await own.restart(); // back up, so that the harness can delete its keys and close
+      await h.close();
+      await own.close();
+    }
+  }, 30_000);
 });

@@ -61,6 +61,18 @@ describe('config', () => {
     expect(text).not.toContain('secret-two');
   });
 
+  it('REDIS_HIGH_WATER: a percentage or a ratio, 90% by default; a bad one is named with its value', () => {
+    expect(loadConfig({}).redisHighWater).toBe(0.9);
+    expect(loadConfig({ REDIS_HIGH_WATER: '85%' }).redisHighWater).toBeCloseTo(0.85);
+    expect(loadConfig({ REDIS_HIGH_WATER: '0.8' }).redisHighWater).toBe(0.8);
+    expect(loadConfig({ REDIS_HIGH_WATER: '100%' }).redisHighWater).toBe(1);
+    for (const bad of ['90', '150%', '0', '0%', 'high', '1.5']) {
+      expect(problemsOf({ REDIS_HIGH_WATER: bad })).toEqual([
+        `REDIS_HIGH_WATER: expected a share of maxmemory like 90% or 0.9 (from 1% to 100%), got '${bad}'`,
+      ]);
+    }
+  });
+
   it('requires base URL and tokens when a command needs them', () => {
     const problems = problemsOf({}, { requireBaseUrl: true, requireTokens: true });
     expect(problems.some((p) => p.startsWith('LEARNER_API_BASE_URL: required'))).toBe(true);

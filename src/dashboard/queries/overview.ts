@@ -1,15 +1,18 @@
 // The overview: per organization (learners, jobs, budget, ETA, outcomes per hour) and per run
-// (progress per organization), plus the alerts a person must act on (a token refused with 401).
+// (progress per organization), plus the alerts a person must act on (a token refused with 401, a Redis
+// that does not take writes or is above its memory high-water mark).
 import type { AppContext } from '../../app.ts';
 import { readHourly, type HourBucket } from '../../outcomes/hourly.ts';
 import type { RunMeta } from '../../outcomes/runs.ts';
 import { collectStatus, type OrgStatus } from '../../outcomes/status.ts';
+import type { WriteState } from '../../redis-writes.ts';
 import type { RunCounts } from '../../outcomes/store.ts';
 import { progressOf, type RunProgress } from '../../outcomes/progress.ts';
 
 export interface Alert {
   level: 'error' | 'warning';
-  org: string;
+  /** null for an alert about the whole tool (Redis). */
+  org: string | null;
   tokenId: string | null;
   message: string;
 }
@@ -31,6 +34,13 @@ export interface Overview {
   orgs: OrgOverview[];
   runs: RunOverview[];
   alerts: Alert[];
+  redis: WriteState | null;
+}
+
+/** The banner for a Redis that does not take writes (or is above the high-water mark), first of all. */
+export function redisAlert(redis: WriteState | null): Alert[] {
+  if (!redis || redis.writable) return [];
+  return [{ level: 'error', org: null, tokenId: null, message: redis.message }];
 }
 
 export function alertsOf(orgs: readonly OrgStatus[]): Alert[] {
@@ -88,5 +98,12 @@ export async function collectOverview(ctx: AppContext, options: { runs?: number 
   );
   const metas = await ctx.runs.list(options.runs ?? 10);
   const runs = await Promise.all(metas.map((m) => runOverview(ctx, m)));
-  return { at: status.at, limits: status.limits, orgs, runs, alerts: alertsOf(status.orgs) };
+  return {
+    at: status.at,
+    limits: status.limits,
+    orgs,
+    runs,
+    alerts: [...redisAlert(status.redis), ...alertsOf(status.orgs)],
+    redis: status.redis,
+  };
 }

@@ -1,0 +1,98 @@
+// One token, one organization. The hourly budget is the token's, and the limiter keeps a token's window
+// under its organization key: a token given to two keys (on two hosts, or after an edit of
+// LEARNER_API_TOKENS) would have two windows and spend its hour twice over. So each token id (a
+// fingerprint, not a secret) is bound in Redis to the first org key that used it, and a process whose
+// environment gives it to another key refuses to start.
+import type { Redis } from 'ioredis';
+import type { TokenRef } from './config.ts';
+import { LearnerTransferError } from './errors.ts';
+import type { Logger } from './log.ts';
+import { isWriteRefusal } from './redis-writes.ts';
+
+/** Hash: token id -> organization key. */
+export function tokenOrgsKey(prefix: string): string {
+  return `${prefix}:token-orgs`;
+}
+
+export const TOKEN_ID_RE = /^[0-9a-f]{12}$/;
+
+export interface BindOptions {
+  /** Only check: write no binding (dry runs, plans). */
+  dryRun?: boolean;
+  /** Told when Redis refused to write the bindings (the check was still made). */
+  logger?: Logger;
+}
+
+/**
+ * Binds each token to its organization key (HSETNX: the first binding stays) and refuses, with
+ * LT_TOKEN_BOUND, when one is bound to another key. Redis refusing the write (out of memory, a replica)
+ * does not stop the check: the bindings already there are still compared.
+ */
+export async function bindTokens(
+  redis: Redis,
+  prefix: string,
+  tokens: readonly Pick<TokenRef, 'id' | 'org'>[],
+  options: BindOptions = {},
+): Promise<void> {
+  if (tokens.length === 0) return;
+  const key = tokenOrgsKey(prefix);
+  const pipeline = redis.pipeline();
+  if (!options.dryRun) for (const t of tokens) pipeline.hsetnx(key, t.id, t.org);
+  pipeline.hmget(key, ...tokens.map((t) => t.id));
+  const results = (await pipeline.exec()) ?? [];
+  const last = results.at(-1);
+  if (!last) throw new Error('bindTokens: no reply from Redis');
+  const [readError, bound] = last;
+  if (readError) throw readError;
+  for (const [err] of results.slice(0, -1)) {
+    if (!err) continue;
+    const refusal = isWriteRefusal(err);
+    if (!refusal) throw err;
+    options.logger?.warn(
+      { cause: refusal.cause },
+      `could not record which organization each token belongs to (Redis refuses writes: ${refusal.cause}); ` +
+        'the bindings already recorded were checked',
+    );
+    break;
+  }
+  const owners = bound as (string | null)[];
+  const conflicts = tokens
+    .map((t, i) => ({ token: t, boundTo: owners[i] ?? null }))
+    .filter((c) => c.boundTo !== null && c.boundTo !== c.token.org);
+  if (conflicts.length > 0) throw tokenBound(conflicts);
+}
+
+function tokenBound(conflicts: { token: Pick<TokenRef, 'id' | 'org'>; boundTo: string | null }[]): Error {
+  const lines = conflicts.map(
+    ({ token, boundTo }) =>
+      `token ${token.id} is bound to organization '${boundTo}' in Redis but LEARNER_API_TOKENS gives it to ` +
+      `'${token.org}'`,
+  );
+  const first = conflicts[0]?.token;
+  return new LearnerTransferError(
+    'LT_TOKEN_BOUND',
+    `${lines.join('; ')}: one token, one organization (its hourly budget is per token). Fix ` +
+      `LEARNER_API_TOKENS, or, if the token now belongs to '${first?.org}', run ` +
+      `'learner-transfer tokens rebind --token ${first?.id} --org ${first?.org}'.`,
+  );
+}
+
+/** The organization key each token id is bound to. */
+export async function tokenBindings(redis: Redis, prefix: string): Promise<Record<string, string>> {
+  return redis.hgetall(tokenOrgsKey(prefix));
+}
+
+/** Binds a token to another organization key; returns the key it was bound to (null: none). */
+export async function rebindToken(
+  redis: Redis,
+  prefix: string,
+  tokenId: string,
+  org: string,
+): Promise<string | null> {
+  const key = tokenOrgsKey(prefix);
+  const [[getError, previous] = [], [setError] = []] =
+    (await redis.multi().hget(key, tokenId).hset(key, tokenId, org).exec()) ?? [];
+  if (getError) throw getError;
+  if (setError) throw setError;
+  return (previous as string | null | undefined) ?? null;
+}
