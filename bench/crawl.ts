@@ -9,6 +9,7 @@ import { LearnerApiClient } from '../src/api/client.ts';
 import { createKeys } from '../src/keys.ts';
 import { OutcomeStore } from '../src/outcomes/store.ts';
 import { Runs } from '../src/outcomes/runs.ts';
+import { Claims } from '../src/claims/claims.ts';
 import { Producer } from '../src/queue/producer.ts';
 import { QueueSet } from '../src/queue/queues.ts';
 import { crawl } from '../src/queue/sources/crawl.ts';
@@ -62,7 +63,13 @@ export async function runCrawlBench(): Promise<Figures> {
     connections: CONCURRENCY,
   });
   const pages = Math.ceil(LEARNERS / 100);
-  const deps = { redis, keys, producer: new Producer(queues, store), runs: new Runs(redis, keys), client };
+  const deps = {
+    redis,
+    keys,
+    producer: new Producer(queues, store, new Claims(redis, keys), keys),
+    runs: new Runs(redis, keys),
+    client,
+  };
   const base = { org: 'acme', targetOrgId: 1, tokens: ['sim-acme-1'], concurrency: CONCURRENCY };
   try {
     // Warm both paths (JIT, sockets) before measuring.

@@ -12,6 +12,9 @@ import { Producer } from './queue/producer.ts';
 import { QueueSet } from './queue/queues.ts';
 import { connectRedis } from './redis.ts';
 import { LearnerTransferError } from './errors.ts';
+import { Claims } from './claims/claims.ts';
+import { upgradeState } from './state-upgrade.ts';
+import { LogThrottle } from './log-throttle.ts';
 
 export interface AppContext {
   config: Readonly<Config>;
@@ -22,6 +25,7 @@ export interface AppContext {
   runs: Runs;
   queues: QueueSet;
   producer: Producer;
+  claims: Claims;
   budget: TransferBudget;
   /** Present when the config has a base URL. */
   client: LearnerApiClient | undefined;
@@ -47,10 +51,13 @@ export async function createContext(
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);
+  // A Redis that refuses writes makes every queue say so on every call: one line per interval, counted.
+  const queueErrors = new LogThrottle(logger);
   const queues = new QueueSet(redis, keys, config, (org, err) =>
-    logger.warn({ org, err: err.message }, 'queue redis connection error'),
+    queueErrors.warn({ org, err: err.message }, 'queue redis connection error'),
   );
-  const producer = new Producer(queues, store);
+  const claims = new Claims(redis, keys);
+  const producer = new Producer(queues, store, claims, keys);
   const budget = new TransferBudget(redis, {
     prefix: config.queuePrefix,
     limitPerToken: config.limitPerToken,
@@ -66,6 +73,8 @@ export async function createContext(
       })
     : undefined;
   const ownsRedis = !options.redis;
+  // State written by an earlier release is brought up to this one's layout once (claims from records).
+  await upgradeState({ redis, keys, logger, orgs: config.orgs });
   return {
     config,
     logger,
@@ -75,10 +84,12 @@ export async function createContext(
     runs,
     queues,
     producer,
+    claims,
     budget,
     client,
     async close() {
       await queues.close();
+      queueErrors.stop();
       await client?.close();
       if (ownsRedis) await redis.quit().catch(() => redis.disconnect());
     },

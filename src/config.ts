@@ -34,8 +34,16 @@ export interface Config {
   attempts: number;
   backoffMs: number;
   logLevel: string;
+  /** SPOOL_DIR: where `work` keeps responses until they are in Redis (a persistent disk). */
+  spoolDir: string;
+  /** LEASE_GRACE: how long an expired lease of another worker is contested before it is taken over. */
+  leaseGraceMs: number;
+  /** REPAIR_INTERVAL: how often `work` looks for learners left without a job (and jobs without a record). */
+  repairIntervalMs: number;
   /** REDIS_CONNECT_TIMEOUT: how long to wait for Redis at start; unset = the command's own default. */
   redisConnectTimeoutMs: number | undefined;
+  /** REDIS_HIGH_WATER: share of Redis's maxmemory above which workers hold back (0 < ratio <= 1). */
+  redisHighWater: number;
   /**
    * Password of the dashboard (Bearer or HTTP basic). Non-enumerable like token secrets, so a
    * JSON.stringify of the config never carries it.
@@ -104,6 +112,14 @@ const durationField = (name: string, fallback: string) =>
       }
       return ms;
     });
+
+/** "90%" or "0.9": a share of Redis's maxmemory, from 1% to 100%. */
+export function parseHighWater(text: string): number | undefined {
+  const t = text.trim();
+  const pct = /^(\d+(?:\.\d+)?)\s*%$/.exec(t);
+  const ratio = pct ? Number(pct[1]) / 100 : /^(?:0?\.\d+|0|1(?:\.0*)?)$/.test(t) ? Number(t) : NaN;
+  return Number.isFinite(ratio) && ratio >= 0.01 && ratio <= 1 ? ratio : undefined;
+}
 
 const urlField = (name: string, protocols: string[]) =>
   z.string().transform((text, ctx) => {
@@ -188,6 +204,14 @@ const envSchema = z.object({
   CONCURRENCY: intField('CONCURRENCY', 10, 1, 1000),
   ATTEMPTS: intField('ATTEMPTS', 5, 1, 100),
   BACKOFF: durationField('BACKOFF', '30s'),
+  SPOOL_DIR: z
+    .string()
+    .default('spool')
+    .refine((d) => d.trim().length > 0 && !/[\0\r\n]/.test(d), {
+      error: (iss) => `SPOOL_DIR: expected a directory path, got ${shown(String(iss.input))}`,
+    }),
+  LEASE_GRACE: durationField('LEASE_GRACE', '15s'),
+  REPAIR_INTERVAL: durationField('REPAIR_INTERVAL', '10m'),
   REDIS_CONNECT_TIMEOUT: z
     .string()
     .optional()
@@ -202,6 +226,20 @@ const envSchema = z.object({
         return z.NEVER;
       }
       return ms;
+    }),
+  REDIS_HIGH_WATER: z
+    .string()
+    .default('90%')
+    .transform((text, ctx) => {
+      const ratio = parseHighWater(text);
+      if (ratio === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `REDIS_HIGH_WATER: expected a share of maxmemory like 90% or 0.9 (from 1% to 100%), got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return ratio;
     }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // A secret: the message never echoes the value, only what is expected.
@@ -269,8 +307,12 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     concurrency: e.CONCURRENCY,
     attempts: e.ATTEMPTS,
     backoffMs: e.BACKOFF,
+    spoolDir: e.SPOOL_DIR,
+    leaseGraceMs: e.LEASE_GRACE,
+    repairIntervalMs: e.REPAIR_INTERVAL,
     logLevel: e.LOG_LEVEL,
     redisConnectTimeoutMs: e.REDIS_CONNECT_TIMEOUT,
+    redisHighWater: e.REDIS_HIGH_WATER,
   };
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
   return Object.freeze(config);

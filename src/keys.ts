@@ -47,6 +47,22 @@ export interface Keys {
   controlQueueName(): string;
   /** Dashboard: outcomes recorded in one hour (hash outcome code -> count), expiring after two days. */
   hourly(org: string, hourIndex: number): string;
+  /**
+   * Per-learner lease of an organization (hash learnerId -> "holder deadline contestedAt"): at most one
+   * transfer call in flight per learner. In the org's slot, so it is taken atomically with the permit.
+   */
+  lease(org: string): string;
+  /** Audit dedupe (hash transfer id or spool entry id -> stream id): a replayed response writes once. */
+  auditIds(org: string): string;
+  /** BullMQ's lock of a transfer job (`${prefix}:${queue}:${jobId}:lock`), checked before a call is sent. */
+  jobLock(org: string, jobId: string): string;
+  /**
+   * Claims across organizations (hash learnerId -> org key): a learner belongs to at most one
+   * organization's work under this prefix. Its own slot: claims are taken before the org's records.
+   */
+  claims(): string;
+  /** Version of the Redis state layout this prefix holds (upgrades run once, see state-upgrade.ts). */
+  stateVersion(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -74,5 +90,10 @@ export function createKeys(prefix: string): Keys {
     orgIds: () => `${prefix}:org-ids`,
     controlQueueName: () => 'control',
     hourly: (org, hour) => `${o(org)}:hourly:${hour}`,
+    lease: (org) => `${o(org)}:lease`,
+    auditIds: (org) => `${o(org)}:audit:ids`,
+    jobLock: (org, jobId) => `${prefix}:transfers-{${org}}:${jobId}:lock`,
+    claims: () => `${prefix}:{claims}`,
+    stateVersion: () => `${prefix}:state-version`,
   };
 }

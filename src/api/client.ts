@@ -134,11 +134,15 @@ export class LearnerApiClient {
       }
       const outcome = classifyResponse(status, body, text.slice(0, 200), {
         durationMs,
+        learnerId,
         previousTransferId: options.previousTransferId,
         retryAfterMs: parseRetryAfter(headers['retry-after']),
       });
       // A 200 the schema refuses may still be a transfer that happened: keep its text for the audit.
       if (outcome.code === 'bad-response' && status === 200) outcome.body = text.slice(0, MAX_KEPT_BODY);
+      // Every 200 goes to the audit verbatim (unknown fields included): what the service said, not what
+      // our schema kept of it.
+      if (status === 200) return Object.assign(outcome, { raw: text });
       return outcome;
     } catch (err) {
       const durationMs = performance.now() - started;

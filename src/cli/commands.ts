@@ -7,6 +7,7 @@ import { register as crawl } from './crawl.ts';
 import { register as enqueue } from './enqueue.ts';
 import { register as plan } from './plan.ts';
 import { register as reconcile } from './reconcile.ts';
+import { register as repair } from './repair.ts';
 import { register as report } from './report.ts';
 import { register as retry } from './retry.ts';
 import { register as schedule } from './schedule.ts';
@@ -29,6 +30,7 @@ export const commands: Register[] = [
   report,
   audit,
   retry,
+  repair,
   tokens,
   simulate,
   dashboard,

@@ -5,7 +5,9 @@ import { LearnerTransferError } from '../errors.ts';
 import { Progress } from '../progress.ts';
 import { OrgIds } from '../queue/org-ids.ts';
 import { formatPlan, planOrgs } from '../queue/plan.ts';
+import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
+import { bindTokens } from '../token-orgs.ts';
 import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
 
 export interface CrawlFlags {
@@ -88,6 +90,7 @@ export function formatCrawlSummary(s: CrawlSummary, org: string): string {
     `  selected   ${s.selected}${s.stoppedByLimit ? ' (limit reached)' : ''}; skipped ${sk['in-target']} in target, ` +
       `${sk['other-org']} other org, ${sk.inactive} inactive, ${sk['no-user']} without user`,
     `  enqueued   ${s.enqueued}, already queued ${s.alreadyQueued}, already done ${done || 0}`,
+    `  held elsewhere ${heldTotal(s)}${heldTotal(s) ? ` (claimed by ${formatHeld(s)}: left there; moving them takes enqueue --move)` : ''}`,
     ...(s.unsettledPages.length
       ? [
           `  warning    the list kept changing on pages ${s.unsettledPages.join(', ')}: run a reconcile or crawl again`,
@@ -105,6 +108,7 @@ export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
     ctx,
     'crawl interrupted: the cursor keeps the pages done; run the same command to resume',
     async (signal) => {
+      await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
       const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
         org,
         opts.targetOrgId,

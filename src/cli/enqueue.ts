@@ -8,6 +8,7 @@ import { Progress } from '../progress.ts';
 import { EXIT, loadCliConfig, positiveInt } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
+import { formatHeld, heldTotal } from '../queue/producer.ts';
 
 export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
   const done = Object.entries(s.alreadyDone)
@@ -19,7 +20,10 @@ export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
     `  enqueued   ${s.enqueued}`,
     `  already queued ${s.alreadyQueued}`,
     `  already done   ${Object.values(s.alreadyDone).reduce((a, b) => a + (b ?? 0), 0)}${done ? ` (${done})` : ''}`,
-    `  rejected   ${s.rejected}${s.rejectsFile ? ` -> ${s.rejectsFile}` : ''}`,
+    `  rejected   ${s.rejected}${s.rejectsFile ? ` -> ${s.rejectsFile}` : ''}${
+      heldTotal(s) ? ` (${heldTotal(s)} claimed by another organization: ${formatHeld(s)})` : ''
+    }`,
+    ...(s.moved ? [`  moved      ${s.moved} from another organization (--move; written in the audit)`] : []),
     `  by organization: ${
       Object.entries(s.byOrg)
         .map(([o, n]) => `${o} ${n}`)
@@ -41,6 +45,10 @@ export function register(program: Command): void {
     )
     .option('--quiet', 'no progress output')
     .option('--dry-run', 'only plan: counts per organization and ETA, no queue writes')
+    .option(
+      '--move',
+      "move learners claimed by another organization to this row's organization (written in the audit); only learners done or failed there move",
+    )
     .action(
       async (opts: {
         csv: string;
@@ -50,6 +58,7 @@ export function register(program: Command): void {
         batch: number;
         quiet?: boolean;
         dryRun?: boolean;
+        move?: boolean;
       }) => {
         if (opts.dryRun) return runCsvPlan(opts);
         const config = loadCliConfig({ requireTokens: true });
@@ -83,6 +92,7 @@ export function register(program: Command): void {
               runId,
               rejectsFile: opts.rejects ?? join('out', runId, 'rejects.csv'),
               batchSize: opts.batch,
+              move: opts.move === true,
               onProgress: (rows, bytes, c) =>
                 progress.update(
                   bytes,

@@ -22,29 +22,36 @@ export function register(program: Command): void {
     )
     .option('--run <id>', 'only learners of this run')
     .option('--org <key...>', 'only these organizations')
-    .action(async (opts: { status?: string; learner?: number[]; run?: string; org?: string[] }) => {
-      const config = loadCliConfig({ requireTokens: true });
-      const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-      const ctx = await createContext(config);
-      try {
-        const s = await retryFailed(ctx, {
-          orgs,
-          status: opts.status,
-          learnerIds: opts.learner,
-          runId: opts.run,
-        });
-        console.log(
-          `re-queued ${s.requeued} learner${s.requeued === 1 ? '' : 's'}` +
-            (Object.keys(s.byOrg).length
-              ? ` (${Object.entries(s.byOrg)
-                  .map(([o, n]) => `${o} ${n}`)
-                  .join(', ')})`
-              : ''),
-        );
-        for (const k of s.skipped)
-          console.error(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`);
-      } finally {
-        await ctx.close();
-      }
-    });
+    .option(
+      '--move',
+      'move learners now claimed by another organization back here (written in the audit); only learners done or failed there move',
+    )
+    .action(
+      async (opts: { status?: string; learner?: number[]; run?: string; org?: string[]; move?: boolean }) => {
+        const config = loadCliConfig({ requireTokens: true });
+        const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+        const ctx = await createContext(config);
+        try {
+          const s = await retryFailed(ctx, {
+            orgs,
+            status: opts.status,
+            learnerIds: opts.learner,
+            runId: opts.run,
+            move: opts.move,
+          });
+          console.log(
+            `re-queued ${s.requeued} learner${s.requeued === 1 ? '' : 's'}` +
+              (Object.keys(s.byOrg).length
+                ? ` (${Object.entries(s.byOrg)
+                    .map(([o, n]) => `${o} ${n}`)
+                    .join(', ')})`
+                : ''),
+          );
+          for (const k of s.skipped)
+            console.error(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`);
+        } finally {
+          await ctx.close();
+        }
+      },
+    );
 }

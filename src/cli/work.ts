@@ -4,7 +4,14 @@ import { startWorkers } from '../worker/run-workers.ts';
 import { startControlWorker } from '../worker/control-worker.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
-import { createRegistry, observeOutcome, serveMetrics, transferDurationHistogram } from '../metrics.ts';
+import {
+  createRegistry,
+  observeOutcome,
+  redisWriteGauges,
+  serveMetrics,
+  transferDurationHistogram,
+} from '../metrics.ts';
+import { bindTokens } from '../token-orgs.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -43,6 +50,13 @@ export function register(program: Command): void {
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
       // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
       const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
+      // One token, one organization: refuse to start when Redis binds a token to another org key.
+      await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger: ctx.logger }).catch(
+        async (err: unknown) => {
+          await ctx.close();
+          throw err;
+        },
+      );
       const registry = opts.metricsPort ? createRegistry() : undefined;
       const histogram = registry && transferDurationHistogram(registry);
       let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
@@ -66,6 +80,7 @@ export function register(program: Command): void {
         untilIdle: Boolean(opts.untilIdle),
         lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
       });
+      if (registry) redisWriteGauges(registry, () => handle.writeState());
       // Scheduled reconciles (schedule command) run in whichever work process takes them.
       const control = opts.control === false ? undefined : startControlWorker(ctx);
       ctx.logger.info(

@@ -6,7 +6,9 @@
     KEYS[1]            org log         sorted set: permit id -> time the request is counted until (ms)
     KEYS[2]            org inflight    sorted set: permit id -> in-flight deadline (ms)
     KEYS[3]            org block       string (reason), PX expiry for a 429, no expiry for "until unblock"
-    KEYS[3i+1..3i+3]   token i's log, inflight and block (i = 1..n, same meanings), n >= 0
+    KEYS[4]            lease hash      learner id -> "holder deadline contestedAt" (see Lease below)
+    KEYS[5]            job lock        BullMQ's lock of the job asking (string: its token)
+    KEYS[3i+3..3i+5]   token i's log, inflight and block (i = 1..n, same meanings), n >= 0
 
     ARGV[1]  token limit: most permits per token window
     ARGV[2]  token window (ms)
@@ -14,14 +16,29 @@
     ARGV[4]  org window (ms)
     ARGV[5]  in-flight TTL (ms): the request timeout plus a margin for a server that counts late
     ARGV[6]  random suffix that makes the permit id unique
+    ARGV[7]  learner id the permit is for ('' = no lease: a bare budget permit, as in benchmarks)
+    ARGV[8]  lease holder (the job's lock token, or any id unique to this attempt)
+    ARGV[9]  the job's lock token, checked against KEYS[5] ('' = do not check)
+    ARGV[10] lease grace (ms): how long an expired lease of another holder is contested before it is
+             taken over (its holder may be alive with a response it could not record yet)
 
   Output:
-    {1, permitId, tokenIndex (1-based), now}                 granted
+    {1, permitId, tokenIndex (1-based), now, tookOver}       granted (tookOver 1: the learner's lease
+                                                             was taken over from a holder that died)
     {0, waitMs, scope, allBlockedIndefinitely (0|1), now}    refused, nothing written but housekeeping
-      scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token'
+      scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock'
       waitMs: no permit can exist before now + waitMs (unless a permit is released or a block lifted
       early, both announced on the events channel). When every token (or the org) is blocked until an
       unblock, waitMs is a sentinel (one window) and allBlockedIndefinitely is 1.
+
+  Lease. At most one transfer call in flight per learner, whatever happens to job locks: a permit for a
+  learner is granted only with its lease, written here in the same step. A job whose BullMQ lock is no
+  longer its own ('lost-lock': the stalled check gave the job to another worker) gets nothing. A lease
+  held by another holder refuses ('lease', wait = until its deadline). A lease past its deadline is first
+  marked contested and refused for the grace; only a lease still expired and contested after the grace
+  is taken over. Its holder, if alive, records its response within the grace (that write frees the
+  lease), so a takeover means the holder died: its response, if any, is in its spool or lost with it.
+  The lease is freed by finish-attempt.lua together with the record of the call.
 
   Clock: Redis TIME only (ms), one clock for every process; the host must slew, not step, its clock.
 
@@ -60,7 +77,8 @@ local tokenWindow = tonumber(ARGV[2])
 local orgMax = tonumber(ARGV[3])
 local orgWindow = tonumber(ARGV[4])
 local inflightTtl = tonumber(ARGV[5])
-local tokenCount = (#KEYS - 3) / 3
+local tokenCount = (#KEYS - 5) / 3
+local learner, holder, lockToken, leaseGrace = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]) or 0
 
 -- Keys vanish when idle: an entry matters for at most TTL + window after the write that made it.
 local tokenKeyTtl = tokenWindow + inflightTtl + 1000
@@ -98,6 +116,31 @@ if tokenCount < 1 then
   return {0, tokenWindow, 'no-token', 1, now}
 end
 
+local tookOver = 0
+if learner ~= '' then
+  if lockToken ~= '' and redis.call('GET', KEYS[5]) ~= lockToken then
+    return {0, 0, 'lost-lock', 0, now}
+  end
+  local lease = redis.call('HGET', KEYS[4], learner)
+  if lease then
+    local owner, deadline, contested = string.match(lease, '^(%S+) (%d+) (%d+)$')
+    deadline, contested = tonumber(deadline) or 0, tonumber(contested) or 0
+    if owner ~= holder then
+      if now < deadline then
+        return {0, deadline - now, 'lease', 0, now}
+      end
+      if contested == 0 then
+        redis.call('HSET', KEYS[4], learner, string.format('%s %d %d', owner, deadline, now))
+        return {0, math.max(1, leaseGrace), 'lease', 0, now}
+      end
+      if now < contested + leaseGrace then
+        return {0, contested + leaseGrace - now, 'lease', 0, now}
+      end
+      tookOver = 1
+    end
+  end
+end
+
 -- PTTL: -2 no block, -1 blocked until unblock, > 0 blocked for that many ms.
 local orgBlock = redis.call('PTTL', KEYS[3])
 if orgBlock == -1 then
@@ -111,7 +154,7 @@ local tokens = {}
 local best, bestRemaining = 0, 0
 local anyUsable = false
 for i = 1, tokenCount do
-  local base = 3 * i
+  local base = 3 * i + 2
   local blockTtl = redis.call('PTTL', KEYS[base + 3])
   local logCount, inflightCount = refresh(KEYS[base + 1], KEYS[base + 2], tokenWindow, tokenKeyTtl)
   tokens[i] = {logCount, inflightCount, blockTtl}
@@ -127,12 +170,15 @@ end
 if orgBlock == -2 and orgWait == 0 and best > 0 then
   local permitId = string.format('%d-%s', now, ARGV[6])
   local deadline = now + inflightTtl
-  local inflightKey = KEYS[3 * best + 2]
+  local inflightKey = KEYS[3 * best + 4]
   redis.call('ZADD', inflightKey, deadline, permitId)
   redis.call('PEXPIRE', inflightKey, tokenKeyTtl)
   redis.call('ZADD', KEYS[2], deadline, permitId)
   redis.call('PEXPIRE', KEYS[2], orgKeyTtl)
-  return {1, permitId, best, now}
+  if learner ~= '' then
+    redis.call('HSET', KEYS[4], learner, string.format('%s %d 0', holder, deadline))
+  end
+  return {1, permitId, best, now, tookOver}
 end
 
 if not anyUsable then
@@ -143,7 +189,7 @@ local tokenWait, tokenScope = -1, 'token'
 for i = 1, tokenCount do
   local t = tokens[i]
   if t[3] ~= -1 then
-    local wait = windowWait(KEYS[3 * i + 1], t[1], t[2], tokenMax, tokenWindow)
+    local wait = windowWait(KEYS[3 * i + 3], t[1], t[2], tokenMax, tokenWindow)
     local scope = 'token'
     if t[3] >= 0 and t[3] >= wait then
       wait, scope = t[3], 'blocked-token'

@@ -11,6 +11,7 @@ import type {
   BudgetEvent,
   BudgetOptions,
   BudgetView,
+  LeaseRequest,
   RefusalScope,
   Refused,
   ScopeView,
@@ -20,7 +21,15 @@ import type {
 /** Token ids are fingerprints (config.ts tokenFingerprint): short, safe inside a key. */
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 const REASON_RE = /^[\x20-\x7e]{1,64}$/;
-const SCOPES: readonly RefusalScope[] = ['token', 'org', 'blocked-token', 'blocked-org', 'no-token'];
+const SCOPES: readonly RefusalScope[] = [
+  'token',
+  'org',
+  'blocked-token',
+  'blocked-org',
+  'no-token',
+  'lease',
+  'lost-lock',
+];
 /** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
 const KEY_SLACK_MS = 1000;
 
@@ -94,33 +103,54 @@ export class TransferBudget {
     this.orgKeyTtlMs = options.limitPerOrg.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
   }
 
+  /** Key TTLs of the token and org logs, for a script that settles a permit elsewhere (finish-attempt). */
+  get keyTtls(): { tokenMs: number; orgMs: number } {
+    return { tokenMs: this.tokenKeyTtlMs, orgMs: this.orgKeyTtlMs };
+  }
+
   /**
-   * One permit for one transfer request of `org`, on the token of `tokenIds` with the most room left.
-   * Call it right before sending; on refusal, sleep `waitMs` (nothing is gained by asking earlier).
+   * One permit for one transfer request of `org`, on the token of `tokenIds` with the most room left,
+   * and with `lease` the learner's lease in the same step. Call it right before sending; on refusal,
+   * sleep `waitMs` (nothing is gained by asking earlier).
    */
-  async acquire(org: string, tokenIds: readonly string[]): Promise<Acquired | Refused> {
+  async acquire(org: string, tokenIds: readonly string[], lease?: LeaseRequest): Promise<Acquired | Refused> {
     const pool = this.pool(org, tokenIds);
     const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs } = this.options;
+    if (lease && (!Number.isSafeInteger(lease.learnerId) || /\s/.test(lease.holder) || !lease.holder)) {
+      throw invalid('lease: expected a learner id and a holder without spaces');
+    }
+    const keys = this.scriptKeys(org, pool);
+    keys.splice(3, 0, this.keys.lease(org), lease?.lockKey || this.keys.lease(org));
     const reply = list(
-      await run(this.commands, 'ltLimiterAcquire', this.scriptKeys(org, pool), [
+      await run(this.commands, 'ltLimiterAcquire', keys, [
         tok.max,
         tok.windowMs,
         perOrg.max,
         perOrg.windowMs,
         inflightTtlMs,
         randomBytes(6).toString('hex'),
+        lease ? String(lease.learnerId) : '',
+        lease?.holder ?? '',
+        lease?.lockKey ? lease.lockToken : '',
+        lease?.graceMs ?? 0,
       ]),
     );
     if (num(reply[0]) === 1) {
       const tokenId = pool[num(reply[2]) - 1];
       if (tokenId === undefined) throw new Error('limiter: acquire granted a token outside the pool');
-      return { ok: true, permitId: text(reply[1]), tokenId, now: num(reply[3]) };
+      return {
+        ok: true,
+        permitId: text(reply[1]),
+        tokenId,
+        now: num(reply[3]),
+        tookOver: reply[4] !== undefined && num(reply[4]) === 1,
+      };
     }
     const scope = text(reply[2]) as RefusalScope;
     if (!SCOPES.includes(scope)) throw new Error(`limiter: unexpected refusal scope '${scope}'`);
     return {
       ok: false,
-      waitMs: num(reply[1]),
+      waitMs: Math.max(1, num(reply[1])),
       scope,
       allBlockedIndefinitely: num(reply[3]) === 1,
       now: num(reply[4]),

@@ -15,10 +15,36 @@ export interface BudgetOptions {
   inflightTtlMs: number;
 }
 
-export type Acquired = { ok: true; permitId: string; tokenId: string; now: number };
+export type Acquired = {
+  ok: true;
+  permitId: string;
+  tokenId: string;
+  now: number;
+  /** The learner's lease was taken over from an attempt that never finished: its call may have happened. */
+  tookOver: boolean;
+};
 
-/** What held the refusal: the scope whose wait is the longest. */
-export type RefusalScope = 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token';
+/**
+ * The learner a permit is for: its lease is taken in the same step (one call in flight per learner),
+ * and the asking job must still hold its BullMQ lock.
+ */
+export interface LeaseRequest {
+  learnerId: number;
+  /** Unique to this attempt (the job's lock token): the lease is freed only by its holder. */
+  holder: string;
+  /** BullMQ lock key of the job, and the token it must hold ('' when not run by a BullMQ worker). */
+  lockKey: string;
+  lockToken: string;
+  /** How long an expired lease of another holder is contested before a takeover (ms). */
+  graceMs: number;
+}
+
+/**
+ * What held the refusal: the scope whose wait is the longest. 'lease': another attempt holds the
+ * learner's lease; 'lost-lock': the job's BullMQ lock is no longer this worker's (do not send).
+ */
+export type RefusalScope =
+  'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock';
 
 export type Refused = {
   ok: false;

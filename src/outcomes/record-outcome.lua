@@ -7,9 +7,10 @@
   KEYS[1]  outcomes hash of the organization          ({org}:out)
   KEYS[2]  bucket counters of the run                  ({org}:run:<runId>)
   KEYS[3]  bucket counters of the organization         ({org}:counts)
+  KEYS[4..] the index of each bucket named in ARGV[4], in that order ({org}:out:idx:<bucket>)
   ARGV[1]  run id of the new records
   ARGV[2]  time (ms), the score in the indexes
-  ARGV[3]  index key prefix ({org}:out:idx:) - same hash slot as KEYS[1]
+  ARGV[3]  unused (was the index key prefix: the index keys are declared in KEYS now)
   ARGV[4]  space-separated buckets that get an index
   ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or where the old
            record is final and was last updated before ARGV[6] (re-opened on purpose: it keeps the
@@ -20,27 +21,22 @@
   Returns: one string per learner: its old bucket ("" when it had no record), or "skip:<old bucket>" when
   mode "enqueue" kept the old record.
 ]]
-local runId, now, idxPrefix = ARGV[1], ARGV[2], ARGV[3]
+local runId, now = ARGV[1], ARGV[2]
 local enqueue, forceBefore = ARGV[5] == 'enqueue', tonumber(ARGV[6]) or 0
-local indexed = {}
-for b in string.gmatch(ARGV[4], '%S+') do indexed[b] = true end
+local idx = lt_index_keys(ARGV[4], 4)
 
 local runDelta, orgDelta = {}, {}
-local function add(t, k, n) t[k] = (t[k] or 0) + n end
-local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k'}
+local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr'}
 
 local results = {}
 for i = 7, #ARGV, 3 do
   local learner, newJson, bucket = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local old = redis.call('HGET', KEYS[1], learner)
-  local oldBucket, oldRun, oldRecord = '', '', nil
-  if old then
-    local ok, decoded = pcall(cjson.decode, old)
-    if ok and type(decoded) == 'table' then
-      oldRecord = decoded
-      oldBucket = decoded['b'] or ''
-      oldRun = decoded['r'] or ''
-    end
+  local oldRecord = lt_decode(old)
+  local oldBucket, oldRun = '', ''
+  if oldRecord then
+    oldBucket = oldRecord['b'] or ''
+    oldRun = oldRecord['r'] or ''
   end
 
   local write = true
@@ -66,22 +62,11 @@ for i = 7, #ARGV, 3 do
   end
 
   if write then
-    if oldBucket ~= '' then
-      add(orgDelta, oldBucket, -1)
-      if indexed[oldBucket] then redis.call('ZREM', idxPrefix .. oldBucket, learner) end
-      -- A learner counts once in a run. One moved to a new run keeps its final count in the old run
-      -- (history), so only the same run is decremented.
-      if oldRun == runId then add(runDelta, oldBucket, -1) end
-    end
-    redis.call('HSET', KEYS[1], learner, newJson)
-    if indexed[bucket] then redis.call('ZADD', idxPrefix .. bucket, now, learner) end
-    add(runDelta, bucket, 1)
-    add(orgDelta, bucket, 1)
-    if oldRun ~= runId then add(runDelta, 'total', 1) end
+    lt_write(KEYS[1], idx, runDelta, orgDelta, learner, oldBucket, oldRun, newJson, bucket, runId, now)
     results[#results + 1] = oldBucket
   end
 end
 
-for k, n in pairs(runDelta) do if n ~= 0 then redis.call('HINCRBY', KEYS[2], k, n) end end
-for k, n in pairs(orgDelta) do if n ~= 0 then redis.call('HINCRBY', KEYS[3], k, n) end end
+lt_apply(KEYS[2], runDelta)
+lt_apply(KEYS[3], orgDelta)
 return results

@@ -11,9 +11,11 @@ import { OUTCOME_CODES, type OutcomeCode } from '../outcome-codes.ts';
 /**
  * `worker-error` is not an answer of the service: BullMQ failed the job itself (stalled too often, or an
  * error inside the worker), so the learner gets a final state a person can see and retry.
+ * `claimed-elsewhere` is not one either: the job found its learner claimed by another organization (moved
+ * there on purpose after this job was queued) and sent nothing.
  */
-export const BUCKETS = ['queued', 'retrying', ...OUTCOME_CODES, 'worker-error'] as const;
-export type Bucket = 'queued' | 'retrying' | OutcomeCode | 'worker-error';
+export const BUCKETS = ['queued', 'retrying', ...OUTCOME_CODES, 'worker-error', 'claimed-elsewhere'] as const;
+export type Bucket = 'queued' | 'retrying' | OutcomeCode | 'worker-error' | 'claimed-elsewhere';
 
 /** Buckets that are final (the learner will not move without a person or a reconcile). */
 export function isFinalBucket(bucket: Bucket): boolean {
@@ -75,6 +77,10 @@ export const recordSchema = z.object({
   au: list(z.string()).optional(),
   /** last attempts, newest last, at most MAX_HISTORY */
   h: list(attemptSchema).optional(),
+  /** ids of the last attempts merged into this record (a replayed attempt is merged once) */
+  ai: list(z.string()).optional(),
+  /** 1: a 200 that may repeat a transfer whose own answer was lost (see finish-attempt.lua) */
+  pr: z.number().optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
 
@@ -107,6 +113,8 @@ export interface LearnerOutcome {
   transferId: string | null;
   tokenId: string | null;
   auditIds: string[];
+  /** A 200 that may repeat a transfer whose own answer was lost: its revoked authorizations are unknown. */
+  possibleRepeat: boolean;
   history: { at: string; outcome: string; httpStatus: number | null; durationMs: number }[];
 }
 
@@ -127,6 +135,7 @@ export function toLearnerOutcome(org: string, learnerId: number, r: OutcomeRecor
     transferId: r.x ?? null,
     tokenId: r.k ?? null,
     auditIds: r.au ?? [],
+    possibleRepeat: r.pr === 1,
     history: (r.h ?? []).map(([t, c, s, d]) => ({
       at: new Date(t).toISOString(),
       outcome: c,

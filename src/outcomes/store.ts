@@ -2,35 +2,93 @@
 // producer seeds it (`queued`), and reports, status, retry and the dashboard read it.
 import { readFileSync } from 'node:fs';
 import type { Redis, ChainableCommander } from 'ioredis';
-import type { TransferResult } from '../api/schemas.ts';
 import type { Keys } from '../keys.ts';
+import { randomUUID } from 'node:crypto';
 import {
   BUCKETS,
-  MAX_HISTORY,
   decodeRecord,
   isIndexedBucket,
+  isSuccessBucket,
   type Bucket,
   type OutcomeRecord,
 } from './record.ts';
 
-const SCRIPT = readFileSync(new URL('./record-outcome.lua', import.meta.url), 'utf8');
-const INDEXED = BUCKETS.filter(isIndexedBucket).join(' ');
+const lua = (name: string) => readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
+// The shared functions (bucket moves, indexes, counters) are prepended to each script.
+const LIB = lua('record-lib');
+const RECORD_SCRIPT = `${LIB}\n${lua('record-outcome')}`;
+const FINISH_SCRIPT = `${LIB}\n${lua('finish-attempt')}`;
+const INDEXED_BUCKETS = BUCKETS.filter(isIndexedBucket);
+const INDEXED = INDEXED_BUCKETS.join(' ');
+const SUCCESS = BUCKETS.filter(isSuccessBucket).join(' ');
 
-type RecordCommand = (
-  outKey: string,
-  runKey: string,
-  countsKey: string,
-  runId: string,
-  now: number,
-  idxPrefix: string,
-  indexed: string,
-  mode: string,
-  force: string,
-  ...triples: string[]
-) => Promise<string[]>;
-
+type Arg = string | number;
 interface WithRecordCommand {
-  ltRecordOutcome: RecordCommand;
+  ltRecordOutcome: (numKeys: number, ...args: Arg[]) => Promise<string[]>;
+  ltFinishAttempt: (numKeys: number, ...args: Arg[]) => Promise<unknown[]>;
+}
+
+/**
+ * Everything one attempt leaves in Redis, as plain data: the worker writes it to its spool before the
+ * first Redis write, and a replay (this process later, or the next one) passes the same to finish().
+ */
+export interface FinishArgs {
+  org: string;
+  learnerId: number;
+  runId: string;
+  /** Time of the attempt (ms): the record's and the history's time, even when replayed later. */
+  at: number;
+  /** Unique per call: merged once, however often it is replayed. */
+  attemptId: string;
+  /** Absent: the attempt ended before a call (learner found done); only the permit and lease are freed. */
+  update?: {
+    b: Bucket;
+    c: string;
+    s?: number | undefined;
+    e?: string | undefined;
+    m?: string | undefined;
+    k?: string | undefined;
+    x?: string | undefined;
+    /** duration ms */
+    d: number;
+    /** 1 when it costs the learner an attempt */
+    n: 0 | 1;
+    /** 1 for a 200 that reads as a success */
+    ok?: 0 | 1;
+    /** 1 when the lease was taken over from an attempt that never finished (possible-repeat detection) */
+    lost?: 0 | 1;
+  };
+  permit?:
+    | {
+        tokenId: string;
+        permitId: string;
+        mode: 'response' | 'abandon' | 'release';
+        tokenKeyTtlMs: number;
+        orgKeyTtlMs: number;
+      }
+    | undefined;
+  /** The lease holder this attempt frees. */
+  holder?: string | undefined;
+  audit?:
+    | {
+        /** The transfer id, or the spool entry id for a body without one. */
+        key: string;
+        transferId: string;
+        /** The body as the service sent it (tokens scrubbed). */
+        raw: string;
+        kind: 'transfer' | 'unreadable' | 'unexpected';
+        /** Why a body is kept unread ('' when it was read). */
+        reason?: string | undefined;
+      }
+    | undefined;
+}
+
+export interface FinishResult {
+  auditId: string | undefined;
+  bucket: Bucket;
+  /** The attempt was merged before (a replay): nothing was written twice. */
+  replayed: boolean;
+  possibleRepeat: boolean;
 }
 
 export interface QueueMark {
@@ -73,7 +131,8 @@ export class OutcomeStore {
 
   constructor(redis: Redis, keys: Keys) {
     if (!(redis as Partial<WithRecordCommand>).ltRecordOutcome) {
-      redis.defineCommand('ltRecordOutcome', { numberOfKeys: 3, lua: SCRIPT });
+      redis.defineCommand('ltRecordOutcome', { lua: RECORD_SCRIPT });
+      redis.defineCommand('ltFinishAttempt', { lua: FINISH_SCRIPT });
     }
     this.#redis = redis as Redis & WithRecordCommand;
     this.#keys = keys;
@@ -90,21 +149,25 @@ export class OutcomeStore {
     force: boolean | number,
   ) {
     const k = this.#keys;
-    const triples: string[] = [];
+    const args: Arg[] = [];
     for (const { learnerId, record } of records)
-      triples.push(String(learnerId), JSON.stringify(record), record.b);
+      args.push(String(learnerId), JSON.stringify(record), record.b);
+    const keys = [k.outcomes(org), k.runCounters(org, runId), k.orgCounts(org), ...this.#indexKeys(org)];
     return (target as unknown as WithRecordCommand).ltRecordOutcome(
-      k.outcomes(org),
-      k.runCounters(org, runId),
-      k.orgCounts(org),
+      keys.length,
+      ...keys,
       runId,
       now,
-      k.outcomeIndexPrefix(org),
+      '',
       INDEXED,
       mode,
       String(force === true ? Number.MAX_SAFE_INTEGER : force === false ? 0 : force),
-      ...triples,
+      ...args,
     );
+  }
+
+  #indexKeys(org: string): string[] {
+    return INDEXED_BUCKETS.map((b) => this.#keys.outcomeIndex(org, b));
   }
 
   /** Marks a batch of learners `queued` in one round trip; final records are kept unless forced. */
@@ -157,8 +220,8 @@ export class OutcomeStore {
   }
 
   /**
-   * Records the outcome of one attempt (or a wait). Only the job that holds the learner writes here,
-   * so read-modify-write is safe; the script keeps indexes and counters consistent with the record.
+   * Records an outcome that no call produced (a job BullMQ failed itself, a claim held elsewhere): merged
+   * into the learner's current record by the same script as a call's outcome.
    */
   async recordAttempt(
     org: string,
@@ -166,62 +229,92 @@ export class OutcomeStore {
     runId: string,
     update: AttemptUpdate,
     now = Date.now(),
-    /** The record the caller read at the start of the job (saves reading it again). */
-    known?: { previous: OutcomeRecord | undefined },
-  ): Promise<OutcomeRecord> {
-    const old = known ? known.previous : await this.get(org, learnerId);
-    const history = [
-      ...(old?.h ?? []),
-      [now, update.code, update.status ?? 0, update.durationMs] as [number, string, number, number],
-    ];
-    const record: OutcomeRecord = {
-      b: update.bucket,
-      r: runId,
-      q: old?.q ?? now,
-      t: now,
-      ...(old?.src !== undefined ? { src: old.src } : {}),
-      c: update.code,
-      ...(update.status !== undefined ? { s: update.status } : {}),
-      ...(update.error !== undefined ? { e: update.error } : {}),
-      ...(update.message !== undefined ? { m: update.message } : {}),
-      a: (old?.a ?? 0) + (update.countsAsAttempt ? 1 : 0),
-      ...((update.transferId ?? old?.x) !== undefined ? { x: update.transferId ?? old?.x } : {}),
-      ...(update.tokenId !== undefined ? { k: update.tokenId } : {}),
-      ...(old?.au || update.auditId
-        ? { au: [...(old?.au ?? []), ...(update.auditId ? [update.auditId] : [])].slice(-MAX_HISTORY) }
-        : {}),
-      h: history.slice(-MAX_HISTORY),
-    };
-    await this.#call(this.#redis, org, runId, now, [{ learnerId, record }], 'set', false);
-    return record;
-  }
-
-  /** Appends a successful transfer's full result: the only record of the authorizations it deleted. */
-  async appendAudit(org: string, learnerId: number, runId: string, result: TransferResult): Promise<string> {
-    return this.#addAudit(org, learnerId, runId, result.data.transferDetails.transferId, result.data);
+  ): Promise<FinishResult> {
+    return this.finish({
+      org,
+      learnerId,
+      runId,
+      at: now,
+      attemptId: randomUUID(),
+      update: {
+        b: update.bucket,
+        c: update.code,
+        s: update.status,
+        e: update.error,
+        m: update.message,
+        k: update.tokenId,
+        x: update.transferId,
+        d: update.durationMs,
+        n: update.countsAsAttempt ? 1 : 0,
+      },
+    });
   }
 
   /**
-   * Appends the text of a 200 that could not be read as a transfer result (cut, or off the schema): the
-   * transfer may have happened, and this text is all that is left of what it deleted.
+   * The end of an attempt in one atomic step (finish-attempt.lua): the response's audit entry, the record
+   * merged from its current state, the permit settled, the lease freed. Idempotent for the same args.
    */
-  async appendUnreadableAudit(
-    org: string,
-    learnerId: number,
-    runId: string,
-    body: string,
-    reason: string,
-  ): Promise<string> {
-    return this.#addAudit(org, learnerId, runId, '', { unreadable: true, reason, body });
+  async finish(a: FinishArgs): Promise<FinishResult> {
+    const k = this.#keys;
+    const { org } = a;
+    const tokenId = a.permit?.tokenId ?? '_';
+    const keys = [
+      k.outcomes(org),
+      k.runCounters(org, a.runId),
+      k.orgCounts(org),
+      k.audit(org),
+      k.auditIds(org),
+      k.lease(org),
+      k.tokenLog(org, tokenId),
+      k.tokenInflight(org, tokenId),
+      k.orgLog(org),
+      k.orgInflight(org),
+      ...this.#indexKeys(org),
+    ];
+    const reply = await this.#redis.ltFinishAttempt(
+      keys.length,
+      ...keys,
+      String(a.learnerId),
+      a.runId,
+      Math.round(a.at),
+      a.attemptId,
+      a.update ? JSON.stringify(a.update) : '',
+      INDEXED,
+      a.permit?.mode ?? '',
+      a.permit?.permitId ?? '',
+      a.permit?.tokenKeyTtlMs ?? 0,
+      a.permit?.orgKeyTtlMs ?? 0,
+      a.holder ?? '',
+      a.audit?.key ?? '',
+      a.audit?.transferId ?? '',
+      a.audit?.raw ?? '',
+      a.audit?.kind ?? '',
+      k.limiterEvents(org),
+      JSON.stringify({ event: 'release', org, tokenId: a.permit?.tokenId ?? null }),
+      SUCCESS,
+      a.audit?.reason ?? '',
+    );
+    const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
+    return {
+      auditId: auditId ? auditId : undefined,
+      bucket: bucket as Bucket,
+      replayed: replayed === '1',
+      possibleRepeat: pr === '1',
+    };
   }
 
-  async #addAudit(
+  /**
+   * Writes in the new organization's audit stream that a learner was moved here from another
+   * organization on purpose: the next transfer of it is wanted, not a double.
+   */
+  async appendClaimMove(
     org: string,
     learnerId: number,
     runId: string,
-    transferId: string,
-    result: unknown,
+    from: string,
+    by: string,
   ): Promise<string> {
+    const raw = JSON.stringify({ claimMoved: { from, to: org, by, at: new Date().toISOString() } });
     const id = await this.#redis.xadd(
       this.#keys.audit(org),
       '*',
@@ -230,9 +323,13 @@ export class OutcomeStore {
       'runId',
       runId,
       'transferId',
-      transferId,
-      'result',
-      JSON.stringify(result),
+      '',
+      'kind',
+      'claim-move',
+      'at',
+      String(Date.now()),
+      'raw',
+      raw,
     );
     return id ?? '';
   }
@@ -310,18 +407,48 @@ export interface AuditEntry {
   learnerId: number;
   runId: string;
   transferId: string;
-  /** The `data` of the transfer result: groups removed and added, authorizations revoked, assessments. */
+  /**
+   * The `data` of the transfer result (groups removed and added, authorizations revoked, assessments),
+   * or, for a body that could not be read, `{ unreadable: true, reason, body }`.
+   */
   result: unknown;
+  /** The body as the service sent it (entries written before it was kept verbatim: undefined). */
+  raw: string | undefined;
+  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move';
+  /** A 200 that may repeat a transfer whose own answer was lost (its revoked authorizations unknown). */
+  possibleRepeat: boolean;
 }
 
 function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
-  return {
+  const base = {
     id,
     learnerId: Number(f.learnerId),
     runId: f.runId ?? '',
     transferId: f.transferId ?? '',
-    result: JSON.parse(f.result ?? 'null'),
+    possibleRepeat: f.possibleRepeat === '1',
   };
+  if (f.raw === undefined) {
+    // Written by the release before the verbatim audit: `result` holds the parsed data (or the
+    // { unreadable, reason, body } of a body that could not be read).
+    const result: unknown = JSON.parse(f.result ?? 'null');
+    const unreadable = typeof result === 'object' && result !== null && 'unreadable' in result;
+    return { ...base, result, raw: undefined, kind: unreadable ? 'unreadable' : 'transfer' };
+  }
+  const kind = (
+    f.kind === 'unreadable' || f.kind === 'unexpected' || f.kind === 'claim-move' ? f.kind : 'transfer'
+  ) as AuditEntry['kind'];
+  if (kind === 'claim-move') return { ...base, result: JSON.parse(f.raw) as unknown, raw: f.raw, kind };
+  let data: unknown;
+  if (kind !== 'unreadable') {
+    try {
+      data = (JSON.parse(f.raw) as { data?: unknown }).data;
+    } catch {
+      data = undefined;
+    }
+  }
+  const result =
+    data !== undefined ? data : { unreadable: true, reason: f.reason ?? 'not JSON', body: f.raw };
+  return { ...base, result, raw: f.raw, kind };
 }

@@ -21,6 +21,8 @@ export interface EnqueueCsvOptions {
   onProgress?: (rows: number, bytes: number, counts: ProduceCounts & { rejected: number }) => void;
   /** Called for each reject as it is found (the CLI prints the first few). */
   onReject?: (line: number, reason: string) => void;
+  /** Move learners claimed by another organization to the organization of their row (--move). */
+  move?: boolean;
 }
 
 export interface EnqueueCsvSummary extends ProduceCounts {
@@ -93,10 +95,20 @@ export async function enqueueCsv(
       newOrgs.forEach((o) => orgsTouched.add(o));
       await deps.runs.addOrgs(options.runId, newOrgs);
     }
-    const p = deps.producer.add(items, options.runId).then((c) => {
-      addCounts(counts, c);
-      options.onProgress?.(read, bytes, { ...counts, rejected });
-    });
+    const p = deps.producer
+      .add(items, options.runId, {
+        move: options.move === true,
+        onHeld: (h) => {
+          // Counted valid when read: it is a reject now.
+          valid--;
+          byOrg[h.item.org] = (byOrg[h.item.org] ?? 1) - 1;
+          return reject(h.item.line ?? 0, h.reason, String(h.item.learnerId));
+        },
+      })
+      .then((c) => {
+        addCounts(counts, c);
+        options.onProgress?.(read, bytes, { ...counts, rejected });
+      });
     inFlight.push(p);
     p.then(
       () => inFlight.splice(inFlight.indexOf(p), 1),
@@ -135,10 +147,24 @@ export async function enqueueCsv(
         );
         continue;
       }
+      // One learner, one organization: a later row naming it under another organization is refused.
+      let elsewhere: [string, number] | undefined;
+      for (const [org, map] of seen) {
+        const line = org === ev.org ? undefined : map.get(ev.learnerId);
+        if (line !== undefined) elsewhere = [org, line];
+      }
+      if (elsewhere) {
+        await reject(
+          ev.line,
+          `learner ${ev.learnerId} is claimed by organization '${elsewhere[0]}' on line ${elsewhere[1]} of ${source}: one learner, one organization`,
+          String(ev.learnerId),
+        );
+        continue;
+      }
       orgSeen.set(ev.learnerId, ev.line);
       valid++;
       byOrg[ev.org] = (byOrg[ev.org] ?? 0) + 1;
-      batch.push({ org: ev.org, learnerId: ev.learnerId, source: `${source}:${ev.line}` });
+      batch.push({ org: ev.org, learnerId: ev.learnerId, source: `${source}:${ev.line}`, line: ev.line });
       if (batch.length >= batchSize) await flush();
       else if (read % 1000 === 0) options.onProgress?.(read, bytes, { ...counts, rejected });
     }

@@ -5,12 +5,17 @@
 import { JOB_NAME, jobIdOf, type TransferJob } from './job.ts';
 import type { QueueSet } from './queues.ts';
 import type { MarkResult, OutcomeStore } from '../outcomes/store.ts';
-import type { Bucket } from '../outcomes/record.ts';
+import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import type { Claims } from '../claims/claims.ts';
+import type { Keys } from '../keys.ts';
+import { faultPoint } from '../fault.ts';
 
 export interface ProducerItem {
   org: string;
   learnerId: number;
   source: string;
+  /** Line of the input file, for rejects. */
+  line?: number;
 }
 
 export interface ProduceCounts {
@@ -20,52 +25,93 @@ export interface ProduceCounts {
   alreadyQueued: number;
   /** Learners with a final outcome, kept as they are (by bucket). */
   alreadyDone: Partial<Record<Bucket, number>>;
+  /** Learners claimed by another organization, left where they are (by holding organization). */
+  heldElsewhere: Record<string, number>;
+  /** Learners moved here from another organization on purpose (--move, a reconcile's desired state). */
+  moved: number;
+}
+
+/** A learner the producer did not take: claimed by another organization, or busy there (with --move). */
+export interface HeldItem {
+  item: ProducerItem;
+  holder: string;
+  reason: string;
 }
 
 export function emptyCounts(): ProduceCounts {
-  return { enqueued: 0, alreadyQueued: 0, alreadyDone: {} };
+  return { enqueued: 0, alreadyQueued: 0, alreadyDone: {}, heldElsewhere: {}, moved: 0 };
+}
+
+export function heldTotal(c: ProduceCounts): number {
+  return Object.values(c.heldElsewhere).reduce((a, b) => a + b, 0);
+}
+
+/** "acme 3, beta 1": learners held by other organizations, for summaries. */
+export function formatHeld(c: ProduceCounts): string {
+  return Object.entries(c.heldElsewhere)
+    .map(([o, n]) => `${o} ${n}`)
+    .join(', ');
 }
 
 export function addCounts(into: ProduceCounts, more: ProduceCounts): void {
   into.enqueued += more.enqueued;
   into.alreadyQueued += more.alreadyQueued;
+  into.moved += more.moved;
+  for (const [o, n] of Object.entries(more.heldElsewhere))
+    into.heldElsewhere[o] = (into.heldElsewhere[o] ?? 0) + n;
   for (const [b, n] of Object.entries(more.alreadyDone)) {
     into.alreadyDone[b as Bucket] = (into.alreadyDone[b as Bucket] ?? 0) + n;
   }
 }
 
+export interface AddOptions {
+  /** Re-open learners whose outcome is final (reconcile, retry): true, or only records older than a time. */
+  force?: boolean | number;
+  /**
+   * Move learners claimed by another organization here (an explicit act: `--move`, a reconcile's
+   * desired state). Only learners whose record there is final and with no call in flight move; the move
+   * is written in this organization's audit stream.
+   */
+  move?: boolean;
+  /** Hears each learner left where it is (the CSV producer writes it to the rejects file). */
+  onHeld?: (held: HeldItem) => void | Promise<void>;
+}
+
 export class Producer {
   readonly #queues: QueueSet;
   readonly #store: OutcomeStore;
+  readonly #claims: Claims;
+  readonly #keys: Keys;
 
-  constructor(queues: QueueSet, store: OutcomeStore) {
+  constructor(queues: QueueSet, store: OutcomeStore, claims: Claims, keys: Keys) {
     this.#queues = queues;
     this.#store = store;
+    this.#claims = claims;
+    this.#keys = keys;
   }
 
   /**
-   * Enqueues one batch (the caller batches: ~1000 keeps round trips few and memory flat).
-   * `force` re-opens learners whose outcome is final (reconcile, retry).
+   * Enqueues one batch (the caller batches: ~1000 keeps round trips few and memory flat). Each learner is
+   * claimed for its organization first: one claimed by another organization is left there (counted in
+   * heldElsewhere, told to onHeld) unless `move`.
    */
-  async add(
-    items: readonly ProducerItem[],
-    runId: string,
-    options: { force?: boolean | number } = {},
-  ): Promise<ProduceCounts> {
+  async add(items: readonly ProducerItem[], runId: string, options: AddOptions = {}): Promise<ProduceCounts> {
     const counts = emptyCounts();
     if (items.length === 0) return counts;
     const force = options.force ?? false;
-    let candidates = items;
+    let candidates = await this.#claim(items, runId, options, counts);
     if (force !== false) {
       // A learner whose job is running right now finishes on its own; re-opening it would race the
       // worker (which may have written its final record and not yet moved the job to failed).
-      const running = await this.#activeJobs(items);
-      candidates = items.filter((it) => !running.has(`${it.org}\u0000${it.learnerId}`));
-      counts.alreadyQueued += items.length - candidates.length;
+      const running = await this.#activeJobs(candidates);
+      const before = candidates.length;
+      candidates = candidates.filter((it) => !running.has(`${it.org}\u0000${it.learnerId}`));
+      counts.alreadyQueued += before - candidates.length;
     }
     const marks = await this.#store.markQueued(
       candidates.map((it) => ({ org: it.org, learnerId: it.learnerId, runId, source: it.source, force })),
     );
+    faultPoint('after-mark');
     const byOrg = new Map<string, { item: ProducerItem; mark: MarkResult }[]>();
     candidates.forEach((item, i) => {
       const mark = marks[i] as MarkResult;
@@ -103,6 +149,66 @@ export class Producer {
       );
     }
     return counts;
+  }
+
+  /** Claims the items; returns the ones this organization holds now (claimed, or moved here). */
+  async #claim(
+    items: readonly ProducerItem[],
+    runId: string,
+    options: AddOptions,
+    counts: ProduceCounts,
+  ): Promise<ProducerItem[]> {
+    const held = async (h: HeldItem) => {
+      counts.heldElsewhere[h.holder] = (counts.heldElsewhere[h.holder] ?? 0) + 1;
+      await options.onHeld?.(h);
+    };
+    const results = await this.#claims.claim(items, 'claim');
+    const kept: ProducerItem[] = [];
+    const toMove: { item: ProducerItem; holder: string }[] = [];
+    for (const [i, r] of results.entries()) {
+      const item = items[i] as ProducerItem;
+      if (r.kind === 'ok') kept.push(item);
+      else if (r.kind === 'held' && options.move) toMove.push({ item, holder: r.holder });
+      else if (r.kind === 'held') {
+        await held({
+          item,
+          holder: r.holder,
+          reason: `learner ${item.learnerId} is claimed by organization '${r.holder}' (an earlier line or run); moving it there takes --move`,
+        });
+      }
+    }
+    if (toMove.length === 0) return kept;
+    // A move only takes a learner that is done (or failed) where it is, with no call in flight there.
+    const movable: { item: ProducerItem; holder: string }[] = [];
+    for (const m of toMove) {
+      const [record, lease] = await Promise.all([
+        this.#store.get(m.holder, m.item.learnerId),
+        this.#queues.redis.hget(this.#keys.lease(m.holder), String(m.item.learnerId)),
+      ]);
+      if (lease || (record && !isFinalBucket(record.b as Bucket))) {
+        await held({
+          ...m,
+          reason: `learner ${m.item.learnerId} is still ${lease ? 'in flight' : record?.b} in organization '${m.holder}': it moves once it is done there`,
+        });
+      } else movable.push(m);
+    }
+    const moved = await this.#claims.claim(
+      movable.map((m) => m.item),
+      'move',
+    );
+    for (const [i, r] of moved.entries()) {
+      const m = movable[i] as { item: ProducerItem; holder: string };
+      if (r.kind === 'held') {
+        await held({ ...m, reason: `learner ${m.item.learnerId} is claimed by organization '${r.holder}'` });
+        continue;
+      }
+      kept.push(m.item);
+      if (r.kind === 'moved') {
+        counts.moved++;
+        await this.#store.appendClaimMove(m.item.org, m.item.learnerId, runId, r.from, m.item.source);
+      }
+    }
+    return kept;
   }
 
   /** "org\0learnerId" of the items whose job is in a worker's hands now (BullMQ's active list). */

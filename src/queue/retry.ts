@@ -10,6 +10,8 @@ export interface RetryFilter {
   status?: string | undefined;
   learnerIds?: readonly number[] | undefined;
   runId?: string | undefined;
+  /** Move learners claimed by another organization (since they failed here) back to this one. */
+  move?: boolean | undefined;
 }
 
 export interface RetrySummary {
@@ -60,10 +62,20 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
     }
     // Each learner goes back into its own run.
     const byRun = new Map<string, ProducerItem[]>();
-    for (const b of batch) byRun.set(b.runId, [...(byRun.get(b.runId) ?? []), b]);
+    for (const b of batch) {
+      const list = byRun.get(b.runId);
+      if (list) list.push(b);
+      else byRun.set(b.runId, [b]);
+    }
     for (const [runId, items] of byRun) {
       for (let i = 0; i < items.length; i += 1000) {
-        const counts = await ctx.producer.add(items.slice(i, i + 1000), runId, { force: true });
+        const counts = await ctx.producer.add(items.slice(i, i + 1000), runId, {
+          force: true,
+          move: filter.move === true,
+          onHeld: (h) => {
+            summary.skipped.push({ org, learnerId: h.item.learnerId, reason: h.reason });
+          },
+        });
         summary.requeued += counts.enqueued;
         summary.byOrg[org] = (summary.byOrg[org] ?? 0) + counts.enqueued;
       }

@@ -23,6 +23,7 @@ import type {
   SimulatorOptions,
   TransferResultBody,
 } from './types.ts';
+import { findOverlaps, type Overlap } from './overlaps.ts';
 import { findViolations } from './violations.ts';
 
 export type * from './types.ts';
@@ -44,6 +45,8 @@ export interface Simulator {
   readonly record: readonly RequestRecord[];
   learner(id: number): SimLearner | undefined;
   ownerChanges(learnerId: number): number;
+  /** Transfer calls for one learner that were in flight at the same time (none is the goal). */
+  overlaps(): Overlap[];
   transfersOf(learnerId: number): TransferResultBody[];
   setFaults(f: SimFaults): void;
   setRepeatMode(m: RepeatMode): void;
@@ -137,6 +140,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     record: log.entries,
     learner: (id) => ctx.state.learner(id),
     ownerChanges: (id) => ctx.state.ownerChanges(id),
+    overlaps: () => findOverlaps(log.entries),
     transfersOf: (id) => ctx.state.transfersOf(id),
     setFaults: (f) => ctx.faults.set(f),
     setRepeatMode(m) {

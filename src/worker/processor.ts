@@ -1,6 +1,8 @@
-// One transfer, start to end: take a permit, call the API, settle the permit, record the outcome, and
-// tell BullMQ what to do next from the one outcome table. Tokens are looked up here, from this
-// process's config, by the non-secret id the limiter chose; the job never carries one.
+// One transfer, start to end: take the learner's lease with a permit (one step), check its record and
+// claim, call the API, spool the response, record it (audit, outcome, permit, lease: one step), and tell
+// BullMQ what to do next from the one outcome table. Tokens are looked up here, from this process's
+// config, by the non-secret id the limiter chose; the job never carries one.
+import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
@@ -9,16 +11,25 @@ import type { TransferBudget } from '../limiter/index.ts';
 import { secretScrubber, type Logger } from '../log.ts';
 import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
 import { isSuccessBucket, type Bucket } from '../outcomes/record.ts';
-import type { OutcomeStore } from '../outcomes/store.ts';
+import type { FinishArgs, OutcomeStore } from '../outcomes/store.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
 import type { QueueSet } from '../queue/queues.ts';
+import type { ClaimResult, Claims } from '../claims/claims.ts';
+import type { OutcomeRecord } from '../outcomes/record.ts';
+import type { Keys } from '../keys.ts';
+import type { Recorder } from './recorder.ts';
 
 export interface ProcessorDeps {
   config: Readonly<Config>;
   client: LearnerApiClient;
   budget: TransferBudget;
   store: OutcomeStore;
+  claims: Claims;
+  keys: Keys;
   queues: QueueSet;
+  recorder: Recorder;
+  /** Resolves when Redis takes writes (the write gate): no call is sent that could not be recorded. */
+  waitWritable?: () => Promise<void>;
   logger: Logger;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
@@ -40,6 +51,9 @@ export interface ProcessResult {
   code: 'transferred' | 'already-in-org';
   transferId: string | null;
 }
+
+/** The most of a response body kept in the audit stream (a transfer result is a few KB). */
+const MAX_AUDIT_BODY = 256 * 1024;
 
 /** The longest block a Retry-After may set: a date years ahead must not become an error in Redis. */
 const MAX_RETRY_AFTER_MS = 86_400_000;
@@ -69,7 +83,7 @@ function describe(outcome: TransferOutcome): string {
 }
 
 export function createProcessor(deps: ProcessorDeps) {
-  const { config, client, budget, store, queues, logger } = deps;
+  const { config, client, budget, store, claims, keys, queues, recorder, logger } = deps;
   const tokensByOrg = new Map<string, TokenRef[]>();
   for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
   const lastAlert = new Map<string, number>();
@@ -144,11 +158,41 @@ export function createProcessor(deps: ProcessorDeps) {
         return { code: previous.b as ProcessResult['code'], transferId: previous.x ?? null };
       }
 
+      // Send nothing that cannot be recorded: while Redis refuses writes, wait here.
+      await deps.waitWritable?.();
+
+      // The permit and the learner's lease in one step: at most one call in flight per learner, and
+      // none from a job whose BullMQ lock is no longer this worker's.
+      const holder = jobToken ?? `p${process.pid}-${randomUUID()}`;
       const permit = await budget.acquire(
         org,
         tokens.map((t) => t.id),
+        {
+          learnerId,
+          holder,
+          lockKey: jobToken && job.id ? keys.jobLock(org, job.id) : '',
+          lockToken: jobToken ?? '',
+          graceMs: config.leaseGraceMs,
+        },
       );
       if (!permit.ok) {
+        if (permit.scope === 'lost-lock') {
+          logger.warn(
+            { org, learnerId, runId, jobId: job.id },
+            'job lock lost before sending (another worker has the job): nothing sent',
+          );
+          throw new Error(`job ${job.id} lost its lock before the call: nothing was sent`);
+        }
+        if (permit.scope === 'lease') {
+          // Another attempt holds the learner (in flight, or its response waits to be recorded): come
+          // back when its lease ends, without using an attempt.
+          logger.info(
+            { org, learnerId, runId, waitMs: permit.waitMs },
+            'learner lease held by another attempt: waiting for it',
+          );
+          await job.moveToDelayed(Date.now() + permit.waitMs, jobToken);
+          throw new DelayedError();
+        }
         if (permit.allBlockedIndefinitely) {
           const now = Date.now();
           if ((lastAlert.get(org) ?? 0) < now - 60_000) {
@@ -166,29 +210,93 @@ export function createProcessor(deps: ProcessorDeps) {
         await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
         throw Worker.RateLimitError();
       }
+      const ttls = budget.keyTtls;
+      const permitOf = (mode: 'response' | 'abandon' | 'release') => ({
+        tokenId: permit.tokenId,
+        permitId: permit.permitId,
+        mode,
+        tokenKeyTtlMs: ttls.tokenMs,
+        orgKeyTtlMs: ttls.orgMs,
+      });
+      /** Frees the permit (never sent) and the lease, touching no record. */
+      const giveBack = () =>
+        recorder.record(
+          {
+            org,
+            learnerId,
+            runId,
+            at: Date.now(),
+            attemptId: randomUUID(),
+            permit: permitOf('release'),
+            holder,
+          },
+          false,
+        );
+
+      // With the lease held, the record and the claim are current: no other attempt can change them.
+      // Until the call is sent, any failure gives the permit and the lease back.
+      let current: OutcomeRecord | undefined;
+      let claim: ClaimResult | undefined;
+      try {
+        [current, [claim]] = await Promise.all([
+          store.get(org, learnerId),
+          claims.claim([{ org, learnerId }]),
+        ]);
+      } catch (err) {
+        await giveBack().catch(() => {});
+        throw err;
+      }
+      if (current && isSuccessBucket(current.b as Bucket)) {
+        await giveBack();
+        logger.info(
+          { org, learnerId, runId, state: current.b },
+          'learner found done under its lease: no call',
+        );
+        return { code: current.b as ProcessResult['code'], transferId: current.x ?? null };
+      }
+      if (claim?.kind === 'held') {
+        const message = `learner ${learnerId} is claimed by organization '${claim.holder}': nothing sent (move it back with --move)`;
+        await recorder.record(
+          {
+            org,
+            learnerId,
+            runId,
+            at: Date.now(),
+            attemptId: randomUUID(),
+            permit: permitOf('release'),
+            holder,
+            update: { b: 'claimed-elsewhere', c: 'claimed-elsewhere', m: message, d: 0, n: 0 },
+          },
+          false,
+        );
+        logger.warn({ org, learnerId, runId, holder: claim.holder }, message);
+        throw new UnrecoverableError(message);
+      }
 
       const token = tokens.find((t) => t.id === permit.tokenId);
       if (!token) {
-        await budget.release(org, permit.tokenId, permit.permitId);
+        await giveBack();
         throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
       }
       let outcome: TransferOutcome;
       try {
-        outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: previous?.x });
+        outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: current?.x });
       } catch (err) {
         // The client classifies every failure; reaching here is a bug. The request may have gone out
         // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
-        await budget.abandon(org, token.id, permit.permitId);
+        await recorder.record(
+          {
+            org,
+            learnerId,
+            runId,
+            at: Date.now(),
+            attemptId: randomUUID(),
+            permit: permitOf('abandon'),
+            holder,
+          },
+          false,
+        );
         throw err;
-      }
-      // A request that provably never left returns its budget. One that may have reached the server without
-      // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
-      // Every answered request counts from its response.
-      if (outcome.code === 'network-error') {
-        if (outcome.maybeDelivered) await budget.abandon(org, token.id, permit.permitId);
-        else await budget.release(org, token.id, permit.permitId);
-      } else {
-        await budget.settle(org, token.id, permit.permitId);
       }
 
       const info = OUTCOMES[outcome.code];
@@ -224,36 +332,66 @@ export function createProcessor(deps: ProcessorDeps) {
           break;
       }
 
-      let auditId: string | undefined;
-      if (result) auditId = await store.appendAudit(org, learnerId, runId, result);
-      else if (outcome.code === 'bad-response' && outcome.body !== undefined) {
-        auditId = await store.appendUnreadableAudit(
+      // A request that provably never left returns its budget. One that may have reached the server without
+      // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
+      // Every answered request counts from its response.
+      const mode =
+        outcome.code === 'network-error' ? (outcome.maybeDelivered ? 'abandon' : 'release') : 'response';
+      // Every 200 (and every body that could not be read) may have changed something: its body goes to
+      // the audit stream verbatim, through the spool.
+      const raw =
+        (outcome as { raw?: string }).raw ?? (outcome.code === 'bad-response' ? outcome.body : undefined);
+      const attemptId = randomUUID();
+      // A 200 that is not this learner's completed transfer carries a transfer id that may be another
+      // learner's: it is kept in its own audit entry, never as this learner's transfer.
+      const transferId =
+        outcome.code === 'unexpected-result' ? undefined : result?.data.transferDetails.transferId;
+      const audit: FinishArgs['audit'] =
+        raw !== undefined && (status === 200 || outcome.code === 'bad-response')
+          ? {
+              key: transferId ? `t:${transferId}` : `a:${attemptId}`,
+              transferId: transferId ?? '',
+              raw: scrub(raw.length > MAX_AUDIT_BODY ? raw.slice(0, MAX_AUDIT_BODY) : raw),
+              kind:
+                outcome.code === 'bad-response'
+                  ? 'unreadable'
+                  : outcome.code === 'transferred' || outcome.code === 'already-in-org'
+                    ? 'transfer'
+                    : 'unexpected',
+              reason: outcome.code === 'bad-response' ? scrub(outcome.message) : undefined,
+            }
+          : undefined;
+      const recorded = await recorder.record(
+        {
           org,
           learnerId,
           runId,
-          scrub(outcome.body),
-          outcome.message,
-        );
-      }
-      await store.recordAttempt(
-        org,
-        learnerId,
-        runId,
-        {
-          bucket,
-          code: outcome.code,
-          status,
-          error,
-          message,
-          durationMs: outcome.durationMs,
-          tokenId: token.id,
-          transferId: result?.data.transferDetails.transferId,
-          auditId,
-          countsAsAttempt: action !== 'wait' && action !== 'pause-token',
+          at: Date.now(),
+          attemptId,
+          permit: permitOf(mode),
+          holder,
+          audit,
+          update: {
+            b: bucket,
+            c: outcome.code,
+            s: status,
+            e: error,
+            m: message,
+            k: token.id,
+            x: transferId,
+            d: outcome.durationMs,
+            n: action !== 'wait' && action !== 'pause-token' ? 1 : 0,
+            ok: status === 200 && OUTCOMES[outcome.code].success ? 1 : 0,
+            lost: permit.tookOver ? 1 : 0,
+          },
         },
-        Date.now(),
-        { previous },
+        audit !== undefined,
       );
+      // The merge never turns a success back into a failure (a late answer after a repeat was recorded).
+      if (isSuccessBucket(recorded.bucket) && !isSuccessBucket(bucket)) {
+        bucket = recorded.bucket;
+        final = true;
+      }
       const logLine = {
         org,
         learnerId,
@@ -277,12 +415,19 @@ export function createProcessor(deps: ProcessorDeps) {
         durationMs: outcome.durationMs,
       });
 
+      if (final && isSuccessBucket(bucket) && action !== 'complete') {
+        logger.info(
+          { ...logLine, state: bucket },
+          'transfer outcome (the learner was already recorded done)',
+        );
+        return { code: bucket as ProcessResult['code'], transferId: current?.x ?? null };
+      }
       switch (action) {
         case 'complete':
           logger.info(logLine, 'transfer outcome');
           return {
             code: outcome.code as ProcessResult['code'],
-            transferId: result?.data.transferDetails.transferId ?? previous?.x ?? null,
+            transferId: transferId ?? current?.x ?? null,
           };
         case 'fail':
           logger.warn({ ...logLine, error, message }, 'transfer outcome');

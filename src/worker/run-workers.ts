@@ -10,6 +10,11 @@ import { scrubSecrets } from '../log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
 import { createRedis } from '../redis.ts';
 import { countHourly } from '../outcomes/hourly.ts';
+import { Recorder, type WriteGateLike } from './recorder.ts';
+import { Spool } from './spool.ts';
+import { repairOrg, formatRepair } from '../queue/repair.ts';
+import { LogThrottle } from '../log-throttle.ts';
+import { WriteGate, writeProbeKey } from '../redis-writes.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -21,6 +26,11 @@ export interface WorkOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   onOutcome?: (e: OutcomeEvent) => void;
+  /**
+   * The write gate (Redis takes writes?): no call is sent while it is closed, and refused writes close it.
+   * Absent: only the recorder's own retries stand between a refusing Redis and a lost response.
+   */
+  gate?: (WriteGateLike & { waitOpen(): Promise<void> }) | undefined;
 }
 
 export interface WorkResult {
@@ -41,6 +51,8 @@ export interface WorkResult {
 export interface WorkHandle {
   /** Resolves when the workers stop (idle, stop(), or every remaining org blocked by 401). */
   done: Promise<WorkResult>;
+  /** The write gate's state (Redis takes writes?), for metrics. */
+  writeState(): import('../redis-writes.ts').WriteState | undefined;
   stop(): Promise<void>;
   workers: Worker[];
 }
@@ -50,12 +62,30 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   const counts = { succeeded: 0, failed: 0 };
   const runsServed = new Set<string>();
   let runFailures = 0;
+  // Send nothing that cannot be recorded: the gate closes on a refused write or above the high-water mark.
+  const ownGate = options.gate
+    ? undefined
+    : new WriteGate(ctx.redis, {
+        probeKey: writeProbeKey(ctx.keys.prefix),
+        highWater: ctx.config.redisHighWater,
+        logger: ctx.logger,
+      });
+  const gateAbort = new AbortController();
+  const gate = options.gate ?? {
+    noteError: (err: unknown) => ownGate?.noteError(err) ?? false,
+    waitOpen: () => ownGate?.waitOpen(gateAbort.signal) ?? Promise.resolve(),
+  };
+  const recorder = new Recorder({ store: ctx.store, logger: ctx.logger, ...(gate ? { gate } : {}) });
   const processor = createProcessor({
     config: ctx.config,
     client: ctx.client,
     budget: ctx.budget,
     store: ctx.store,
+    claims: ctx.claims,
+    keys: ctx.keys,
     queues: ctx.queues,
+    recorder,
+    ...(gate ? { waitWritable: () => gate.waitOpen() } : {}),
     logger: ctx.logger,
     onOutcome: (e) => {
       countHourly(ctx.redis, ctx.keys, e.org, e.code).catch((err: Error) =>
@@ -71,7 +101,9 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   });
   // BullMQ workers block on their own connection; one shared connection for their normal commands.
   const connection = createRedis(ctx.config.redisUrl, 'learner-transfer-worker');
-  connection.on('error', (err) => ctx.logger.warn({ err: err.message }, 'worker redis connection error'));
+  // While Redis is down every worker reports the same error many times a second: log it as one.
+  const errors = new LogThrottle(ctx.logger);
+  connection.on('error', (err) => errors.warn({ err: err.message }, 'worker redis connection error'));
   const workers = options.orgs.map((org) => {
     const w = new Worker<TransferJob, ProcessResult>(
       ctx.keys.queueName(org),
@@ -87,10 +119,14 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
         // A wait for budget is one sleep, however long (BullMQ caps it at 30 s by default, which would
         // wake every worker twice a minute through a day-long wait). close() cuts the sleep short.
         maximumRateLimitDelay: 86_400_000,
-        autorun: true,
+        // Started once the spools of earlier processes are replayed (boot below).
+        autorun: false,
       },
     );
-    w.on('error', (err) => ctx.logger.warn({ org, err: err.message }, 'worker error'));
+    w.on('error', (err) => {
+      gate.noteError(err);
+      errors.warn({ org, err: err.message }, 'worker error');
+    });
     w.on('failed', (job, err) => {
       if (!job) return;
       const p = finalizeStranded(ctx, job, err)
@@ -114,14 +150,56 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   let reason: WorkResult['reason'] = 'stopped';
   let unauthorizedOrgs: string[] = [];
   let timer: NodeJS.Timeout | undefined;
+  let repairTimer: NodeJS.Timeout | undefined;
+  let spool: Spool | undefined;
+  const bootAbort = new AbortController();
+
+  const repair = async (): Promise<number> => {
+    let readded = 0;
+    for (const org of options.orgs) {
+      const r = await repairOrg(ctx, org);
+      readded += r.readded + r.recorded;
+      if (r.stranded + r.orphanJobs > 0) ctx.logger.warn({ ...r }, `repair: ${formatRepair(r)}`);
+    }
+    return readded;
+  };
+
+  // Before taking a job: replay what earlier processes left in the spool, then open this one's.
+  const booted = (async () => {
+    await ownGate?.start();
+    await recorder.replay(ctx.config.spoolDir, ctx.keys.prefix, bootAbort.signal);
+    spool = await Spool.open(ctx.config.spoolDir, ctx.keys.prefix);
+    recorder.attachSpool(spool);
+    if (stopping) return;
+    await repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
+    if (stopping) return;
+    for (const w of workers) {
+      w.run().catch((err: Error) => ctx.logger.error({ err: err.message }, 'worker stopped on an error'));
+    }
+    repairTimer = setInterval(() => {
+      repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
+    }, ctx.config.repairIntervalMs);
+    repairTimer.unref();
+  })();
+  booted.catch((err: Error) => {
+    ctx.logger.error({ err: err.message }, 'work could not start: replaying the spool failed');
+    void stop();
+  });
 
   const stop = async () => {
     stopping ??= (async () => {
       if (timer) clearInterval(timer);
+      if (repairTimer) clearInterval(repairTimer);
+      bootAbort.abort();
+      gateAbort.abort();
+      await booted.catch(() => {});
       // close() waits for the jobs in flight to finish (their requests are bounded by the timeout).
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all([...pending]);
+      await spool?.close();
+      ownGate?.stop();
       await connection.quit().catch(() => connection.disconnect());
+      errors.stop();
       resolveDone({ ...counts, unauthorizedOrgs, reason, runFailures });
     })();
     return stopping;
@@ -142,6 +220,10 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
           if (c.waiting + c.active + c.delayed + c.prioritized > 0) pendingOrgs.push(org);
         }
         if (pendingOrgs.length === 0) {
+          await booted;
+          // Learners waiting with no job would never finish: re-add them before calling it idle.
+          if ((await repair()) > 0) return;
+          if (recorder.waiting > 0) return;
           await startedRuns;
           runFailures = await failuresIn(ctx, [...runsServed], options.orgs);
           reason = 'idle';
@@ -169,7 +251,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     }, options.idleCheckMs ?? 1000);
   }
 
-  return { done, stop, workers };
+  return { done, stop, workers, writeState: () => ownGate?.state };
 }
 
 /**
@@ -186,21 +268,14 @@ async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Err
   const record = await ctx.store.get(org, learnerId);
   if (record && isFinalBucket(record.b as Bucket)) return false; // the processor recorded it
   const secrets = ctx.config.tokens.map((t) => t.secret);
-  await ctx.store.recordAttempt(
-    org,
-    learnerId,
-    runId,
-    {
-      bucket: 'worker-error',
-      code: 'worker-error',
-      error: 'worker',
-      message: scrubSecrets(`the worker could not finish this job: ${err.message}`, secrets).slice(0, 1000),
-      durationMs: 0,
-      countsAsAttempt: false,
-    },
-    Date.now(),
-    { previous: record },
-  );
+  await ctx.store.recordAttempt(org, learnerId, runId, {
+    bucket: 'worker-error',
+    code: 'worker-error',
+    error: 'worker',
+    message: scrubSecrets(`the worker could not finish this job: ${err.message}`, secrets).slice(0, 1000),
+    durationMs: 0,
+    countsAsAttempt: false,
+  });
   ctx.logger.error(
     { org, learnerId, runId, reason: err.message },
     'job failed in the worker: learner marked worker-error',

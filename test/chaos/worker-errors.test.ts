@@ -16,10 +16,10 @@ afterAll(async () => {
 describe('a job failed by the worker itself', () => {
   it('ends worker-error, is counted as a failure, and a retry completes it', async () => {
     await h.enqueueIds([2, 3]);
-    // The audit write fails as it would under a Redis OOM: an error the outcome table does not know.
-    const appendAudit = h.ctx.store.appendAudit.bind(h.ctx.store);
-    h.ctx.store.appendAudit = async () => {
-      throw new Error('OOM command not allowed when used memory > maxmemory');
+    // The claim check throws inside the worker: an error the outcome table does not know (a bug).
+    const claim = h.ctx.claims.claim.bind(h.ctx.claims);
+    h.ctx.claims.claim = async () => {
+      throw new Error('internal error in the claim check');
     };
     const first = await h.workUntilIdle();
     expect(first.reason).toBe('idle');
@@ -27,17 +27,19 @@ describe('a job failed by the worker itself', () => {
     for (const id of [2, 3]) {
       const r = await h.ctx.store.get('acme', id);
       expect(r?.b).toBe('worker-error');
-      expect(r?.m).toMatch(/OOM command not allowed/);
+      expect(r?.m).toMatch(/internal error in the claim check/);
+      // Nothing was sent, and the permit and the lease went back.
+      expect(h.sim.ownerChanges(id)).toBe(0);
+      expect(await h.ctx.redis.hget(h.ctx.keys.lease('acme'), String(id))).toBeNull();
     }
     expect(await h.ctx.store.bucketSize('acme', 'worker-error')).toBe(2);
 
-    h.ctx.store.appendAudit = appendAudit;
+    h.ctx.claims.claim = claim;
     expect((await retryFailed(h.ctx, { orgs: ['acme'], status: 'worker-error' })).requeued).toBe(2);
     const second = await h.workUntilIdle();
     expect(second.failed).toBe(0);
     for (const id of [2, 3]) {
-      // The first call did transfer it (the answer was lost with the audit write): the repeat says so.
-      expect((await h.ctx.store.get('acme', id))?.b).toBe('already-in-org');
+      expect((await h.ctx.store.get('acme', id))?.b).toBe('transferred');
       expect(h.sim.ownerChanges(id)).toBe(1);
     }
   });
@@ -51,7 +53,7 @@ describe('a job failed by the worker itself', () => {
       .done;
     expect(r.reason).toBe('idle');
     expect(h.sim.record.length).toBe(before);
-    expect((await h.ctx.store.get('acme', 2))?.b).toBe('already-in-org');
+    expect((await h.ctx.store.get('acme', 2))?.b).toBe('transferred');
   });
 
   it('a cut 200 leaves what arrived of its body in the audit stream', async () => {
@@ -67,6 +69,8 @@ describe('a job failed by the worker itself', () => {
     expect(h.sim.ownerChanges(8)).toBe(1);
     const [entry] = await h.ctx.store.auditEntries('acme', rec?.au ?? []);
     const kept = entry?.result as { unreadable: boolean; body: string; reason: string };
+    expect(entry?.kind).toBe('unreadable');
+    expect(entry?.raw).toBe(kept.body);
     expect(kept.unreadable).toBe(true);
     expect(kept.body.length).toBeGreaterThan(10);
     expect(kept.body.startsWith('{"success":true')).toBe(true);

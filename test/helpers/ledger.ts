@@ -16,6 +16,12 @@ export interface LedgerExpectation {
   allowed?: readonly Bucket[];
   /** The simulator's numeric id of the organization; default from DEFAULT_ORGANIZATIONS. */
   orgId?: number;
+  /**
+   * Learners whose audit may lack their revoked authorizations: the simulator cut the body (a truncate
+   * fault) — those are found from the record on their own — or a test's SIGKILL fell in the instant
+   * between the response and its spool write. Default none.
+   */
+  auditExempt?: readonly number[];
 }
 
 export type Tally = Partial<Record<Bucket, number[]>>;
@@ -84,6 +90,16 @@ export async function expectLedger(ctx: AppContext, sim: Simulator, exp: LedgerE
     }
   });
 
+  // At most one transfer call in flight per learner, ever.
+  const overlaps = sim.overlaps().filter((o) => ids.includes(o.learnerId));
+  expect(overlaps, 'transfer calls in flight together for one learner').toEqual([]);
+
+  // Every authorization the service revoked while moving a learner here is in the audit stream, except
+  // for learners the tool itself marks a possible repeat (the answer of the call that moved them was
+  // lost: a SIGKILL before the spool write, a reset, a timeout).
+  const marked = ids.filter((_, i) => records[i]?.pr === 1);
+  await expectAuditComplete(ctx, sim, org, ids, [...(exp.auditExempt ?? []), ...marked]);
+
   // The per-organization counters agree with the records.
   const counts = await ctx.store.orgCounts(org);
   const fromRecords: Record<string, number> = {};
@@ -98,4 +114,43 @@ export async function expectLedger(ctx: AppContext, sim: Simulator, exp: LedgerE
     Object.entries(tally).reduce((n, [b, l]) => n + (isFinalBucket(b as Bucket) ? l.length : 0), 0);
   expect(jobs.waiting + jobs.active + jobs.delayed + jobs.prioritized, `jobs of '${org}'`).toBe(pending);
   return tally;
+}
+
+/**
+ * Every revoked authorization of every transfer the simulator performed into `org` for these learners is
+ * in the audit stream (its e-mail, in the verbatim body or the parsed result). Bodies the simulator cut
+ * are the only exception.
+ */
+export async function expectAuditComplete(
+  ctx: AppContext,
+  sim: Simulator,
+  org: string,
+  ids: readonly number[],
+  exempt: readonly number[] = [],
+): Promise<{ revoked: number; found: number }> {
+  const wanted = new Set(ids);
+  const cut = new Set<number>(exempt);
+  for (const r of sim.record) {
+    if (r.fault === 'truncate' && r.learnerId !== undefined) cut.add(r.learnerId);
+  }
+  const text = new Map<number, string>();
+  for await (const e of ctx.store.audit(org)) {
+    if (!wanted.has(e.learnerId)) continue;
+    text.set(e.learnerId, `${text.get(e.learnerId) ?? ''}\n${e.raw ?? JSON.stringify(e.result)}`);
+  }
+  let revoked = 0;
+  let found = 0;
+  const missing: string[] = [];
+  for (const id of ids) {
+    if (cut.has(id)) continue;
+    for (const t of sim.transfersOf(id)) {
+      for (const a of t.data.authorizations.revoked) {
+        revoked++;
+        if ((text.get(id) ?? '').includes(a.email)) found++;
+        else if (missing.length < 10) missing.push(`learner ${id}: ${a.email}`);
+      }
+    }
+  }
+  expect(missing, `revoked authorizations missing from the audit of '${org}'`).toEqual([]);
+  return { revoked, found };
 }

@@ -58,6 +58,7 @@ export async function startHarness(
   const sim = createSimulator(options.sim ?? {});
   await sim.listen();
   const prefix = randomPrefix(options.tag ?? 'e2e');
+  const dir = mkdtempSync(join(tmpdir(), 'lt-e2e-'));
   const env: Record<string, string> = {
     REDIS_URL: options.redisUrl ?? REDIS_URL,
     QUEUE_PREFIX: prefix,
@@ -71,6 +72,8 @@ export async function startHarness(
     ATTEMPTS: '4',
     CONCURRENCY: '10',
     LOG_LEVEL: 'debug',
+    SPOOL_DIR: join(dir, 'spool'),
+    LEASE_GRACE: '1s',
     ...options.env,
   };
   const config = loadConfig(env, { requireBaseUrl: true, requireTokens: true });
@@ -82,7 +85,6 @@ export async function startHarness(
   });
   const redis = newRedis(options.redisUrl);
   const ctx = await createContext(config, { logger, redis });
-  const dir = mkdtempSync(join(tmpdir(), 'lt-e2e-'));
   return {
     sim,
     ctx,

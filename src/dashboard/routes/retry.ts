@@ -18,7 +18,7 @@ const bodySchema = z.union([
 function merge(into: RetrySummary, more: RetrySummary): void {
   into.requeued += more.requeued;
   for (const [org, n] of Object.entries(more.byOrg)) into.byOrg[org] = (into.byOrg[org] ?? 0) + n;
-  into.skipped.push(...more.skipped);
+  for (const k of more.skipped) into.skipped.push(k);
 }
 
 export function registerRetry(app: FastifyInstance, deps: DashboardDeps): void {
@@ -43,7 +43,10 @@ export function registerRetry(app: FastifyInstance, deps: DashboardDeps): void {
         const colon = key.lastIndexOf(':');
         if (colon < 1) throw badRequest(`learners: '${key.slice(0, 80)}' is not org:learnerId`);
         const org = knownOrg(deps, key.slice(0, colon), 'learners');
-        byOrg.set(org, [...(byOrg.get(org) ?? []), learnerIdParam(key.slice(colon + 1), 'learners')]);
+        const id = learnerIdParam(key.slice(colon + 1), 'learners');
+        const list = byOrg.get(org);
+        if (list) list.push(id);
+        else byOrg.set(org, [id]);
       }
       for (const [org, learnerIds] of byOrg)
         merge(summary, await retryFailed(ctx, { orgs: [org], learnerIds }));

@@ -232,7 +232,9 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
       unsettledPages: [],
     };
   } else {
-    const seqStart = Math.max(state?.seq ?? 0, ...[...(state?.marks.values() ?? [])].map((m) => m.seq));
+    // A loop, not Math.max(...marks): a crawl of 200,000 pages would pass that many arguments.
+    let seqStart = state?.seq ?? 0;
+    for (const m of state?.marks.values() ?? []) if (m.seq > seqStart) seqStart = m.seq;
     const walker = new PageWalker({
       client: deps.client,
       tokens: options.tokens,
@@ -265,6 +267,8 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
     enqueued: counts.enqueued,
     alreadyQueued: counts.alreadyQueued,
     alreadyDone: counts.alreadyDone,
+    heldElsewhere: counts.heldElsewhere,
+    moved: counts.moved,
   };
   if (dry) summary.selectedIds = selectedIds;
   return summary;

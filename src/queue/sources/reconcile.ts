@@ -15,7 +15,15 @@ import type { Bucket } from '../../outcomes/record.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import type { Runs } from '../../outcomes/runs.ts';
 import { newRunId } from '../../outcomes/runs.ts';
-import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from '../producer.ts';
+import {
+  addCounts,
+  emptyCounts,
+  formatHeld,
+  heldTotal,
+  type ProduceCounts,
+  type Producer,
+  type ProducerItem,
+} from '../producer.ts';
 import { unknownOrgId } from '../org-ids.ts';
 import { readCsv } from './csv.ts';
 import { PageWalker, type ListReader } from './page-walker.ts';
@@ -165,13 +173,24 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const toMove = drift.filter((r) => r.kind === 'wrong-org');
   const byOrg: Record<string, number> = {};
   const driftIds = new Map<string, number[]>();
+  // Rows per organization, built with push: a drift of 100,000 learners must not copy its list each time.
+  const rowsByOrg = new Map<string, DriftRow[]>();
   for (const r of toMove) {
     byOrg[r.desiredOrg] = (byOrg[r.desiredOrg] ?? 0) + 1;
-    driftIds.set(r.desiredOrg, [...(driftIds.get(r.desiredOrg) ?? []), r.learnerId]);
+    let ids = driftIds.get(r.desiredOrg);
+    let rows = rowsByOrg.get(r.desiredOrg);
+    if (!ids || !rows) {
+      ids = [];
+      rows = [];
+      driftIds.set(r.desiredOrg, ids);
+      rowsByOrg.set(r.desiredOrg, rows);
+    }
+    ids.push(r.learnerId);
+    rows.push(r);
   }
   // The state each learner had before, for the report (a re-opened `transferred` is the interesting one).
   for (const [org, ids] of driftIds) {
-    const rows = toMove.filter((r) => r.desiredOrg === org);
+    const rows = rowsByOrg.get(org) ?? [];
     for (let i = 0; i < ids.length; i += 1000) {
       const records = await deps.store.getMany(org, ids.slice(i, i + 1000));
       records.forEach((rec, j) => {
@@ -214,7 +233,9 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
       learnerId: r.learnerId,
       source: `reconcile:${source}:${r.line}`,
     }));
-    addCounts(counts, await deps.producer.add(items, runId, { force: walkStartedAt }));
+    // The desired-state file is the explicit act that moves a learner claimed by another organization
+    // (once it is done or failed there): each move is written in the audit stream.
+    addCounts(counts, await deps.producer.add(items, runId, { force: walkStartedAt, move: true }));
   }
 
   const outDir = options.outDir ?? join('out', runId);
@@ -231,7 +252,9 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
       'stateBefore',
       'action',
     ]),
-    ...drift.map((r) =>
+  ];
+  for (const r of drift) {
+    lines.push(
       csvLine([
         r.learnerId,
         r.line,
@@ -242,9 +265,9 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
         r.before,
         r.kind === 'wrong-org' ? 'enqueued' : 'reported',
       ]),
-    ),
-    ...rejects.map((r) => csvLine([r.raw, r.line, 'rejected', '', '', '', '', r.reason])),
-  ];
+    );
+  }
+  for (const r of rejects) lines.push(csvLine([r.raw, r.line, 'rejected', '', '', '', '', r.reason]));
   writeFileSync(driftFile, lines.join(''));
   const summary: ReconcileSummary = {
     ...base,
@@ -277,6 +300,10 @@ export function formatReconcileSummary(s: ReconcileSummary): string {
     ...(s.runId
       ? [
           `  enqueued     ${s.enqueued}`,
+          ...(s.moved ? [`  moved        ${s.moved} from another organization (written in the audit)`] : []),
+          ...(heldTotal(s)
+            ? [`  held elsewhere ${heldTotal(s)} (${formatHeld(s)}: still in progress there)`]
+            : []),
           `  already queued ${s.alreadyQueued}`,
           ...(done ? [`  kept (final) ${done}`] : []),
         ]

@@ -1,0 +1,170 @@
+--[[
+  The end of one transfer attempt, in ONE atomic step of the organization's slot: the response's audit
+  entry, the learner's record merged from its current state, the permit settled, the lease freed. The
+  order inside does not matter (all or nothing); the order outside does: the worker writes the response
+  to its local spool (fsynced) before calling this, and calls it before telling BullMQ anything. A spool
+  replay calls it again with the same arguments, so it is idempotent: the audit entry is keyed by
+  ARGV[12] (transfer id, or the spool entry id of an unreadable body) and the record keeps the ids of
+  the attempts merged into it (field `ai`).
+
+  KEYS[1]  outcomes hash ({org}:out)          KEYS[2]  run counters ({org}:run:<runId>)
+  KEYS[3]  org counters ({org}:counts)        KEYS[4]  audit stream ({org}:audit)
+  KEYS[5]  audit dedupe hash ({org}:audit:ids) KEYS[6] lease hash ({org}:lease)
+  KEYS[7]  token log    KEYS[8]  token inflight    KEYS[9]  org log    KEYS[10] org inflight
+  KEYS[11..] the index of each bucket named in ARGV[6], in that order
+
+  ARGV[1]  learner id            ARGV[2]  run id of the job        ARGV[3]  time of the attempt (ms)
+  ARGV[4]  attempt id (unique per call: a replay of the same attempt merges nothing twice)
+  ARGV[5]  update (JSON, '' for none: only the permit and the lease are freed): b bucket, c code, s status, e error, m message, k token id, x transfer id,
+           d duration ms, n 1 when it counts as an attempt, ok 1 for a 200 that reads as a success,
+           lost 1 when the lease was taken over from an attempt that never finished
+  ARGV[6]  space-separated indexed buckets (see KEYS[11..])
+  ARGV[7]  permit: 'response' (stamp now) | 'abandon' (stamp its deadline) | 'release' (never sent:
+           return the budget) | '' (no permit)
+  ARGV[8]  permit id   ARGV[9] token key TTL (ms)   ARGV[10] org key TTL (ms)
+  ARGV[11] lease holder whose lease this attempt frees ('' = none)
+  ARGV[12] audit dedupe key ('' = no audit entry)   ARGV[13] transfer id ('' when unknown)
+  ARGV[14] the response body, verbatim (tokens scrubbed)   ARGV[15] audit kind
+  ARGV[16] limiter events channel   ARGV[17] release event (JSON)
+  ARGV[18] space-separated success buckets   ARGV[19] why the body is kept unread ('' = it was read)
+
+  Merge rules (the record is never rewritten from a stale copy): a success is never replaced by a
+  failure (a late replay of an older attempt), and 'transferred' is never replaced by
+  'already-in-org' (the repeat after a lost response). A 200 success for a learner whose earlier
+  attempts may have reached the service without an answer (network-error, bad-response) and no known
+  transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below).
+
+  Returns {auditId ('' when none), bucket written, 1 if the attempt was already merged, pr}
+]]
+local learner, runId, now, attemptId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+-- No update: the attempt ended before a call (the learner was found done): free the permit and lease only.
+local u = {}
+if ARGV[5] ~= '' then u = cjson.decode(ARGV[5]) end
+local idx = lt_index_keys(ARGV[6], 11)
+local success = {}
+for b in string.gmatch(ARGV[18], '%S+') do success[b] = true end
+
+local old = lt_decode(redis.call('HGET', KEYS[1], learner))
+local oldBucket, oldRun = '', ''
+if old then
+  oldBucket = old['b'] or ''
+  oldRun = old['r'] or ''
+end
+
+local function list(v)
+  if type(v) == 'table' then return v end
+  return {}
+end
+local function contains(t, x)
+  for _, v in ipairs(t) do
+    if v == x then return true end
+  end
+  return false
+end
+local function push(t, x, max)
+  t[#t + 1] = x
+  while #t > max do table.remove(t, 1) end
+  return t
+end
+
+local replay = old ~= nil and contains(list(old['ai']), attemptId)
+
+-- A repeat ('already-in-org', by a 200 or the 400) of a learner never recorded transferred, after an
+-- attempt whose answer was lost (no answer, an unreadable one, or a lease taken over from a holder that
+-- died): the transfer may have been that lost attempt's, its revoked authorizations unknown.
+local pr = 0
+if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'transferred' then
+  if tonumber(u['lost']) == 1 then pr = 1 end
+  for _, h in ipairs(list(old['h'])) do
+    if type(h) == 'table' and (h[2] == 'network-error' or h[2] == 'bad-response') then pr = 1 end
+  end
+elseif u['b'] == 'already-in-org' and not old and tonumber(u['lost']) == 1 then
+  pr = 1
+end
+
+-- 1. The response, verbatim, once.
+local auditId = ''
+if ARGV[12] ~= '' then
+  local known = redis.call('HGET', KEYS[5], ARGV[12])
+  if known then
+    auditId = known
+  else
+    local fields = {'learnerId', learner, 'runId', runId, 'transferId', ARGV[13], 'kind', ARGV[15],
+      'at', ARGV[3], 'raw', ARGV[14]}
+    if ARGV[19] ~= '' then
+      fields[#fields + 1] = 'reason'
+      fields[#fields + 1] = ARGV[19]
+    end
+    if pr == 1 then
+      fields[#fields + 1] = 'possibleRepeat'
+      fields[#fields + 1] = '1'
+    end
+    auditId = redis.call('XADD', KEYS[4], '*', unpack(fields))
+    redis.call('HSET', KEYS[5], ARGV[12], auditId)
+  end
+end
+
+-- 2. The record, merged into its current state.
+local bucket = oldBucket
+if not replay and ARGV[5] ~= '' then
+  local rec = old or {}
+  bucket = u['b']
+  if success[oldBucket] and not success[bucket] then bucket = oldBucket end
+  if oldBucket == 'transferred' and bucket == 'already-in-org' then bucket = 'transferred' end
+  rec['b'] = bucket
+  rec['r'] = runId
+  rec['q'] = rec['q'] or now
+  rec['t'] = now
+  rec['c'], rec['s'], rec['e'], rec['m'] = u['c'], u['s'], u['e'], u['m']
+  if u['k'] then rec['k'] = u['k'] end
+  rec['a'] = (tonumber(rec['a']) or 0) + (tonumber(u['n']) or 0)
+  if u['x'] and (rec['x'] == nil or u['b'] == 'transferred') and not (oldBucket == 'transferred' and u['b'] ~= 'transferred') then
+    rec['x'] = u['x']
+  end
+  if pr == 1 then rec['pr'] = 1 end
+  -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
+  if u['b'] == 'transferred' then rec['pr'] = nil end
+  if auditId ~= '' and not contains(list(rec['au']), auditId) then rec['au'] = push(list(rec['au']), auditId, 10) end
+  rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, tonumber(u['d']) or 0}, 10)
+  rec['ai'] = push(list(rec['ai']), attemptId, 10)
+  local runDelta, orgDelta = {}, {}
+  lt_write(KEYS[1], idx, runDelta, orgDelta, learner, oldBucket, oldRun, cjson.encode(rec), bucket, runId, now)
+  lt_apply(KEYS[2], runDelta)
+  lt_apply(KEYS[3], orgDelta)
+end
+
+-- 3. The permit (see src/limiter/settle.lua and release.lua for why each mode stamps what it does).
+-- A replay of an attempt already merged settled its permit in that same step: not again.
+local mode, permitId = ARGV[7], ARGV[8]
+if mode ~= '' and permitId ~= '' and not replay then
+  local time = redis.call('TIME')
+  local tnow = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if mode == 'release' then
+    local removed = redis.call('ZREM', KEYS[8], permitId) + redis.call('ZREM', KEYS[10], permitId)
+    if removed > 0 then redis.call('PUBLISH', ARGV[16], ARGV[17]) end
+  else
+    local function settle(logKey, inflightKey, keyTtl)
+      local deadline = redis.call('ZSCORE', inflightKey, permitId)
+      local score = tnow
+      if mode == 'abandon' then
+        if not deadline then return end
+        score = math.max(tnow, tonumber(deadline))
+      end
+      if deadline then redis.call('ZREM', inflightKey, permitId) end
+      redis.call('ZADD', logKey, 'GT', score, permitId)
+      redis.call('PEXPIRE', logKey, keyTtl)
+    end
+    settle(KEYS[7], KEYS[8], tonumber(ARGV[9]))
+    settle(KEYS[9], KEYS[10], tonumber(ARGV[10]))
+  end
+end
+
+-- 4. The lease, if this attempt still holds it.
+if ARGV[11] ~= '' then
+  local lease = redis.call('HGET', KEYS[6], learner)
+  if lease and string.sub(lease, 1, #ARGV[11] + 1) == ARGV[11] .. ' ' then
+    redis.call('HDEL', KEYS[6], learner)
+  end
+end
+
+return {auditId, bucket, replay and 1 or 0, pr}

@@ -1,0 +1,100 @@
+// Redis state written by an earlier release keeps working: a migration in progress survives an upgrade.
+// Each step runs once per prefix (the version is stored beside the state) and is idempotent, so two
+// processes starting together at worst both run it.
+//
+// Version 1 (the first release): outcome records, queues, budget logs, audit entries with `result`.
+// Version 2: + claims (one organization per learner). Records of version 1 are claimed for their
+// organization, first come; a learner recorded in two organizations (the bug that claims fix) stays
+// claimed by the one that transferred it, and the conflict is logged.
+import type { Redis } from 'ioredis';
+import type { Keys } from './keys.ts';
+import type { Logger } from './log.ts';
+import { Claims } from './claims/claims.ts';
+import { decodeRecord, isSuccessBucket, type Bucket } from './outcomes/record.ts';
+
+export const STATE_VERSION = 2;
+
+export interface UpgradeDeps {
+  redis: Redis;
+  keys: Keys;
+  logger: Logger;
+  /** Organizations this process knows (others are found by their records' keys). */
+  orgs: readonly string[];
+}
+
+export async function upgradeState(deps: UpgradeDeps): Promise<void> {
+  const { redis, keys, logger } = deps;
+  const version = Number((await redis.get(keys.stateVersion())) ?? 0);
+  if (version >= STATE_VERSION) return;
+  // A prefix nothing was ever enqueued under has nothing to upgrade: write nothing (plan, status and
+  // --dry-run stay read-only); the first start after the first run records the version.
+  if ((await redis.exists(keys.runs())) === 0) return;
+  try {
+    if (version < 2) await claimRecorded(deps);
+    await redis.set(keys.stateVersion(), String(STATE_VERSION));
+  } catch (err) {
+    // A Redis that refuses writes must not stop read-only commands (status, report): the worker claims
+    // lazily before each call, and the next start runs the upgrade again.
+    logger.warn(
+      { err: (err as Error).message },
+      'could not upgrade the Redis state to this release (it is retried at the next start)',
+    );
+  }
+}
+
+/** Organizations with outcome records under the prefix, from their keys (`prefix:{org}:out`). */
+async function recordedOrgs(redis: Redis, keys: Keys): Promise<string[]> {
+  const found = new Set<string>();
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${keys.prefix}:{*}:out`, 'COUNT', 1000);
+    cursor = next;
+    for (const k of batch) {
+      const m = /:\{([^}]+)\}:out$/.exec(k);
+      if (m?.[1]) found.add(m[1]);
+    }
+  } while (cursor !== '0');
+  return [...found];
+}
+
+async function claimRecorded({ redis, keys, logger, orgs }: UpgradeDeps): Promise<void> {
+  const claims = new Claims(redis, keys);
+  const all = [...new Set([...orgs, ...(await recordedOrgs(redis, keys))])];
+  // Organizations with the learner transferred claim first: a learner the old release moved twice stays
+  // with the organization its record says it is in.
+  const pass = async (successOnly: boolean) => {
+    let conflicts = 0;
+    const examples: string[] = [];
+    for (const org of all) {
+      let cursor = '0';
+      do {
+        const [next, flat] = await redis.hscan(keys.outcomes(org), cursor, 'COUNT', 1000);
+        cursor = next;
+        const items: { org: string; learnerId: number }[] = [];
+        for (let i = 0; i + 1 < flat.length; i += 2) {
+          const rec = decodeRecord(flat[i + 1]);
+          if (!rec || isSuccessBucket(rec.b as Bucket) !== successOnly) continue;
+          items.push({ org, learnerId: Number(flat[i]) });
+        }
+        const results = await claims.claim(items);
+        results.forEach((r, i) => {
+          if (r.kind !== 'held') return;
+          conflicts++;
+          if (examples.length < 5) examples.push(`${items[i]?.learnerId} (${org}, held by ${r.holder})`);
+        });
+      } while (cursor !== '0');
+    }
+    return { conflicts, examples };
+  };
+  const a = await pass(true);
+  const b = await pass(false);
+  const conflicts = a.conflicts + b.conflicts;
+  if (conflicts > 0) {
+    logger.warn(
+      { conflicts, examples: [...a.examples, ...b.examples].slice(0, 5) },
+      `${conflicts} learners have records in more than one organization (written before claims existed): ` +
+        'each is claimed by one of them; moving one takes an explicit --move',
+    );
+  }
+  logger.debug({ orgs: all.length }, 'Redis state upgraded: learners recorded earlier are claimed');
+}

@@ -1,0 +1,145 @@
+// Records the end of every attempt, and never loses a response: a response that may have changed
+// something goes to the spool (fsynced) first, then the one atomic finish script writes its audit entry,
+// record, permit and lease. When Redis refuses the write (OOM, READONLY, MISCONF, NOREPLICAS) or the
+// connection drops, the attempt keeps trying, its lease held, while the gate stops new calls; a SIGKILL
+// leaves the entry in the spool for the next `work` to replay.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../log.ts';
+import type { FinishArgs, FinishResult, OutcomeStore } from '../outcomes/store.ts';
+import { abandonedSpools, readSpool, takeSpool, type Spool } from './spool.ts';
+import { unlink } from 'node:fs/promises';
+import { faultPoint } from '../fault.ts';
+
+/** What the recorder needs of the write gate: hear a refused write, and say whether to keep sending. */
+export interface WriteGateLike {
+  noteError(err: unknown): boolean;
+}
+
+/**
+ * Errors that mean Redis could not take the write now and may later: waited out for as long as it
+ * takes. Any other error (a script bug) is tried a few times and then thrown: the job fails and a spooled
+ * response stays in the spool for the next start.
+ */
+const TRANSIENT =
+  /^(OOM|READONLY|MISCONF|NOREPLICAS|LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOSCRIPT)|Connection is closed|ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|Stream isn't writeable/;
+const OTHER_TRIES = 5;
+
+const RETRY_MIN_MS = 200;
+const RETRY_MAX_MS = 2_000;
+const LOG_EVERY_MS = 10_000;
+
+export class Recorder {
+  readonly #store: OutcomeStore;
+  #spool: Spool | undefined;
+  readonly #logger: Logger;
+  readonly #gate: WriteGateLike | undefined;
+  #failing = 0;
+  #lastLog = 0;
+  #waiting = 0;
+
+  constructor(deps: {
+    store: OutcomeStore;
+    spool?: Spool | undefined;
+    logger: Logger;
+    gate?: WriteGateLike;
+  }) {
+    this.#store = deps.store;
+    this.#spool = deps.spool;
+    this.#logger = deps.logger;
+    this.#gate = deps.gate;
+  }
+
+  /** The spool this process writes (opened after the replay of earlier ones). */
+  attachSpool(spool: Spool): void {
+    this.#spool = spool;
+  }
+
+  /** Attempts whose record waits for Redis now (their leases stay held). */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
+  /**
+   * Spools (when `effectful`) and writes the attempt; resolves once it is in Redis, however long Redis
+   * refuses. `signal` ends the wait (shutdown): a spooled attempt then stays in the spool.
+   */
+  async record(args: FinishArgs, effectful: boolean, signal?: AbortSignal): Promise<FinishResult> {
+    const spoolId = effectful && this.#spool ? await this.#spool.append(args) : undefined;
+    if (spoolId) faultPoint('after-spool');
+    const result = await this.#finish(args, signal);
+    faultPoint('after-finish');
+    if (spoolId) await this.#spool?.done(spoolId);
+    return result;
+  }
+
+  async #finish(args: FinishArgs, signal?: AbortSignal): Promise<FinishResult> {
+    let delay = RETRY_MIN_MS;
+    let counted = false;
+    let others = 0;
+    try {
+      for (;;) {
+        try {
+          const result = await this.#store.finish(args);
+          if (counted && --this.#failing === 0) this.#logger.info('Redis takes the outcome writes again');
+          counted = false;
+          return result;
+        } catch (err) {
+          if (signal?.aborted) throw err;
+          this.#gate?.noteError(err);
+          if (!TRANSIENT.test((err as Error).message ?? '') && ++others >= OTHER_TRIES) throw err;
+          if (!counted) {
+            counted = true;
+            this.#waiting++;
+            this.#failing++;
+          }
+          const now = Date.now();
+          if (now - this.#lastLog >= LOG_EVERY_MS) {
+            this.#lastLog = now;
+            this.#logger.error(
+              { err: (err as Error).message, waiting: this.#waiting },
+              'Redis refused an outcome write: the attempts wait with their leases held (their responses are in the spool) and are written when Redis takes writes again',
+            );
+          }
+          await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => {});
+          delay = Math.min(RETRY_MAX_MS, delay * 2);
+        }
+      }
+    } finally {
+      if (counted) {
+        this.#waiting--;
+        this.#failing--;
+      }
+    }
+  }
+
+  /**
+   * Replays spool files of this prefix left by processes that are gone, before this one takes jobs.
+   * Each entry is written once whatever happened before (the finish script is idempotent).
+   */
+  async replay(
+    dir: string,
+    prefix: string,
+    signal?: AbortSignal,
+  ): Promise<{ files: number; entries: number }> {
+    let files = 0;
+    let entries = 0;
+    for (const path of abandonedSpools(dir, prefix)) {
+      const taken = await takeSpool(path);
+      if (!taken) continue;
+      files++;
+      const pending = await readSpool(taken);
+      for (const e of pending) {
+        await this.#finish(e.args, signal);
+        entries++;
+      }
+      await unlink(taken);
+    }
+    if (files > 0) {
+      this.#logger.info(
+        { files, entries, dir },
+        `replayed ${entries} responses from ${files} spool files left by earlier processes`,
+      );
+    }
+    return { files, entries };
+  }
+}

@@ -1,0 +1,207 @@
+// The write-ahead spool: every response that may have changed something (every 200, every unreadable
+// body) is appended here and fsynced before the first Redis write about it, and leaves only when its
+// audit entry and outcome are in Redis. A Redis that refuses writes, a SIGKILL, a lost connection: the
+// response is on this disk, and the next `work` started with the same SPOOL_DIR and prefix replays it.
+//
+// One file per process (`<prefix>.<host>.<pid>.<start>.spool`), NDJSON: an entry line holds the finish
+// arguments (FinishArgs), a `{"done":id}` line retires one. Appends that arrive together share one
+// fsync (group commit), so the spool costs one fsync per batch of concurrent responses, not per learner.
+// Done lines need no fsync: losing one only means a replay, and a replay writes nothing twice.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { FinishArgs } from '../outcomes/store.ts';
+
+export interface SpoolEntry {
+  id: string;
+  args: FinishArgs;
+}
+
+/** A file of another host (a container that is gone) counts as abandoned after this long untouched. */
+export const SPOOL_STALE_MS = 120_000;
+/** Once every entry of the file is done and it is larger than this, it is truncated. */
+const COMPACT_BYTES = 1024 * 1024;
+const TOUCH_MS = 30_000;
+
+interface Pending {
+  line: string;
+  sync: boolean;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+function hostTag(): string {
+  return (
+    hostname()
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .slice(0, 64) || 'host'
+  );
+}
+
+export class Spool {
+  readonly path: string;
+  readonly #fh: FileHandle;
+  readonly #outstanding = new Set<string>();
+  #queue: Pending[] = [];
+  #flushing: Promise<void> | undefined;
+  #bytes = 0;
+  #touch: NodeJS.Timeout;
+  #closed = false;
+
+  private constructor(path: string, fh: FileHandle) {
+    this.path = path;
+    this.#fh = fh;
+    // The file's mtime says its owner is alive, for replayers on other hosts sharing the directory.
+    this.#touch = setInterval(() => {
+      const now = new Date();
+      this.#fh.utimes(now, now).catch(() => {});
+    }, TOUCH_MS);
+    this.#touch.unref();
+  }
+
+  static async open(dir: string, prefix: string): Promise<Spool> {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const name = `${prefix}.${hostTag()}.${process.pid}.${Date.now()}.${randomBytes(3).toString('hex')}.spool`;
+    const path = join(dir, name);
+    return new Spool(path, await open(path, 'a', 0o600));
+  }
+
+  /** Entries written and not yet done. */
+  get outstanding(): number {
+    return this.#outstanding.size;
+  }
+
+  /** Appends an entry and resolves once it is on disk (fsynced). Returns its id. */
+  async append(args: FinishArgs): Promise<string> {
+    const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    this.#outstanding.add(id);
+    try {
+      await this.#write(`${JSON.stringify({ id, args } satisfies SpoolEntry)}\n`, true);
+    } catch (err) {
+      this.#outstanding.delete(id);
+      throw err;
+    }
+    return id;
+  }
+
+  /** Retires an entry: its audit entry and outcome are in Redis. */
+  async done(id: string): Promise<void> {
+    if (!this.#outstanding.delete(id)) return;
+    await this.#write(`${JSON.stringify({ done: id })}\n`, false);
+  }
+
+  /** Flushes; removes the file when nothing in it is outstanding (else it stays for a replay). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#touch);
+    while (this.#flushing) await this.#flushing;
+    await this.#fh.close();
+    if (this.#outstanding.size === 0) await unlink(this.path).catch(() => {});
+  }
+
+  #write(line: string, sync: boolean): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error(`spool ${this.path} is closed`));
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ line, sync, resolve, reject });
+      this.#kick();
+    });
+  }
+
+  #kick(): void {
+    if (this.#flushing) return;
+    this.#flushing = this.#flush().finally(() => {
+      this.#flushing = undefined;
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const batch = this.#queue;
+    this.#queue = [];
+    try {
+      const data = batch.map((p) => p.line).join('');
+      await this.#fh.write(data);
+      this.#bytes += Buffer.byteLength(data);
+      if (batch.some((p) => p.sync)) await this.#fh.datasync();
+      if (this.#outstanding.size === 0 && this.#bytes > COMPACT_BYTES) {
+        await this.#fh.truncate(0);
+        this.#bytes = 0;
+      }
+      for (const p of batch) p.resolve();
+    } catch (err) {
+      for (const p of batch) p.reject(err as Error);
+    }
+  }
+}
+
+/** The outstanding entries of a spool file (a torn last line, from a kill mid-write, is skipped). */
+export async function readSpool(path: string): Promise<SpoolEntry[]> {
+  const text = await readFile(path, 'utf8');
+  const entries = new Map<string, SpoolEntry>();
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const o = parsed as { id?: string; args?: FinishArgs; done?: string };
+    if (typeof o.done === 'string') entries.delete(o.done);
+    else if (typeof o.id === 'string' && o.args) entries.set(o.id, { id: o.id, args: o.args });
+  }
+  return [...entries.values()];
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Spool files of this prefix whose writer is gone: on this host, its pid is not running; from another
+ * host (a container that was replaced), untouched for SPOOL_STALE_MS. A file being replayed by a
+ * process that died is taken again.
+ */
+export function abandonedSpools(dir: string, prefix: string, now = Date.now()): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const host = hostTag();
+  const out: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(`${prefix}.`)) continue;
+    const rest = name.slice(prefix.length + 1);
+    // host.pid.start.rand.spool, or that + .replaying.<pid>
+    const m = /^([A-Za-z0-9_-]+)\.(\d+)\.\d+\.[0-9a-f]+\.spool(?:\.replaying\.(\d+))?$/.exec(rest);
+    if (!m) continue;
+    const ownerPid = Number(m[3] ?? m[2]);
+    if (ownerPid === process.pid) continue;
+    const sameHost = m[1] === host;
+    const path = join(dir, name);
+    if (sameHost ? !alive(ownerPid) : now - statSync(path).mtimeMs > SPOOL_STALE_MS) out.push(path);
+  }
+  return out;
+}
+
+/** Takes a file for replay by renaming it (atomic: two replayers never both take it). */
+export async function takeSpool(path: string): Promise<string | undefined> {
+  const base = path.replace(/\.replaying\.\d+$/, '');
+  const taken = `${base}.replaying.${process.pid}`;
+  try {
+    await rename(path, taken);
+    return taken;
+  } catch {
+    return undefined;
+  }
+}
