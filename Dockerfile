@@ -19,7 +19,8 @@ COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node package.json jobs.example.csv ./
 COPY --chown=node:node bin ./bin
 # The spool (SPOOL_DIR): a volume mounted here starts owned by the user that writes it.
-RUN mkdir -p /var/lib/learner-transfer/spool && chown -R node:node /var/lib/learner-transfer
+RUN mkdir -p /var/lib/learner-transfer/spool && chown -R node:node /var/lib/learner-transfer \
+  && chmod 700 /var/lib/learner-transfer/spool
 USER node
 # The CLI; the compose file picks the command (work, dashboard, simulate, enqueue ...).
 ENTRYPOINT ["node", "bin/learner-transfer.js"]

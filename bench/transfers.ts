@@ -53,10 +53,11 @@ export async function runTransfersBench(
   concurrency = 20,
 ): Promise<Figures> {
   // Learners not in acme: 2, 3, 5, 6, ... (learner i is in organizations[(i-1) % 3]).
-  const movable = Array.from({ length: 3 * n + 3 }, (_, i) => i + 1).filter((id) => (id - 1) % 3 !== 0);
+  const movable = Array.from({ length: 5 * n + 3 }, (_, i) => i + 1).filter((id) => (id - 1) % 3 !== 0);
   const rawIds = movable.slice(0, n);
   const ourIds = movable.slice(n, 2 * n);
-  const sim = createSimulator({ learners: 3 * n + 3, repeatMode: 'error' });
+  const bareIds = movable.slice(2 * n, 3 * n);
+  const sim = createSimulator({ learners: 5 * n + 3, repeatMode: 'error' });
   await sim.listen();
   const prefix = `lt-bench-transfers-${randomBytes(3).toString('hex')}`;
   const config = loadConfig(
@@ -68,37 +69,52 @@ export async function runTransfersBench(
       LIMIT_PER_TOKEN: '1000000/1s',
       LIMIT_PER_ORG: '1000000/1s',
       CONCURRENCY: String(concurrency),
+      SPOOL_DIR: join(mkdtempSync(join(tmpdir(), 'lt-bench-spool-')), 'spool'),
     },
     { requireBaseUrl: true, requireTokens: true },
   );
   const ctx = await createContext(config, { logger: createLogger({ level: 'error' }) });
   try {
     const rawMs = await rawLoop(sim.url, rawIds, concurrency);
-    const file = join(mkdtempSync(join(tmpdir(), 'lt-bench-')), 'ids.csv');
-    writeFileSync(file, `learnerId\n${ourIds.join('\n')}\n`);
-    await ctx.runs.create({ id: 'bench', kind: 'csv', source: file, orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: ctx.producer, runs: ctx.runs },
-      {
-        file,
-        defaultOrg: 'acme',
-        knownOrgs: config.orgs,
-        runId: 'bench',
-        rejectsFile: join(tmpdir(), 'lt-bench-r.csv'),
-      },
-    );
-    const started = performance.now();
-    const handle = startWorkers(ctx, { orgs: ['acme'], concurrency, untilIdle: true, idleCheckMs: 50 });
-    const result = await handle.done;
-    const ourMs = performance.now() - started;
-    if (result.succeeded !== n) throw new Error(`pipeline: ${result.succeeded} of ${n} succeeded`);
-    const twice = ourIds.filter((id) => sim.ownerChanges(id) !== 1).length;
+    const pipeline = async (ids: number[], runId: string, spool: boolean): Promise<number> => {
+      const file = join(mkdtempSync(join(tmpdir(), 'lt-bench-')), 'ids.csv');
+      writeFileSync(file, `learnerId\n${ids.join('\n')}\n`);
+      await ctx.runs.create({ id: runId, kind: 'csv', source: file, orgs: ['acme'] });
+      await enqueueCsv(
+        { producer: ctx.producer, runs: ctx.runs },
+        {
+          file,
+          defaultOrg: 'acme',
+          knownOrgs: config.orgs,
+          runId,
+          rejectsFile: join(tmpdir(), 'lt-bench-r.csv'),
+        },
+      );
+      const started = performance.now();
+      const handle = startWorkers(ctx, {
+        orgs: ['acme'],
+        concurrency,
+        untilIdle: true,
+        idleCheckMs: 50,
+        spool,
+      });
+      const result = await handle.done;
+      const ms = performance.now() - started;
+      if (result.succeeded !== n) throw new Error(`pipeline: ${result.succeeded} of ${n} succeeded`);
+      return ms;
+    };
+    // Without the write-ahead spool first (the baseline of what the spool costs), then as shipped.
+    const bareMs = await pipeline(bareIds, 'bench-bare', false);
+    const ourMs = await pipeline(ourIds, 'bench', true);
+    const twice = [...ourIds, ...bareIds].filter((id) => sim.ownerChanges(id) !== 1).length;
     return {
       transfers: n,
       concurrency,
       'raw undici transfers/s (baseline)': Math.round((n / rawMs) * 1000),
       'pipeline transfers/s': Math.round((n / ourMs) * 1000),
       'pipeline / raw undici': round(rawMs / ourMs, 3),
+      'pipeline without spool transfers/s': Math.round((n / bareMs) * 1000),
+      'pipeline with spool / without (goal >= 0.9)': round(bareMs / ourMs, 3),
       'learners not moved exactly once': twice,
     };
   } finally {

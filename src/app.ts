@@ -10,7 +10,7 @@ import { OutcomeStore } from './outcomes/store.ts';
 import { Runs } from './outcomes/runs.ts';
 import { Producer } from './queue/producer.ts';
 import { QueueSet } from './queue/queues.ts';
-import { connectRedis } from './redis.ts';
+import { closeRedis, connectRedis } from './redis.ts';
 import { LearnerTransferError } from './errors.ts';
 import { Claims } from './claims/claims.ts';
 import { upgradeState } from './state-upgrade.ts';
@@ -91,7 +91,7 @@ export async function createContext(
       await queues.close();
       queueErrors.stop();
       await client?.close();
-      if (ownsRedis) await redis.quit().catch(() => redis.disconnect());
+      if (ownsRedis) await closeRedis(redis);
     },
   };
 }

@@ -30,6 +30,22 @@ export function createRedis(url: string, name = 'learner-transfer'): Redis {
 }
 
 /**
+ * Closes a connection: QUIT (so Redis sees a clean goodbye), but never waits more than `ms` for it. A
+ * connection that is reconnecting (after a failover, say) would hold QUIT in its offline queue forever
+ * and keep the process from exiting.
+ */
+export async function closeRedis(redis: Redis, ms = 2000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([redis.quit().then(() => {}, () => {}), timeout]);
+  clearTimeout(timer);
+  redis.disconnect();
+}
+
+/**
  * Waits until Redis answers, retrying for `timeoutMs`, then fails with a message an operator can act on
  * (not a stack trace). Warns when maxmemory-policy is not noeviction, and when Redis persists nothing.
  */

@@ -117,5 +117,8 @@ export function register(program: Command): void {
             : result.failed > 0 || result.runFailures > 0
               ? EXIT.failures
               : EXIT.ok;
+      // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
+      // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
+      setTimeout(() => process.exit(), 3000).unref();
     });
 }

@@ -15,7 +15,7 @@ import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { bindTokens } from '../token-orgs.ts';
-import { createRedis, deleteKeysUnder } from '../redis.ts';
+import { closeRedis, createRedis, deleteKeysUnder } from '../redis.ts';
 import {
   redisAnswers,
   redisServerOnPath,
@@ -59,7 +59,7 @@ async function deleteKeys(url: string, prefix: string): Promise<void> {
   try {
     await deleteKeysUnder(redis, prefix);
   } finally {
-    await redis.quit().catch(() => redis.disconnect());
+    await closeRedis(redis);
   }
 }
 

@@ -109,13 +109,21 @@ local bucket = oldBucket
 if not replay and ARGV[5] ~= '' then
   local rec = old or {}
   bucket = u['b']
-  if success[oldBucket] and not success[bucket] then bucket = oldBucket end
-  if oldBucket == 'transferred' and bucket == 'already-in-org' then bucket = 'transferred' end
+  local kept = false
+  if success[oldBucket] and not success[bucket] then bucket, kept = oldBucket, true end
+  if oldBucket == 'transferred' and bucket == 'already-in-org' then bucket, kept = 'transferred', true end
+  -- Kept: the record stays in its run (its counters net to nothing below).
+  local writeRun = runId
+  if kept and oldRun ~= '' then writeRun = oldRun end
   rec['b'] = bucket
-  rec['r'] = runId
+  rec['r'] = writeRun
   rec['q'] = rec['q'] or now
-  rec['t'] = now
-  rec['c'], rec['s'], rec['e'], rec['m'] = u['c'], u['s'], u['e'], u['m']
+  -- A late attempt that does not change the outcome joins the history only: the record keeps the
+  -- code, status, message and time of the outcome it shows.
+  if not kept then
+    rec['t'] = now
+    rec['c'], rec['s'], rec['e'], rec['m'] = u['c'], u['s'], u['e'], u['m']
+  end
   if u['k'] then rec['k'] = u['k'] end
   rec['a'] = (tonumber(rec['a']) or 0) + (tonumber(u['n']) or 0)
   if u['x'] and (rec['x'] == nil or u['b'] == 'transferred') and not (oldBucket == 'transferred' and u['b'] ~= 'transferred') then
@@ -128,7 +136,7 @@ if not replay and ARGV[5] ~= '' then
   rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, tonumber(u['d']) or 0}, 10)
   rec['ai'] = push(list(rec['ai']), attemptId, 10)
   local runDelta, orgDelta = {}, {}
-  lt_write(KEYS[1], idx, runDelta, orgDelta, learner, oldBucket, oldRun, cjson.encode(rec), bucket, runId, now)
+  lt_write(KEYS[1], idx, runDelta, orgDelta, learner, oldBucket, oldRun, cjson.encode(rec), bucket, writeRun, now)
   lt_apply(KEYS[2], runDelta)
   lt_apply(KEYS[3], orgDelta)
 end

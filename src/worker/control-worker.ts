@@ -6,7 +6,8 @@ import type { AppContext } from '../app.ts';
 import { controlJobSchema, type ControlJob } from '../queue/control.ts';
 import { runReconcile } from '../queue/reconcile-run.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
-import { createRedis } from '../redis.ts';
+import { closeRedis, createRedis } from '../redis.ts';
+import { LogThrottle } from '../log-throttle.ts';
 
 export interface ControlResult {
   runId: string | null;
@@ -25,7 +26,9 @@ export function startControlWorker(
   options: { onRun?: (summary: ReconcileSummary) => void } = {},
 ): ControlHandle {
   const connection = createRedis(ctx.config.redisUrl, 'learner-transfer-control');
-  connection.on('error', (err) => ctx.logger.warn({ err: err.message }, 'control redis connection error'));
+  // A Redis that refuses writes makes BullMQ's loop fail many times a second: one line per interval.
+  const errors = new LogThrottle(ctx.logger);
+  connection.on('error', (err) => errors.warn({ err: err.message }, 'control redis connection error'));
   const worker = new Worker<ControlJob, ControlResult>(
     ctx.keys.controlQueueName(),
     async (job: Job<ControlJob>) => {
@@ -60,12 +63,13 @@ export function startControlWorker(
   worker.on('failed', (job, err) =>
     ctx.logger.error({ schedule: job?.data.scheduleId, err: err.message }, 'scheduled reconcile failed'),
   );
-  worker.on('error', (err) => ctx.logger.warn({ err: err.message }, 'control worker error'));
+  worker.on('error', (err) => errors.warn({ err: err.message }, 'control worker error'));
   return {
     worker,
     async close() {
       await worker.close();
-      await connection.quit().catch(() => connection.disconnect());
+      await closeRedis(connection);
+      errors.stop();
     },
   };
 }

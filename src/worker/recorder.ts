@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import type { FinishArgs, FinishResult, OutcomeStore } from '../outcomes/store.ts';
 import { abandonedSpools, readSpool, takeSpool, type Spool } from './spool.ts';
-import { unlink } from 'node:fs/promises';
+import { unlink, utimes } from 'node:fs/promises';
 import { faultPoint } from '../fault.ts';
 
 /** What the recorder needs of the write gate: hear a refused write, and say whether to keep sending. */
@@ -80,8 +80,11 @@ export class Recorder {
       for (;;) {
         try {
           const result = await this.#store.finish(args);
-          if (counted && --this.#failing === 0) this.#logger.info('Redis takes the outcome writes again');
-          counted = false;
+          if (counted) {
+            counted = false;
+            this.#waiting--;
+            if (--this.#failing === 0) this.#logger.info('Redis takes the outcome writes again');
+          }
           return result;
         } catch (err) {
           if (signal?.aborted) throw err;
@@ -128,11 +131,22 @@ export class Recorder {
       if (!taken) continue;
       files++;
       const pending = await readSpool(taken);
-      for (const e of pending) {
-        await this.#finish(e.args, signal);
-        entries++;
+      // A long replay (Redis refusing writes) keeps the file looking alive to replayers on other hosts.
+      const touch = setInterval(() => {
+        const now = new Date();
+        utimes(taken, now, now).catch(() => {});
+      }, 30_000);
+      try {
+        for (const e of pending) {
+          await this.#finish(e.args, signal);
+          entries++;
+        }
+      } finally {
+        clearInterval(touch);
       }
-      await unlink(taken);
+      await unlink(taken).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
     }
     if (files > 0) {
       this.#logger.info(

@@ -8,7 +8,7 @@ import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import { progressOf } from '../outcomes/progress.ts';
 import { scrubSecrets } from '../log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
-import { createRedis } from '../redis.ts';
+import { closeRedis, createRedis } from '../redis.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { Recorder, type WriteGateLike } from './recorder.ts';
 import { Spool } from './spool.ts';
@@ -31,6 +31,8 @@ export interface WorkOptions {
    * Absent: only the recorder's own retries stand between a refusing Redis and a lost response.
    */
   gate?: (WriteGateLike & { waitOpen(): Promise<void> }) | undefined;
+  /** false: no write-ahead spool (the benchmark's baseline only; a response could then be lost). */
+  spool?: boolean;
 }
 
 export interface WorkResult {
@@ -168,8 +170,10 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   const booted = (async () => {
     await ownGate?.start();
     await recorder.replay(ctx.config.spoolDir, ctx.keys.prefix, bootAbort.signal);
-    spool = await Spool.open(ctx.config.spoolDir, ctx.keys.prefix);
-    recorder.attachSpool(spool);
+    if (options.spool !== false) {
+      spool = await Spool.open(ctx.config.spoolDir, ctx.keys.prefix);
+      recorder.attachSpool(spool);
+    }
     if (stopping) return;
     await repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
     if (stopping) return;
@@ -198,7 +202,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
       await Promise.all([...pending]);
       await spool?.close();
       ownGate?.stop();
-      await connection.quit().catch(() => connection.disconnect());
+      await closeRedis(connection);
       errors.stop();
       resolveDone({ ...counts, unauthorizedOrgs, reason, runFailures });
     })();

@@ -8,7 +8,7 @@
 // fsync (group commit), so the spool costs one fsync per batch of concurrent responses, not per learner.
 // Done lines need no fsync: losing one only means a replay, and a replay writes nothing twice.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +63,12 @@ export class Spool {
 
   static async open(dir: string, prefix: string): Promise<Spool> {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // mkdir's mode does not change a directory that exists (an image's, a volume's): set it.
+    try {
+      chmodSync(dir, 0o700);
+    } catch {
+      // not ours to change (a mounted volume owned by someone else): the files are 0600 anyway
+    }
     const name = `${prefix}.${hostTag()}.${process.pid}.${Date.now()}.${randomBytes(3).toString('hex')}.spool`;
     const path = join(dir, name);
     return new Spool(path, await open(path, 'a', 0o600));
@@ -166,9 +172,10 @@ function alive(pid: number): boolean {
 }
 
 /**
- * Spool files of this prefix whose writer is gone: on this host, its pid is not running; from another
- * host (a container that was replaced), untouched for SPOOL_STALE_MS. A file being replayed by a
- * process that died is taken again.
+ * Spool files of this prefix whose writer is gone: on this host, its pid is not running, or it is this
+ * process's pid but the file is older than this process (a restarted container runs node as pid 1
+ * again); from another host (a container that was replaced), untouched for SPOOL_STALE_MS. A file being
+ * replayed is judged by its replayer the same way.
  */
 export function abandonedSpools(dir: string, prefix: string, now = Date.now()): string[] {
   let names: string[];
@@ -178,26 +185,34 @@ export function abandonedSpools(dir: string, prefix: string, now = Date.now()): 
     return [];
   }
   const host = hostTag();
+  const started = performance.timeOrigin;
   const out: string[] = [];
   for (const name of names) {
     if (!name.startsWith(`${prefix}.`)) continue;
     const rest = name.slice(prefix.length + 1);
-    // host.pid.start.rand.spool, or that + .replaying.<pid>
-    const m = /^([A-Za-z0-9_-]+)\.(\d+)\.\d+\.[0-9a-f]+\.spool(?:\.replaying\.(\d+))?$/.exec(rest);
+    // host.pid.start.rand.spool, or that + .replaying.<host>.<pid>.<start>
+    const m =
+      /^([A-Za-z0-9_-]+)\.(\d+)\.(\d+)\.[0-9a-f]+\.spool(?:\.replaying\.([A-Za-z0-9_-]+)\.(\d+)\.(\d+))?$/.exec(
+        rest,
+      );
     if (!m) continue;
-    const ownerPid = Number(m[3] ?? m[2]);
-    if (ownerPid === process.pid) continue;
-    const sameHost = m[1] === host;
+    const ownerHost = m[4] ?? m[1];
+    const ownerPid = Number(m[5] ?? m[2]);
+    const ownerStart = Number(m[6] ?? m[3]);
     const path = join(dir, name);
-    if (sameHost ? !alive(ownerPid) : now - statSync(path).mtimeMs > SPOOL_STALE_MS) out.push(path);
+    let gone: boolean;
+    if (ownerHost !== host) gone = now - statSync(path).mtimeMs > SPOOL_STALE_MS;
+    else if (ownerPid === process.pid) gone = ownerStart < started;
+    else gone = !alive(ownerPid);
+    if (gone) out.push(path);
   }
   return out;
 }
 
 /** Takes a file for replay by renaming it (atomic: two replayers never both take it). */
 export async function takeSpool(path: string): Promise<string | undefined> {
-  const base = path.replace(/\.replaying\.\d+$/, '');
-  const taken = `${base}.replaying.${process.pid}`;
+  const base = path.replace(/\.replaying\.[A-Za-z0-9_-]+\.\d+\.\d+$/, '');
+  const taken = `${base}.replaying.${hostTag()}.${process.pid}.${Date.now()}`;
   try {
     await rename(path, taken);
     return taken;

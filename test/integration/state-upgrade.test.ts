@@ -1,0 +1,273 @@
+// A migration in progress survives an upgrade: Redis state written the way the previous release wrote
+// it (runs, records, an audit entry with `result`, a waiting BullMQ job, no claims, no state version) is
+// brought up to this release by createContext (upgradeState): recorded learners are claimed for their
+// organization, the version is stored, old audit entries stay readable and the old job still runs.
+// A prefix nothing was ever enqueued under stays untouched, and a learner the old release recorded in two
+// organizations stays with the one that transferred it, with a warning.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createContext, type AppContext } from '../../src/app.ts';
+import { loadConfig, type Env } from '../../src/config.ts';
+import { createKeys } from '../../src/keys.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { jobIdOf } from '../../src/queue/job.ts';
+import { createSimulator } from '../../src/simulator/index.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
+import { deletePrefix, dumpPrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
+
+const redis = newRedis();
+const prefixes: string[] = [];
+const contexts: AppContext[] = [];
+const connections: Redis[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const ctx of contexts.splice(0)) await ctx.close();
+});
+
+afterAll(async () => {
+  for (const p of prefixes) await deletePrefix(redis, p);
+  for (const c of connections) await c.quit();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await redis.quit();
+});
+
+function newPrefix(): string {
+  const p = randomPrefix('upgrade');
+  prefixes.push(p);
+  return p;
+}
+
+function capture(): { logger: Logger; lines: () => Record<string, unknown>[] } {
+  const raw: string[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: { write: (line: string) => void raw.push(line) },
+  });
+  return { logger, lines: () => raw.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+/** A context as a new process builds it: its own connection (createContext runs upgradeState). */
+async function context(prefix: string, env: Env = {}, logger?: Logger): Promise<AppContext> {
+  const conn = newRedis();
+  connections.push(conn);
+  const config = loadConfig({
+    REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    LEARNER_API_TOKENS: 'acme:a1,beta:b1',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const ctx = await createContext(config, {
+    redis: conn,
+    logger: logger ?? createLogger({ level: 'silent' }),
+  });
+  contexts.push(ctx);
+  return ctx;
+}
+
+const OLD_RUN = '20250101T000000-0ld1';
+const OLD_DATA = { id: 'T12', groupsRemoved: [{ id: 4 }], authorizationsRevoked: [{ id: 'auth-1' }] };
+
+/**
+ * State as the previous release left it mid-migration: a run, acme learners 10, 11, 12 queued (12
+ * transferred since), an audit entry with `result`, the job of learner 11 waiting; no claim, no version.
+ * markQueued is unchanged from that release and never claims.
+ */
+async function writeOldState(prefix: string, env: Env = {}): Promise<string> {
+  const keys = createKeys(prefix);
+  // Nothing under the prefix yet: this context's upgrade has nothing to do and writes nothing.
+  const old = await context(prefix, env);
+  await old.runs.create({ id: OLD_RUN, kind: 'csv', source: 'old.csv', orgs: ['acme'] });
+  await old.store.markQueued(
+    [10, 11, 12].map((learnerId) => ({
+      org: 'acme',
+      learnerId,
+      runId: OLD_RUN,
+      source: 'old.csv',
+      force: false,
+    })),
+  );
+  await old.store.recordAttempt('acme', 12, OLD_RUN, {
+    bucket: 'transferred',
+    code: 'transferred',
+    status: 200,
+    durationMs: 40,
+    transferId: 'T12',
+    countsAsAttempt: true,
+  });
+  const auditId = await redis.xadd(
+    keys.audit('acme'),
+    '*',
+    'learnerId',
+    '12',
+    'runId',
+    OLD_RUN,
+    'transferId',
+    'T12',
+    'result',
+    JSON.stringify(OLD_DATA),
+  );
+  await old.queues
+    .get('acme')
+    .add('transfer', { org: 'acme', learnerId: 11, runId: OLD_RUN, source: 'old' }, { jobId: 'l11' });
+  expect(await redis.exists(keys.claims())).toBe(0);
+  expect(await redis.exists(keys.stateVersion())).toBe(0);
+  return auditId as string;
+}
+
+describe('a migration in progress survives an upgrade', () => {
+  it('claims what was recorded, stores the version, keeps the audit, the records and the job', async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    const auditId = await writeOldState(prefix);
+    const recordsBefore = await redis.hgetall(keys.outcomes('acme'));
+    const countsBefore = await redis.hgetall(keys.runCounters('acme', OLD_RUN));
+
+    const ctx = await context(prefix);
+    expect(await redis.hgetall(keys.claims())).toEqual({ '10': 'acme', '11': 'acme', '12': 'acme' });
+    expect(await redis.get(keys.stateVersion())).toBe('2');
+    // The upgrade claims; it rewrites no record and no counter.
+    expect(await redis.hgetall(keys.outcomes('acme'))).toEqual(recordsBefore);
+    expect(await redis.hgetall(keys.runCounters('acme', OLD_RUN))).toEqual(countsBefore);
+
+    // beta enqueuing learner 10 now finds it acme's.
+    const held: string[] = [];
+    const counts = await ctx.producer.add([{ org: 'beta', learnerId: 10, source: 'b.csv:2' }], 'new-run', {
+      onHeld: (h) => void held.push(h.reason),
+    });
+    expect(counts.heldElsewhere).toEqual({ acme: 1 });
+    expect(counts.enqueued).toBe(0);
+    expect(held[0]).toContain('acme');
+    expect(await ctx.store.get('beta', 10)).toBeUndefined();
+
+    // The old audit entry reads as before.
+    const entries = [];
+    for await (const e of ctx.store.audit('acme')) entries.push(e);
+    expect(entries).toEqual([
+      {
+        id: auditId,
+        learnerId: 12,
+        runId: OLD_RUN,
+        transferId: 'T12',
+        result: OLD_DATA,
+        raw: undefined,
+        kind: 'transfer',
+        possibleRepeat: false,
+      },
+    ]);
+    expect((await ctx.store.auditEntries('acme', [auditId]))[0]?.result).toEqual(OLD_DATA);
+
+    // The old job is still there, waiting, with its data.
+    const job = await ctx.queues.get('acme').getJob(jobIdOf(11));
+    expect(job?.data).toEqual({ org: 'acme', learnerId: 11, runId: OLD_RUN, source: 'old' });
+    expect(await job?.getState()).toBe('waiting');
+  });
+
+  it('runs once per prefix: a later start does not claim again', async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    await writeOldState(prefix);
+    await context(prefix);
+    expect(await redis.get(keys.stateVersion())).toBe('2');
+    // Something after the upgrade gives learner 10 up (as a move would): a restart must not re-claim it.
+    await redis.hdel(keys.claims(), '10');
+    await context(prefix);
+    expect(await redis.hgetall(keys.claims())).toEqual({ '11': 'acme', '12': 'acme' });
+  });
+
+  it('the old job runs to the end after the upgrade, with one call', async () => {
+    const sim = createSimulator({ learners: 40 });
+    await sim.listen();
+    const dir = mkdtempSync(join(tmpdir(), 'lt-upgrade-'));
+    dirs.push(dir);
+    try {
+      const prefix = newPrefix();
+      const env: Env = {
+        LEARNER_API_BASE_URL: sim.url,
+        LEARNER_API_TOKENS: 'acme:sim-acme-1,beta:sim-beta-1',
+        LIMIT_PER_TOKEN: '20/2s',
+        LIMIT_PER_ORG: '60/4s',
+        REQUEST_TIMEOUT: '1500ms',
+        CONNECT_TIMEOUT: '500ms',
+        BACKOFF: '50ms',
+        ATTEMPTS: '3',
+        SPOOL_DIR: join(dir, 'spool'),
+        LEASE_GRACE: '1s',
+      };
+      await writeOldState(prefix, env);
+      const ctx = await context(prefix, env);
+      await startWorkers(ctx, { orgs: ['acme'], concurrency: 2, untilIdle: true, idleCheckMs: 100 }).done;
+      // Learner 11 (in beta in the simulator's seed) was moved into acme by the job the old release added.
+      const rec = await ctx.store.get('acme', 11);
+      expect(rec?.b).toBe('transferred');
+      expect(rec?.x).toBeDefined();
+      expect(sim.record.filter((r) => r.method === 'PATCH' && r.learnerId === 11)).toHaveLength(1);
+      // Learner 12, transferred before the upgrade, is not called again.
+      expect(sim.record.filter((r) => r.learnerId === 12)).toHaveLength(0);
+      expect((await ctx.store.get('acme', 12))?.x).toBe('T12');
+      expect(await ctx.claims.holders([10, 11, 12])).toEqual(['acme', 'acme', 'acme']);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe('upgradeState elsewhere', () => {
+  it('a prefix nothing was ever enqueued under stays empty (read-only commands write nothing)', async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    const ctx = await context(prefix);
+    // What status, plan and report read.
+    expect(await ctx.runs.list()).toEqual([]);
+    expect(await ctx.store.get('acme', 1)).toBeUndefined();
+    expect(await ctx.store.orgCounts('acme')).toEqual({});
+    await ctx.budget.peek('acme', ['t1']);
+    await context(prefix);
+    expect(await redis.exists(keys.stateVersion())).toBe(0);
+    expect(await dumpPrefix(redis, prefix)).toEqual([]);
+  });
+
+  it('a learner recorded in two organizations stays with the one that transferred it, with a warning', async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    // beta comes first in the token list: the order organizations are scanned in must not decide.
+    const env: Env = { LEARNER_API_TOKENS: 'beta:b1,acme:a1' };
+    const old = await context(prefix, env);
+    await old.runs.create({ id: OLD_RUN, kind: 'csv', source: 'old.csv', orgs: ['acme', 'beta'] });
+    await old.store.markQueued([
+      { org: 'acme', learnerId: 20, runId: OLD_RUN, source: 'a.csv', force: false },
+      { org: 'beta', learnerId: 20, runId: OLD_RUN, source: 'b.csv', force: false },
+      { org: 'beta', learnerId: 21, runId: OLD_RUN, source: 'b.csv', force: false },
+      // An organization this process has no token for: found by its records' keys.
+      { org: 'gamma', learnerId: 22, runId: OLD_RUN, source: 'g.csv', force: false },
+    ]);
+    await old.store.recordAttempt('acme', 20, OLD_RUN, {
+      bucket: 'transferred',
+      code: 'transferred',
+      status: 200,
+      durationMs: 30,
+      transferId: 'T20',
+      countsAsAttempt: true,
+    });
+    expect(await redis.exists(keys.claims())).toBe(0);
+
+    const log = capture();
+    await context(prefix, env, log.logger);
+    expect(await redis.hgetall(keys.claims())).toEqual({ '20': 'acme', '21': 'beta', '22': 'gamma' });
+    expect(await redis.get(keys.stateVersion())).toBe('2');
+
+    const warnings = log.lines().filter((l) => l.level === 40);
+    expect(warnings).toHaveLength(1);
+    const w = warnings[0] as { msg: string; conflicts: number; examples: string[] };
+    expect(w.msg).toContain('more than one organization');
+    expect(w.conflicts).toBe(1);
+    expect(w.examples).toEqual(['20 (beta, held by acme)']);
+    // The records themselves are left as they were.
+    expect((await old.store.get('beta', 20))?.b).toBe('queued');
+    expect((await old.store.get('acme', 20))?.b).toBe('transferred');
+  });
+});
