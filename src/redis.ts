@@ -40,7 +40,13 @@ export async function closeRedis(redis: Redis, ms = 2000): Promise<void> {
     timer = setTimeout(resolve, ms);
     timer.unref();
   });
-  await Promise.race([redis.quit().then(() => {}, () => {}), timeout]);
+  await Promise.race([
+    redis.quit().then(
+      () => {},
+      () => {},
+    ),
+    timeout,
+  ]);
   clearTimeout(timer);
   redis.disconnect();
 }

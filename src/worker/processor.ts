@@ -218,8 +218,11 @@ export function createProcessor(deps: ProcessorDeps) {
         tokenKeyTtlMs: ttls.tokenMs,
         orgKeyTtlMs: ttls.orgMs,
       });
-      /** Frees the permit (never sent) and the lease, touching no record. */
-      const giveBack = () =>
+      /**
+       * Ends an attempt that made no call (or whose call threw inside the client): the permit released
+       * (or, with 'abandon', kept counted to its deadline) and the lease freed, with `update` recorded.
+       */
+      const endWithoutAnswer = (update?: FinishArgs['update'], mode: 'release' | 'abandon' = 'release') =>
         recorder.record(
           {
             org,
@@ -227,11 +230,13 @@ export function createProcessor(deps: ProcessorDeps) {
             runId,
             at: Date.now(),
             attemptId: randomUUID(),
-            permit: permitOf('release'),
+            permit: permitOf(mode),
             holder,
+            ...(update ? { update } : {}),
           },
           false,
         );
+      const giveBack = () => endWithoutAnswer();
 
       // With the lease held, the record and the claim are current: no other attempt can change them.
       // Until the call is sent, any failure gives the permit and the lease back.
@@ -256,19 +261,7 @@ export function createProcessor(deps: ProcessorDeps) {
       }
       if (claim?.kind === 'held') {
         const message = `learner ${learnerId} is claimed by organization '${claim.holder}': nothing sent (move it back with --move)`;
-        await recorder.record(
-          {
-            org,
-            learnerId,
-            runId,
-            at: Date.now(),
-            attemptId: randomUUID(),
-            permit: permitOf('release'),
-            holder,
-            update: { b: 'claimed-elsewhere', c: 'claimed-elsewhere', m: message, d: 0, n: 0 },
-          },
-          false,
-        );
+        await endWithoutAnswer({ b: 'claimed-elsewhere', c: 'claimed-elsewhere', m: message, d: 0, n: 0 });
         logger.warn({ org, learnerId, runId, holder: claim.holder }, message);
         throw new UnrecoverableError(message);
       }
@@ -284,18 +277,7 @@ export function createProcessor(deps: ProcessorDeps) {
       } catch (err) {
         // The client classifies every failure; reaching here is a bug. The request may have gone out
         // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
-        await recorder.record(
-          {
-            org,
-            learnerId,
-            runId,
-            at: Date.now(),
-            attemptId: randomUUID(),
-            permit: permitOf('abandon'),
-            holder,
-          },
-          false,
-        );
+        await endWithoutAnswer(undefined, 'abandon');
         throw err;
       }
 

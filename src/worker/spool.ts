@@ -32,7 +32,8 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-function hostTag(): string {
+/** This host's name as it appears in spool file names. */
+export function hostTag(): string {
   return (
     hostname()
       .replace(/[^A-Za-z0-9_-]/g, '_')
@@ -162,7 +163,8 @@ export async function readSpool(path: string): Promise<SpoolEntry[]> {
   return [...entries.values()];
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid runs on this host. */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -15,14 +15,22 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/keys.ts';
 import { createLogger } from '../../src/log.ts';
 import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
 import { Recorder } from '../../src/worker/recorder.ts';
-import { abandonedSpools, readSpool, Spool, SPOOL_STALE_MS, takeSpool } from '../../src/worker/spool.ts';
+import {
+  abandonedSpools,
+  alive,
+  hostTag,
+  readSpool,
+  Spool,
+  SPOOL_STALE_MS,
+  takeSpool,
+} from '../../src/worker/spool.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 
 const redis = newRedis();
@@ -39,21 +47,6 @@ afterAll(async () => {
   await deletePrefix(redis, prefix);
   await redis.quit();
 });
-
-/** The host part of a spool file name, as spool.ts writes it. */
-const hostTag = () =>
-  hostname()
-    .replace(/[^A-Za-z0-9_-]/g, '_')
-    .slice(0, 64) || 'host';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** A pid that ran on this host and is gone now (a child that exited), so no process has it. */
 function deadPid(): number {
@@ -192,7 +185,11 @@ describe('Spool', () => {
     writeFileSync(file, entryLine('e1', finishArgs(11, 'SK')));
     const taken = await takeSpool(file);
     // The replayer's host, pid and start are in the name: replayers elsewhere judge it by them.
-    expect(taken).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.replaying\\.${hostTag()}\\.${process.pid}\\.\\d+$`));
+    expect(taken).toMatch(
+      new RegExp(
+        `^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.replaying\\.${hostTag()}\\.${process.pid}\\.\\d+$`,
+      ),
+    );
     expect(existsSync(file)).toBe(false);
     expect(existsSync(taken as string)).toBe(true);
     expect(await takeSpool(file)).toBeUndefined();

@@ -45,6 +45,13 @@ function section(label: string, values: unknown[], each: (v: unknown) => Html): 
 /** One effective transfer: the `data` of its result (src/api/schemas.ts transferResultSchema). */
 function auditBlock(a: AuditEntry): Html {
   const r = a.result;
+  if (a.kind === 'claim-move') {
+    return html`<section class="card audit" data-audit="${a.id}">
+      <h3>claim moved</h3>
+      <p class="muted">audit entry ${a.id} · run ${a.runId}</p>
+      <pre>${JSON.stringify(r, null, 2)}</pre>
+    </section>`;
+  }
   return html`<section class="card audit" data-audit="${a.id}">
     <h3>transfer <code>${a.transferId}</code></h3>
     <p class="muted">
@@ -54,9 +61,11 @@ function auditBlock(a: AuditEntry): Html {
     ${section('groups removed', items(field(r, 'learnerGroups', 'removed')), group)}
     ${section('groups added', items(field(r, 'learnerGroups', 'added')), group)}
     ${section('authorizations revoked', items(field(r, 'authorizations', 'revoked')), authorization)}
+    ${a.kind !== 'transfer' ? html`<p class="message">${a.kind === 'unexpected' ? 'a 200 that was not this learner’s completed transfer' : 'a body that could not be read'}</p>` : ''}
+    ${a.possibleRepeat ? html`<p class="message">possible repeat: the answer of an earlier attempt was lost</p>` : ''}
     <details>
-      <summary>full result</summary>
-      <pre>${JSON.stringify(r, null, 2)}</pre>
+      <summary>full result${a.raw !== undefined ? ' (as the service sent it)' : ''}</summary>
+      <pre>${a.raw ?? JSON.stringify(r, null, 2)}</pre>
     </details>
   </section>`;
 }
@@ -77,6 +86,7 @@ export function learnerPage(
       <a href="/failures?run=${encodeURIComponent(l.runId)}"><code>${l.runId}</code></a>
     </p>
     ${l.message || l.error ? html`<p class="message">${[l.error, l.message].filter(Boolean).join(': ')}</p>` : ''}
+    ${l.possibleRepeat ? html`<p class="message" data-possible-repeat>possible repeat: this learner was already in the organization after an attempt whose answer was lost; the authorizations that transfer revoked are not on record</p>` : ''}
     <p class="muted">
       source ${l.source ?? '-'} · enqueued ${l.enqueuedAt} · updated
       ${l.updatedAt}${l.transferId ? html` · transfer <code>${l.transferId}</code>` : ''}${l.tokenId ? html` · token <code>${l.tokenId}</code>` : ''}
