@@ -2,6 +2,7 @@
 // policy could drop queued jobs (BullMQ needs noeviction), and one when it keeps nothing on disk.
 import { Redis } from 'ioredis';
 import { LearnerTransferError } from './errors.ts';
+import { isWriteRefusal } from './redis-writes.ts';
 import type { Logger } from './log.ts';
 import { LogThrottle } from './log-throttle.ts';
 
@@ -83,7 +84,11 @@ export async function connectRedis(
         },
         (err: Error) => {
           clearTimeout(timer);
-          reject(err);
+          // Redis answered, refusing writes (MISCONF refuses even PING): it is there. The worker's write
+          // gate holds the transfers back until it takes writes again.
+          const refusal = isWriteRefusal(err);
+          if (refusal && refusal.cause !== 'connection') resolve();
+          else reject(err);
         },
       );
     });

@@ -19,5 +19,7 @@ try {
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
     process.exitCode = reportCliError(err);
+    // The error is said: a connection a library still holds open must not keep the command alive.
+    setTimeout(() => process.exit(), 3000).unref();
   }
 }

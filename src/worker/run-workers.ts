@@ -180,6 +180,14 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     for (const w of workers) {
       w.run().catch((err: Error) => ctx.logger.error({ err: err.message }, 'worker stopped on an error'));
     }
+    // While Redis refuses writes, BullMQ's loop would fail to fetch a job thousands of times a second
+    // (it does not back off on OOM or READONLY): the workers stop fetching until the gate opens.
+    // The jobs in hand go on (their responses wait to be recorded).
+    ownGate?.onChange((next, prev) => {
+      if (stopping) return;
+      if (prev.writable && !next.writable) for (const w of workers) void w.pause(true).catch(() => {});
+      else if (!prev.writable && next.writable) for (const w of workers) void w.resume().catch(() => {});
+    });
     repairTimer = setInterval(() => {
       repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
     }, ctx.config.repairIntervalMs);
