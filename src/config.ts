@@ -36,6 +36,11 @@ export interface Config {
   logLevel: string;
   /** SPOOL_DIR: where `work` keeps responses until they are in Redis (a persistent disk). */
   spoolDir: string;
+  /**
+   * SCHEDULE_DIR: the only directory a scheduled (control) reconcile reads its desired file from;
+   * unset, scheduled reconciles are refused.
+   */
+  scheduleDir: string | undefined;
   /** LEASE_GRACE: how long an expired lease of another worker is contested before it is taken over. */
   leaseGraceMs: number;
   /** REPAIR_INTERVAL: how often `work` looks for learners left without a job (and jobs without a record). */
@@ -49,6 +54,9 @@ export interface Config {
    * JSON.stringify of the config never carries it.
    */
   readonly dashboardToken?: string | undefined;
+  /** DASHBOARD_TLS_CERT / DASHBOARD_TLS_KEY: PEM files; with both, the dashboard serves HTTPS. */
+  dashboardTlsCert?: string | undefined;
+  dashboardTlsKey?: string | undefined;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -57,6 +65,37 @@ export const DEFAULT_USER_AGENT = 'learner-transfer/0.1 (bulk learner transfer w
 
 export function tokenFingerprint(secret: string): string {
   return createHash('sha256').update(secret).digest('hex').slice(0, 12);
+}
+
+export const MIN_DISTINCT_TOKEN_CHARS = 8;
+
+/**
+ * A dashboard token an attacker could guess: fewer than 8 distinct characters, or a low Shannon
+ * entropy (under 3 bits per character, e.g. one character repeated most of the time).
+ */
+export function isWeakToken(token: string): boolean {
+  const counts = new Map<string, number>();
+  for (const c of token) counts.set(c, (counts.get(c) ?? 0) + 1);
+  if (counts.size < MIN_DISTINCT_TOKEN_CHARS) return true;
+  const n = [...token].length;
+  let bits = 0;
+  for (const k of counts.values()) bits -= (k / n) * Math.log2(k / n);
+  return bits < 3;
+}
+
+/**
+ * A URL's password replaced by `***`, even in a URL that does not parse (`redis//:pw@host`,
+ * `http://user:p/w@host`): everything from the user's `:` to the last `@` is hidden (all of the
+ * user part when it has no `:`, since Redis may take a lone user part as the password).
+ */
+export function maskUrlPassword(text: string): string {
+  const at = text.lastIndexOf('@');
+  if (at < 0) return text;
+  const slashes = text.indexOf('//');
+  const from = slashes >= 0 && slashes < at ? slashes + 2 : 0;
+  const userinfo = text.slice(from, at);
+  const colon = userinfo.indexOf(':');
+  return `${text.slice(0, from)}${colon >= 0 ? `${userinfo.slice(0, colon)}:***` : '***'}${text.slice(at)}`;
 }
 
 /** Formats the value of a bad variable for a message: quoted, shortened, never for secrets. */
@@ -132,7 +171,7 @@ const urlField = (name: string, protocols: string[]) =>
     if (!url || !protocols.includes(url.protocol)) {
       ctx.addIssue({
         code: 'custom',
-        message: `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(text)}`,
+        message: `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(maskUrlPassword(text))}`,
       });
       return z.NEVER;
     }
@@ -210,6 +249,12 @@ const envSchema = z.object({
     .refine((d) => d.trim().length > 0 && !/[\0\r\n]/.test(d), {
       error: (iss) => `SPOOL_DIR: expected a directory path, got ${shown(String(iss.input))}`,
     }),
+  SCHEDULE_DIR: z
+    .string()
+    .refine((d) => d.trim().length > 0 && !/[\0\r\n]/.test(d), {
+      error: (iss) => `SCHEDULE_DIR: expected a directory path, got ${shown(String(iss.input))}`,
+    })
+    .optional(),
   LEASE_GRACE: durationField('LEASE_GRACE', '15s'),
   REPAIR_INTERVAL: durationField('REPAIR_INTERVAL', '10m'),
   REDIS_CONNECT_TIMEOUT: z
@@ -248,7 +293,13 @@ const envSchema = z.object({
     .refine((t) => t.length >= 16 && !/\s/.test(t), {
       error: 'DASHBOARD_TOKEN: expected at least 16 characters without spaces (the value is not shown)',
     })
+    .refine((t) => !isWeakToken(t), {
+      error: `DASHBOARD_TOKEN: too weak: expected at least ${MIN_DISTINCT_TOKEN_CHARS} distinct characters and no long repeats (generate one with: openssl rand -hex 24; the value is not shown)`,
+    })
     .optional(),
+  // Paths of a PEM certificate (chain) and its private key: set both and the dashboard serves HTTPS.
+  DASHBOARD_TLS_CERT: z.string().optional(),
+  DASHBOARD_TLS_KEY: z.string().optional(),
 });
 
 /** Every environment variable the tool reads (the README's configuration table is tested against it). */
@@ -289,6 +340,11 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
       'LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2)',
     );
   }
+  if (Boolean(e.DASHBOARD_TLS_CERT) !== Boolean(e.DASHBOARD_TLS_KEY)) {
+    problems.push(
+      'DASHBOARD_TLS_CERT, DASHBOARD_TLS_KEY: set both (paths of the PEM certificate and its key) or neither',
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const orgs: string[] = [];
@@ -308,11 +364,14 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     attempts: e.ATTEMPTS,
     backoffMs: e.BACKOFF,
     spoolDir: e.SPOOL_DIR,
+    scheduleDir: e.SCHEDULE_DIR,
     leaseGraceMs: e.LEASE_GRACE,
     repairIntervalMs: e.REPAIR_INTERVAL,
     logLevel: e.LOG_LEVEL,
     redisConnectTimeoutMs: e.REDIS_CONNECT_TIMEOUT,
     redisHighWater: e.REDIS_HIGH_WATER,
+    dashboardTlsCert: e.DASHBOARD_TLS_CERT,
+    dashboardTlsKey: e.DASHBOARD_TLS_KEY,
   };
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
   return Object.freeze(config);

@@ -75,3 +75,65 @@ export function createLogger(options: LogOptions = {}): Logger {
     scrubbing(dest, options.secrets ?? []),
   );
 }
+
+/** A function that replaces every secret in a text. */
+export type Scrub = (text: string) => string;
+
+/**
+ * Text from outside (a response body) with every secret replaced, before anything reads, cuts or keeps
+ * it. The plain and JSON-escaped forms are replaced in the text itself; a JSON body that could still
+ * hide a secret behind escapes (`\u0041`, `\/`) is decoded and checked string by string, and when one
+ * is found the body is re-serialized from the scrubbed value (it is then no longer verbatim).
+ */
+export function scrubResponseText(text: string, scrub: Scrub): string {
+  const plain = scrub(text);
+  if (!plain.includes('\\')) return plain;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(plain);
+  } catch {
+    return plain; // not JSON: nothing decodes the escapes, the text is what it shows
+  }
+  let changed = false;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      const s = scrub(v);
+      if (s !== v) changed = true;
+      return s;
+    }
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [walk(k) as string, walk(x)]));
+    }
+    return v;
+  };
+  try {
+    const clean = walk(parsed);
+    return changed ? JSON.stringify(clean) : plain;
+  } catch {
+    return '[response not kept: it could not be checked for secrets]';
+  }
+}
+
+/**
+ * The error to throw to BullMQ (which keeps `message` as failedReason and `stack` as stacktrace) with
+ * every secret replaced. The error is changed in place, so its class (UnrecoverableError, DelayedError)
+ * still tells BullMQ what to do; the stack keeps its frames (code locations) under the scrubbed message.
+ */
+export function scrubError(err: unknown, scrub: Scrub): Error {
+  if (!(err instanceof Error)) return new Error(scrub(String(err)));
+  const message = scrub(err.message);
+  const frames = (err.stack ?? '')
+    .split('\n')
+    .filter((l) => /^\s+at /.test(l))
+    .map(scrub);
+  try {
+    err.message = message;
+    err.stack = [`${err.name}: ${message}`, ...frames].join('\n');
+    return err;
+  } catch {
+    const copy = new Error(message);
+    copy.stack = `Error: ${message}`;
+    return copy;
+  }
+}

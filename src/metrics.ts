@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { WriteState } from './redis-writes.ts';
+import { presentedCredential, sameSecret } from './dashboard/auth.ts';
 import type { OutcomeEvent } from './worker/processor.ts';
 
 /** Transfer calls take tens of ms to the request timeout (30 s by default). */
@@ -68,14 +69,28 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Serves GET /metrics (and /healthz) of a registry: the worker has no web framework, and needs none. */
+/**
+ * Serves GET /metrics (and /healthz) of a registry: the worker has no web framework, and needs none.
+ * With a token, /metrics answers only `Authorization: Bearer <token>` (or it as basic-auth password);
+ * /healthz stays open.
+ */
 export async function serveMetrics(
   registry: Registry,
   port: number,
   host = '127.0.0.1',
+  token?: string,
 ): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics' && token !== undefined) {
+      const given = presentedCredential(req.headers.authorization);
+      if (given === undefined || !sameSecret(given, token)) {
+        res
+          .writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="metrics"' })
+          .end('DASHBOARD_TOKEN required (Authorization: Bearer)\n');
+        return;
+      }
+    }
     if (req.method === 'GET' && path === '/metrics') {
       registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),

@@ -1,7 +1,10 @@
 // Turns an HTTP status + body (or a thrown network error) into a TransferOutcome. Pure functions, so the
 // table is tested exhaustively.
-import { transferResultSchema } from './schemas.ts';
+import { transferArrayProblem, transferResultSchema } from './schemas.ts';
 import type { TransferOutcome } from './outcome.ts';
+import type { Scrub } from '../log.ts';
+
+const keep: Scrub = (text) => text;
 
 // The spec's 400: "Learner is already associated with the caller's organization". Only that wording:
 // a looser match ("already in progress") would turn a real failure into a silent success.
@@ -14,12 +17,13 @@ const COMPLETED = 'completed';
  * The error body's text fields, each read on its own: a malformed `error` (a number, an object) must not
  * lose a valid `message`, nor the other way round. Only strings are kept, cut to a size fit for a record.
  */
-function errorFields(body: unknown): { error?: string; message?: string } {
+function errorFields(body: unknown, scrub: Scrub = keep): { error?: string; message?: string } {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return {};
   const { error, message } = body as { error?: unknown; message?: unknown };
   return {
-    ...(typeof error === 'string' ? { error: error.slice(0, 500) } : {}),
-    ...(typeof message === 'string' ? { message: message.slice(0, 1000) } : {}),
+    // Scrubbed whole, then cut: a cut first could keep the start of an echoed token.
+    ...(typeof error === 'string' ? { error: scrub(error).slice(0, 500) } : {}),
+    ...(typeof message === 'string' ? { message: scrub(message).slice(0, 1000) } : {}),
   };
 }
 
@@ -38,6 +42,8 @@ export interface ClassifyContext {
   /** The transferId we recorded for this learner and organization earlier, if any. */
   previousTransferId?: string | undefined;
   retryAfterMs?: number | undefined;
+  /** Replaces secrets (the token sent) in the service's text before it is cut (the client passes it). */
+  scrub?: Scrub | undefined;
 }
 
 /** Classifies a complete response. `body` is the parsed JSON, or `undefined` when it was not JSON. */
@@ -49,6 +55,17 @@ export function classifyResponse(
 ): TransferOutcome {
   const { durationMs } = ctx;
   if (status === 200) {
+    // Array lengths first, so a hostile body costs a few reads, not one zod issue per element.
+    const tooLong = transferArrayProblem(body);
+    if (tooLong !== undefined) {
+      return {
+        code: 'bad-response',
+        status,
+        durationMs,
+        message: `200 with a body the transfer schema does not accept: ${tooLong}`,
+        bodyStart: rawStart,
+      };
+    }
     const parsed = transferResultSchema.safeParse(body);
     if (!parsed.success) {
       return {
@@ -86,7 +103,7 @@ export function classifyResponse(
     }
     return { code: 'transferred', status: 200, result, durationMs };
   }
-  const fields = errorFields(body);
+  const fields = errorFields(body, ctx.scrub);
   if (status === 400) {
     const text = `${fields.error ?? ''} ${fields.message ?? ''}`;
     if (ALREADY_RE.test(text)) {
@@ -127,9 +144,14 @@ function errorCodeOf(err: unknown): string {
   return 'UNKNOWN';
 }
 
-export function classifyNetworkError(err: unknown, durationMs: number, sent: boolean): TransferOutcome {
+export function classifyNetworkError(
+  err: unknown,
+  durationMs: number,
+  sent: boolean,
+  scrub: Scrub = keep,
+): TransferOutcome {
   const errorCode = errorCodeOf(err);
-  const message = ((err as Error)?.message ?? String(err)).slice(0, 500);
+  const message = scrub((err as Error)?.message ?? String(err)).slice(0, 500);
   return {
     code: 'network-error',
     errorCode,

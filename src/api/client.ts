@@ -5,7 +5,8 @@ import { Pool, type Dispatcher } from 'undici';
 import { classifyNetworkError, classifyResponse } from './classify.ts';
 import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
-import { listPageSchema, type ListPage } from './schemas.ts';
+import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
+import { scrubResponseText, secretScrubber, type Scrub } from '../log.ts';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -16,10 +17,30 @@ export interface ClientOptions {
   connections?: number;
 }
 
-/** Bodies larger than this are not ours: a transfer result is a few KB. */
-const MAX_KEPT_BODY = 64 * 1024;
+/**
+ * Body caps, per operation, enforced while reading (nothing past the cap is buffered or parsed). A
+ * transfer result is a few KB: 256 KiB is far more than any real one. A list page of 100 learners is
+ * about 40 KB: 512 KiB leaves ten times the room for long names and unknown fields, and bounds the worst
+ * JSON.parse (a page of 150k tiny objects) to tens of milliseconds. A body over its cap is `bad-response`.
+ */
+export const BODY_CAP = { transfer: 256 * 1024, list: 512 * 1024 } as const;
 
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** The most of a 200's text kept for the audit (the worker's MAX_AUDIT_BODY): all of a body within the cap. */
+const MAX_KEPT_BODY = BODY_CAP.transfer;
+
+const TOO_LARGE = 'LT_BODY_TOO_LARGE';
+
+function capText(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
+}
+
+/** Tokens shorter than this are not looked for in responses: they cannot be told from ordinary text. */
+const MIN_SCRUBBED_TOKEN = 8;
+
+/** Replaces the token a call sent wherever the service's answer echoes it (see log.ts). */
+function scrubberFor(token: string): Scrub {
+  return token.length >= MIN_SCRUBBED_TOKEN ? secretScrubber([token]) : (text) => text;
+}
 
 export type ListResult =
   | { ok: true; page: ListPage; durationMs: number }
@@ -59,6 +80,7 @@ export class LearnerApiClient {
     method: 'GET' | 'PATCH',
     path: string,
     token: string,
+    cap: number,
     onHeaders: () => void,
   ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
     const signal = AbortSignal.timeout(this.#options.requestTimeoutMs);
@@ -75,26 +97,32 @@ export class LearnerApiClient {
     let size = 0;
     try {
       for await (const chunk of response.body) {
-        size += (chunk as Buffer).length;
-        if (size > MAX_BODY_BYTES) {
+        const buf = chunk as Buffer;
+        if (size + buf.length > cap) {
+          // Keep exactly the first `cap` bytes, read nothing more.
+          chunks.push(buf.subarray(0, cap - size));
+          size = cap;
           response.body.destroy();
-          throw Object.assign(new Error(`response body over ${MAX_BODY_BYTES} bytes`), {
-            code: 'LT_BODY_TOO_LARGE',
+          throw Object.assign(new Error(`response body over the ${capText(cap)} cap (${cap} bytes)`), {
+            code: TOO_LARGE,
           });
         }
-        chunks.push(chunk as Buffer);
+        size += buf.length;
+        chunks.push(buf);
       }
     } catch (err) {
       // Keep what arrived of a cut body: for a 200 it is all that is left of the transfer's record.
       throw Object.assign(err as Error, {
         ltStatus: response.statusCode,
-        ltPartialBody: Buffer.concat(chunks).toString('utf8'),
+        // Scrubbed of the token we sent before anything cuts or keeps it (a service may echo it).
+        ltPartialBody: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
       });
     }
     return {
       status: response.statusCode,
       headers: response.headers,
-      text: Buffer.concat(chunks).toString('utf8'),
+      // Every text of the service passes this scrub first: no cut below can keep part of the token.
+      text: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
     };
   }
 
@@ -111,6 +139,7 @@ export class LearnerApiClient {
         'PATCH',
         `/1/learner/${encodeURIComponent(String(learnerId))}/transfer`,
         token,
+        BODY_CAP.transfer,
         () => {
           headersReceived = true;
         },
@@ -137,6 +166,7 @@ export class LearnerApiClient {
         learnerId,
         previousTransferId: options.previousTransferId,
         retryAfterMs: parseRetryAfter(headers['retry-after']),
+        scrub: scrubberFor(token),
       });
       // A 200 the schema refuses may still be a transfer that happened: keep its text for the audit.
       if (outcome.code === 'bad-response' && status === 200) outcome.body = text.slice(0, MAX_KEPT_BODY);
@@ -149,18 +179,22 @@ export class LearnerApiClient {
       if (headersReceived) {
         // The status line arrived and the body was cut: for a 200 the transfer happened and we lost its
         // record; the retry will resolve to already-in-org.
-        const cut = err as Error & { ltStatus?: number; ltPartialBody?: string };
+        const cut = err as Error & { ltStatus?: number; ltPartialBody?: string; code?: unknown };
         return {
           code: 'bad-response',
           status: cut.ltStatus ?? 0,
           durationMs,
-          message: `response cut while reading the body (${cut.message}): the transfer may have happened`,
+          message:
+            cut.code === TOO_LARGE
+              ? `${cut.ltStatus ?? 0} whose body is over the transfer cap of ${capText(BODY_CAP.transfer)}, ` +
+                `not parsed: the transfer may have happened; its first ${capText(MAX_KEPT_BODY)} are kept`
+              : `response cut while reading the body (${cut.message}): the transfer may have happened`,
           ...(cut.ltStatus === 200 && cut.ltPartialBody !== undefined
             ? { body: cut.ltPartialBody.slice(0, MAX_KEPT_BODY) }
             : {}),
         };
       }
-      return classifyNetworkError(err, durationMs, false);
+      return classifyNetworkError(err, durationMs, false, scrubberFor(token));
     }
   }
 
@@ -168,7 +202,13 @@ export class LearnerApiClient {
   async listLearners(page: number, token: string): Promise<ListResult> {
     const started = performance.now();
     try {
-      const { status, headers, text } = await this.#send('GET', `/1/learner?page=${page}`, token, () => {});
+      const { status, headers, text } = await this.#send(
+        'GET',
+        `/1/learner?page=${page}`,
+        token,
+        BODY_CAP.list,
+        () => {},
+      );
       const durationMs = performance.now() - started;
       let body: unknown;
       try {
@@ -177,6 +217,20 @@ export class LearnerApiClient {
         body = undefined;
       }
       if (status === 200) {
+        // Array length first: a page of a million entries must not become a million zod issues.
+        const tooLong = listArrayProblem(body);
+        if (tooLong !== undefined) {
+          return {
+            ok: false,
+            outcome: {
+              code: 'bad-response',
+              status,
+              durationMs,
+              message: `page ${page}: body does not match the list schema: ${tooLong}`,
+              bodyStart: text.slice(0, 200),
+            },
+          };
+        }
         const parsed = listPageSchema.safeParse(body);
         if (parsed.success) return { ok: true, page: parsed.data, durationMs };
         return {
@@ -197,13 +251,26 @@ export class LearnerApiClient {
       const outcome = classifyResponse(status, body, text.slice(0, 200), {
         durationMs,
         retryAfterMs: parseRetryAfter(headers['retry-after']),
+        scrub: scrubberFor(token),
       });
       if (outcome.code === 'transferred' || outcome.code === 'already-in-org') {
         throw new Error('unreachable: a non-200 list answer classified as success');
       }
       return { ok: false, outcome };
     } catch (err) {
-      const outcome = classifyNetworkError(err, performance.now() - started, true);
+      const cut = err as { code?: unknown; ltStatus?: number };
+      if (cut.code === TOO_LARGE) {
+        return {
+          ok: false,
+          outcome: {
+            code: 'bad-response',
+            status: cut.ltStatus ?? 0,
+            durationMs: performance.now() - started,
+            message: `page ${page}: body over the list cap of ${capText(BODY_CAP.list)}, not parsed`,
+          },
+        };
+      }
+      const outcome = classifyNetworkError(err, performance.now() - started, true, scrubberFor(token));
       return {
         ok: false,
         outcome: outcome as Exclude<TransferOutcome, { code: 'transferred' | 'already-in-org' }>,

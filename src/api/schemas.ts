@@ -2,6 +2,20 @@
 // by default); nulls are accepted wherever the spec shows null; current_page may be a number or a string.
 import { z } from 'zod';
 
+/**
+ * The most elements each response array may hold. They are checked on the parsed JSON before zod runs
+ * (`arrayBoundProblem`), and again by `.max()` in the schemas: zod builds one issue per bad element, so
+ * an unbounded array of 2M wrong values would cost seconds and gigabytes before a single issue is read.
+ * Generous: the spec shows a handful in each; a list page holds at most per_page (100) learners.
+ */
+export const MAX_ITEMS = {
+  /** data of a list page: 5 x the spec's per_page of 100 (the page walker then holds it to per_page). */
+  listData: 500,
+  assessmentIds: 10_000,
+  learnerGroups: 1_000,
+  revoked: 1_000,
+} as const;
+
 const intLike = z.union([z.number().int(), z.string().regex(/^\d+$/).transform(Number)]);
 
 export const learnerSchema = z.object({
@@ -34,7 +48,7 @@ export const paginationSchema = z.object({
 });
 
 export const listPageSchema = z.object({
-  data: z.array(learnerSchema),
+  data: z.array(learnerSchema).max(MAX_ITEMS.listData),
   pagination: paginationSchema,
 });
 export type ListPage = z.infer<typeof listPageSchema>;
@@ -64,16 +78,16 @@ export const transferResultSchema = z.object({
       transferId: z.string().min(1),
       initiatedAt: z.string(),
       status: z.string(),
-      assessmentIds: z.array(z.string()).default([]),
+      assessmentIds: z.array(z.string()).max(MAX_ITEMS.assessmentIds).default([]),
     }),
     learnerGroups: z
       .object({
-        removed: z.array(learnerGroupSchema).default([]),
-        added: z.array(learnerGroupSchema).default([]),
+        removed: z.array(learnerGroupSchema).max(MAX_ITEMS.learnerGroups).default([]),
+        added: z.array(learnerGroupSchema).max(MAX_ITEMS.learnerGroups).default([]),
       })
       .default({ removed: [], added: [] }),
     authorizations: z
-      .object({ revoked: z.array(revokedAuthorizationSchema).default([]) })
+      .object({ revoked: z.array(revokedAuthorizationSchema).max(MAX_ITEMS.revoked).default([]) })
       .default({ revoked: [] }),
   }),
 });
@@ -85,3 +99,40 @@ export const errorBodySchema = z.object({
   message: z.string().optional(),
 });
 export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+/** `value[key]` when value is a plain object, else undefined. */
+function field(value: unknown, key: string): unknown {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
+}
+
+function tooLong(value: unknown, max: number, name: string): string | undefined {
+  return Array.isArray(value) && value.length > max
+    ? `${name} holds ${value.length} elements, over the cap of ${max}`
+    : undefined;
+}
+
+/**
+ * The arrays of a transfer result, measured before zod sees them: a short message naming the first array
+ * over its cap, or undefined. Costs a few property reads whatever the body holds.
+ */
+export function transferArrayProblem(body: unknown): string | undefined {
+  const data = field(body, 'data');
+  const groups = field(data, 'learnerGroups');
+  return (
+    tooLong(
+      field(field(data, 'transferDetails'), 'assessmentIds'),
+      MAX_ITEMS.assessmentIds,
+      'data.transferDetails.assessmentIds',
+    ) ??
+    tooLong(field(groups, 'removed'), MAX_ITEMS.learnerGroups, 'data.learnerGroups.removed') ??
+    tooLong(field(groups, 'added'), MAX_ITEMS.learnerGroups, 'data.learnerGroups.added') ??
+    tooLong(field(field(data, 'authorizations'), 'revoked'), MAX_ITEMS.revoked, 'data.authorizations.revoked')
+  );
+}
+
+/** The same for a list page: `data` over the cap, or undefined. */
+export function listArrayProblem(body: unknown): string | undefined {
+  return tooLong(field(body, 'data'), MAX_ITEMS.listData, 'data');
+}

@@ -37,6 +37,13 @@ export function register(program: Command): void {
             `dashboard asks for it, or keep the default 127.0.0.1 and reach it through an SSH tunnel`,
         );
       }
+      const https = Boolean(config.dashboardTlsCert && config.dashboardTlsKey);
+      if (!isLoopbackAddress(flags.host) && !https) {
+        console.warn(
+          `warning: --host ${flags.host} without TLS: DASHBOARD_TOKEN and every page cross the network in clear; ` +
+            `set DASHBOARD_TLS_CERT and DASHBOARD_TLS_KEY, or serve it behind a TLS proxy`,
+        );
+      }
       const ctx = await createContext(config);
       const app = await buildDashboard(ctx, { readOnly: Boolean(flags.readOnly) }).catch(
         async (err: unknown) => {
@@ -60,7 +67,7 @@ export function register(program: Command): void {
       const actual = typeof address === 'object' && address ? address.port : flags.port;
       const shown = flags.host.includes(':') ? `[${flags.host}]` : flags.host;
       console.log(
-        `dashboard on http://${shown}:${actual}/` +
+        `dashboard on ${https ? 'https' : 'http'}://${shown}:${actual}/` +
           (config.dashboardToken ? ' (DASHBOARD_TOKEN required)' : ' (no DASHBOARD_TOKEN: loopback only)') +
           (flags.readOnly ? ', read-only' : ''),
       );

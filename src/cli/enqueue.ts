@@ -5,6 +5,7 @@ import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { fileSize } from '../queue/sources/csv.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from '../progress.ts';
+import { forTerminal } from '../terminal-safe.ts';
 import { EXIT, loadCliConfig, positiveInt } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
@@ -99,7 +100,10 @@ export function register(program: Command): void {
                   `${rows} rows (${Math.round(rows / Math.max(0.001, (Date.now() - started) / 1000))}/s), ${c.enqueued} enqueued, ${c.rejected} rejected`,
                 ),
               onReject: (line, reason) => {
-                if (shown++ < 10) process.stderr.write(`${opts.csv}:${line}: ${reason}\n`);
+                if (shown++ < 10)
+                  process.stderr.write(
+                    `${forTerminal(`${opts.csv}:${line}: ${reason}`, { singleLine: true })}\n`,
+                  );
                 else if (shown === 11) process.stderr.write(`(more rejects: see the rejects file)\n`);
               },
             },

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { Progress } from '../progress.ts';
+import { forTerminal } from '../terminal-safe.ts';
 import { parseOrgIdPair } from '../queue/org-ids.ts';
 import { formatPlan, planOrgs } from '../queue/plan.ts';
 import { runReconcile } from '../queue/reconcile-run.ts';
@@ -56,7 +57,10 @@ export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
       onProgress: (done, last, matched) =>
         progress.update(done, `page ${done}/${last}, ${matched} desired found`),
       onReject: (line, reason) => {
-        if (shown++ < 10) process.stderr.write(`${opts.desired}:${line}: ${reason}\n`);
+        if (shown++ < 10)
+          process.stderr.write(
+            `${forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true })}\n`,
+          );
       },
     });
     progress.end(`${summary.requests} page reads`);

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { retryFailed } from '../queue/retry.ts';
 import { BUCKETS } from '../outcomes/record.ts';
+import { forTerminal } from '../terminal-safe.ts';
 import { loadCliConfig, positiveInt } from './shared.ts';
 
 export function register(program: Command): void {
@@ -48,7 +49,11 @@ export function register(program: Command): void {
                 : ''),
           );
           for (const k of s.skipped)
-            console.error(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`);
+            console.error(
+              forTerminal(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`, {
+                singleLine: true,
+              }),
+            );
         } finally {
           await ctx.close();
         }

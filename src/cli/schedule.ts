@@ -4,7 +4,13 @@ import { basename, extname, resolve } from 'node:path';
 import { createContext, requireOrg } from '../app.ts';
 import { parseDuration } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
-import { formatSchedules, listSchedules, openControlQueue, upsertSchedule } from '../queue/control.ts';
+import {
+  formatSchedules,
+  listSchedules,
+  openControlQueue,
+  resolveScheduleFile,
+  upsertSchedule,
+} from '../queue/control.ts';
 import { OrgIds, parseOrgIdPair, unknownOrgId } from '../queue/org-ids.ts';
 import { readCsv } from '../queue/sources/csv.ts';
 import { EXIT, loadCliConfig } from './shared.ts';
@@ -70,7 +76,8 @@ export function register(program: Command): void {
       }
       const config = loadCliConfig({ requireTokens: true });
       if (opts.org) requireOrg(config, opts.org);
-      const desired = resolve(opts.desired);
+      // Only a file inside SCHEDULE_DIR (symlinks resolved): the workers refuse any other.
+      const desired = await resolveScheduleFile(config.scheduleDir, resolve(opts.desired));
       try {
         await access(desired, constants.R_OK);
       } catch (err) {

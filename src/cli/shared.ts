@@ -3,6 +3,7 @@ import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config, type LoadOptions } from '../config.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { scrubSecrets } from '../log.ts';
+import { forTerminal } from '../terminal-safe.ts';
 
 /** Exit codes, documented in the README. */
 export const EXIT = {
@@ -37,7 +38,8 @@ function environmentSecrets(): string[] {
 
 /** Prints an error for a person (no stack for known errors) and returns the exit code. */
 export function reportCliError(err: unknown): number {
-  const write = (text: string) => process.stderr.write(scrubSecrets(text, environmentSecrets()));
+  // An error can quote the service: no token, and nothing a terminal would run.
+  const write = (text: string) => process.stderr.write(forTerminal(scrubSecrets(text, environmentSecrets())));
   if (err instanceof LearnerTransferError) {
     write(`learner-transfer: ${err.message}\n`);
     switch (err.code) {

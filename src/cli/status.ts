@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { createContext } from '../app.ts';
 import { collectStatus, type Status } from '../outcomes/status.ts';
 import { humanizeMs } from '../duration.ts';
+import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
 import { loadCliConfig } from './shared.ts';
 
 export function formatStatus(s: Status): string {
@@ -50,7 +51,10 @@ export function register(program: Command): void {
       const ctx = await createContext(config);
       try {
         const status = await collectStatus(ctx);
-        console.log(opts.json ? JSON.stringify(status, null, 2) : formatStatus(status));
+        // Redis's and the service's words are in it: nothing a terminal would run.
+        console.log(
+          opts.json ? jsonForTerminal(JSON.stringify(status, null, 2)) : forTerminal(formatStatus(status)),
+        );
       } finally {
         await ctx.close();
       }

@@ -12,6 +12,7 @@ import {
   transferDurationHistogram,
 } from '../metrics.ts';
 import { bindTokens } from '../token-orgs.ts';
+import { isLoopbackAddress } from '../dashboard/auth.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -43,11 +44,24 @@ export function register(program: Command): void {
       'serve Prometheus /metrics on this port',
       positiveInt('--metrics-port', 65535),
     )
-    .option('--metrics-host <h>', 'address of the /metrics server', '127.0.0.1')
+    .option(
+      '--metrics-host <h>',
+      'address of the /metrics server (not loopback: needs DASHBOARD_TOKEN as Bearer)',
+      '127.0.0.1',
+    )
     .option('--no-control', 'do not serve the control queue (scheduled reconciles)')
     .action(async (opts: WorkFlags) => {
       const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+      // Metrics name organizations, runs and budgets: beyond loopback only with the dashboard's token.
+      const metricsOpen = isLoopbackAddress(opts.metricsHost);
+      if (opts.metricsPort && !metricsOpen && !config.dashboardToken) {
+        throw new LearnerTransferError(
+          'LT_USAGE',
+          `--metrics-host ${opts.metricsHost} is not a loopback address: set DASHBOARD_TOKEN (16 or more ` +
+            `characters) so that /metrics asks for it (Authorization: Bearer), or keep the default 127.0.0.1`,
+        );
+      }
       // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
       const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
       // One token, one organization: refuse to start when Redis binds a token to another org key.
@@ -61,7 +75,14 @@ export function register(program: Command): void {
       const histogram = registry && transferDurationHistogram(registry);
       let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
       try {
-        metrics = registry && (await serveMetrics(registry, opts.metricsPort ?? 0, opts.metricsHost));
+        metrics =
+          registry &&
+          (await serveMetrics(
+            registry,
+            opts.metricsPort ?? 0,
+            opts.metricsHost,
+            metricsOpen ? undefined : config.dashboardToken,
+          ));
       } catch (err) {
         // Nothing started yet but the context: close it, or its connections would keep the process up.
         await ctx.close();

@@ -62,3 +62,63 @@ export function isLoopbackHost(host: string | undefined): boolean {
 export function isLoopbackAddress(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
+
+/** Failed logins per client address before the throttle answers 429. */
+export const LOGIN_FAILURES_ALLOWED = 5;
+/** The longest a throttled client waits (the delay doubles with each failure past the allowance). */
+export const LOGIN_MAX_DELAY_MS = 15 * 60_000;
+const TRACKED_CLIENTS = 10_000;
+
+/**
+ * Throttles guessing of DASHBOARD_TOKEN per client address: a request presenting a wrong credential
+ * counts as a failure; from the 5th failure on, the address is refused (429 with Retry-After) for 1 s,
+ * then 2 s, 4 s, ... up to 15 minutes after each further failure, whatever it presents. A right
+ * credential outside a refusal clears the count. Requests without any credential (a browser's first
+ * request, before it asks for the password) are not failures. At most 10,000 addresses are tracked
+ * (the oldest are forgotten first).
+ */
+export class LoginThrottle {
+  readonly #clients = new Map<string, { failures: number; until: number }>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** Milliseconds this client must still wait, or 0. */
+  waitMs(client: string): number {
+    const c = this.#clients.get(client);
+    return c ? Math.max(0, c.until - this.#now()) : 0;
+  }
+
+  failed(client: string): void {
+    const c = this.#clients.get(client) ?? { failures: 0, until: 0 };
+    this.#clients.delete(client); // re-inserted last: the Map's order is the eviction order
+    c.failures += 1;
+    if (c.failures >= LOGIN_FAILURES_ALLOWED) {
+      const delay = Math.min(
+        LOGIN_MAX_DELAY_MS,
+        1000 * 2 ** Math.min(30, c.failures - LOGIN_FAILURES_ALLOWED),
+      );
+      c.until = this.#now() + delay;
+    }
+    this.#clients.set(client, c);
+    if (this.#clients.size > TRACKED_CLIENTS) {
+      const oldest = this.#clients.keys().next().value;
+      if (oldest !== undefined) this.#clients.delete(oldest);
+    }
+  }
+
+  succeeded(client: string): void {
+    this.#clients.delete(client);
+  }
+}
+
+export function refuseThrottled(reply: FastifyReply, waitMs: number): FastifyReply {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return reply
+    .code(429)
+    .header('retry-after', String(seconds))
+    .header('cache-control', 'no-store')
+    .send({ error: 'too-many-failures', message: `too many failed logins: retry in ${seconds} s` });
+}

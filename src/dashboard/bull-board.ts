@@ -9,6 +9,27 @@ import type { AppContext } from '../app.ts';
 
 export const BULL_BOARD_PATH = '/queues';
 
+/**
+ * bull-board's pages and API: only this origin (its UI uses inline style attributes, hence
+ * 'unsafe-inline' for styles only; no inline or outside script, font, image or connection).
+ */
+export const BULL_BOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; " +
+  "object-src 'none'";
+
+/**
+ * bull-board's index.ejs links its fonts from fonts.googleapis.com (not configurable): every element
+ * of its HTML that names an outside host is dropped, so the page falls back to local fonts and the
+ * browser contacts no other host (the CSP would block it anyway).
+ */
+export function localOnlyHtml(html: string): string {
+  return html.replace(
+    /<(?:link|script|img)\b[^>]*\b(?:href|src)=["']?(?:https?:)?\/\/[^>]*>(?:<\/script>)?/gi,
+    '',
+  );
+}
+
 export async function mountBullBoard(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
@@ -23,7 +44,13 @@ export async function mountBullBoard(app: FastifyInstance, ctx: AppContext): Pro
     // @bull-board/fastify pins its own copy of @bull-board/api: same shapes, separate private fields.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
     options: {
-      uiConfig: { boardTitle: 'learner-transfer queues', miscLinks: [{ text: 'Dashboard', url: '/' }] },
+      uiConfig: {
+        boardTitle: 'learner-transfer queues',
+        miscLinks: [{ text: 'Dashboard', url: '/' }],
+        // No Redis version, port, kernel or memory figures (its /api/redis/stats answers 403).
+        hideRedisDetails: true,
+        hideDocsLink: true,
+      },
     },
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: BULL_BOARD_PATH });

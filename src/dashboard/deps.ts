@@ -12,6 +12,8 @@ export interface DashboardDeps {
   csrf: Csrf;
   readOnly: boolean;
   liveIntervalMs: number;
+  /** Most open /api/live streams at once. */
+  liveMaxConnections: number;
 }
 
 export class DashboardError extends Error {

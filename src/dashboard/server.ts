@@ -1,10 +1,19 @@
 // The dashboard's Fastify app: authentication and CSRF checks on the root instance (so they cover
 // bull-board too), security headers, the routes of each page and its JSON API, /metrics, bull-board.
 // Built from an AppContext so tests drive it with inject() against a real Redis.
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../app.ts';
-import { isAuthorized, isLoopbackHost, PUBLIC_PATHS, refuseUnauthorized } from './auth.ts';
-import { mountBullBoard } from './bull-board.ts';
+import {
+  isLoopbackHost,
+  LoginThrottle,
+  presentedCredential,
+  PUBLIC_PATHS,
+  refuseThrottled,
+  refuseUnauthorized,
+  sameSecret,
+} from './auth.ts';
+import { BULL_BOARD_CSP, BULL_BOARD_PATH, localOnlyHtml, mountBullBoard } from './bull-board.ts';
 import { Csrf, CSRF_HEADER, isStateChanging } from './csrf.ts';
 import { DashboardError, type DashboardDeps } from './deps.ts';
 import { escapeHtml } from './html.ts';
@@ -28,6 +37,30 @@ export interface DashboardOptions {
   bullBoard?: boolean;
   /** A fixed CSRF secret (tests); default a random one per process. */
   csrfSecret?: Buffer;
+  /** Most open /api/live streams at once; more get 503 (default LIVE_MAX_CONNECTIONS). */
+  liveMaxConnections?: number;
+  /** Serve HTTPS with this PEM certificate and key. Default: DASHBOARD_TLS_CERT/_KEY files, if set. */
+  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /** Failed-login throttle (tests pass their own clock). */
+  loginThrottle?: LoginThrottle;
+}
+
+/** Default cap of concurrent /api/live streams: each costs a socket, not Redis reads (they share one). */
+export const LIVE_MAX_CONNECTIONS = 100;
+
+function tlsFromConfig(ctx: AppContext): DashboardOptions['tls'] {
+  const { dashboardTlsCert: cert, dashboardTlsKey: key } = ctx.config;
+  if (!cert || !key) return undefined;
+  const read = (path: string, name: string) => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new Error(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, {
+        cause: err,
+      });
+    }
+  };
+  return { cert: read(cert, 'DASHBOARD_TLS_CERT'), key: read(key, 'DASHBOARD_TLS_KEY') };
 }
 
 function pathOf(url: string): string {
@@ -45,9 +78,17 @@ export async function buildDashboard(
     csrf: new Csrf(options.csrfSecret),
     readOnly: options.readOnly ?? false,
     liveIntervalMs: options.liveIntervalMs ?? 2000,
+    liveMaxConnections: options.liveMaxConnections ?? LIVE_MAX_CONNECTIONS,
   };
+  const tls = 'tls' in options ? options.tls : tlsFromConfig(ctx);
+  const throttle = options.loginThrottle ?? new LoginThrottle();
   // Open event streams would otherwise hold close() until every browser goes away.
-  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 1_048_576 });
+  const app = Fastify({
+    logger: false,
+    forceCloseConnections: true,
+    bodyLimit: 1_048_576,
+    ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+  }) as unknown as FastifyInstance;
 
   app.addHook('onRequest', async (req, reply) => {
     if (PUBLIC_PATHS.has(pathOf(req.url))) return;
@@ -57,7 +98,18 @@ export async function buildDashboard(
         .code(403)
         .send({ error: 'forbidden-host', message: 'set DASHBOARD_TOKEN to serve other host names' });
     }
-    if (!isAuthorized(req, token)) return refuseUnauthorized(reply);
+    if (token !== undefined) {
+      // Throttled per client address: a refused client is not even checked (see LoginThrottle).
+      const wait = throttle.waitMs(req.ip);
+      if (wait > 0) return refuseThrottled(reply, wait);
+      const given = presentedCredential(req.headers.authorization);
+      if (given === undefined) return refuseUnauthorized(reply);
+      if (!sameSecret(given, token)) {
+        throttle.failed(req.ip);
+        return refuseUnauthorized(reply);
+      }
+      throttle.succeeded(req.ip);
+    }
     if (isStateChanging(req.method) && !deps.csrf.verify(req.headers[CSRF_HEADER] as string | undefined)) {
       return reply.code(403).send({
         error: 'csrf',
@@ -65,10 +117,16 @@ export async function buildDashboard(
       });
     }
   });
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', async (req, reply, payload) => {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     if (!reply.hasHeader('x-frame-options')) reply.header('x-frame-options', 'DENY');
+    if (pathOf(req.url).startsWith(BULL_BOARD_PATH)) {
+      // bull-board's page links fonts from an outside host: dropped, and a CSP allows only this origin.
+      reply.header('content-security-policy', BULL_BOARD_CSP);
+      if (typeof payload === 'string' && String(reply.getHeader('content-type')).includes('text/html'))
+        return localOnlyHtml(payload);
+    }
     return payload;
   });
   app.setErrorHandler((err: FastifyError | DashboardError, req, reply) => {

@@ -15,7 +15,7 @@ import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { bindTokens } from '../token-orgs.ts';
-import { closeRedis, createRedis, deleteKeysUnder } from '../redis.ts';
+import { closeRedis, createRedis, deleteKeysUnder, safeRedisUrl } from '../redis.ts';
 import {
   redisAnswers,
   redisServerOnPath,
@@ -80,14 +80,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
     if (!redisServerOnPath()) {
       throw new LearnerTransferError(
         'LT_REDIS_UNREACHABLE',
-        `no Redis answers at ${redisUrl} and redis-server is not on the PATH: start Redis (or install redis-server) and run the demo again`,
+        `no Redis answers at ${safeRedisUrl(redisUrl)} and redis-server is not on the PATH: start Redis (or install redis-server) and run the demo again`,
       );
     }
     throwaway = await startThrowawayRedis();
-    print(`redis     no Redis at ${redisUrl}: started a throwaway one at ${throwaway.url}`);
+    print(`redis     no Redis at ${safeRedisUrl(redisUrl)}: started a throwaway one at ${throwaway.url}`);
     redisUrl = throwaway.url;
   } else {
-    print(`redis     ${redisUrl}`);
+    print(`redis     ${safeRedisUrl(redisUrl)}`);
   }
   const cleanups: (() => Promise<void>)[] = [];
   if (throwaway) cleanups.push(() => (throwaway as ThrowawayRedis).stop());

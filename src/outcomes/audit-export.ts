@@ -1,9 +1,11 @@
 // audit: the audit stream of every transfer, exported as NDJSON (one transfer a line, oldest first):
 // the only record of the authorizations each transfer deleted, for the operator to keep outside Redis.
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { mkdirSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { dirname } from 'node:path';
 import type { OutcomeStore } from './store.ts';
+import { createPrivateWriteStream } from '../private-file.ts';
+import { jsonForTerminal } from '../terminal-safe.ts';
 
 export interface AuditFilter {
   orgs: readonly string[];
@@ -11,12 +13,15 @@ export interface AuditFilter {
   learnerId?: number | undefined;
 }
 
-/** Writes matching audit entries to `out` (or stdout). Returns how many it wrote. */
+/**
+ * Writes matching audit entries to `out` (mode 0600: names and e-mails) or stdout (C1 and bidi controls
+ * escaped, losslessly, so a terminal runs nothing of the service's text). Returns how many it wrote.
+ */
 export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?: string): Promise<number> {
   let stream: NodeJS.WritableStream = process.stdout;
   if (out) {
     mkdirSync(dirname(out), { recursive: true });
-    stream = createWriteStream(out);
+    stream = createPrivateWriteStream(out);
   }
   let n = 0;
   try {
@@ -26,14 +31,15 @@ export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?
         if (filter.learnerId !== undefined && e.learnerId !== filter.learnerId) continue;
         // The stream id starts with the time Redis wrote the entry (ms).
         const at = new Date(Number(e.id.split('-')[0])).toISOString();
-        const line = `${JSON.stringify({ org, learnerId: e.learnerId, runId: e.runId, transferId: e.transferId || null, recordedAt: at, auditId: e.id, result: e.result })}\n`;
+        const json = `${JSON.stringify({ org, learnerId: e.learnerId, runId: e.runId, transferId: e.transferId || null, recordedAt: at, auditId: e.id, result: e.result })}\n`;
+        const line = out ? json : jsonForTerminal(json);
         n++;
         if (!stream.write(line)) await once(stream, 'drain');
       }
     }
   } finally {
     if (out) {
-      const s = stream as ReturnType<typeof createWriteStream>;
+      const s = stream as WriteStream;
       await new Promise<void>((resolve, reject) =>
         s.end((err?: Error | null) => (err ? reject(err) : resolve())),
       );

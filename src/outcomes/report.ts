@@ -1,6 +1,6 @@
 // Reports: one row per learner with its outcome code and details (CSV or NDJSON), or result files split
 // in the manner of bulk loaders (successes, failures, not yet processed). Streams from HSCAN.
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { mkdirSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import type { OutcomeStore } from './store.ts';
@@ -12,6 +12,8 @@ import {
   type LearnerOutcome,
 } from './record.ts';
 import { csvLine } from './csv-safe.ts';
+import { createPrivateWriteStream } from '../private-file.ts';
+import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
 
 export const REPORT_COLUMNS = [
   'org',
@@ -74,20 +76,26 @@ export async function* selectOutcomes(
   }
 }
 
+/**
+ * Where rows go: a file (mode 0600: it holds names and e-mails) or stdout, where the service's text is
+ * stripped of control characters (a terminal would run its escape sequences).
+ */
 class Out {
   readonly stream: NodeJS.WritableStream;
   readonly #own: WriteStream | undefined;
   constructor(path: string | undefined) {
     if (path) {
       mkdirSync(dirname(path), { recursive: true });
-      this.#own = createWriteStream(path);
+      this.#own = createPrivateWriteStream(path);
       this.stream = this.#own;
     } else {
       this.stream = process.stdout;
     }
   }
-  async write(text: string): Promise<void> {
-    if (!this.stream.write(text)) await once(this.stream, 'drain');
+  /** `json`: the text is JSON, escaped losslessly rather than stripped. */
+  async write(text: string, json = false): Promise<void> {
+    const safe = this.#own ? text : json ? jsonForTerminal(text) : forTerminal(text);
+    if (!this.stream.write(safe)) await once(this.stream, 'drain');
   }
   async close(): Promise<void> {
     const own = this.#own;
@@ -110,7 +118,7 @@ export async function writeReport(
     for await (const o of selectOutcomes(store, filter)) {
       rows++;
       if (options.format === 'csv') await out.write(csvLine(rowOf(o)));
-      else await out.write(`${JSON.stringify({ ...o, outcome: outcomeColumn(o) })}\n`);
+      else await out.write(`${JSON.stringify({ ...o, outcome: outcomeColumn(o) })}\n`, true);
     }
   } finally {
     await out.close();

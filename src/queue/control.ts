@@ -2,7 +2,10 @@
 // schedulers, so a running `work` fleet performs it without cron on a host. One queue for all
 // organizations (a reconcile may span several); every `work` process serves it, and BullMQ hands each
 // scheduled job to exactly one of them.
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Queue, type JobSchedulerJson } from 'bullmq';
+import { LearnerTransferError } from '../errors.ts';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Keys } from '../keys.ts';
@@ -17,6 +20,46 @@ export const controlJobSchema = z.object({
   orgIds: z.record(z.string(), z.number().int().positive()).default({}),
 });
 export type ControlJob = z.infer<typeof controlJobSchema>;
+
+/**
+ * The real path of a scheduled reconcile's desired file, checked to lie inside SCHEDULE_DIR after every
+ * symlink is resolved (of the file and of the directory). Refused when SCHEDULE_DIR is unset, or the file
+ * is outside it or missing. The message names SCHEDULE_DIR and the path, never anything read from a file.
+ */
+export async function resolveScheduleFile(scheduleDir: string | undefined, file: string): Promise<string> {
+  if (!scheduleDir) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `scheduled reconciles are off: SCHEDULE_DIR is not set (set it, on the workers too, to the directory that holds the desired files; ${file} was not read)`,
+    );
+  }
+  let dir: string;
+  try {
+    dir = await realpath(resolve(scheduleDir));
+  } catch (err) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `SCHEDULE_DIR ${scheduleDir} cannot be read (${(err as { code?: string }).code ?? 'error'})`,
+    );
+  }
+  let real: string;
+  try {
+    real = await realpath(resolve(dir, file));
+  } catch (err) {
+    throw new LearnerTransferError(
+      'LT_INPUT_UNREADABLE',
+      `${file}: cannot be read (${(err as { code?: string }).code ?? 'error'})`,
+    );
+  }
+  const rel = relative(dir, real);
+  if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `${file}: refused: a scheduled reconcile reads only files inside SCHEDULE_DIR (${dir}); the file was not read`,
+    );
+  }
+  return real;
+}
 
 export type ControlQueue = Queue<ControlJob, unknown, string>;
 

@@ -1,9 +1,10 @@
 // enqueue --csv: CSV source -> validation and in-file dedupe -> producer, in batches, with a rejects
 // file that names every bad line and why. Valid rows always go through, whatever the bad ones are.
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { once } from 'node:events';
 import { csvLine } from '../outcomes/csv-safe.ts';
+import { createPrivateWriteStream } from '../private-file.ts';
 import type { Runs } from '../outcomes/runs.ts';
 import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from './producer.ts';
 import { readCsv } from './sources/csv.ts';
@@ -48,7 +49,7 @@ class RejectsWriter {
   async write(line: number, reason: string, raw: string): Promise<void> {
     if (!this.#out) {
       mkdirSync(dirname(this.#path), { recursive: true });
-      this.#out = createWriteStream(this.#path);
+      this.#out = createPrivateWriteStream(this.#path);
       this.#out.write(csvLine(['line', 'reason', 'raw']));
     }
     if (!this.#out.write(csvLine([line, reason, raw]))) await once(this.#out, 'drain');

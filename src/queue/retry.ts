@@ -4,6 +4,9 @@ import type { AppContext } from '../app.ts';
 import { FAILURE_BUCKETS, type Bucket } from '../outcomes/record.ts';
 import type { ProducerItem } from './producer.ts';
 
+/** Lets the event loop run (probes, other requests) between chunks of a bulk retry. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export interface RetryFilter {
   orgs: readonly string[];
   /** Outcome code to retry (default: every failure). */
@@ -52,6 +55,7 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
         for (let i = 0; i < ids.length; i += 1000) {
           const chunk = ids.slice(i, i + 1000);
           const records = await ctx.store.getMany(org, chunk);
+          await yieldToLoop();
           chunk.forEach((learnerId, j) => {
             const r = records[j];
             if (r && consider(learnerId, r.b as Bucket, r.c, r.r))
@@ -78,6 +82,7 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
         });
         summary.requeued += counts.enqueued;
         summary.byOrg[org] = (summary.byOrg[org] ?? 0) + counts.enqueued;
+        await yieldToLoop();
       }
     }
   }

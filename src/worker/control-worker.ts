@@ -1,9 +1,11 @@
 // Serves the control queue (queue/control.ts) inside `work`: a scheduled reconcile runs here, in
 // whichever worker process BullMQ hands it to, one at a time per process.
 import { basename } from 'node:path';
-import { Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app.ts';
-import { controlJobSchema, type ControlJob } from '../queue/control.ts';
+import { secretsOf } from '../config.ts';
+import { scrubError, secretScrubber } from '../log.ts';
+import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
 import { runReconcile } from '../queue/reconcile-run.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
 import { closeRedis, createRedis } from '../redis.ts';
@@ -29,34 +31,64 @@ export function startControlWorker(
   // A Redis that refuses writes makes BullMQ's loop fail many times a second: one line per interval.
   const errors = new LogThrottle(ctx.logger);
   connection.on('error', (err) => errors.warn({ err: err.message }, 'control redis connection error'));
-  const worker = new Worker<ControlJob, ControlResult>(
-    ctx.keys.controlQueueName(),
-    async (job: Job<ControlJob>) => {
-      const data = controlJobSchema.parse(job.data);
-      ctx.logger.info({ schedule: data.scheduleId, desired: data.desired }, 'scheduled reconcile starting');
-      const summary = await runReconcile(ctx, {
-        file: data.desired,
-        defaultOrg: data.defaultOrg,
-        orgIds: data.orgIds,
-        sourceLabel: `schedule ${data.scheduleId}: reconcile ${basename(data.desired)}`,
-      });
-      ctx.logger.info(
-        {
-          schedule: data.scheduleId,
-          runId: summary.runId,
-          enqueued: summary.enqueued,
-          wrongOrg: summary.wrongOrg,
-          notFound: summary.notFound,
-        },
-        'scheduled reconcile done',
+  // BullMQ keeps a failed job's message (failedReason) and stack (stacktrace) in Redis, and the list
+  // call's errors may quote the service: only scrubbed errors leave the processor.
+  const scrub = secretScrubber([
+    ...secretsOf(ctx.config),
+    ...(ctx.config.dashboardToken ? [ctx.config.dashboardToken] : []),
+  ]);
+  const run = async (job: Job<ControlJob>): Promise<ControlResult> => {
+    const parsed = controlJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new UnrecoverableError(
+        `malformed control job ${job.id}: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid data'}`,
       );
-      options.onRun?.(summary);
-      return {
+    }
+    const data = parsed.data;
+    // Only a file inside SCHEDULE_DIR (symlinks resolved) is read: anyone who can write a job to Redis
+    // must not make a worker read /etc/passwd or an env file into a run or an error.
+    let file: string;
+    try {
+      file = await resolveScheduleFile(ctx.config.scheduleDir, data.desired);
+    } catch (err) {
+      throw new UnrecoverableError(`schedule ${data.scheduleId}: ${(err as Error).message}`);
+    }
+    ctx.logger.info({ schedule: data.scheduleId, desired: file }, 'scheduled reconcile starting');
+    const summary = await runReconcile(ctx, {
+      file,
+      defaultOrg: data.defaultOrg,
+      orgIds: data.orgIds,
+      sourceLabel: `schedule ${data.scheduleId}: reconcile ${basename(data.desired)}`,
+      // Its errors go to Redis: they name the file, the line and the problem, never the file's cells.
+      quoteCells: false,
+    });
+    ctx.logger.info(
+      {
+        schedule: data.scheduleId,
         runId: summary.runId,
         enqueued: summary.enqueued,
         wrongOrg: summary.wrongOrg,
         notFound: summary.notFound,
-      };
+      },
+      'scheduled reconcile done',
+    );
+    options.onRun?.(summary);
+    return {
+      runId: summary.runId,
+      enqueued: summary.enqueued,
+      wrongOrg: summary.wrongOrg,
+      notFound: summary.notFound,
+    };
+  };
+  const worker = new Worker<ControlJob, ControlResult>(
+    ctx.keys.controlQueueName(),
+    async (job: Job<ControlJob>) => {
+      try {
+        return await run(job);
+      } catch (err) {
+        throw scrubError(err, scrub);
+      }
     },
     { connection, prefix: ctx.keys.prefix, concurrency: 1 },
   );

@@ -8,7 +8,8 @@ import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../config.ts';
 import type { TransferBudget } from '../limiter/index.ts';
-import { secretScrubber, type Logger } from '../log.ts';
+import { scrubError, secretScrubber, type Logger } from '../log.ts';
+import { MAX_RETRY_AFTER_MS } from '../api/retry-after.ts';
 import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
 import { isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import type { FinishArgs, OutcomeStore } from '../outcomes/store.ts';
@@ -55,8 +56,6 @@ export interface ProcessResult {
 /** The most of a response body kept in the audit stream (a transfer result is a few KB). */
 const MAX_AUDIT_BODY = 256 * 1024;
 
-/** The longest block a Retry-After may set: a date years ahead must not become an error in Redis. */
-const MAX_RETRY_AFTER_MS = 86_400_000;
 /** While every token is refused (401), look again this often: an operator may unpause them. */
 const UNAUTHORIZED_RECHECK_MS = 60_000;
 
@@ -117,7 +116,7 @@ export function createProcessor(deps: ProcessorDeps) {
     return ms;
   };
 
-  return async function processTransfer(job: Job<TransferJob>, jobToken?: string): Promise<ProcessResult> {
+  const processOne = async (job: Job<TransferJob>, jobToken?: string): Promise<ProcessResult> => {
     const parsed = transferJobSchema.safeParse(job.data);
     if (!parsed.success) {
       throw new UnrecoverableError(
@@ -333,7 +332,8 @@ export function createProcessor(deps: ProcessorDeps) {
           ? {
               key: transferId ? `t:${transferId}` : `a:${attemptId}`,
               transferId: transferId ?? '',
-              raw: scrub(raw.length > MAX_AUDIT_BODY ? raw.slice(0, MAX_AUDIT_BODY) : raw),
+              // Scrubbed whole first (the client already did), then cut: a cut never keeps a token's start.
+              raw: scrub(raw).slice(0, MAX_AUDIT_BODY),
               kind:
                 outcome.code === 'bad-response'
                   ? 'unreadable'
@@ -456,6 +456,15 @@ export function createProcessor(deps: ProcessorDeps) {
         probing.state.probe = undefined;
         probing.end();
       }
+    }
+  };
+
+  // Whatever a job throws, BullMQ keeps (failedReason, stacktrace, events): only scrubbed errors leave.
+  return async function processTransfer(job: Job<TransferJob>, jobToken?: string): Promise<ProcessResult> {
+    try {
+      return await processOne(job, jobToken);
+    } catch (err) {
+      throw scrubError(err, scrub);
     }
   };
 }

@@ -22,7 +22,8 @@ describe('CSV formula injection', () => {
     expect(csvCell('+SUM(A1)')).toBe("'+SUM(A1)");
     expect(csvCell('-2+3')).toBe("'-2+3");
     expect(csvCell('@cmd')).toBe("'@cmd");
-    expect(csvCell('\tx')).toBe("'\tx");
+    // A tab is a separator too (pasted text, tab locales): the cell is quoted as well as neutralized.
+    expect(csvCell('\tx')).toBe(`"'\tx"`);
     expect(csvCell('\r=x')).toBe('"\'\r=x"');
     expect(csvCell('=HYPERLINK("http://evil","a,b")')).toBe('"\'=HYPERLINK(""http://evil"",""a,b"")"');
     // Plain text, numbers we write and empty cells stay as they are.
@@ -31,6 +32,25 @@ describe('CSV formula injection', () => {
     expect(csvCell(404)).toBe('404');
     expect(csvCell(null)).toBe('');
     expect(csvLine(['=x', 1, '@y'])).toBe("'=x,1,'@y\n");
+  });
+
+  it('quotes a cell holding the separator of any common locale, and sees a formula after leading spaces', () => {
+    // Unquoted, Excel in a `;` locale splits this into `x` and a formula that runs calc.
+    expect(csvCell("x;=cmd|' /C calc'!A0")).toBe(`"x;=cmd|' /C calc'!A0"`);
+    expect(csvCell('a;b')).toBe('"a;b"');
+    expect(csvCell('a\tb')).toBe('"a\tb"');
+    expect(csvCell('a,b')).toBe('"a,b"');
+    expect(csvCell('line\nbreak')).toBe('"line\nbreak"');
+    expect(csvCell('say "hi"')).toBe('"say ""hi"""');
+    // Leading spaces do not hide a formula from every spreadsheet.
+    expect(csvCell('  =1+1')).toBe("'  =1+1");
+    expect(csvCell(' @SUM(A1)')).toBe("' @SUM(A1)");
+    expect(csvCell('\u00a0+1')).toBe("'\u00a0+1");
+    expect(csvCell(' ;=1+1')).toBe(`" ;=1+1"`);
+    // Text with a formula character later on, and numbers we write, stay as they are.
+    expect(csvCell('a = b')).toBe('a = b');
+    expect(csvCell(-5)).toBe('-5');
+    expect(csvLine(['x;=1', 'ok'])).toBe('"x;=1",ok\n');
   });
 
   it('a report row of a learner whose error text starts with = or @ is safe to open', async () => {

@@ -1,5 +1,6 @@
 // schedule: a BullMQ job scheduler on the control queue makes the running `work` fleet perform a
 // reconcile on its own, which produces a run with the drift enqueued; schedules can be listed and removed.
+import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   listSchedules,
@@ -16,7 +17,12 @@ let h: Harness;
 let queue: ControlQueue;
 
 beforeAll(async () => {
-  h = await startHarness({ tag: 'schedule', sim: { learners: 300 }, env: { LOG_LEVEL: 'warn' } });
+  // The harness writes its files under the system temp directory: scheduled reconciles may read there.
+  h = await startHarness({
+    tag: 'schedule',
+    sim: { learners: 300 },
+    env: { LOG_LEVEL: 'warn', SCHEDULE_DIR: tmpdir() },
+  });
   queue = openControlQueue(h.ctx.redis, h.ctx.keys);
 });
 afterAll(async () => {

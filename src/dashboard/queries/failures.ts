@@ -18,6 +18,11 @@ export interface FailurePage {
   offset: number;
   limit: number;
   items: LearnerOutcome[];
+  /**
+   * Set when a run filter stopped after RUN_SCAN_LIMIT index entries: the page may hold fewer items
+   * than the run has at this offset (narrow it with code or org).
+   */
+  partial?: true;
 }
 
 interface Segment {
@@ -27,6 +32,12 @@ interface Segment {
 }
 
 const SCAN_CHUNK = 1000;
+/**
+ * The failure index is per organization and bucket, not per run: a run filter walks it and keeps the
+ * run's learners. One request reads at most this many index entries (a few tens of ms), whatever the
+ * number of failures; past it the page is marked partial.
+ */
+export const RUN_SCAN_LIMIT = 20_000;
 
 async function segments(store: OutcomeStore, filter: FailureFilter): Promise<Segment[]> {
   const buckets = filter.code ? [filter.code] : FAILURE_BUCKETS;
@@ -89,7 +100,10 @@ export async function failurePage(
   const total = segs.reduce((s, g) => s + g.size, 0);
   const items: LearnerOutcome[] = [];
   let skip = offset;
+  let scanned = 0;
+  let partial = false;
   for (const seg of segs) {
+    if (partial) break;
     if (items.length >= limit) break;
     if (!filter.runId) {
       // Plain index paging: jump straight to the slice.
@@ -108,7 +122,12 @@ export async function failurePage(
       continue;
     }
     for (let at = 0; items.length < limit; at += SCAN_CHUNK) {
+      if (scanned >= RUN_SCAN_LIMIT) {
+        partial = true;
+        break;
+      }
       const ids = await store.bucketPage(seg.org, seg.bucket, at, SCAN_CHUNK);
+      scanned += ids.length;
       if (ids.length === 0) break;
       const matched = await load(store, seg.org, seg.bucket, ids, filter.runId);
       const dropped = Math.min(skip, matched.length);
@@ -117,5 +136,5 @@ export async function failurePage(
       if (ids.length < SCAN_CHUNK) break;
     }
   }
-  return { total, offset, limit, items };
+  return partial ? { total, offset, limit, items, partial: true } : { total, offset, limit, items };
 }

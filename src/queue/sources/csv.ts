@@ -22,6 +22,11 @@ export interface CsvSourceOptions {
   onBytes?: (bytes: number) => void;
   /** Longest record accepted (a 10 MB line is rejected, not buffered without bound). */
   maxRecordBytes?: number;
+  /**
+   * Whether a thrown error may quote the file's cells (default true: an operator at a terminal). A
+   * scheduled reconcile says false: its error goes to Redis, so it names only the file, line and problem.
+   */
+  quoteCells?: boolean | undefined;
 }
 
 const ID_HEADERS = new Set(['learnerid', 'learner_id', 'id']);
@@ -266,7 +271,11 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
         throw new LearnerTransferError(
           'LT_INPUT_INVALID',
           `${file}:${line}: no learner id column: the header must name one of learnerId, learner_id or id ` +
-            `(any case); found ${shownCells || 'nothing'}`,
+            `(any case); found ${
+              options.quoteCells === false
+                ? `${cells.length} cell(s), none of them a learner id or a header (contents not shown)`
+                : shownCells || 'nothing'
+            }`,
         );
       }
       // No header: the first column holds the ids and this line is data.

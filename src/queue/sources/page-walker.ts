@@ -11,6 +11,7 @@
 // be stale: they are read again, and again while reads keep seeing changes, up to `maxPasses`. What
 // totals cannot show (a removal and an insertion between the same two reads) is left to reconcile.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { capDelayMs } from '../../api/retry-after.ts';
 import type { ListResult } from '../../api/client.ts';
 import type { Learner, ListPage } from '../../api/schemas.ts';
 import { LearnerTransferError } from '../../errors.ts';
@@ -342,7 +343,8 @@ export class PageWalker {
         // The service said when: wait without using an attempt (bounded, so a 429 loop still ends).
         if (++waits > 1000)
           throw new LearnerTransferError('LT_INPUT_UNREADABLE', `page ${page}: 429 without end`);
-        waitMs = r.outcome.retryAfterMs ?? this.#backoff(1);
+        // Capped (one day at most): a huge Retry-After neither sleeps for weeks nor overflows the timer.
+        waitMs = capDelayMs(r.outcome.retryAfterMs ?? this.#backoff(1));
       } else {
         attempt++;
         if (attempt > o.retries) {
@@ -353,7 +355,7 @@ export class PageWalker {
             }); the crawl cursor keeps the pages done, run the same command again to resume`,
           );
         }
-        waitMs = this.#backoff(attempt);
+        waitMs = capDelayMs(this.#backoff(attempt));
       }
       o.onRetry?.(page, code, waitMs);
       await sleep(waitMs, undefined, o.signal ? { signal: o.signal } : {});

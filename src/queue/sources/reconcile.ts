@@ -7,10 +7,11 @@
 // Not resumable on purpose: it only reads until the walk ends, and enqueueing the drift is idempotent
 // (job ids), so a reconcile that died is simply run again. The walk keeps the latest sight of each
 // learner, so its re-reads (see page-walker.ts) also correct owners that changed during the walk.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LearnerTransferError } from '../../errors.ts';
 import { csvLine } from '../../outcomes/csv-safe.ts';
+import { writePrivateFileSync } from '../../private-file.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import type { Runs } from '../../outcomes/runs.ts';
@@ -56,6 +57,8 @@ export interface ReconcileOptions {
   signal?: AbortSignal | undefined;
   onProgress?: (pagesDone: number, lastPage: number, matched: number) => void;
   onReject?: (line: number, reason: string) => void;
+  /** Whether an error may quote the file's cells (csv.ts); a scheduled reconcile says false. */
+  quoteCells?: boolean | undefined;
 }
 
 export type DriftKind = 'wrong-org' | 'not-found';
@@ -107,6 +110,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     file: options.file,
     defaultOrg: options.defaultOrg,
     knownOrgs: options.knownOrgs,
+    quoteCells: options.quoteCells,
   })) {
     if (ev.kind === 'reject') {
       reject(ev.line, ev.reason, ev.raw);
@@ -268,7 +272,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     );
   }
   for (const r of rejects) lines.push(csvLine([r.raw, r.line, 'rejected', '', '', '', '', r.reason]));
-  writeFileSync(driftFile, lines.join(''));
+  writePrivateFileSync(driftFile, lines.join(''));
   const summary: ReconcileSummary = {
     ...base,
     ...counts,
@@ -276,7 +280,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     driftFile,
     summaryFile: join(outDir, 'drift-summary.json'),
   };
-  writeFileSync(
+  writePrivateFileSync(
     summary.summaryFile as string,
     `${JSON.stringify({ ...summary, createdAt: new Date().toISOString() }, null, 2)}\n`,
   );
