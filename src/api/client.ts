@@ -217,36 +217,23 @@ export class LearnerApiClient {
         body = undefined;
       }
       if (status === 200) {
+        const bad = (message: string): ListResult => ({
+          ok: false,
+          outcome: { code: 'bad-response', status, durationMs, message, bodyStart: text.slice(0, 200) },
+        });
         // Array length first: a page of a million entries must not become a million zod issues.
         const tooLong = listArrayProblem(body);
-        if (tooLong !== undefined) {
-          return {
-            ok: false,
-            outcome: {
-              code: 'bad-response',
-              status,
-              durationMs,
-              message: `page ${page}: body does not match the list schema: ${tooLong}`,
-              bodyStart: text.slice(0, 200),
-            },
-          };
-        }
+        if (tooLong !== undefined)
+          return bad(`page ${page}: body does not match the list schema: ${tooLong}`);
         const parsed = listPageSchema.safeParse(body);
         if (parsed.success) return { ok: true, page: parsed.data, durationMs };
-        return {
-          ok: false,
-          outcome: {
-            code: 'bad-response',
-            status,
-            durationMs,
-            message: `page ${page}: body does not match the list schema${
-              body === undefined
-                ? ' (not JSON)'
-                : `: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`
-            }`,
-            bodyStart: text.slice(0, 200),
-          },
-        };
+        return bad(
+          `page ${page}: body does not match the list schema${
+            body === undefined
+              ? ' (not JSON)'
+              : `: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`
+          }`,
+        );
       }
       const outcome = classifyResponse(status, body, text.slice(0, 200), {
         durationMs,
