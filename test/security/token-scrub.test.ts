@@ -18,6 +18,7 @@ import { startControlWorker, type ControlHandle } from '../../src/worker/control
 import { runCli } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
+import { buildDashboard } from '../../src/dashboard/server.ts';
 
 const TOKEN = 'hzQ7vK2xWm9PLtR4bN8cY3dF6gJ1kS5uE0aXoVi'; // 40 characters, none of them ordinary text
 const FRAGMENTS = Array.from({ length: TOKEN.length - 7 }, (_, i) => TOKEN.slice(i, i + 8));
@@ -183,6 +184,35 @@ describe('no token and no fragment of it survives a hostile service', () => {
     expect(leaks(redis)).toEqual([]);
     expect(leaks(h.logLines)).toEqual([]);
     expect(leaks([report])).toEqual([]);
+
+    // The dashboard's pages and JSON API, and bull-board's API, over the same state.
+    const app = await buildDashboard(h.ctx);
+    try {
+      const pages: string[] = [];
+      for (const url of [
+        '/',
+        '/api/overview',
+        '/failures',
+        '/failures?code=forbidden',
+        `/failures?run=${encodeURIComponent(runId)}`,
+        '/api/failures',
+        '/api/failures?code=forbidden&limit=200',
+        `/api/failures?run=${encodeURIComponent(runId)}&limit=200`,
+        ...ids.slice(0, 12).flatMap((id) => [`/learners/acme/${id}`, `/api/learners/acme/${id}`]),
+        `/api/learners?ids=${ids.map((id) => `acme:${id}`).join(',')}`,
+        '/queues/api/queues?activeQueue=transfers-{acme}&status=failed&page=1',
+        '/queues/api/queues?activeQueue=transfers-{acme}&status=completed&page=1',
+      ]) {
+        const res = await app.inject({ method: 'GET', url, headers: { host: '127.0.0.1' } });
+        expect(res.statusCode, url).toBeLessThan(400);
+        pages.push(res.body);
+      }
+      // What was scanned is real: the service's scrubbed words are on the pages.
+      expect(pages.join('\n')).toContain('[Redacted]');
+      expect(leaks(pages)).toEqual([]);
+    } finally {
+      await app.close();
+    }
   });
 });
 
