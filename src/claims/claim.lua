@@ -14,9 +14,10 @@ local move = ARGV[1] == 'move'
 local out = {}
 for i = 2, #ARGV, 2 do
   local learner, org = ARGV[i], ARGV[i + 1]
-  local holder = redis.call('HGET', KEYS[1], learner)
+  -- One command for the common case, a learner nobody holds yet.
+  local holder = nil
+  if redis.call('HSETNX', KEYS[1], learner, org) == 0 then holder = redis.call('HGET', KEYS[1], learner) end
   if not holder then
-    redis.call('HSET', KEYS[1], learner, org)
     out[#out + 1] = 'ok'
   elseif holder == org then
     out[#out + 1] = 'ok'
