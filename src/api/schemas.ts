@@ -93,13 +93,6 @@ export const transferResultSchema = z.object({
 });
 export type TransferResult = z.infer<typeof transferResultSchema>;
 
-export const errorBodySchema = z.object({
-  success: z.literal(false).optional(),
-  error: z.string().optional(),
-  message: z.string().optional(),
-});
-export type ErrorBody = z.infer<typeof errorBodySchema>;
-
 /** `value[key]` when value is a plain object, else undefined. */
 function field(value: unknown, key: string): unknown {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
