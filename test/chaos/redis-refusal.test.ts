@@ -341,7 +341,8 @@ describe('Redis refuses writes mid-run', () => {
     const last = await runCli(['work', '--until-idle', '--concurrency', '5'], harness.env, 150_000);
     expect(last.code, last.stderr.slice(-3000)).toBe(0);
     expect(last.stderr).toMatch(/replayed [1-9]\d* responses from [12] spool files/);
-    expect(answeredUnrecorded).toBeGreaterThan(30);
+    // The run was under way when Redis refused (the gate may close before any further call goes out).
+    expect(answeredUnrecorded).toBeGreaterThanOrEqual(30);
     const f = await figures(harness, ids, 0, 0);
     expect(f.calledTwice).toBe(0);
     for (const id of ids)
