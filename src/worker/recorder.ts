@@ -9,19 +9,24 @@ import type { FinishArgs, FinishResult, OutcomeStore } from '../outcomes/store.t
 import { abandonedSpools, readSpool, takeSpool, type Spool } from './spool.ts';
 import { unlink, utimes } from 'node:fs/promises';
 import { faultPoint } from '../fault.ts';
+import { isWriteRefusal } from '../redis-writes.ts';
 
 /** What the recorder needs of the write gate: hear a refused write, and say whether to keep sending. */
 export interface WriteGateLike {
   noteError(err: unknown): boolean;
 }
 
+/** Busy or moving rather than refusing (a script running, a cluster slot migrating). */
+const BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOSCRIPT)/;
+
 /**
- * Errors that mean Redis could not take the write now and may later: waited out for as long as it
- * takes. Any other error (a script bug) is tried a few times and then thrown: the job fails and a spooled
- * response stays in the spool for the next start.
+ * Errors that mean Redis could not take the write now and may later (the gate's refusals, the same
+ * list, plus busy or moving): waited out for as long as it takes. Any other error (a script bug) is
+ * tried a few times and then thrown: the job fails and a spooled response stays in the spool.
  */
-const TRANSIENT =
-  /^(OOM|READONLY|MISCONF|NOREPLICAS|LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOSCRIPT)|Connection is closed|ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|Stream isn't writeable/;
+function transient(err: unknown): boolean {
+  return isWriteRefusal(err) !== undefined || BUSY.test((err as Error)?.message ?? '');
+}
 const OTHER_TRIES = 5;
 
 const RETRY_MIN_MS = 200;
@@ -89,7 +94,7 @@ export class Recorder {
         } catch (err) {
           if (signal?.aborted) throw err;
           this.#gate?.noteError(err);
-          if (!TRANSIENT.test((err as Error).message ?? '') && ++others >= OTHER_TRIES) throw err;
+          if (!transient(err) && ++others >= OTHER_TRIES) throw err;
           if (!counted) {
             counted = true;
             this.#waiting++;
