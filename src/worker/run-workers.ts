@@ -233,9 +233,10 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
         }
         if (pendingOrgs.length === 0) {
           await booted;
-          // Learners waiting with no job would never finish: re-add them before calling it idle.
-          if ((await repair()) > 0) return;
+          // Records still waiting for Redis first (cheap), then a sweep (a scan): learners waiting with
+          // no job would never finish, so they are re-added before this calls it idle.
           if (recorder.waiting > 0) return;
+          if ((await repair()) > 0) return;
           await startedRuns;
           runFailures = await failuresIn(ctx, [...runsServed], options.orgs);
           reason = 'idle';
