@@ -32,6 +32,8 @@ export interface Keys {
   orgCounts(org: string): string;
   /** Per-run bucket counters of one organization (hash bucket -> count, plus `total`). */
   runCounters(org: string, runId: string): string;
+  /** Failed learners of one run in one organization (sorted set learnerId -> time of the outcome). */
+  runFailures(org: string, runId: string): string;
   /** Audit stream of successful transfers' full results. */
   audit(org: string): string;
   /** Run metadata and counters (not per organization: a run may span several). */
@@ -43,8 +45,13 @@ export interface Keys {
   crawlSelected(org: string, crawlId: string): string;
   /** Numeric organization id per org key (hash), learned from --target-org-id / --org-id: the API never shows it. */
   orgIds(): string;
-  /** BullMQ queue of control jobs (scheduled reconciles), served by every `work` process. */
+  /**
+   * BullMQ queue of control jobs (scheduled reconciles), served by every `work` process. Its name is a
+   * {hash tag}, so BullMQ's multi-key scripts work on a Redis Cluster.
+   */
   controlQueueName(): string;
+  /** The control queue of releases before cluster support (`control`, no hash tag): upgraded at start. */
+  legacyControlQueueName(): string;
   /** Dashboard: outcomes recorded in one hour (hash outcome code -> count), expiring after two days. */
   hourly(org: string, hourIndex: number): string;
   /**
@@ -82,13 +89,15 @@ export function createKeys(prefix: string): Keys {
     outcomeIndexPrefix: (org) => `${o(org)}:out:idx:`,
     orgCounts: (org) => `${o(org)}:counts`,
     runCounters: (org, runId) => `${o(org)}:run:${runId}`,
+    runFailures: (org, runId) => `${o(org)}:run:${runId}:fail`,
     audit: (org) => `${o(org)}:audit`,
     run: (runId) => `${prefix}:run:${runId}`,
     runs: () => `${prefix}:runs`,
     crawlCursor: (org, crawlId) => `${o(org)}:crawl:${crawlId}`,
     crawlSelected: (org, crawlId) => `${o(org)}:crawl:${crawlId}:selected`,
     orgIds: () => `${prefix}:org-ids`,
-    controlQueueName: () => 'control',
+    controlQueueName: () => '{control}',
+    legacyControlQueueName: () => 'control',
     hourly: (org, hour) => `${o(org)}:hourly:${hour}`,
     lease: (org) => `${o(org)}:lease`,
     auditIds: (org) => `${o(org)}:audit:ids`,

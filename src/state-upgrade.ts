@@ -6,16 +6,18 @@
 // Version 2: + claims (one organization per learner). Records of version 1 are claimed for their
 // organization, first come; a learner recorded in two organizations (the bug that claims fix) stays
 // claimed by the one that transferred it, and the conflict is logged.
-import type { Redis } from 'ioredis';
+// Version 3: + the failure index of each run (`{org}:run:<runId>:fail`, the dashboard's run filter).
+// Records of earlier versions in a failure bucket are added to their run's index.
+import type { RedisClient } from './redis.ts';
 import type { Keys } from './keys.ts';
 import type { Logger } from './log.ts';
 import { Claims } from './claims/claims.ts';
-import { decodeRecord, isSuccessBucket, type Bucket } from './outcomes/record.ts';
+import { decodeRecord, FAILURE_BUCKETS, isSuccessBucket, type Bucket } from './outcomes/record.ts';
 
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 export interface UpgradeDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   logger: Logger;
   /** Organizations this process knows (others are found by their records' keys). */
@@ -31,10 +33,12 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
   if ((await redis.exists(keys.runs())) === 0) return;
   try {
     if (version < 2) await claimRecorded(deps);
+    if (version < 3) await indexRunFailures(deps);
     await redis.set(keys.stateVersion(), String(STATE_VERSION));
   } catch (err) {
     // A Redis that refuses writes must not stop read-only commands (status, report): the worker claims
-    // lazily before each call, and the next start runs the upgrade again.
+    // lazily before each call, and the next start runs the upgrade again (until then, a run filter on
+    // the dashboard misses failures recorded before it).
     logger.warn(
       { err: (err as Error).message },
       'could not upgrade the Redis state to this release (it is retried at the next start)',
@@ -43,7 +47,7 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
 }
 
 /** Organizations with outcome records under the prefix, from their keys (`prefix:{org}:out`). */
-async function recordedOrgs(redis: Redis, keys: Keys): Promise<string[]> {
+async function recordedOrgs(redis: RedisClient, keys: Keys): Promise<string[]> {
   const found = new Set<string>();
   let cursor = '0';
   do {
@@ -97,4 +101,38 @@ async function claimRecorded({ redis, keys, logger, orgs }: UpgradeDeps): Promis
     );
   }
   logger.debug({ orgs: all.length }, 'Redis state upgraded: learners recorded earlier are claimed');
+}
+
+/**
+ * Adds each failed learner to its run's failure index, scored by the time of its outcome (the record's
+ * `t`, as the scripts score it). ZADD of the same member and score is a no-op, so running it again, or
+ * beside a process of this release that writes the index itself, changes nothing. A learner that such a
+ * process moves out of its failure between the HSCAN and the ZADD is added back, stale: readers keep only
+ * records that still name the run and a failure bucket, as for a learner moved to another run.
+ */
+async function indexRunFailures({ redis, keys, logger, orgs }: UpgradeDeps): Promise<void> {
+  const all = [...new Set([...orgs, ...(await recordedOrgs(redis, keys))])];
+  let indexed = 0;
+  for (const org of all) {
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis.hscan(keys.outcomes(org), cursor, 'COUNT', 1000);
+      cursor = next;
+      const byRun = new Map<string, (string | number)[]>();
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const rec = decodeRecord(flat[i + 1]);
+        if (!rec || !FAILURE_BUCKETS.includes(rec.b as Bucket)) continue;
+        const pairs = byRun.get(rec.r);
+        if (pairs) pairs.push(rec.t, flat[i] as string);
+        else byRun.set(rec.r, [rec.t, flat[i] as string]);
+      }
+      if (byRun.size === 0) continue;
+      // One round trip per batch; every key is in the organization's slot.
+      const pipe = redis.pipeline();
+      for (const [runId, pairs] of byRun) pipe.zadd(keys.runFailures(org, runId), ...pairs);
+      for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
+      for (const pairs of byRun.values()) indexed += pairs.length / 2;
+    } while (cursor !== '0');
+  }
+  logger.debug({ orgs: all.length, indexed }, 'Redis state upgraded: failed learners are indexed per run');
 }

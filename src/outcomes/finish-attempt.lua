@@ -11,14 +11,15 @@
   KEYS[3]  org counters ({org}:counts)        KEYS[4]  audit stream ({org}:audit)
   KEYS[5]  audit dedupe hash ({org}:audit:ids) KEYS[6] lease hash ({org}:lease)
   KEYS[7]  token log    KEYS[8]  token inflight    KEYS[9]  org log    KEYS[10] org inflight
-  KEYS[11..] the index of each bucket named in ARGV[6], in that order
+  KEYS[11] failed learners of the run ({org}:run:<runId>:fail)
+  KEYS[12..] the index of each bucket named in ARGV[6], in that order
 
   ARGV[1]  learner id            ARGV[2]  run id of the job        ARGV[3]  time of the attempt (ms)
   ARGV[4]  attempt id (unique per call: a replay of the same attempt merges nothing twice)
   ARGV[5]  update (JSON, '' for none: only the permit and the lease are freed): b bucket, c code, s status, e error, m message, k token id, x transfer id,
            d duration ms, n 1 when it counts as an attempt, ok 1 for a 200 that reads as a success,
            lost 1 when the lease was taken over from an attempt that never finished
-  ARGV[6]  space-separated indexed buckets (see KEYS[11..])
+  ARGV[6]  space-separated indexed buckets (see KEYS[12..])
   ARGV[7]  permit: 'response' (stamp now) | 'abandon' (stamp its deadline) | 'release' (never sent:
            return the budget) | '' (no permit)
   ARGV[8]  permit id   ARGV[9] token key TTL (ms)   ARGV[10] org key TTL (ms)
@@ -27,6 +28,7 @@
   ARGV[14] the response body, verbatim (tokens scrubbed)   ARGV[15] audit kind
   ARGV[16] limiter events channel   ARGV[17] release event (JSON)
   ARGV[18] space-separated success buckets   ARGV[19] why the body is kept unread ('' = it was read)
+  ARGV[20] space-separated failure buckets (members of KEYS[11])
 
   Merge rules (the record is never rewritten from a stale copy): a success is never replaced by a
   failure (a late replay of an older attempt), and 'transferred' is never replaced by
@@ -40,9 +42,9 @@ local learner, runId, now, attemptId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV
 -- No update: the attempt ended before a call (the learner was found done): free the permit and lease only.
 local u = {}
 if ARGV[5] ~= '' then u = cjson.decode(ARGV[5]) end
-local idx = lt_index_keys(ARGV[6], 11)
-local success = {}
-for b in string.gmatch(ARGV[18], '%S+') do success[b] = true end
+local idx = lt_index_keys(ARGV[6], 12)
+local success = lt_names(ARGV[18])
+local fail = lt_names(ARGV[20])
 
 local old = lt_decode(redis.call('HGET', KEYS[1], learner))
 local oldBucket, oldRun = '', ''
@@ -135,8 +137,12 @@ if not replay and ARGV[5] ~= '' then
   if auditId ~= '' and not contains(list(rec['au']), auditId) then rec['au'] = push(list(rec['au']), auditId, 10) end
   rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, tonumber(u['d']) or 0}, 10)
   rec['ai'] = push(list(rec['ai']), attemptId, 10)
+  -- KEYS[11] is the failure index of the job's run (ARGV[2]): a record kept in another run (a success
+  -- that a late attempt of this job does not replace) has no business with it.
+  local runFail = nil
+  if writeRun == runId then runFail = KEYS[11] end
   local runDelta, orgDelta = {}, {}
-  lt_write(KEYS[1], idx, runDelta, orgDelta, learner, oldBucket, oldRun, cjson.encode(rec), bucket, writeRun, now)
+  lt_write(KEYS[1], idx, runFail, fail, runDelta, orgDelta, learner, oldBucket, oldRun, cjson.encode(rec), bucket, writeRun, now)
   lt_apply(KEYS[2], runDelta)
   lt_apply(KEYS[3], orgDelta)
 end

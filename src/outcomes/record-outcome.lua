@@ -1,16 +1,17 @@
 --[[
   Writes outcome records of one organization and one run, and keeps what depends on them consistent in
-  the same atomic step: the per-bucket indexes of the organization, the run's bucket counters and the
-  organization's bucket counters. One call takes a whole batch (the producer's 1000 learners), so the
-  per-learner cost is two hash commands; counters are summed here and applied once.
+  the same atomic step: the per-bucket indexes of the organization, the run's bucket counters, the run's
+  failure index and the organization's bucket counters. One call takes a whole batch (the producer's
+  1000 learners), so the per-learner cost is two hash commands; counters are summed here and applied once.
 
   KEYS[1]  outcomes hash of the organization          ({org}:out)
   KEYS[2]  bucket counters of the run                  ({org}:run:<runId>)
   KEYS[3]  bucket counters of the organization         ({org}:counts)
-  KEYS[4..] the index of each bucket named in ARGV[4], in that order ({org}:out:idx:<bucket>)
+  KEYS[4]  failed learners of the run                  ({org}:run:<runId>:fail)
+  KEYS[5..] the index of each bucket named in ARGV[4], in that order ({org}:out:idx:<bucket>)
   ARGV[1]  run id of the new records
   ARGV[2]  time (ms), the score in the indexes
-  ARGV[3]  unused (was the index key prefix: the index keys are declared in KEYS now)
+  ARGV[3]  space-separated failure buckets (members of KEYS[4])
   ARGV[4]  space-separated buckets that get an index
   ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or where the old
            record is final and was last updated before ARGV[6] (re-opened on purpose: it keeps the
@@ -23,7 +24,8 @@
 ]]
 local runId, now = ARGV[1], ARGV[2]
 local enqueue, forceBefore = ARGV[5] == 'enqueue', tonumber(ARGV[6]) or 0
-local idx = lt_index_keys(ARGV[4], 4)
+local idx = lt_index_keys(ARGV[4], 5)
+local fail = lt_names(ARGV[3])
 
 local runDelta, orgDelta = {}, {}
 local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr'}
@@ -62,7 +64,7 @@ for i = 7, #ARGV, 3 do
   end
 
   if write then
-    lt_write(KEYS[1], idx, runDelta, orgDelta, learner, oldBucket, oldRun, newJson, bucket, runId, now)
+    lt_write(KEYS[1], idx, KEYS[4], fail, runDelta, orgDelta, learner, oldBucket, oldRun, newJson, bucket, runId, now)
     results[#results + 1] = oldBucket
   end
 end

@@ -1,12 +1,14 @@
 // The outcome store: where every learner stands, per organization, in Redis. The worker writes it, the
 // producer seeds it (`queued`), and reports, status, retry and the dashboard read it.
 import { readFileSync } from 'node:fs';
-import type { Redis, ChainableCommander } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Keys } from '../keys.ts';
 import { randomUUID } from 'node:crypto';
 import {
   BUCKETS,
   decodeRecord,
+  FAILURE_BUCKETS,
   isIndexedBucket,
   isSuccessBucket,
   type Bucket,
@@ -21,6 +23,7 @@ const FINISH_SCRIPT = `${LIB}\n${lua('finish-attempt')}`;
 const INDEXED_BUCKETS = BUCKETS.filter(isIndexedBucket);
 const INDEXED = INDEXED_BUCKETS.join(' ');
 const SUCCESS = BUCKETS.filter(isSuccessBucket).join(' ');
+const FAILURE = FAILURE_BUCKETS.join(' ');
 
 type Arg = string | number;
 interface WithRecordCommand {
@@ -126,21 +129,21 @@ export interface AttemptUpdate {
 export type RunCounts = Partial<Record<Bucket | 'total', number>>;
 
 export class OutcomeStore {
-  readonly #redis: Redis & WithRecordCommand;
+  readonly #redis: RedisClient & WithRecordCommand;
   readonly #keys: Keys;
 
-  constructor(redis: Redis, keys: Keys) {
+  constructor(redis: RedisClient, keys: Keys) {
     if (!(redis as Partial<WithRecordCommand>).ltRecordOutcome) {
       redis.defineCommand('ltRecordOutcome', { lua: RECORD_SCRIPT });
       redis.defineCommand('ltFinishAttempt', { lua: FINISH_SCRIPT });
     }
-    this.#redis = redis as Redis & WithRecordCommand;
+    this.#redis = redis as RedisClient & WithRecordCommand;
     this.#keys = keys;
   }
 
   /** One script call for records of one organization and one run (a batch, or a single attempt). */
   #call(
-    target: Redis | ChainableCommander,
+    target: RedisClient | ChainableCommander,
     org: string,
     runId: string,
     now: number,
@@ -152,13 +155,19 @@ export class OutcomeStore {
     const args: Arg[] = [];
     for (const { learnerId, record } of records)
       args.push(String(learnerId), JSON.stringify(record), record.b);
-    const keys = [k.outcomes(org), k.runCounters(org, runId), k.orgCounts(org), ...this.#indexKeys(org)];
+    const keys = [
+      k.outcomes(org),
+      k.runCounters(org, runId),
+      k.orgCounts(org),
+      k.runFailures(org, runId),
+      ...this.#indexKeys(org),
+    ];
     return (target as unknown as WithRecordCommand).ltRecordOutcome(
       keys.length,
       ...keys,
       runId,
       now,
-      '',
+      FAILURE,
       INDEXED,
       mode,
       String(force === true ? Number.MAX_SAFE_INTEGER : force === false ? 0 : force),
@@ -269,6 +278,7 @@ export class OutcomeStore {
       k.tokenInflight(org, tokenId),
       k.orgLog(org),
       k.orgInflight(org),
+      k.runFailures(org, a.runId),
       ...this.#indexKeys(org),
     ];
     const reply = await this.#redis.ltFinishAttempt(
@@ -293,6 +303,7 @@ export class OutcomeStore {
       JSON.stringify({ event: 'release', org, tokenId: a.permit?.tokenId ?? null }),
       SUCCESS,
       a.audit?.reason ?? '',
+      FAILURE,
     );
     const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
     return {
@@ -382,6 +393,33 @@ export class OutcomeStore {
   async bucketPage(org: string, bucket: Bucket, offset: number, limit: number): Promise<number[]> {
     const ids = await this.#redis.zrevrange(this.#keys.outcomeIndex(org, bucket), offset, offset + limit - 1);
     return ids.map(Number);
+  }
+
+  /** Count of a run's failed learners in an organization (learners since moved to another run included). */
+  async runFailureSize(org: string, runId: string): Promise<number> {
+    return this.#redis.zcard(this.#keys.runFailures(org, runId));
+  }
+
+  /** Learner ids of a run's failures in an organization, newest first, for paging. */
+  async runFailurePage(org: string, runId: string, offset: number, limit: number): Promise<number[]> {
+    const ids = await this.#redis.zrevrange(this.#keys.runFailures(org, runId), offset, offset + limit - 1);
+    return ids.map(Number);
+  }
+
+  /** For each id, whether it is in an indexed bucket (one ZMSCORE, no record read). */
+  async inBucket(org: string, bucket: Bucket, learnerIds: readonly number[]): Promise<boolean[]> {
+    return this.#inSet(this.#keys.outcomeIndex(org, bucket), learnerIds);
+  }
+
+  /** For each id, whether it is in a run's failure index (one ZMSCORE, no record read). */
+  async inRunFailures(org: string, runId: string, learnerIds: readonly number[]): Promise<boolean[]> {
+    return this.#inSet(this.#keys.runFailures(org, runId), learnerIds);
+  }
+
+  async #inSet(key: string, learnerIds: readonly number[]): Promise<boolean[]> {
+    if (learnerIds.length === 0) return [];
+    const scores = await this.#redis.zmscore(key, ...learnerIds.map(String));
+    return scores.map((s) => s !== null);
   }
 
   /** Every record of an organization, in batches (HSCAN: constant memory on the server and here). */

@@ -275,6 +275,72 @@ describe('finish(): merge rules', () => {
   });
 });
 
+describe("finish(): the run's failure index", () => {
+  const failed = async (org: string, run = RUN) =>
+    (await redis.zrange(keys.runFailures(org, run), 0, -1)).map(Number).sort((a, b) => a - b);
+  const notFound: Update = { b: 'not-found', c: 'not-found', s: 404, d: 4, n: 1 };
+
+  it('a final failure enters it, scored by its time; a wait in retrying does not; a new failure moves it', async () => {
+    const org = newOrg();
+    await queued(org, [40, 41]);
+    await store.finish(args(org, 40, networkError));
+    expect(await failed(org)).toEqual([]);
+    const a = args(org, 40, serverError('server-error'));
+    await store.finish(a);
+    expect(await redis.zscore(keys.runFailures(org, RUN), '40')).toBe(String(a.at));
+    await store.finish(args(org, 41, notFound));
+    expect(await failed(org)).toEqual([40, 41]);
+    // A later failure of the same learner: still there once, at the new time.
+    const b = args(org, 40, notFound);
+    await store.finish(b);
+    expect(await redis.zscore(keys.runFailures(org, RUN), '40')).toBe(String(b.at));
+    expect(await failed(org)).toEqual([40, 41]);
+  });
+
+  it('a learner retried from a failure to a success leaves it, as its run counters say', async () => {
+    const org = newOrg();
+    await queued(org, [42, 43, 44]);
+    for (const id of [42, 43, 44]) await store.finish(args(org, id, serverError('server-error')));
+    expect(await failed(org)).toEqual([42, 43, 44]);
+    // 42: retried as retryFailed does it (re-queued into its own run, forced), then transferred.
+    await store.markQueued([{ org, learnerId: 42, runId: RUN, source: 'retry', force: true }]);
+    expect(await failed(org)).toEqual([43, 44]);
+    await store.finish(args(org, 42, transferred('T42'), { audit: auditFor('T42') }));
+    // 43: a success recorded after its failure (a spool replay of an answer that came first): it wins.
+    await store.finish(args(org, 43, alreadyInOrg()));
+    expect(await failed(org)).toEqual([44]);
+    expect(await store.runCounts(org, RUN)).toEqual({
+      transferred: 1,
+      'already-in-org': 1,
+      'server-error': 1,
+      total: 3,
+    });
+  });
+
+  it('a learner moved to a new run stays in its old run’s index, as in its counters, and enters the new one', async () => {
+    const org = newOrg();
+    await queued(org, [45]);
+    await store.finish(args(org, 45, notFound));
+    await store.markQueued([{ org, learnerId: 45, runId: 'run-2', source: 'reconcile', force: true }]);
+    expect(await failed(org, RUN)).toEqual([45]);
+    expect(await store.runCounts(org, RUN)).toEqual({ 'not-found': 1, total: 1 });
+    expect(await failed(org, 'run-2')).toEqual([]);
+    await store.finish({ ...args(org, 45, serverError('server-error')), runId: 'run-2' });
+    expect(await failed(org, 'run-2')).toEqual([45]);
+    expect(await failed(org, RUN)).toEqual([45]);
+  });
+
+  it("a success kept in its run against a late failure of another run's job enters no index", async () => {
+    const org = newOrg();
+    await queued(org, [46]);
+    await store.finish(args(org, 46, transferred('T46'), { audit: auditFor('T46') }));
+    const r = await store.finish({ ...args(org, 46, serverError('server-error')), runId: 'run-3' });
+    expect(r.bucket).toBe('transferred');
+    expect(await failed(org, 'run-3')).toEqual([]);
+    expect(await failed(org, RUN)).toEqual([]);
+  });
+});
+
 describe('finish(): a possible repeat', () => {
   it("'already-in-org' after a 'network-error' is flagged in the record and the audit entry", async () => {
     const org = newOrg();

@@ -3,7 +3,8 @@
 // brought up to this release by createContext (upgradeState): recorded learners are claimed for their
 // organization, the version is stored, old audit entries stay readable and the old job still runs.
 // A prefix nothing was ever enqueued under stays untouched, and a learner the old release recorded in two
-// organizations stays with the one that transferred it, with a warning.
+// organizations stays with the one that transferred it, with a warning. Failures recorded by the release
+// before the run failure index (state version 2) are indexed, so the dashboard's run filter finds them.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,10 +12,12 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../../src/app.ts';
 import { loadConfig, type Env } from '../../src/config.ts';
+import { failurePage } from '../../src/dashboard/queries/failures.ts';
 import { createKeys } from '../../src/keys.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { createSimulator } from '../../src/simulator/index.ts';
+import { STATE_VERSION } from '../../src/state-upgrade.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
@@ -129,7 +132,7 @@ describe('a migration in progress survives an upgrade', () => {
 
     const ctx = await context(prefix);
     expect(await redis.hgetall(keys.claims())).toEqual({ '10': 'acme', '11': 'acme', '12': 'acme' });
-    expect(await redis.get(keys.stateVersion())).toBe('2');
+    expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
     // The upgrade claims; it rewrites no record and no counter.
     expect(await redis.hgetall(keys.outcomes('acme'))).toEqual(recordsBefore);
     expect(await redis.hgetall(keys.runCounters('acme', OLD_RUN))).toEqual(countsBefore);
@@ -172,7 +175,7 @@ describe('a migration in progress survives an upgrade', () => {
     const keys = createKeys(prefix);
     await writeOldState(prefix);
     await context(prefix);
-    expect(await redis.get(keys.stateVersion())).toBe('2');
+    expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
     // Something after the upgrade gives learner 10 up (as a move would): a restart must not re-claim it.
     await redis.hdel(keys.claims(), '10');
     await context(prefix);
@@ -258,7 +261,7 @@ describe('upgradeState elsewhere', () => {
     const log = capture();
     await context(prefix, env, log.logger);
     expect(await redis.hgetall(keys.claims())).toEqual({ '20': 'acme', '21': 'beta', '22': 'gamma' });
-    expect(await redis.get(keys.stateVersion())).toBe('2');
+    expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
 
     const warnings = log.lines().filter((l) => l.level === 40);
     expect(warnings).toHaveLength(1);
@@ -269,5 +272,81 @@ describe('upgradeState elsewhere', () => {
     // The records themselves are left as they were.
     expect((await old.store.get('beta', 20))?.b).toBe('queued');
     expect((await old.store.get('acme', 20))?.b).toBe('transferred');
+  });
+});
+
+describe('version 3: the failure index of each run', () => {
+  const NEXT_RUN = '20250102T000000-0ld2';
+  const T0 = 1_750_000_000_000;
+
+  it('failures the previous release recorded (no run index, version 2) are found by the run filter after the upgrade', async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    const old = await context(prefix);
+    await old.runs.create({ id: OLD_RUN, kind: 'csv', source: 'old.csv', orgs: ['acme', 'beta'] });
+    await old.runs.create({ id: NEXT_RUN, kind: 'retry', source: 'old', orgs: ['acme'] });
+    const at = (
+      org: string,
+      learnerId: number,
+      runId: string,
+      bucket: 'not-found' | 'forbidden' | 'server-error' | 'transferred' | 'retrying',
+      t: number,
+    ) =>
+      old.store.recordAttempt(
+        org,
+        learnerId,
+        runId,
+        { bucket, code: bucket, durationMs: 5, countsAsAttempt: true },
+        T0 + t,
+      );
+    await at('acme', 30, OLD_RUN, 'not-found', 1);
+    await at('acme', 31, OLD_RUN, 'forbidden', 2);
+    await at('beta', 40, OLD_RUN, 'server-error', 3);
+    await at('acme', 32, OLD_RUN, 'transferred', 4);
+    await at('acme', 33, OLD_RUN, 'retrying', 5);
+    await at('acme', 35, NEXT_RUN, 'server-error', 6);
+    // What that release left: everything but the run failure indexes, and version 2 (claims done).
+    const indexes = [
+      keys.runFailures('acme', OLD_RUN),
+      keys.runFailures('beta', OLD_RUN),
+      keys.runFailures('acme', NEXT_RUN),
+    ];
+    expect(await redis.exists(...indexes)).toBe(3);
+    await redis.del(...indexes);
+    await redis.set(keys.stateVersion(), '2');
+    const filter = { orgs: ['acme', 'beta'], runId: OLD_RUN };
+    expect((await failurePage(old.store, filter, 0, 50)).items).toEqual([]);
+
+    const ctx = await context(prefix);
+    expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
+    const page = await failurePage(ctx.store, filter, 0, 50);
+    expect(page.total).toBe(3);
+    expect(page.items.map((l) => [l.org, l.learnerId, l.state])).toEqual([
+      ['acme', 31, 'forbidden'],
+      ['acme', 30, 'not-found'],
+      ['beta', 40, 'server-error'],
+    ]);
+    expect(
+      (await failurePage(ctx.store, { ...filter, code: 'forbidden' }, 0, 50)).items.map((l) => l.learnerId),
+    ).toEqual([31]);
+    expect(
+      (await failurePage(ctx.store, { orgs: ['acme'], runId: NEXT_RUN }, 0, 50)).items.map(
+        (l) => l.learnerId,
+      ),
+    ).toEqual([35]);
+    // Scored by the time of the outcome, as the scripts score it; a success or a wait is not indexed.
+    const scores = async () => Promise.all(indexes.map((k) => redis.zrange(k, 0, -1, 'WITHSCORES')));
+    const after = await scores();
+    expect(after).toEqual([
+      ['30', String(T0 + 1), '31', String(T0 + 2)],
+      ['40', String(T0 + 3)],
+      ['35', String(T0 + 6)],
+    ]);
+
+    // Idempotent: a second run of the step (two processes starting together) changes nothing.
+    await redis.set(keys.stateVersion(), '2');
+    await context(prefix);
+    expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
+    expect(await scores()).toEqual(after);
   });
 });

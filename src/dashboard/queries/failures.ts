@@ -1,8 +1,15 @@
-// The failures table: learners in a failure bucket, read from the per-bucket sorted-set indexes, so a
-// page costs a few ZCARDs, one ZREVRANGE and one HMGET per organization whatever the number of failures.
-// Order: organization, then outcome code, then newest first (failures grouped by reason).
+// The failures table: learners in a failure bucket, read from sorted-set indexes, so a page costs a few
+// ZCARDs, one ZREVRANGE and one HMGET per organization whatever the number of failures.
+// Without a run: the organization's per-bucket indexes; order organization, outcome code, newest first
+// (failures grouped by reason). With a run: the run's own failure index (one per organization and run,
+// kept by the script that moves a record between buckets); order organization, newest first.
 import type { OutcomeStore } from '../../outcomes/store.ts';
-import { toLearnerOutcome, type Bucket, type LearnerOutcome } from '../../outcomes/record.ts';
+import {
+  toLearnerOutcome,
+  type Bucket,
+  type LearnerOutcome,
+  type OutcomeRecord,
+} from '../../outcomes/record.ts';
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 
 export interface FailureFilter {
@@ -18,11 +25,6 @@ export interface FailurePage {
   offset: number;
   limit: number;
   items: LearnerOutcome[];
-  /**
-   * Set when a run filter stopped after RUN_SCAN_LIMIT index entries: the page may hold fewer items
-   * than the run has at this offset (narrow it with code or org).
-   */
-  partial?: true;
 }
 
 interface Segment {
@@ -31,23 +33,13 @@ interface Segment {
   size: number;
 }
 
-const SCAN_CHUNK = 1000;
-/**
- * The failure index is per organization and bucket, not per run: a run filter walks it and keeps the
- * run's learners. One request reads at most this many index entries (a few tens of ms), whatever the
- * number of failures; past it the page is marked partial.
- */
-export const RUN_SCAN_LIMIT = 20_000;
+const isFailure = (b: string) => FAILURE_BUCKETS.includes(b as Bucket);
 
 async function segments(store: OutcomeStore, filter: FailureFilter): Promise<Segment[]> {
   const buckets = filter.code ? [filter.code] : FAILURE_BUCKETS;
   const out: Segment[] = [];
   for (const org of filter.orgs) {
-    // With a run, its counters give the size (the index is per organization, not per run).
-    const runCounts = filter.runId ? await store.runCounts(org, filter.runId) : undefined;
-    const sizes = await Promise.all(
-      buckets.map((b) => (runCounts ? Promise.resolve(runCounts[b] ?? 0) : store.bucketSize(org, b))),
-    );
+    const sizes = await Promise.all(buckets.map((b) => store.bucketSize(org, b)));
     buckets.forEach((bucket, i) => {
       const size = sizes[i] ?? 0;
       if (size > 0) out.push({ org, bucket, size });
@@ -60,7 +52,7 @@ async function byLearner(store: OutcomeStore, filter: FailureFilter, id: number)
   const found: LearnerOutcome[] = [];
   for (const org of filter.orgs) {
     const r = await store.get(org, id);
-    if (!r || !FAILURE_BUCKETS.includes(r.b as Bucket)) continue;
+    if (!r || !isFailure(r.b)) continue;
     if (filter.code && r.b !== filter.code) continue;
     if (filter.runId && r.r !== filter.runId) continue;
     found.push(toLearnerOutcome(org, id, r));
@@ -68,20 +60,22 @@ async function byLearner(store: OutcomeStore, filter: FailureFilter, id: number)
   return found;
 }
 
-/** Reads `ids` of one organization and keeps the records still in `bucket` (and the run, if any). */
+/**
+ * Reads `ids` of one organization and keeps the records that still match. An index is a snapshot: a
+ * learner retried since the ZREVRANGE has moved on, and a run's index keeps the learners that moved to
+ * another run (see record-lib.lua); both are left out.
+ */
 async function load(
   store: OutcomeStore,
   org: string,
-  bucket: Bucket,
   ids: number[],
-  runId: string | undefined,
+  keep: (r: OutcomeRecord) => boolean,
 ): Promise<LearnerOutcome[]> {
   const records = await store.getMany(org, ids);
   const out: LearnerOutcome[] = [];
   ids.forEach((id, i) => {
     const r = records[i];
-    // The index is a snapshot: a learner retried since the ZREVRANGE has moved on; leave it out.
-    if (r && r.b === bucket && (!runId || r.r === runId)) out.push(toLearnerOutcome(org, id, r));
+    if (r && keep(r)) out.push(toLearnerOutcome(org, id, r));
   });
   return out;
 }
@@ -96,45 +90,119 @@ export async function failurePage(
     const all = await byLearner(store, filter, filter.learnerId);
     return { total: all.length, offset, limit, items: all.slice(offset, offset + limit) };
   }
+  if (filter.runId !== undefined) return runPage(store, filter, filter.runId, offset, limit);
+  // Plain index paging: jump straight to the slice.
   const segs = await segments(store, filter);
   const total = segs.reduce((s, g) => s + g.size, 0);
   const items: LearnerOutcome[] = [];
+  // A page is the index positions [offset, offset + limit): a row left out (see load) leaves its place
+  // empty rather than pull in the next one, which the next page shows.
   let skip = offset;
-  let scanned = 0;
-  let partial = false;
+  let taken = 0;
   for (const seg of segs) {
-    if (partial) break;
-    if (items.length >= limit) break;
-    if (!filter.runId) {
-      // Plain index paging: jump straight to the slice.
-      if (skip >= seg.size) {
-        skip -= seg.size;
-        continue;
-      }
-      const ids = await store.bucketPage(seg.org, seg.bucket, skip, limit - items.length);
-      skip = 0;
-      items.push(...(await load(store, seg.org, seg.bucket, ids, undefined)));
-      continue;
-    }
-    // With a run: walk the index in chunks and keep that run's learners (the run's counters said how many).
+    if (taken >= limit) break;
     if (skip >= seg.size) {
       skip -= seg.size;
       continue;
     }
-    for (let at = 0; items.length < limit; at += SCAN_CHUNK) {
-      if (scanned >= RUN_SCAN_LIMIT) {
-        partial = true;
-        break;
-      }
-      const ids = await store.bucketPage(seg.org, seg.bucket, at, SCAN_CHUNK);
-      scanned += ids.length;
-      if (ids.length === 0) break;
-      const matched = await load(store, seg.org, seg.bucket, ids, filter.runId);
-      const dropped = Math.min(skip, matched.length);
-      skip -= dropped;
-      items.push(...matched.slice(dropped, dropped + limit - items.length));
-      if (ids.length < SCAN_CHUNK) break;
-    }
+    const ids = await store.bucketPage(seg.org, seg.bucket, skip, limit - taken);
+    skip = 0;
+    taken += ids.length;
+    items.push(...(await load(store, seg.org, ids, (r) => r.b === seg.bucket)));
   }
-  return partial ? { total, offset, limit, items, partial: true } : { total, offset, limit, items };
+  return { total, offset, limit, items };
+}
+
+/**
+ * One run's failures. `total` comes from the run's counters (as the overview's), which count a learner
+ * that moved to another run in its old run too, like the run's index: so `total`, the index and the
+ * pages agree, and such a learner is only left out of the rows.
+ */
+async function runPage(
+  store: OutcomeStore,
+  filter: FailureFilter,
+  runId: string,
+  offset: number,
+  limit: number,
+): Promise<FailurePage> {
+  const { code } = filter;
+  const buckets = code ? [code] : FAILURE_BUCKETS;
+  const counts = await Promise.all(filter.orgs.map((org) => store.runCounts(org, runId)));
+  const counted = counts.map((c) => buckets.reduce((s, b) => s + (c[b] ?? 0), 0));
+  const total = counted.reduce((s, n) => s + n, 0);
+  const keep = (r: OutcomeRecord) => r.r === runId && (code ? r.b === code : isFailure(r.b));
+  const items: LearnerOutcome[] = [];
+  // Positions as in failurePage: a learner left out leaves its place empty.
+  let skip = offset;
+  let taken = 0;
+  for (const [i, org] of filter.orgs.entries()) {
+    if (taken >= limit) break;
+    const expected = counted[i] ?? 0;
+    if (code) {
+      if (skip >= expected) {
+        skip -= expected;
+        continue;
+      }
+      const found = await runCodeIds(store, org, runId, code, expected, skip, limit - taken);
+      skip -= found.passed;
+      taken += found.ids.length;
+      items.push(...(await load(store, org, found.ids, keep)));
+      continue;
+    }
+    // Positions are the index's own (its size, not the counters), so pages neither skip nor repeat.
+    const size = await store.runFailureSize(org, runId);
+    if (skip >= size) {
+      skip -= size;
+      continue;
+    }
+    const ids = await store.runFailurePage(org, runId, skip, limit - taken);
+    skip = 0;
+    taken += ids.length;
+    items.push(...(await load(store, org, ids, keep)));
+  }
+  return { total, offset, limit, items };
+}
+
+const SCAN_CHUNK = 1000;
+
+/**
+ * The learner ids of one organization in both a run's failure index and a code's index, newest first
+ * (both are scored by the time of the outcome), after passing `skip` of them. It walks the smaller of the
+ * two in chunks and asks the other for membership (ZMSCORE: no record is read for a learner it passes
+ * over), and stops once the page is full or it has met all `expected` learners of the run's counter. So
+ * the cost is bounded by the smaller index: a small run in a big organization, or a rare code in a big
+ * run, reads little. Only a deep page of a common code in a big run walks far (about 1 ms per chunk).
+ */
+async function runCodeIds(
+  store: OutcomeStore,
+  org: string,
+  runId: string,
+  code: Bucket,
+  expected: number,
+  skip: number,
+  take: number,
+): Promise<{ ids: number[]; passed: number }> {
+  const [runSize, codeSize] = await Promise.all([
+    store.runFailureSize(org, runId),
+    store.bucketSize(org, code),
+  ]);
+  const walkRun = runSize <= codeSize;
+  const ids: number[] = [];
+  let passed = 0;
+  for (let at = 0; ids.length < take && passed + ids.length < expected; at += SCAN_CHUNK) {
+    const chunk = walkRun
+      ? await store.runFailurePage(org, runId, at, SCAN_CHUNK)
+      : await store.bucketPage(org, code, at, SCAN_CHUNK);
+    if (chunk.length === 0) break;
+    const inOther = walkRun
+      ? await store.inBucket(org, code, chunk)
+      : await store.inRunFailures(org, runId, chunk);
+    chunk.forEach((id, i) => {
+      if (!inOther[i] || ids.length >= take) return;
+      if (passed < skip) passed++;
+      else ids.push(id);
+    });
+    if (chunk.length < SCAN_CHUNK) break;
+  }
+  return { ids, passed };
 }

@@ -69,14 +69,7 @@ export function failuresPage(page: PageContext, v: FailuresView): Html {
           ? html` (${Object.entries(v.byCode).map(([c, n], i) => html`${i ? ', ' : ''}<a href="/failures${query({ ...f, code: c, offset: undefined })}">${c} ${n}</a>`)})`
           : ''
       };
-      showing
-      ${items.length ? offset + 1 : 0}-${offset + items.length}${
-        v.page.partial
-          ? html` <span id="partial"
-              >(partial: the run filter stops after 20,000 index entries; narrow it by code)</span
-            >`
-          : ''
-      }
+      showing ${items.length ? offset + 1 : 0}-${offset + items.length}
     </p>
     ${
       page.readOnly
