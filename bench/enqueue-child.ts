@@ -23,7 +23,7 @@ const config = loadConfig(env);
 const started = performance.now();
 
 if (mode === 'raw') {
-  const redis = createRedis(config.redisUrl);
+  const redis = createRedis(config.redis);
   const keys = createKeys(config.queuePrefix);
   const queue = new Queue(keys.queueName('acme'), {
     connection: redis,

@@ -6,7 +6,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { createContext } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
@@ -14,7 +13,7 @@ import { newRunId } from '../src/outcomes/runs.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { isMain, mb, printFigures, round, type Figures } from './common.ts';
-import { deleteKeysUnder } from '../src/redis.ts';
+import { deleteKeysUnder, masters, type RedisClient } from '../src/redis.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -24,9 +23,10 @@ function envInt(name: string, fallback: number): number {
   return n;
 }
 
-async function usedMemory(redis: Redis): Promise<number> {
-  const info = await redis.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
+/** used_memory summed over every master (one on a single server). */
+async function usedMemory(redis: RedisClient): Promise<number> {
+  const infos = await Promise.all(masters(redis).map((node) => node.info('memory')));
+  return infos.reduce((sum, info) => sum + Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0), 0);
 }
 
 interface Child {

@@ -1,6 +1,6 @@
 // The pieces a command needs, built once from a Config: one Redis connection, keys, store, queues,
 // producer, limiter, and (for commands that call the API) the client.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import { LearnerApiClient } from './api/client.ts';
 import { secretsOf, type Config } from './config.ts';
 import { createKeys, type Keys } from './keys.ts';
@@ -14,12 +14,13 @@ import { closeRedis, connectRedis } from './redis.ts';
 import { LearnerTransferError } from './errors.ts';
 import { Claims } from './claims/claims.ts';
 import { upgradeState } from './state-upgrade.ts';
+import { Durability } from './redis-durable.ts';
 import { LogThrottle } from './log-throttle.ts';
 
 export interface AppContext {
   config: Readonly<Config>;
   logger: Logger;
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   store: OutcomeStore;
   runs: Runs;
@@ -27,6 +28,8 @@ export interface AppContext {
   producer: Producer;
   claims: Claims;
   budget: TransferBudget;
+  /** WAIT for a replica after the writes that must survive a failover (REDIS_WAIT_TIMEOUT). */
+  durability: Durability;
   /** Present when the config has a base URL. */
   client: LearnerApiClient | undefined;
   close(): Promise<void>;
@@ -34,7 +37,7 @@ export interface AppContext {
 
 export async function createContext(
   config: Readonly<Config>,
-  options: { logger?: Logger; redis?: Redis; redisTimeoutMs?: number } = {},
+  options: { logger?: Logger; redis?: RedisClient; redisTimeoutMs?: number } = {},
 ): Promise<AppContext> {
   const logger =
     options.logger ??
@@ -44,7 +47,7 @@ export async function createContext(
     });
   const redis =
     options.redis ??
-    (await connectRedis(config.redisUrl, {
+    (await connectRedis(config.redis, {
       logger,
       timeoutMs: options.redisTimeoutMs ?? config.redisConnectTimeoutMs,
     }));
@@ -73,6 +76,7 @@ export async function createContext(
       })
     : undefined;
   const ownsRedis = !options.redis;
+  const durability = new Durability(redis, config.redisWaitTimeoutMs, logger);
   // State written by an earlier release is brought up to this one's layout once (claims from records).
   await upgradeState({ redis, keys, logger, orgs: config.orgs });
   return {
@@ -86,10 +90,12 @@ export async function createContext(
     producer,
     claims,
     budget,
+    durability,
     client,
     async close() {
       await queues.close();
       queueErrors.stop();
+      durability.stop();
       await client?.close();
       if (ownsRedis) await closeRedis(redis);
     },

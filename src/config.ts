@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './duration.ts';
 import { ConfigError } from './errors.ts';
 import { isValidOrgKey } from './keys.ts';
+import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
 
 export interface TokenRef {
   /** Organization key the token belongs to: transfers made with it land in this organization. */
@@ -19,7 +20,8 @@ export interface TokenRef {
 }
 
 export interface Config {
-  redisUrl: string;
+  /** REDIS_URL, or REDIS_CLUSTER_NODES, or REDIS_SENTINELS + REDIS_SENTINEL_MASTER (see redis-target.ts). */
+  redis: RedisTarget;
   queuePrefix: string;
   apiBaseUrl: string | undefined;
   userAgent: string;
@@ -47,6 +49,8 @@ export interface Config {
   repairIntervalMs: number;
   /** REDIS_CONNECT_TIMEOUT: how long to wait for Redis at start; unset = the command's own default. */
   redisConnectTimeoutMs: number | undefined;
+  /** REDIS_WAIT_TIMEOUT: how long a durable write waits for a replica (0: no WAIT). */
+  redisWaitTimeoutMs: number;
   /** REDIS_HIGH_WATER: share of Redis's maxmemory above which workers hold back (0 < ratio <= 1). */
   redisHighWater: number;
   /**
@@ -160,6 +164,19 @@ export function parseHighWater(text: string): number | undefined {
   return Number.isFinite(ratio) && ratio >= 0.01 && ratio <= 1 ? ratio : undefined;
 }
 
+const boolField = (name: string) =>
+  z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined) return undefined;
+      const t = text.trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(t)) return true;
+      if (['0', 'false', 'no', 'off'].includes(t)) return false;
+      ctx.addIssue({ code: 'custom', message: `${name}: expected true or false, got ${shown(text)}` });
+      return z.NEVER;
+    });
+
 const urlField = (name: string, protocols: string[]) =>
   z.string().transform((text, ctx) => {
     let url: URL | undefined;
@@ -221,6 +238,18 @@ const tokensField = z
 
 const envSchema = z.object({
   REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in redis-target.ts).
+  REDIS_CLUSTER_NODES: z.string().optional(),
+  REDIS_SENTINELS: z.string().optional(),
+  REDIS_SENTINEL_MASTER: z.string().optional(),
+  // Credentials of the data nodes in cluster and Sentinel modes (a REDIS_URL carries its own); secrets.
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_TLS: boolField('REDIS_TLS'),
+  REDIS_TLS_CA: z.string().optional(),
+  // How long a permit or a finished attempt waits for a replica's acknowledgement (WAIT 1); 0 turns it off.
+  REDIS_WAIT_TIMEOUT: durationField('REDIS_WAIT_TIMEOUT', '1s'),
   QUEUE_PREFIX: z
     .string()
     .default('ltx')
@@ -345,12 +374,14 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
       'DASHBOARD_TLS_CERT, DASHBOARD_TLS_KEY: set both (paths of the PEM certificate and its key) or neither',
     );
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  const redis = redisTargetFrom(e, problems);
+  if (problems.length > 0 || !redis) throw new ConfigError(problems);
 
   const orgs: string[] = [];
   for (const t of e.LEARNER_API_TOKENS) if (!orgs.includes(t.org)) orgs.push(t.org);
   const config: Config = {
-    redisUrl: e.REDIS_URL,
+    redis,
+    redisWaitTimeoutMs: e.REDIS_WAIT_TIMEOUT,
     queuePrefix: e.QUEUE_PREFIX,
     apiBaseUrl: e.LEARNER_API_BASE_URL,
     userAgent: e.USER_AGENT,

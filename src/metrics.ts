@@ -3,6 +3,7 @@
 // request-duration histogram the worker feeds, and a tiny /metrics server for the worker.
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { DurabilityStats } from './redis-durable.ts';
 import type { WriteState } from './redis-writes.ts';
 import { presentedCredential, sameSecret } from './dashboard/auth.ts';
 import type { OutcomeEvent } from './worker/processor.ts';
@@ -60,6 +61,23 @@ export function redisWriteGauges(
       this.reset();
       const ratio = (await read())?.memoryRatio;
       if (ratio !== null && ratio !== undefined) this.set(ratio);
+    },
+  });
+}
+
+/** WAITs for a replica after the writes that must survive a failover (redis-durable.ts), by result. */
+export function redisWaitCounters(registry: Registry, stats: () => DurabilityStats): void {
+  new Gauge({
+    name: 'learner_transfer_redis_waits_total',
+    help: 'WAIT 1 after a permit or a finished attempt, by result: acknowledged by a replica, unacknowledged (REDIS_WAIT_TIMEOUT passed), or joined (covered by a WAIT under way)',
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      const s = stats();
+      this.set({ result: 'acknowledged' }, s.waits - s.unacknowledged);
+      this.set({ result: 'unacknowledged' }, s.unacknowledged);
+      // Writes covered by a WAIT another attempt had under way (group commit): no WAIT of their own.
+      this.set({ result: 'joined' }, s.joined);
     },
   });
 }

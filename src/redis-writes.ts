@@ -2,7 +2,9 @@
 // cannot be recorded is an irreversible effect with no record. Redis refuses writes when it is out of
 // memory (noeviction), a read-only replica (after a failover), unable to persist (MISCONF) or short of
 // replicas (min-replicas-to-write); each has its own fix, so each is named, with the fix.
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { isCluster, type RedisClient } from './redis.ts';
 import type { Logger } from './log.ts';
 
 export type RefusalCause = 'OOM' | 'READONLY' | 'MISCONF' | 'NOREPLICAS' | 'LOADING' | 'connection';
@@ -98,7 +100,7 @@ export function writeMessage(cause: WriteCause, memoryRatio: number | null, high
     case 'LOADING':
       return 'Redis is loading its dataset (after a restart): writes resume when it is done';
     case 'connection':
-      return 'Redis does not answer: check that it runs and that REDIS_URL points at it (the workers reconnect by themselves)';
+      return 'Redis does not answer: check that it runs and that REDIS_URL (or REDIS_CLUSTER_NODES, REDIS_SENTINELS) points at it (the workers reconnect by themselves)';
   }
 }
 
@@ -138,9 +140,9 @@ type ProbeReplies = [PromiseSettledResult<string>, PromiseSettledResult<unknown>
  * The probe in flight on each connection. While Redis does not answer (ioredis queues commands until it
  * reconnects), later checks wait on the same two commands instead of queueing two more each time.
  */
-const unanswered = new WeakMap<Redis, Promise<ProbeReplies>>();
+const unanswered = new WeakMap<RedisClient, Promise<ProbeReplies>>();
 
-function probe(redis: Redis, probeKey: string): Promise<ProbeReplies> {
+function probe(redis: RedisClient, probeKey: string): Promise<ProbeReplies> {
   let replies = unanswered.get(redis);
   if (!replies) {
     // Both in flight at once: one round trip. INFO failing (LOADING answers both) does not skip the probe.
@@ -163,7 +165,37 @@ function probe(redis: Redis, probeKey: string): Promise<ProbeReplies> {
  * probe went through: the headroom is for the outcomes of transfers already made. No answer within the
  * timeout is 'connection'. Errors that are not a refusal (an ACL without SET, say) are thrown.
  */
-export async function checkRedisWrites(redis: Redis, options: CheckOptions): Promise<WriteState> {
+export async function checkRedisWrites(redis: RedisClient, options: CheckOptions): Promise<WriteState> {
+  if (!isCluster(redis)) return checkNode(redis, options.probeKey, options);
+  // A cluster takes our writes only when every master does (an organization's keys may live on any of
+  // them): each master is probed with a key of a slot it serves, and the worst state wins.
+  // A node whose slots the client does not know yet (just connected) is checked through the cluster.
+  const targets = redis
+    .nodes('master')
+    .map((node) => ({ node, key: probeKeyFor(redis, node, options.probeKey) }));
+  const known = targets.filter((t): t is { node: Redis; key: string } => t.key !== undefined);
+  if (known.length === 0) return checkNode(redis, options.probeKey, options);
+  const states = await Promise.all(known.map((t) => checkNode(t.node, t.key, options)));
+  const worst = states.find((s) => !s.writable) ?? states[0];
+  const ratios = states.map((s) => s.memoryRatio).filter((r): r is number => r !== null);
+  const memoryRatio = ratios.length > 0 ? Math.max(...ratios) : null;
+  return { ...(worst as WriteState), memoryRatio };
+}
+
+/**
+ * A probe key that a cluster serves from `node`: the probe key with a {hash tag} chosen so that its slot
+ * is one of that node's; undefined while the client does not know the node's slots.
+ */
+function probeKeyFor(cluster: Cluster, node: Redis, probeKey: string): string | undefined {
+  const address = `${node.options.host ?? ''}:${node.options.port ?? ''}`;
+  for (let i = 0; i < 4096; i++) {
+    const key = `${probeKey}:{p${i}}`;
+    if (cluster.slots[calculateSlot(key)]?.[0] === address) return key;
+  }
+  return undefined;
+}
+
+async function checkNode(redis: RedisClient, probeKey: string, options: CheckOptions): Promise<WriteState> {
   const highWater = options.highWater ?? DEFAULT_HIGH_WATER;
   const state = (cause: WriteCause, memoryRatio: number | null): WriteState => ({
     writable: cause === 'ok',
@@ -173,7 +205,7 @@ export async function checkRedisWrites(redis: Redis, options: CheckOptions): Pro
   });
   let replies: ProbeReplies;
   try {
-    replies = await withTimeout(probe(redis, options.probeKey), options.timeoutMs ?? 2000);
+    replies = await withTimeout(probe(redis, probeKey), options.timeoutMs ?? 2000);
   } catch (err) {
     if (err instanceof CheckTimeout) return state('connection', null);
     throw err;
@@ -217,7 +249,7 @@ class AbortedWait extends Error {
  * (noteError) closes it at once. It logs once per transition, never once per job.
  */
 export class WriteGate {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #options: CheckOptions;
   readonly #pollMs: number;
   readonly #closedPollMs: number;
@@ -233,7 +265,7 @@ export class WriteGate {
   #epoch = 0;
   #checkErrorLogged = false;
 
-  constructor(redis: Redis, options: WriteGateOptions) {
+  constructor(redis: RedisClient, options: WriteGateOptions) {
     this.#redis = redis;
     this.#options = {
       probeKey: options.probeKey,

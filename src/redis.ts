@@ -1,33 +1,116 @@
-// Redis connections: a clear error when Redis does not answer at start, a warning when its eviction
-// policy could drop queued jobs (BullMQ needs noeviction), and one when it keeps nothing on disk.
-import { Redis } from 'ioredis';
+// Redis connections: one server, a Redis Cluster or a Sentinel-managed master (redis-target.ts). A clear
+// error when Redis does not answer at start, a warning when its eviction policy could drop queued jobs
+// (BullMQ needs noeviction), and one when it keeps nothing on disk.
+import { readFileSync } from 'node:fs';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { LearnerTransferError } from './errors.ts';
 import { isWriteRefusal } from './redis-writes.ts';
 import type { Logger } from './log.ts';
 import { LogThrottle } from './log-throttle.ts';
+import { describeRedis, redisVariable, safeRedisUrl, type RedisTarget } from './redis-target.ts';
 
-/** The URL without a password, for messages. */
-export function safeRedisUrl(url: string): string {
+export { safeRedisUrl, describeRedis };
+
+/** A connection in any mode: BullMQ and our scripts take either. */
+export type RedisClient = Redis | Cluster;
+
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return (redis as { isCluster?: boolean }).isCluster === true;
+}
+
+/** READONLY: the node we write to was demoted by a failover; reconnect (and resend) to find the master. */
+function reconnectOnReadonly(err: Error): boolean | 1 | 2 {
+  return err.message.startsWith('READONLY') ? 2 : false;
+}
+
+function tlsOptions(target: RedisTarget): RedisOptions['tls'] {
+  if (!target.tls && !target.tlsCaFile) return undefined;
+  if (!target.tlsCaFile) return {};
   try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable REDIS_URL)';
+    return { ca: readFileSync(target.tlsCaFile) };
+  } catch (err) {
+    throw new LearnerTransferError(
+      'LT_CONFIG_INVALID',
+      `REDIS_TLS_CA: cannot read ${target.tlsCaFile} (${(err as { code?: string }).code ?? 'error'})`,
+    );
   }
 }
 
 /**
  * A connection for BullMQ and our scripts: maxRetriesPerRequest null (BullMQ's requirement, so commands
- * wait through a Redis restart instead of failing), reconnecting with a capped backoff.
+ * wait through a Redis restart or a failover instead of failing), reconnecting with a capped backoff.
  */
-export function createRedis(url: string, name = 'learner-transfer'): Redis {
-  return new Redis(url, {
+export function createRedis(target: RedisTarget, name = 'learner-transfer'): RedisClient {
+  const common: RedisOptions = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     connectionName: name,
-    retryStrategy: (times) => Math.min(times * 200, 5000),
-  });
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+    reconnectOnError: reconnectOnReadonly,
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+  };
+  const tls = tlsOptions(target);
+  switch (target.mode) {
+    case 'standalone': {
+      // A rediss:// URL turns TLS on by itself; REDIS_TLS_CA adds a private CA to it.
+      return new Redis(target.url, { ...common, ...(tls ? { tls } : {}) });
+    }
+    case 'cluster':
+      return new Cluster(target.nodes, {
+        redisOptions: { ...common, ...(tls ? { tls } : {}) },
+        // Reads go to masters too: a replica may lag behind the limiter's log.
+        scaleReads: 'master',
+        clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
+        // A failover takes the cluster a few seconds (cluster-node-timeout plus the election): commands
+        // retry through it instead of failing after a handful of redirections.
+        retryDelayOnFailover: 300,
+        retryDelayOnClusterDown: 300,
+        retryDelayOnTryAgain: 300,
+        maxRedirections: 64,
+        slotsRefreshTimeout: 2000,
+        // With TLS the certificates name hosts, not the addresses CLUSTER SLOTS answers with.
+        ...(tls
+          ? { dnsLookup: (address: string, cb: (e: null, a: string) => void) => cb(null, address) }
+          : {}),
+      });
+    case 'sentinel':
+      return new Redis({
+        ...common,
+        sentinels: target.sentinels,
+        name: target.masterName,
+        ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
+        // tls + enableTLSForSentinelMode: TLS to the master; sentinelTLS: TLS to the sentinels themselves
+        // (ioredis connects to them with sentinelTLS only, never with tls).
+        ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+        sentinelRetryStrategy: (times) => Math.min(times * 200, 2000),
+        // No failoverDetector: its +switch-master handler disconnects the connector even while that is
+        // retrying the sentinels after the master died, and ioredis then ends the connection for good
+        // ("Connection is closed." for ever; seen in bench/ha.ts). Without it, a dead master's closed
+        // socket sends the client back to the sentinels, and a master demoted alive answers READONLY,
+        // which reconnects (reconnectOnReadonly).
+      });
+  }
+}
+
+/** The connections to every master: one for a single server or Sentinel, each master of a cluster. */
+export function masters(redis: RedisClient): Redis[] {
+  return isCluster(redis) ? redis.nodes('master') : [redis];
+}
+
+/**
+ * Every key matching `pattern`, with SCAN on every master (never KEYS), in batches. On a cluster a key is
+ * found on the master that serves its slot; a replica is never asked, so nothing is found twice.
+ */
+export async function* scanKeys(redis: RedisClient, pattern: string, count = 1000): AsyncGenerator<string[]> {
+  for (const node of masters(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      if (keys.length > 0) yield keys;
+    } while (cursor !== '0');
+  }
 }
 
 /**
@@ -35,7 +118,7 @@ export function createRedis(url: string, name = 'learner-transfer'): Redis {
  * connection that is reconnecting (after a failover, say) would hold QUIT in its offline queue forever
  * and keep the process from exiting.
  */
-export async function closeRedis(redis: Redis, ms = 2000): Promise<void> {
+export async function closeRedis(redis: RedisClient, ms = 2000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, ms);
@@ -53,30 +136,79 @@ export async function closeRedis(redis: Redis, ms = 2000): Promise<void> {
 }
 
 /**
+ * Redis's words when it refused our credentials (WRONGPASS, NOAUTH, a sentinel's own refusal), else
+ * undefined. A cluster reports "Failed to refresh slots cache." and keeps the node's answer in
+ * `lastNodeError`; Sentinel mode reports a sentinel's refusal as "All sentinels are unreachable... Last
+ * error: WRONGPASS ...".
+ */
+export function credentialRefusal(err: unknown): string | undefined {
+  if (!err || typeof err !== 'object') return undefined;
+  const e = err as { message?: unknown; lastNodeError?: { message?: unknown } | null };
+  for (const m of [e.message, e.lastNodeError?.message]) {
+    if (typeof m === 'string' && /\b(?:WRONGPASS|NOAUTH)\b|invalid (?:username-)?password/i.test(m)) return m;
+  }
+  return undefined;
+}
+
+/** The variable(s) to fix when Redis refused the credentials. */
+function credentialVariable(target: RedisTarget, redisWords: string): string {
+  if (target.mode === 'sentinel' && /^All sentinels are unreachable/.test(redisWords)) {
+    return 'REDIS_SENTINEL_PASSWORD';
+  }
+  if (target.mode === 'standalone') {
+    let inUrl = false;
+    try {
+      const u = new URL(target.url);
+      inUrl = Boolean(u.username || u.password);
+    } catch {
+      // loadConfig checked it parses
+    }
+    // A password in the URL wins over REDIS_PASSWORD (ioredis takes the URL's first).
+    if (inUrl || !target.password) return 'REDIS_URL';
+  }
+  return target.username ? 'REDIS_USERNAME, REDIS_PASSWORD' : 'REDIS_PASSWORD';
+}
+
+/**
  * Waits until Redis answers, retrying for `timeoutMs`, then fails with a message an operator can act on
  * (not a stack trace). Warns when maxmemory-policy is not noeviction, and when Redis persists nothing.
  */
 export async function connectRedis(
-  url: string,
+  target: RedisTarget,
   options: { timeoutMs?: number; logger?: Logger; name?: string } = {},
-): Promise<Redis> {
-  const redis = createRedis(url, options.name);
+): Promise<RedisClient> {
+  const redis = createRedis(target, options.name);
   const timeoutMs = options.timeoutMs ?? 10_000;
   let lastError = '';
+  let refused: ((err: Error) => void) | undefined;
   const onError = (err: Error) => {
+    // Refused credentials: no wait makes them right. Stop now, naming the variable.
+    if (credentialRefusal(err)) {
+      lastError = err.message;
+      refused?.(err);
+      return;
+    }
+    // A cluster says only "Failed to refresh slots cache."; the node's own answer says why (a TLS or
+    // certificate error, say).
+    const node = (err as { lastNodeError?: { message?: unknown } | null }).lastNodeError?.message;
+    const text = typeof node === 'string' && node ? `${err.message} ${node}` : err.message;
     // Say once that we are waiting, so an operator sees why nothing happens yet (ioredis retries).
     if (!lastError) {
       options.logger?.warn(
-        { redis: safeRedisUrl(url), err: err.message },
+        { redis: describeRedis(target), err: text },
         `Redis does not answer yet; retrying for up to ${Math.round(timeoutMs / 1000)} s (REDIS_CONNECT_TIMEOUT)`,
       );
     }
-    lastError = err.message;
+    lastError = text;
   };
   redis.on('error', onError);
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(lastError || 'timed out')), timeoutMs);
+      refused = (err) => {
+        clearTimeout(timer);
+        reject(err);
+      };
       redis.ping().then(
         () => {
           clearTimeout(timer);
@@ -94,10 +226,19 @@ export async function connectRedis(
     });
   } catch (err) {
     redis.disconnect();
+    const words = credentialRefusal(err);
+    if (words) {
+      throw new LearnerTransferError(
+        'LT_CONFIG_INVALID',
+        `${credentialVariable(target, words)}: Redis at ${describeRedis(target)} refused the credentials ` +
+          `(${words.replace(/^All sentinels are unreachable\..*Last error: /, 'a sentinel: ')})`,
+        { cause: err },
+      );
+    }
     throw new LearnerTransferError(
       'LT_REDIS_UNREACHABLE',
-      `Redis at ${safeRedisUrl(url)} did not answer within ${timeoutMs} ms (${(err as Error).message}). ` +
-        `Start Redis, set REDIS_URL, or wait longer with REDIS_CONNECT_TIMEOUT.`,
+      `Redis at ${describeRedis(target)} did not answer within ${timeoutMs} ms (${(err as Error).message}). ` +
+        `Start Redis, set ${redisVariable(target)}, or wait longer with REDIS_CONNECT_TIMEOUT.`,
       { cause: err },
     );
   }
@@ -137,7 +278,14 @@ export const NO_PERSISTENCE_WARNING = 'Redis keeps nothing on disk';
  * Whether Redis writes anything to disk: 'none' when AOF is off and no RDB snapshot is scheduled,
  * 'some' otherwise, undefined when CONFIG is not allowed (managed Redis, which persists on its own terms).
  */
-export async function persistence(redis: Redis): Promise<'none' | 'some' | undefined> {
+export async function persistence(client: RedisClient): Promise<'none' | 'some' | undefined> {
+  // On a cluster, one master that keeps nothing is enough to lose part of the state.
+  const found = await Promise.all(masters(client).map((node) => nodePersistence(node)));
+  if (found.includes('none')) return 'none';
+  return found.includes('some') ? 'some' : undefined;
+}
+
+async function nodePersistence(redis: Redis): Promise<'none' | 'some' | undefined> {
   try {
     const [aof, save] = await Promise.all([
       redis.config('GET', 'appendonly') as Promise<string[]>,
@@ -151,26 +299,42 @@ export async function persistence(redis: Redis): Promise<'none' | 'some' | undef
 }
 
 /** The eviction policy, or undefined when CONFIG is not allowed (managed Redis). */
-export async function evictionPolicy(redis: Redis): Promise<string | undefined> {
-  try {
-    const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
-    return reply[1];
-  } catch {
-    return undefined;
+export async function evictionPolicy(client: RedisClient): Promise<string | undefined> {
+  // On a cluster, the first master with another policy is the one to name.
+  let seen: string | undefined;
+  for (const node of masters(client)) {
+    try {
+      const reply = (await node.config('GET', 'maxmemory-policy')) as string[];
+      if (reply[1] !== undefined && reply[1] !== 'noeviction') return reply[1];
+      seen ??= reply[1];
+    } catch {
+      // CONFIG not allowed (managed Redis): nothing to say about this node.
+    }
   }
+  return seen;
 }
 
 /**
  * Deletes every key under a prefix (ours and BullMQ's share it), with SCAN and UNLINK: never KEYS, never
  * FLUSHDB. Returns how many keys it deleted.
  */
-export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
+export async function deleteKeysUnder(redis: RedisClient, prefix: string): Promise<number> {
   let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
+  for (const node of masters(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length === 0) continue;
+      if (!isCluster(redis)) {
+        deleted += await node.unlink(...keys);
+        continue;
+      }
+      // Keys of one node may sit in different slots: one UNLINK each (pipelined on the node that has them).
+      const pipe = node.pipeline();
+      for (const k of keys) pipe.unlink(k);
+      for (const [err, n] of (await pipe.exec()) ?? []) if (!err) deleted += Number(n);
+    } while (cursor !== '0');
+  }
   return deleted;
 }

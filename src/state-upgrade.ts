@@ -8,13 +8,16 @@
 // claimed by the one that transferred it, and the conflict is logged.
 // Version 3: + the failure index of each run (`{org}:run:<runId>:fail`, the dashboard's run filter).
 // Records of earlier versions in a failure bucket are added to their run's index.
-import type { RedisClient } from './redis.ts';
+// Version 4: the control queue is named `{control}` (a hash tag, for Redis Cluster): the schedules and
+// waiting jobs of the old `control` queue are moved to it.
+import { scanKeys, type RedisClient } from './redis.ts';
+import { moveLegacyControlQueue } from './queue/control-upgrade.ts';
 import type { Keys } from './keys.ts';
 import type { Logger } from './log.ts';
 import { Claims } from './claims/claims.ts';
 import { decodeRecord, FAILURE_BUCKETS, isSuccessBucket, type Bucket } from './outcomes/record.ts';
 
-export const STATE_VERSION = 3;
+export const STATE_VERSION = 4;
 
 export interface UpgradeDeps {
   redis: RedisClient;
@@ -28,10 +31,13 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
   const { redis, keys, logger } = deps;
   const version = Number((await redis.get(keys.stateVersion())) ?? 0);
   if (version >= STATE_VERSION) return;
-  // A prefix nothing was ever enqueued under has nothing to upgrade: write nothing (plan, status and
-  // --dry-run stay read-only); the first start after the first run records the version.
-  if ((await redis.exists(keys.runs())) === 0) return;
   try {
+    // Schedules may exist before any run (`schedule add` first): moved whether or not a run exists. With
+    // nothing in the old queue, this reads and writes nothing.
+    if (version < 4) await moveLegacyControlQueue(redis, keys, logger);
+    // A prefix nothing was ever enqueued under has nothing more to upgrade: write nothing (plan, status
+    // and --dry-run stay read-only); the first start after the first run records the version.
+    if ((await redis.exists(keys.runs())) === 0) return;
     if (version < 2) await claimRecorded(deps);
     if (version < 3) await indexRunFailures(deps);
     await redis.set(keys.stateVersion(), String(STATE_VERSION));
@@ -49,15 +55,13 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
 /** Organizations with outcome records under the prefix, from their keys (`prefix:{org}:out`). */
 async function recordedOrgs(redis: RedisClient, keys: Keys): Promise<string[]> {
   const found = new Set<string>();
-  let cursor = '0';
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', `${keys.prefix}:{*}:out`, 'COUNT', 1000);
-    cursor = next;
+  // Every master of a cluster: each organization's keys sit in its own slot.
+  for await (const batch of scanKeys(redis, `${keys.prefix}:{*}:out`)) {
     for (const k of batch) {
       const m = /:\{([^}]+)\}:out$/.exec(k);
       if (m?.[1]) found.add(m[1]);
     }
-  } while (cursor !== '0');
+  }
   return [...found];
 }
 

@@ -3,7 +3,7 @@
 // LEARNER_API_TOKENS) would have two windows and spend its hour twice over. So each token id (a
 // fingerprint, not a secret) is bound in Redis to the first org key that used it, and a process whose
 // environment gives it to another key refuses to start.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import type { TokenRef } from './config.ts';
 import { LearnerTransferError } from './errors.ts';
 import type { Logger } from './log.ts';
@@ -29,7 +29,7 @@ export interface BindOptions {
  * does not stop the check: the bindings already there are still compared.
  */
 export async function bindTokens(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   tokens: readonly Pick<TokenRef, 'id' | 'org'>[],
   options: BindOptions = {},
@@ -78,13 +78,13 @@ function tokenBound(conflicts: { token: Pick<TokenRef, 'id' | 'org'>; boundTo: s
 }
 
 /** The organization key each token id is bound to. */
-export async function tokenBindings(redis: Redis, prefix: string): Promise<Record<string, string>> {
+export async function tokenBindings(redis: RedisClient, prefix: string): Promise<Record<string, string>> {
   return redis.hgetall(tokenOrgsKey(prefix));
 }
 
 /** Binds a token to another organization key; returns the key it was bound to (null: none). */
 export async function rebindToken(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   tokenId: string,
   org: string,

@@ -3,7 +3,7 @@
 // mark a learner queued; the worker checks the claim after it took the learner's lease and before it
 // sends, so a learner moved elsewhere on purpose is never called for by its old organization.
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Keys } from '../keys.ts';
 
 const SCRIPT = readFileSync(new URL('./claim.lua', import.meta.url), 'utf8');
@@ -16,12 +16,12 @@ interface WithClaimCommand {
 }
 
 export class Claims {
-  readonly #redis: Redis & WithClaimCommand;
+  readonly #redis: RedisClient & WithClaimCommand;
   readonly #key: string;
 
-  constructor(redis: Redis, keys: Keys) {
+  constructor(redis: RedisClient, keys: Keys) {
     if (!(redis as Partial<WithClaimCommand>).ltClaim) redis.defineCommand('ltClaim', { lua: SCRIPT });
-    this.#redis = redis as Redis & WithClaimCommand;
+    this.#redis = redis as RedisClient & WithClaimCommand;
     this.#key = keys.claims();
   }
 

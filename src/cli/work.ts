@@ -8,6 +8,7 @@ import {
   createRegistry,
   observeOutcome,
   redisWriteGauges,
+  redisWaitCounters,
   serveMetrics,
   transferDurationHistogram,
 } from '../metrics.ts';
@@ -101,7 +102,10 @@ export function register(program: Command): void {
         untilIdle: Boolean(opts.untilIdle),
         lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
       });
-      if (registry) redisWriteGauges(registry, () => handle.writeState());
+      if (registry) {
+        redisWriteGauges(registry, () => handle.writeState());
+        redisWaitCounters(registry, () => ctx.durability.stats);
+      }
       // Scheduled reconciles (schedule command) run in whichever work process takes them.
       const control = opts.control === false ? undefined : startControlWorker(ctx);
       ctx.logger.info(
@@ -109,7 +113,20 @@ export function register(program: Command): void {
         'workers started',
       );
       const off = onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
+      // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
+      // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
+      // hand) and exit 4, so that the supervisor starts a fresh process.
+      let lostRedis = false;
+      const onEnd = () => {
+        lostRedis = true;
+        ctx.logger.error('the Redis connection ended and will not reconnect: stopping this worker (exit 4)');
+        void handle.stop();
+        // Jobs in hand end on the closed connection's errors; should the stop itself hang, go anyway.
+        setTimeout(() => process.exit(EXIT.redis), config.requestTimeoutMs + 10_000).unref();
+      };
+      ctx.redis.once('end', onEnd);
       const result = await handle.done;
+      ctx.redis.off('end', onEnd);
       await control?.close();
       off();
       await metrics?.close();
@@ -130,8 +147,9 @@ export function register(program: Command): void {
         );
       }
       // A signal stopped the work before it was done: say so (130), whatever the outcomes so far.
-      process.exitCode =
-        result.reason === 'unauthorized'
+      process.exitCode = lostRedis
+        ? EXIT.redis
+        : result.reason === 'unauthorized'
           ? EXIT.unauthorized
           : result.reason === 'stopped'
             ? EXIT.interrupted

@@ -15,7 +15,15 @@ import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { bindTokens } from '../token-orgs.ts';
-import { closeRedis, createRedis, deleteKeysUnder, safeRedisUrl } from '../redis.ts';
+import {
+  closeRedis,
+  connectRedis,
+  createRedis,
+  deleteKeysUnder,
+  describeRedis,
+  safeRedisUrl,
+} from '../redis.ts';
+import { standaloneTarget, type RedisTarget } from '../redis-target.ts';
 import {
   redisAnswers,
   redisServerOnPath,
@@ -54,8 +62,8 @@ export interface DemoSession {
   close(): Promise<void>;
 }
 
-async function deleteKeys(url: string, prefix: string): Promise<void> {
-  const redis = createRedis(url, 'learner-transfer-demo-cleanup');
+async function deleteKeys(target: RedisTarget, prefix: string): Promise<void> {
+  const redis = createRedis(target, 'learner-transfer-demo-cleanup');
   try {
     await deleteKeysUnder(redis, prefix);
   } finally {
@@ -74,6 +82,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
     );
   }
 
+  // The Redis the rest of the tool would use: a cluster or Sentinel when configured (it must answer), or
+  // REDIS_URL, with a throwaway server when nothing answers there.
+  const redisEnv = demoRedisEnv(process.env);
+  const configured = loadConfig(redisEnv).redis;
+  if (configured.mode !== 'standalone') {
+    const probe = await connectRedis(configured, { timeoutMs: 5000, name: 'learner-transfer-demo-probe' });
+    await closeRedis(probe);
+    print(`redis     ${describeRedis(configured)}`);
+    return runWith(options, redisEnv, configured, perToken, perOrg, []);
+  }
   let redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
   let throwaway: ThrowawayRedis | undefined;
   if (!(await redisAnswers(redisUrl))) {
@@ -91,11 +109,36 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
   }
   const cleanups: (() => Promise<void>)[] = [];
   if (throwaway) cleanups.push(() => (throwaway as ThrowawayRedis).stop());
+  return runWith(
+    options,
+    { ...redisEnv, REDIS_URL: redisUrl },
+    standaloneTarget(redisUrl),
+    perToken,
+    perOrg,
+    cleanups,
+  );
+}
+
+/** The REDIS_* variables of the environment (credentials included), passed on to the demo's config. */
+function demoRedisEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (k.startsWith('REDIS_') && v) out[k] = v;
+  return out;
+}
+
+async function runWith(
+  options: DemoOptions,
+  redisEnv: Record<string, string>,
+  target: RedisTarget,
+  perToken: Rate,
+  perOrg: Rate,
+  cleanups: (() => Promise<void>)[],
+): Promise<DemoSession> {
   const cleanup = async () => {
     for (const fn of cleanups.reverse()) await fn().catch(() => {});
   };
   try {
-    return await startDemo(options, redisUrl, perToken, perOrg, cleanups, cleanup);
+    return await startDemo(options, redisEnv, target, perToken, perOrg, cleanups, cleanup);
   } catch (err) {
     await cleanup();
     throw err;
@@ -104,7 +147,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
 
 async function startDemo(
   options: DemoOptions,
-  redisUrl: string,
+  redisEnv: Record<string, string>,
+  target: RedisTarget,
   perToken: Rate,
   perOrg: Rate,
   cleanups: (() => Promise<void>)[],
@@ -113,7 +157,7 @@ async function startDemo(
   const { print } = options;
   const prefix = demoPrefix();
   // Registered first, so it runs last: after the workers and the context have stopped writing.
-  cleanups.push(() => deleteKeys(redisUrl, prefix));
+  cleanups.push(() => deleteKeys(target, prefix));
 
   const sim = createSimulator({
     learners: 300,
@@ -129,7 +173,7 @@ async function startDemo(
 
   const config = loadConfig(
     {
-      REDIS_URL: redisUrl,
+      ...redisEnv,
       QUEUE_PREFIX: prefix,
       LEARNER_API_BASE_URL: sim.url,
       LEARNER_API_TOKENS: DEMO_TOKENS,

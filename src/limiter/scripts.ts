@@ -1,7 +1,7 @@
 // The limiter's Lua scripts, read once at startup from the .lua files beside this module and defined as
 // ioredis commands (EVALSHA, with EVAL on NOSCRIPT), BullMQ style.
 import { readFileSync } from 'node:fs';
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 
 function lua(name: string): string {
   return readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
@@ -19,8 +19,6 @@ type Arg = string | number;
 /** Each command takes the number of keys first, then the keys, then ARGV. */
 type ScriptCommand = (numKeys: number, ...args: Arg[]) => Promise<unknown>;
 export type LimiterCommands = Record<keyof typeof SOURCES, ScriptCommand>;
-
-export type RedisClient = Redis | Cluster;
 
 /** Defines the commands on the client (idempotent) and returns it typed with them. */
 export function defineLimiterCommands(redis: RedisClient): LimiterCommands {

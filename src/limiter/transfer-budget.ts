@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type { Rate } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../keys.ts';
-import { defineLimiterCommands, run, type LimiterCommands, type RedisClient } from './scripts.ts';
+import { defineLimiterCommands, run, type LimiterCommands } from './scripts.ts';
+import type { RedisClient } from '../redis.ts';
 import type {
   Acquired,
   BudgetEvent,

@@ -2,7 +2,7 @@
 // One small hash per (organization, hour): outcome code -> count, written by the worker after each
 // recorded outcome and expiring after two days, so it stays bounded over a weeks-long migration. The
 // limiter logs cannot serve here: they only hold one window (an hour per token), not a day of outcomes.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Keys } from '../keys.ts';
 
 export const HOUR_MS = 3_600_000;
@@ -14,7 +14,7 @@ export function hourIndex(at: number): number {
 
 /** Counts one recorded outcome (every attempt that reached an outcome, waits included). */
 export async function countHourly(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   org: string,
   code: string,
@@ -38,7 +38,7 @@ export interface HourBucket {
 
 /** The last `hours` hours (oldest first, the current hour last), in one round trip. */
 export async function readHourly(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   org: string,
   hours = 24,

@@ -1,7 +1,7 @@
 // Runs: one enqueue, crawl, reconcile or retry. A run has metadata (what it came from) and, per
 // organization, bucket counters kept by the outcome store.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Keys } from '../keys.ts';
 import type { OutcomeStore, RunCounts } from './store.ts';
 
@@ -23,25 +23,24 @@ export function newRunId(now = new Date()): string {
 }
 
 export class Runs {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: Keys;
-  constructor(redis: Redis, keys: Keys) {
+  constructor(redis: RedisClient, keys: Keys) {
     this.#redis = redis;
     this.#keys = keys;
   }
 
   async create(meta: Omit<RunMeta, 'createdAt'>, now = new Date()): Promise<RunMeta> {
     const full: RunMeta = { ...meta, createdAt: now.toISOString() };
-    await this.#redis
-      .multi()
-      .hset(this.#keys.run(meta.id), {
-        createdAt: full.createdAt,
-        kind: full.kind,
-        source: full.source,
-        orgs: full.orgs.join(','),
-      })
-      .zadd(this.#keys.runs(), now.getTime(), meta.id)
-      .exec();
+    // Two keys in two slots (no MULTI on a cluster): the run first, then its place in the list, so a run
+    // that is listed can always be read. A crash between the two leaves an unlisted hash, nothing more.
+    await this.#redis.hset(this.#keys.run(meta.id), {
+      createdAt: full.createdAt,
+      kind: full.kind,
+      source: full.source,
+      orgs: full.orgs.join(','),
+    });
+    await this.#redis.zadd(this.#keys.runs(), now.getTime(), meta.id);
     return full;
   }
 

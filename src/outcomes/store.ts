@@ -183,25 +183,44 @@ export class OutcomeStore {
   async markQueued(items: readonly QueueMark[], now = Date.now()): Promise<MarkResult[]> {
     if (items.length === 0) return [];
     // One script call per (organization, run, force) group, in one round trip.
-    const groups = new Map<string, { org: string; runId: string; force: boolean | number; at: number[] }>();
+    type Group = { org: string; runId: string; force: boolean | number; at: number[] };
+    const groups = new Map<string, Group>();
     items.forEach((it, i) => {
       const key = `${it.org}\u0000${it.runId}\u0000${String(it.force)}`;
       let g = groups.get(key);
       if (!g) groups.set(key, (g = { org: it.org, runId: it.runId, force: it.force, at: [] }));
       g.at.push(i);
     });
-    const pipe = this.#redis.pipeline();
-    for (const g of groups.values()) {
-      const records = g.at.map((i) => {
-        const it = items[i] as QueueMark;
-        const record: OutcomeRecord = { b: 'queued', r: it.runId, q: now, t: now, src: it.source, a: 0 };
-        return { learnerId: it.learnerId, record };
-      });
-      this.#call(pipe, g.org, g.runId, now, records, 'enqueue', g.force);
-    }
-    const replies = (await pipe.exec()) ?? [];
+    // One pipeline per organization, sent together: an organization's keys share one slot, and a Redis
+    // Cluster refuses a pipeline whose keys live on different nodes.
+    const byOrg = new Map<string, Group[]>();
+    for (const g of groups.values()) byOrg.set(g.org, [...(byOrg.get(g.org) ?? []), g]);
+    const ordered = [...byOrg.values()].flat();
+    const replies = (
+      await Promise.all(
+        [...byOrg.values()].map(async (list) => {
+          const pipe = this.#redis.pipeline();
+          for (const g of list) {
+            const records = g.at.map((i) => {
+              const it = items[i] as QueueMark;
+              const record: OutcomeRecord = {
+                b: 'queued',
+                r: it.runId,
+                q: now,
+                t: now,
+                src: it.source,
+                a: 0,
+              };
+              return { learnerId: it.learnerId, record };
+            });
+            this.#call(pipe, g.org, g.runId, now, records, 'enqueue', g.force);
+          }
+          return (await pipe.exec()) ?? [];
+        }),
+      )
+    ).flat();
     const out: MarkResult[] = new Array(items.length);
-    [...groups.values()].forEach((g, gi) => {
+    ordered.forEach((g, gi) => {
       const [err, reply] = replies[gi] ?? [new Error('no reply'), null];
       if (err) throw err;
       const texts = reply as string[];

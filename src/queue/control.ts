@@ -6,7 +6,7 @@ import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Queue, type JobSchedulerJson } from 'bullmq';
 import { LearnerTransferError } from '../errors.ts';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import { z } from 'zod';
 import type { Keys } from '../keys.ts';
 
@@ -63,7 +63,7 @@ export async function resolveScheduleFile(scheduleDir: string | undefined, file:
 
 export type ControlQueue = Queue<ControlJob, unknown, string>;
 
-export function openControlQueue(redis: Redis, keys: Keys): ControlQueue {
+export function openControlQueue(redis: RedisClient, keys: Keys): ControlQueue {
   return new Queue<ControlJob, unknown, string>(keys.controlQueueName(), {
     connection: redis,
     prefix: keys.prefix,

@@ -5,7 +5,7 @@
 // Two keys must never name one organization: each key has its own daily budget, so the organization's
 // would be spent twice over. An id another key has is refused (checked and written in one Lua script).
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import { InvalidArgumentError } from 'commander';
 import { LearnerTransferError } from '../errors.ts';
 import { isValidOrgKey, type Keys } from '../keys.ts';
@@ -15,9 +15,9 @@ const SET_SCRIPT = readFileSync(new URL('./org-ids-set.lua', import.meta.url), '
 type SetCommand = (key: string, mode: 'set' | 'check', ...pairs: string[]) => Promise<string[]>;
 
 export class OrgIds {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
-  constructor(redis: Redis, keys: Keys) {
+  constructor(redis: RedisClient, keys: Keys) {
     this.#redis = redis;
     this.#key = keys.orgIds();
     if (!('ltOrgIdsSet' in redis)) redis.defineCommand('ltOrgIdsSet', { numberOfKeys: 1, lua: SET_SCRIPT });

@@ -1,7 +1,7 @@
 // One BullMQ queue per organization (architecture decision 6): a spent daily budget pauses only that
 // organization's queue. Queue names carry the organization's {hash tag} (see keys.ts).
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Config } from '../config.ts';
 import type { Keys } from '../keys.ts';
 import type { TransferJob } from './job.ts';
@@ -22,7 +22,7 @@ export function defaultJobOptions(config: Pick<Config, 'attempts' | 'backoffMs'>
 
 export class QueueSet {
   readonly #queues = new Map<string, TransferQueue>();
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: Keys;
   readonly #jobOptions: JobsOptions;
 
@@ -33,7 +33,7 @@ export class QueueSet {
    * them with a stack trace on stderr.
    */
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keys: Keys,
     config: Pick<Config, 'attempts' | 'backoffMs'>,
     onError: (org: string, err: Error) => void = () => {},
@@ -59,7 +59,7 @@ export class QueueSet {
   }
 
   /** The connection the queues use, for reads of BullMQ's own keys (active list, failed set). */
-  get redis(): Redis {
+  get redis(): RedisClient {
     return this.#redis;
   }
 

@@ -3,7 +3,7 @@
 // adds the job), a job removed by hand, or a job BullMQ failed without the worker hearing of it leaves
 // one without the other. The sweep finds both and repairs them: a missing job is added again (the job id
 // makes that a no-op if the producer adds it meanwhile), a job without a record gets a `queued` record.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import { JOB_NAME, jobIdOf, transferJobSchema } from './job.ts';
@@ -26,7 +26,7 @@ export interface RepairReport {
 const CHUNK = 1000;
 
 export async function repairOrg(
-  deps: { store: OutcomeStore; queues: QueueSet; redis: Redis },
+  deps: { store: OutcomeStore; queues: QueueSet; redis: RedisClient },
   org: string,
   options: { dryRun?: boolean } = {},
 ): Promise<RepairReport> {

@@ -27,7 +27,7 @@ export function startControlWorker(
   ctx: AppContext,
   options: { onRun?: (summary: ReconcileSummary) => void } = {},
 ): ControlHandle {
-  const connection = createRedis(ctx.config.redisUrl, 'learner-transfer-control');
+  const connection = createRedis(ctx.config.redis, 'learner-transfer-control');
   // A Redis that refuses writes makes BullMQ's loop fail many times a second: one line per interval.
   const errors = new LogThrottle(ctx.logger);
   connection.on('error', (err) => errors.warn({ err: err.message }, 'control redis connection error'));

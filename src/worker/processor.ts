@@ -31,6 +31,8 @@ export interface ProcessorDeps {
   recorder: Recorder;
   /** Resolves when Redis takes writes (the write gate): no call is sent that could not be recorded. */
   waitWritable?: () => Promise<void>;
+  /** After the permit and lease are taken: WAIT for a replica (redis-durable.ts), so a failover keeps them. */
+  replicated?: (org: string) => Promise<unknown>;
   logger: Logger;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
@@ -209,6 +211,8 @@ export function createProcessor(deps: ProcessorDeps) {
         await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
         throw Worker.RateLimitError();
       }
+      // The permit and the lease must outlive a failover, or a promoted replica would grant them again.
+      await deps.replicated?.(org);
       const ttls = budget.keyTtls;
       const permitOf = (mode: 'response' | 'abandon' | 'release') => ({
         tokenId: permit.tokenId,

@@ -41,13 +41,17 @@ export class Recorder {
   #failing = 0;
   #lastLog = 0;
   #waiting = 0;
+  readonly #replicated: ((org: string) => Promise<unknown>) | undefined;
 
   constructor(deps: {
     store: OutcomeStore;
     spool?: Spool | undefined;
     logger: Logger;
     gate?: WriteGateLike;
+    /** WAIT for a replica of the org's master (redis-durable.ts) before the spool entry is retired. */
+    replicated?: (org: string) => Promise<unknown>;
   }) {
+    this.#replicated = deps.replicated;
     this.#store = deps.store;
     this.#spool = deps.spool;
     this.#logger = deps.logger;
@@ -72,6 +76,8 @@ export class Recorder {
     const spoolId = effectful && this.#spool ? await this.#spool.append(args) : undefined;
     if (spoolId) faultPoint('after-spool');
     const result = await this.#finish(args, signal);
+    // The audit entry and the record must outlive a failover before the response leaves the spool.
+    await this.#replicated?.(args.org);
     faultPoint('after-finish');
     if (spoolId) await this.#spool?.done(spoolId);
     return result;

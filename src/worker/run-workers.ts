@@ -77,7 +77,13 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     noteError: (err: unknown) => ownGate?.noteError(err) ?? false,
     waitOpen: () => ownGate?.waitOpen(gateAbort.signal) ?? Promise.resolve(),
   };
-  const recorder = new Recorder({ store: ctx.store, logger: ctx.logger, ...(gate ? { gate } : {}) });
+  const replicated = (org: string) => ctx.durability.replicated(ctx.keys.outcomes(org));
+  const recorder = new Recorder({
+    store: ctx.store,
+    logger: ctx.logger,
+    replicated,
+    ...(gate ? { gate } : {}),
+  });
   const processor = createProcessor({
     config: ctx.config,
     client: ctx.client,
@@ -88,6 +94,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     queues: ctx.queues,
     recorder,
     ...(gate ? { waitWritable: () => gate.waitOpen() } : {}),
+    replicated,
     logger: ctx.logger,
     onOutcome: (e) => {
       countHourly(ctx.redis, ctx.keys, e.org, e.code).catch((err: Error) =>
@@ -102,7 +109,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     },
   });
   // BullMQ workers block on their own connection; one shared connection for their normal commands.
-  const connection = createRedis(ctx.config.redisUrl, 'learner-transfer-worker');
+  const connection = createRedis(ctx.config.redis, 'learner-transfer-worker');
   // While Redis is down every worker reports the same error many times a second: log it as one.
   const errors = new LogThrottle(ctx.logger);
   connection.on('error', (err) => errors.warn({ err: err.message }, 'worker redis connection error'));
@@ -205,11 +212,31 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
       bootAbort.abort();
       gateAbort.abort();
       await booted.catch(() => {});
-      // close() waits for the jobs in flight to finish (their requests are bounded by the timeout).
-      await Promise.all(workers.map((w) => w.close()));
+      ctx.logger.debug({ reason }, 'stopping: closing the workers');
+      // close() waits for the jobs in flight to finish (their requests are bounded by the timeout). After
+      // a Redis Cluster failover, BullMQ's close can wait for ever for its blocking connection to end
+      // (seen in bench/ha.ts): past the request timeout and a margin, no job of ours is still running,
+      // so the stop goes on (what a job had in hand is recorded or in the spool).
+      const closeMs = ctx.config.requestTimeoutMs + 5_000;
+      await Promise.all(
+        workers.map(async (w) => {
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), closeMs)));
+          const closed = await Promise.race([w.close().then(() => 'closed' as const), late]);
+          clearTimeout(timer);
+          if (closed === 'late') {
+            ctx.logger.warn(
+              { worker: w.name, waitedMs: closeMs },
+              'a queue worker did not close in time (its Redis connection is stuck): stopping without it',
+            );
+            void w.close(true).catch(() => {});
+          }
+        }),
+      );
       await Promise.all([...pending]);
       await spool?.close();
       ownGate?.stop();
+      ctx.logger.debug('stopping: workers closed, closing the Redis connection');
       await closeRedis(connection);
       errors.stop();
       resolveDone({ ...counts, unauthorizedOrgs, reason, runFailures });
@@ -221,22 +248,35 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     // The runs with learners waiting now: their outcomes decide the exit code, whoever finishes them.
     const startedRuns = pendingRuns(ctx, options.orgs).then((ids) => ids.forEach((id) => runsServed.add(id)));
     let checking = false;
+    // What the idle check waits for, at debug level, at most every 5 s: a run that does not end says why.
+    let lastWhy = 0;
+    const why = (fields: Record<string, unknown>) => {
+      if (Date.now() - lastWhy < 5000) return;
+      lastWhy = Date.now();
+      ctx.logger.debug(fields, 'until-idle: not idle yet');
+    };
     timer = setInterval(() => {
       if (checking || stopping) return;
       checking = true;
       void (async () => {
-        if (pending.size > 0) return;
+        if (pending.size > 0) return why({ failedJobsBeingRecorded: pending.size });
         const pendingOrgs: string[] = [];
+        const jobs: Record<string, unknown> = {};
         for (const org of options.orgs) {
           const c = await jobCounts(ctx.queues.get(org));
-          if (c.waiting + c.active + c.delayed + c.prioritized > 0) pendingOrgs.push(org);
+          if (c.waiting + c.active + c.delayed + c.prioritized > 0) {
+            pendingOrgs.push(org);
+            jobs[org] = c;
+          }
         }
+        if (pendingOrgs.length > 0) why({ jobs });
         if (pendingOrgs.length === 0) {
           await booted;
           // Records still waiting for Redis first (cheap), then a sweep (a scan): learners waiting with
           // no job would never finish, so they are re-added before this calls it idle.
-          if (recorder.waiting > 0) return;
-          if ((await repair()) > 0) return;
+          if (recorder.waiting > 0) return why({ recordsWaitingForRedis: recorder.waiting });
+          const readded = await repair();
+          if (readded > 0) return why({ readdedByRepair: readded });
           await startedRuns;
           runFailures = await failuresIn(ctx, [...runsServed], options.orgs);
           reason = 'idle';

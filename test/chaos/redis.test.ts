@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.ts';
 import { connectRedis } from '../../src/redis.ts';
+import { standaloneTarget } from '../../src/redis-target.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { Redis } from 'ioredis';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
@@ -109,7 +110,7 @@ describe('Redis faults', () => {
     servers.push(redis);
     const lines: string[] = [];
     const logger = createLogger({ destination: { write: (l: string) => void lines.push(l) } });
-    const conn = await connectRedis(redis.url, { logger, timeoutMs: 5000 });
+    const conn = await connectRedis(standaloneTarget(redis.url), { logger, timeoutMs: 5000 });
     await conn.quit();
     expect(lines.join('')).toContain("Redis maxmemory-policy is 'allkeys-lru'");
     // And through the CLI, on stderr, for a person to read.
@@ -119,7 +120,7 @@ describe('Redis faults', () => {
     expect(r.stderr).toContain('Set maxmemory-policy noeviction');
     // A noeviction server gets no such warning.
     const quiet: string[] = [];
-    const ok = await connectRedis(servers[0]?.url ?? '', {
+    const ok = await connectRedis(standaloneTarget(servers[0]?.url ?? ''), {
       logger: createLogger({ destination: { write: (l: string) => void quiet.push(l) } }),
     });
     await ok.quit();
@@ -131,7 +132,7 @@ describe('Redis faults', () => {
     const connectLogging = async (url: string) => {
       const lines: string[] = [];
       const logger = createLogger({ destination: { write: (l: string) => void lines.push(l) } });
-      const conn = await connectRedis(url, { logger, timeoutMs: 5000 });
+      const conn = await connectRedis(standaloneTarget(url), { logger, timeoutMs: 5000 });
       await conn.quit();
       return lines.map((l) => JSON.parse(l) as { level: number; msg: string; appendonly?: string });
     };

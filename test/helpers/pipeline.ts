@@ -11,6 +11,7 @@ import { loadConfig, secretsOf, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from './redis.ts';
+import { closeRedis, createRedis } from '../../src/redis.ts';
 
 export interface Harness {
   sim: Simulator;
@@ -51,6 +52,8 @@ export async function startHarness(
     tag?: string;
     /** A Redis of the test's own (default: the shared REDIS_URL). */
     redisUrl?: string;
+    /** A cluster or Sentinel of the test's own: REDIS_CLUSTER_NODES or REDIS_SENTINELS + _MASTER. */
+    redisEnv?: Record<string, string>;
     /** The API base URL the workers use (default: the simulator's; a proxy in front of it, say). */
     baseUrl?: (simUrl: string) => string | Promise<string>;
   } = {},
@@ -61,6 +64,7 @@ export async function startHarness(
   const dir = mkdtempSync(join(tmpdir(), 'lt-e2e-'));
   const env: Record<string, string> = {
     REDIS_URL: options.redisUrl ?? REDIS_URL,
+    ...options.redisEnv,
     QUEUE_PREFIX: prefix,
     LEARNER_API_BASE_URL: options.baseUrl ? await options.baseUrl(sim.url) : sim.url,
     LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2',
@@ -83,7 +87,8 @@ export async function startHarness(
     secrets: secretsOf(config),
     destination: { write: (line: string) => void logLines.push(line) },
   });
-  const redis = newRedis(options.redisUrl);
+  const redis = options.redisEnv ? createRedis(config.redis, 'lt-test') : newRedis(options.redisUrl);
+  redis.on('error', () => {});
   const ctx = await createContext(config, { logger, redis });
   return {
     sim,
@@ -130,7 +135,7 @@ export async function startHarness(
     async close() {
       await ctx.close();
       await deletePrefix(redis, prefix);
-      await redis.quit();
+      await closeRedis(redis);
       await sim.close();
     },
   };

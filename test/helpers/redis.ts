@@ -2,7 +2,7 @@
 // No test ever runs FLUSHALL or FLUSHDB: other runs may share the server.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { deleteKeysUnder } from '../../src/redis.ts';
+import { deleteKeysUnder, scanKeys, type RedisClient } from '../../src/redis.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -21,12 +21,9 @@ export function newRedis(url = REDIS_URL): Redis {
 export const deletePrefix = deleteKeysUnder;
 
 /** Every key and its value under a prefix, as text, for "no token in Redis" scans. */
-export async function dumpPrefix(redis: Redis, prefix: string): Promise<string[]> {
+export async function dumpPrefix(redis: RedisClient, prefix: string): Promise<string[]> {
   const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
+  for await (const keys of scanKeys(redis, `${prefix}:*`)) {
     for (const key of keys) {
       out.push(key);
       const type = await redis.type(key);
@@ -40,6 +37,6 @@ export async function dumpPrefix(redis: Redis, prefix: string): Promise<string[]
         for (const [id, fields] of entries) out.push(id, ...fields);
       }
     }
-  } while (cursor !== '0');
+  }
   return out;
 }

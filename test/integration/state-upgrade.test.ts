@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../../src/app.ts';
@@ -16,6 +17,7 @@ import { failurePage } from '../../src/dashboard/queries/failures.ts';
 import { createKeys } from '../../src/keys.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
+import { listSchedules, openControlQueue, upsertSchedule, type ControlJob } from '../../src/queue/control.ts';
 import { createSimulator } from '../../src/simulator/index.ts';
 import { STATE_VERSION } from '../../src/state-upgrade.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
@@ -348,5 +350,74 @@ describe('version 3: the failure index of each run', () => {
     await context(prefix);
     expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
     expect(await scores()).toEqual(after);
+  });
+});
+
+describe('version 4: the control queue under a hash tag', () => {
+  it('schedules and a waiting reconcile of the old `control` queue move to `{control}`, once', async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    await writeOldState(prefix);
+    await redis.set(keys.stateVersion(), '3');
+    // What the previous release wrote: its control queue was named `control`, no hash tag.
+    const conn = newRedis();
+    connections.push(conn);
+    const legacy = new Queue<ControlJob, unknown, string>('control', { connection: conn, prefix });
+    const data = (scheduleId: string): ControlJob => ({
+      kind: 'reconcile',
+      scheduleId,
+      desired: '/srv/schedules/acme.csv',
+      defaultOrg: 'acme',
+      orgIds: { acme: 7 },
+    });
+    await upsertSchedule(legacy, {
+      id: 'nightly',
+      cron: '0 3 * * *',
+      tz: 'Europe/Paris',
+      data: data('nightly'),
+    });
+    await upsertSchedule(legacy, { id: 'hourly', every: 3_600_000, data: data('hourly') });
+    await legacy.add('reconcile', data('manual'), { attempts: 1 });
+    expect((await legacy.getJobSchedulers(0, -1, true)).map((s) => s.key).sort()).toEqual([
+      'hourly',
+      'nightly',
+    ]);
+
+    const log = capture();
+    const ctx = await context(prefix, {}, log.logger);
+    expect(await redis.get(keys.stateVersion())).toBe(String(STATE_VERSION));
+    const current = openControlQueue(conn, keys);
+    try {
+      const moved = await listSchedules(current);
+      expect(
+        moved.map((s) => [s.key, s.pattern ?? null, s.tz ?? null, s.every ? Number(s.every) : null]).sort(),
+      ).toEqual([
+        ['hourly', null, null, 3_600_000],
+        ['nightly', '0 3 * * *', 'Europe/Paris', null],
+      ]);
+      expect(moved.find((s) => s.key === 'nightly')?.template?.data).toEqual(data('nightly'));
+      const waiting = await current.getJobs(['waiting', 'prioritized'], 0, -1);
+      expect(waiting.map((j) => j.data)).toContainEqual(data('manual'));
+      // Gone from the old queue: no process of this release or the last runs them twice.
+      expect(await legacy.getJobSchedulers(0, -1, true)).toEqual([]);
+      expect(await legacy.getJobs(['waiting', 'prioritized', 'delayed'], 0, -1)).toEqual([]);
+      expect(log.lines().find((l) => /moved to the control queue/.test(String(l.msg)))).toMatchObject({
+        schedules: 2,
+        jobs: 1,
+      });
+      // The queue keys carry the hash tag (one slot on a cluster).
+      const tagged = (await dumpPrefix(redis, prefix)).filter((k) => k.startsWith(`${prefix}:{control}:`));
+      expect(tagged.length).toBeGreaterThan(0);
+
+      // Idempotent: a second start finds the old queue empty and moves nothing again.
+      await redis.set(keys.stateVersion(), '3');
+      await context(prefix);
+      expect((await listSchedules(current)).map((s) => s.key).sort()).toEqual(['hourly', 'nightly']);
+      expect((await current.getJobs(['waiting', 'prioritized'], 0, -1)).length).toBe(waiting.length);
+      expect(ctx.keys.controlQueueName()).toBe('{control}');
+    } finally {
+      await current.close();
+      await legacy.close();
+    }
   });
 });

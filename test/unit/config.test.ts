@@ -16,7 +16,7 @@ function problemsOf(env: Record<string, string>, opts = {}): string[] {
 describe('config', () => {
   it('has the documented defaults', () => {
     const c = loadConfig({});
-    expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(c.redis).toMatchObject({ mode: 'standalone', url: 'redis://127.0.0.1:6379' });
     expect(c.queuePrefix).toBe('ltx');
     expect(c.limitPerToken).toEqual({ max: 100, windowMs: 3_600_000 });
     expect(c.limitPerOrg).toEqual({ max: 1000, windowMs: 86_400_000 });

@@ -3,7 +3,7 @@
 // in one MULTI with its selected ids and counters: a crash between the two re-reads that one page on
 // resume (its learners' jobs already exist, so the producer adds nothing twice), and a page is never
 // counted as done before its learners are in the queue.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis.ts';
 import type { Keys } from '../../keys.ts';
 import type { PageMark } from './page-walker.ts';
 
@@ -29,11 +29,11 @@ export interface CursorState {
 const DONE_TTL_S = 7 * 86_400;
 
 export class CrawlCursor {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly key: string;
   readonly selectedKey: string;
 
-  constructor(redis: Redis, keys: Keys, org: string, crawlId: string) {
+  constructor(redis: RedisClient, keys: Keys, org: string, crawlId: string) {
     this.#redis = redis;
     this.key = keys.crawlCursor(org, crawlId);
     this.selectedKey = keys.crawlSelected(org, crawlId);

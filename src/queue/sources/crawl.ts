@@ -8,7 +8,7 @@
 // within a run, the crawl's selected set in Redis drops them across a kill, and job ids drop anything
 // left. A --limit counts selected learners exactly, across resumes.
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis.ts';
 import type { Learner } from '../../api/schemas.ts';
 import { LearnerTransferError } from '../../errors.ts';
 import type { Keys } from '../../keys.ts';
@@ -65,7 +65,7 @@ export function defaultCrawlId(targetOrgId: number, f: CrawlFilters): string {
 }
 
 export interface CrawlDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   producer: Producer;
   runs: Runs;

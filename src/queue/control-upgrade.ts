@@ -1,0 +1,82 @@
+// Releases before cluster support kept scheduled reconciles in a control queue named `control`, without a
+// {hash tag}: BullMQ's scripts on it touch keys in many slots, which a Redis Cluster refuses. This release
+// names it `{control}` and moves the schedules (and any control job still waiting) across once, at start.
+import { Queue } from 'bullmq';
+import type { Keys } from '../keys.ts';
+import type { Logger } from '../log.ts';
+import { isCluster, type RedisClient } from '../redis.ts';
+import { controlJobSchema, openControlQueue, upsertSchedule, type ControlJob } from './control.ts';
+
+export interface ControlMove {
+  schedules: number;
+  jobs: number;
+}
+
+/**
+ * Moves the schedules of the old control queue to the new one: each is created there under the same id
+ * (same pattern or interval, same job data), then removed from the old queue. Idempotent: a schedule
+ * created twice is replaced, and an empty old queue costs one read. A cluster never had the old queue
+ * (nothing could connect to one before), so there is nothing to do there.
+ */
+export async function moveLegacyControlQueue(
+  redis: RedisClient,
+  keys: Keys,
+  logger: Logger,
+): Promise<ControlMove> {
+  const moved: ControlMove = { schedules: 0, jobs: 0 };
+  if (isCluster(redis)) return moved;
+  // Opening a BullMQ queue writes its meta key: look first, so a prefix with no old queue stays untouched
+  // (read-only commands write nothing). Schedules live in `repeat`, jobs due now in `wait`/`prioritized`.
+  const base = `${keys.prefix}:${keys.legacyControlQueueName()}`;
+  if ((await redis.exists(`${base}:repeat`, `${base}:wait`, `${base}:prioritized`)) === 0) return moved;
+  const legacy = new Queue<ControlJob, unknown, string>(keys.legacyControlQueueName(), {
+    connection: redis,
+    prefix: keys.prefix,
+  });
+  const current = openControlQueue(redis, keys);
+  try {
+    const schedulers = await legacy.getJobSchedulers(0, -1, true);
+    for (const s of schedulers) {
+      const data = controlJobSchema.safeParse(s.template?.data);
+      if (!data.success || (!s.pattern && !s.every)) {
+        logger.warn(
+          { schedule: s.key },
+          'an old schedule could not be read and was left in the old control queue',
+        );
+        continue;
+      }
+      await upsertSchedule(current, {
+        id: s.key,
+        cron: s.pattern ?? undefined,
+        every: s.every ? Number(s.every) : undefined,
+        tz: s.tz ?? undefined,
+        data: data.data,
+      });
+      await legacy.removeJobScheduler(s.key);
+      moved.schedules++;
+    }
+    // A reconcile that was due but not yet taken runs from the new queue instead. A schedule's own next
+    // job is not moved: the schedule made again above makes its own (moving it would run it twice).
+    for (const job of await legacy.getJobs(['waiting', 'prioritized'], 0, -1)) {
+      const data = controlJobSchema.safeParse(job.data);
+      if (!data.success || !job.id) continue;
+      if (job.repeatJobKey) {
+        await legacy.remove(job.id);
+        continue;
+      }
+      await current.add(job.name, data.data, {
+        attempts: 1,
+        removeOnComplete: { count: 100 },
+        removeOnFail: { count: 100 },
+      });
+      await legacy.remove(job.id);
+      moved.jobs++;
+    }
+    if (moved.schedules + moved.jobs > 0) {
+      logger.info(moved, 'scheduled reconciles moved to the control queue of this release ({control})');
+    }
+    return moved;
+  } finally {
+    await Promise.all([legacy.close(), current.close()]);
+  }
+}

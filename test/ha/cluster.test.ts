@@ -1,0 +1,3 @@
+import { haSuite } from './scenarios.ts';
+
+haSuite('cluster');

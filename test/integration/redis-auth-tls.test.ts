@@ -1,0 +1,410 @@
+// Credentials and TLS in every Redis mode, through the real CLI (issue 12): a standalone server over TLS
+// (rediss:// + REDIS_TLS_CA) and in plain text with the password in REDIS_URL, a Redis Cluster with
+// REDIS_USERNAME + REDIS_PASSWORD + REDIS_TLS + REDIS_TLS_CA, and Sentinel with REDIS_PASSWORD +
+// REDIS_SENTINEL_PASSWORD + TLS to the master and to the sentinels. In each: `enqueue`, `work --until-idle`
+// (against the simulator) and `status` succeed; a wrong password (or user name) fails with an error that
+// names the variable and never shows a password; no password or token lands in Redis. Bad values of the Redis variables name the variable and
+// hide the password. Every redis-server is the test's own (random free ports, stopped by pid afterwards);
+// the shared Redis is only scanned for this run's random prefixes, which must not be there.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { runCli, type CliResult } from '../helpers/cli.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
+import { dumpPrefix, newRedis } from '../helpers/redis.ts';
+import {
+  makeTlsFiles,
+  startCluster,
+  startSentinel,
+  startStandalone,
+  type TlsFiles,
+} from '../helpers/redis-ha.ts';
+
+const hex = () => randomBytes(6).toString('hex');
+// The data nodes' password. The standalone one has characters a URL must percent-encode.
+const PASSWORD = `Pw-data-${hex()}`;
+const URL_PASSWORD = `Pw/url+${hex()}`;
+const SENTINEL_PASSWORD = `Pw-sentinel-${hex()}`;
+
+/** A password as it may appear anywhere: as is, and percent-encoded (as in a URL). */
+function forms(secret: string): string[] {
+  return [...new Set([secret, encodeURIComponent(secret)])];
+}
+
+interface WrongCase {
+  /** The variable that holds the bad credential: the error must name it. */
+  variable: string;
+  /** The wrong credential given: it must not be shown either. */
+  wrong: string;
+  /** What replaces the working environment's variables. */
+  env: Record<string, string>;
+}
+
+interface Mode {
+  name: string;
+  tag: string;
+  /** Also `work --until-idle` (the plain-text standalone server skips it: the TLS one runs the same code). */
+  work: boolean;
+  /** Starts the topology; returns the environment that reaches it and the wrong-password cases. */
+  start(tls: TlsFiles): Promise<{
+    env: Record<string, string>;
+    wrong: WrongCase[];
+    pids: number[];
+    stop(): Promise<void>;
+  }>;
+}
+
+/** The variable itself set to a wrong password (cluster and Sentinel modes). */
+function wrongCase(variable: string, wrong: string): WrongCase {
+  return { variable, wrong, env: { [variable]: wrong } };
+}
+
+const MODES: Mode[] = [
+  {
+    name: 'standalone over TLS (rediss:// with the password, REDIS_TLS_CA)',
+    tag: 'auth-tls-sa',
+    work: true,
+    async start(tls) {
+      const s = await startStandalone({ password: URL_PASSWORD, tls: { dir: tls.dir } });
+      if (!s.url.startsWith('rediss://'))
+        throw new Error(`startStandalone with TLS gave a ${s.url.split(':')[0]}:// URL`);
+      const wrong = `Wrong/url+${hex()}`;
+      return {
+        env: { REDIS_URL: s.url, REDIS_TLS_CA: tls.caFile },
+        wrong: [
+          {
+            variable: 'REDIS_URL',
+            wrong,
+            env: { REDIS_URL: s.url.replace(encodeURIComponent(URL_PASSWORD), encodeURIComponent(wrong)) },
+          },
+        ],
+        pids: s.nodes.map((n) => n.pid),
+        stop: () => s.stop(),
+      };
+    },
+  },
+  {
+    name: 'standalone in plain text (redis:// with the password)',
+    tag: 'auth-plain-sa',
+    work: false,
+    async start() {
+      const s = await startStandalone({ password: URL_PASSWORD });
+      const wrong = `Wrong/url+${hex()}`;
+      return {
+        env: { REDIS_URL: s.url },
+        wrong: [
+          {
+            variable: 'REDIS_URL',
+            wrong,
+            env: { REDIS_URL: s.url.replace(encodeURIComponent(URL_PASSWORD), encodeURIComponent(wrong)) },
+          },
+        ],
+        pids: s.nodes.map((n) => n.pid),
+        stop: () => s.stop(),
+      };
+    },
+  },
+  {
+    name: 'Redis Cluster with REDIS_PASSWORD and TLS',
+    tag: 'auth-tls-cl',
+    work: true,
+    async start(tls) {
+      const c = await startCluster({ password: PASSWORD, tls: { dir: tls.dir } });
+      return {
+        env: {
+          REDIS_CLUSTER_NODES: c.seeds,
+          // The ACL user `requirepass` sets: AUTH with a user name (a wrong one is refused below).
+          REDIS_USERNAME: 'default',
+          REDIS_PASSWORD: PASSWORD,
+          REDIS_TLS: 'true',
+          REDIS_TLS_CA: tls.caFile,
+        },
+        wrong: [
+          wrongCase('REDIS_PASSWORD', `Wrong-data-${hex()}`),
+          wrongCase('REDIS_USERNAME', `nobody-${hex()}`),
+        ],
+        pids: c.nodes.map((n) => n.pid),
+        stop: () => c.stop(),
+      };
+    },
+  },
+  {
+    name: 'Sentinel with REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD and TLS',
+    tag: 'auth-tls-se',
+    work: true,
+    async start(tls) {
+      const s = await startSentinel({
+        password: PASSWORD,
+        sentinelPassword: SENTINEL_PASSWORD,
+        tls: { dir: tls.dir },
+      });
+      return {
+        env: {
+          REDIS_SENTINELS: s.sentinels,
+          REDIS_SENTINEL_MASTER: s.masterName,
+          REDIS_PASSWORD: PASSWORD,
+          REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+          REDIS_TLS: 'true',
+          REDIS_TLS_CA: tls.caFile,
+        },
+        wrong: [
+          wrongCase('REDIS_PASSWORD', `Wrong-data-${hex()}`),
+          wrongCase('REDIS_SENTINEL_PASSWORD', `Wrong-sentinel-${hex()}`),
+        ],
+        pids: s.nodes.map((n) => n.pid),
+        stop: () => s.stop(),
+      };
+    },
+  },
+];
+
+interface Live {
+  h: Harness;
+  wrong: WrongCase[];
+  pids: number[];
+  stop(): Promise<void>;
+}
+
+let tlsDir = '';
+const live = new Map<string, Live>();
+/** Every secret of the run: the passwords (all forms), the API tokens. Set in beforeAll. */
+let secrets: string[] = [];
+
+function expectNoSecret(expect: ExpectStatic, text: string, where: string, extra: string[] = []): void {
+  for (const s of [...secrets, ...extra.flatMap(forms)]) {
+    expect(text, `${where} shows a secret (${s.slice(0, 9)}...)`).not.toContain(s);
+  }
+}
+
+/** The CLI's output, both streams. */
+const output = (r: CliResult) => `${r.stdout}\n${r.stderr}`;
+
+beforeAll(async () => {
+  tlsDir = mkdtempSync(join(tmpdir(), 'lt-auth-tls-ca-'));
+  const tls = makeTlsFiles(tlsDir);
+  const started = await Promise.allSettled(
+    MODES.map(async (m) => {
+      const t = await m.start(tls);
+      try {
+        const h = await startHarness({ tag: m.tag, redisEnv: t.env, env: { LOG_LEVEL: 'info' } });
+        live.set(m.name, { h, wrong: t.wrong, pids: t.pids, stop: t.stop });
+      } catch (err) {
+        await t.stop();
+        throw err;
+      }
+    }),
+  );
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const tokens = (live.values().next().value as Live).h.config.tokens.map((t) => t.secret);
+  secrets = [PASSWORD, URL_PASSWORD, SENTINEL_PASSWORD, ...tokens].flatMap(forms);
+}, 40_000);
+
+afterAll(async () => {
+  const pids: number[] = [];
+  await Promise.all(
+    [...live.values()].map(async (l) => {
+      pids.push(...l.pids);
+      await l.h.close().catch(() => {});
+      await l.stop();
+    }),
+  );
+  // Every redis-server this file started is gone.
+  for (const pid of pids) {
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      alive = false;
+    }
+    if (alive) throw new Error(`redis-server pid ${pid} outlived its stop()`);
+  }
+  if (tlsDir) rmSync(tlsDir, { recursive: true, force: true });
+}, 30_000);
+
+/** The wrong-password runs, once each (two tests read each result). */
+const wrongRuns = new Map<string, Promise<CliResult>>();
+function runWrong(mode: string, w: WrongCase): Promise<CliResult> {
+  const key = `${mode}/${w.variable}`;
+  let run = wrongRuns.get(key);
+  if (!run) {
+    const { h } = live.get(mode) as Live;
+    // `status` connects first: nothing else happens without Redis. 2 s is plenty for a local node.
+    run = runCli(['status'], { ...h.env, ...w.env, REDIS_CONNECT_TIMEOUT: '2s' }, 30_000);
+    wrongRuns.set(key, run);
+  }
+  return run;
+}
+
+describe.concurrent('credentials and TLS in every Redis mode, through the CLI', () => {
+  for (const mode of MODES) {
+    describe(mode.name, () => {
+      it(`enqueue${mode.work ? ', work --until-idle' : ''} and status succeed; no password or token in their output or in Redis`, async ({
+        expect,
+      }) => {
+        const { h } = live.get(mode.name) as Live;
+        const ids = learnersNotIn('acme', 6);
+        const csv = h.writeFile('cohort.csv', `learner_id\n${ids.join('\n')}\n`);
+        const runs: [string, CliResult][] = [];
+
+        const enqueue = await runCli(['enqueue', '--csv', csv, '--org', 'acme', '--quiet'], h.env);
+        runs.push(['enqueue', enqueue]);
+        expect(enqueue.code, enqueue.stderr.slice(-2000)).toBe(0);
+        expect(enqueue.stdout).toContain(`enqueued   ${ids.length}`);
+
+        if (mode.work) {
+          const work = await runCli(['work', '--until-idle', '--concurrency', '3'], h.env);
+          runs.push(['work', work]);
+          expect(work.code, work.stderr.slice(-2000)).toBe(0);
+          expect(work.stderr).toContain(`${ids.length} succeeded, 0 failed`);
+          expect(h.sim.record.filter((r) => r.effectApplied).length).toBe(ids.length);
+        }
+
+        const status = await runCli(['status'], h.env);
+        runs.push(['status', status]);
+        expect(status.code, status.stderr.slice(-2000)).toBe(0);
+        expect(status.stdout).toMatch(
+          new RegExp(`acme\\n\\s+learners: ${mode.work ? 'transferred' : 'queued'} ${ids.length}\\b`),
+        );
+
+        for (const [what, r] of runs) {
+          expect(r.stderr, what).not.toMatch(/unexpected error|Unhandled error event/);
+          expectNoSecret(expect, output(r), `the output of ${what}`);
+        }
+        expectNoSecret(expect, h.logLines.join('\n'), 'the in-process log');
+
+        // Every key and value of the run, on every master of the topology.
+        const dump = await dumpPrefix(h.ctx.redis, h.prefix);
+        expect(dump.length, 'keys and values under the prefix').toBeGreaterThan(20);
+        expectNoSecret(expect, dump.join('\n'), `Redis (under ${h.prefix})`);
+
+        // Nothing of the run reached the shared Redis (scanned for this prefix only).
+        const shared = newRedis();
+        try {
+          const found: string[] = [];
+          let cursor = '0';
+          do {
+            const [next, keys] = await shared.scan(cursor, 'MATCH', `${h.prefix}*`, 'COUNT', 10_000);
+            cursor = next;
+            found.push(...keys);
+          } while (cursor !== '0');
+          expect(found).toEqual([]);
+        } finally {
+          shared.disconnect();
+        }
+      });
+
+      it('a wrong password fails (non-zero exit) and no password is shown', async ({ expect }) => {
+        const { wrong } = live.get(mode.name) as Live;
+        expect(wrong.length).toBeGreaterThan(0);
+        for (const w of wrong) {
+          const r = await runWrong(mode.name, w);
+          const text = output(r);
+          expect(r.code, `${w.variable}: ${r.stderr.slice(-1500)}`).not.toBe(0);
+          expect(r.code, `${w.variable}: the CLI was killed, it did not exit`).not.toBeNull();
+          expect(r.stderr).toMatch(/^learner-transfer: /m);
+          expect(r.stderr).not.toMatch(/unexpected error/);
+          // It points at Redis's configuration...
+          expect(r.stderr).toMatch(/REDIS_(URL|CLUSTER_NODES|SENTINELS|PASSWORD|SENTINEL_PASSWORD)\b/);
+          // ...and shows neither the wrong password nor the right one.
+          expectNoSecret(expect, text, `the output with a wrong ${w.variable}`, [w.wrong]);
+        }
+      });
+
+      it('a wrong password: the error names the variable and says the credentials were refused', async ({
+        expect,
+      }) => {
+        const { wrong } = live.get(mode.name) as Live;
+        for (const w of wrong) {
+          const r = await runWrong(mode.name, w);
+          const message = r.stderr
+            .split('\n')
+            .filter((l) => l.startsWith('learner-transfer: '))
+            .join('\n');
+          expect(message, r.stderr.slice(-1500)).toMatch(new RegExp(`\\b${w.variable}\\b`));
+          expect(message).toMatch(/refused|WRONGPASS|NOAUTH/);
+          // Not "did not answer": Redis answered, and waiting longer will not help.
+          expect(message).not.toMatch(/did not answer/);
+          // A bad configuration (exit 3), as any other bad variable.
+          expect(r.code).toBe(3);
+          expect(r.stderr).not.toMatch(/Unhandled error event/);
+        }
+      });
+    });
+  }
+
+  it('a bad value of a Redis variable names it, and never shows a password', async ({ expect }) => {
+    const pw = `Cfg-${hex()}`;
+    const base = { QUEUE_PREFIX: `lt-test-auth-cfg-${hex()}`, REDIS_PASSWORD: pw };
+    const hidden = (text: string, what: string) => {
+      expect(text, `${what}: the password is shown`).not.toContain(pw);
+      expect(text, `${what}: part of the password is shown`).not.toContain(pw.slice(4));
+    };
+    // Through the CLI (exit 3, one line per problem on stderr): the issue's examples, and a CA file that
+    // is not there (found when connecting, still a configuration error).
+    const cli: { env: Record<string, string>; variables: string[]; shows: string[] }[] = [
+      { env: { REDIS_CLUSTER_NODES: `a:${pw}@x` }, variables: ['REDIS_CLUSTER_NODES'], shows: [] },
+      {
+        env: { REDIS_URL: `http://:${pw}@127.0.0.1:6379`, REDIS_TLS: 'maybe' },
+        variables: ['REDIS_URL', 'REDIS_TLS'],
+        shows: ["'http://:***@127.0.0.1:6379'", "'maybe'"],
+      },
+      {
+        env: {
+          REDIS_CLUSTER_NODES: '127.0.0.1:1',
+          REDIS_TLS: 'true',
+          REDIS_TLS_CA: join(tmpdir(), `lt-no-such-ca-${hex()}.pem`),
+        },
+        variables: ['REDIS_TLS_CA'],
+        shows: ['lt-no-such-ca-', 'ENOENT'],
+      },
+    ];
+    const results = await Promise.all(cli.map((c) => runCli(['status'], { ...base, ...c.env }, 30_000)));
+    cli.forEach((c, i) => {
+      const r = results[i] as CliResult;
+      const what = c.variables.join(' + ');
+      expect(r.code, `${what}: ${r.stderr.replaceAll(pw, '<pw>')}`).toBe(3);
+      expect(r.stderr, what).toMatch(/^learner-transfer: /);
+      expect(r.stderr, what).not.toMatch(/unexpected error/);
+      for (const v of c.variables) expect(r.stderr, what).toMatch(new RegExp(`\\b${v}\\b`));
+      for (const s of c.shows) expect(r.stderr, what).toContain(s);
+      hidden(output(r), what);
+    });
+
+    // More shapes, in process: the same messages (loadConfig's ConfigError).
+    const more: { env: Record<string, string>; variable: string; shows?: string }[] = [
+      {
+        env: { REDIS_CLUSTER_NODES: `127.0.0.1:7000,user:${pw}@10.0.0.2:7000` },
+        variable: 'REDIS_CLUSTER_NODES',
+      },
+      {
+        env: { REDIS_SENTINELS: `u:${pw}@10.0.0.1:26379`, REDIS_SENTINEL_MASTER: 'ltmaster' },
+        variable: 'REDIS_SENTINELS',
+      },
+      // No scheme separator: the URL does not parse, the password is hidden all the same.
+      { env: { REDIS_URL: `redis//user:${pw}@127.0.0.1:6379` }, variable: 'REDIS_URL', shows: 'user:***@' },
+      // A password with an @ in it.
+      {
+        env: { REDIS_URL: `ftp://user:${pw}@x@127.0.0.1` },
+        variable: 'REDIS_URL',
+        shows: 'user:***@127.0.0.1',
+      },
+    ];
+    for (const c of more) {
+      let message = '';
+      try {
+        loadConfig({ ...base, ...c.env });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as Error).message;
+      }
+      expect(message, c.variable).toMatch(new RegExp(`\\b${c.variable}\\b`));
+      if (c.shows) expect(message, c.variable).toContain(c.shows);
+      hidden(message, c.variable);
+    }
+  });
+});
