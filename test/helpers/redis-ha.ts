@@ -543,6 +543,35 @@ function authArgs(access: NodeAccess): string[] {
   return access.password ? ['--requirepass', access.password, '--masterauth', access.password] : [];
 }
 
+/**
+ * A data node's arguments: listening (plain or TLS), credentials, the handle's directory, no persistence,
+ * and full syncs started at once (7.0 waits 5 s for more replicas to share a diskless transfer).
+ */
+function dataNodeArgs(
+  access: NodeAccess,
+  port: number,
+  cluster: boolean,
+  dir: string,
+  logFile: string,
+): string[] {
+  return [
+    ...listenArgs(access, port, cluster),
+    ...authArgs(access),
+    '--bind',
+    HOST,
+    '--dir',
+    dir,
+    '--logfile',
+    logFile,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--repl-diskless-sync-delay',
+    '0',
+  ];
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Cluster
 
@@ -609,21 +638,7 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
           dir,
           true,
           (port, logFile) => [
-            ...listenArgs(access, port, true),
-            ...authArgs(access),
-            '--bind',
-            HOST,
-            '--dir',
-            dir,
-            '--logfile',
-            logFile,
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            // Full syncs start at once (7.0 waits 5 s for more replicas to share a diskless transfer).
-            '--repl-diskless-sync-delay',
-            '0',
+            ...dataNodeArgs(access, port, true, dir, logFile),
             '--cluster-enabled',
             'yes',
             '--cluster-config-file',
@@ -836,21 +851,7 @@ export async function startSentinel(opts: RedisSentinelOptions = {}): Promise<Re
   };
 
   const dataArgs = (extra: string[]) => (port: number, logFile: string) => [
-    ...listenArgs(access, port, false),
-    ...authArgs(access),
-    '--bind',
-    HOST,
-    '--dir',
-    dir,
-    '--logfile',
-    logFile,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    // Full syncs start at once (7.0 waits 5 s for more replicas to share a diskless transfer).
-    '--repl-diskless-sync-delay',
-    '0',
+    ...dataNodeArgs(access, port, false, dir, logFile),
     ...extra,
   ];
 
@@ -1113,20 +1114,7 @@ export async function startStandalone(opts: RedisAccessOptions = {}): Promise<Re
     proc = await spawnRedis(
       dir,
       false,
-      (port, logFile) => [
-        ...listenArgs(access, port, false),
-        ...authArgs(access),
-        '--bind',
-        HOST,
-        '--dir',
-        dir,
-        '--logfile',
-        logFile,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-      ],
+      (port, logFile) => dataNodeArgs(access, port, false, dir, logFile),
       'a standalone server',
       access,
     );

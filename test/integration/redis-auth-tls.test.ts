@@ -21,6 +21,7 @@ import {
   startCluster,
   startSentinel,
   startStandalone,
+  type RedisStandaloneHandle,
   type TlsFiles,
 } from '../helpers/redis-ha.ts';
 
@@ -63,6 +64,26 @@ function wrongCase(variable: string, wrong: string): WrongCase {
   return { variable, wrong, env: { [variable]: wrong } };
 }
 
+/** A standalone server reached by `env`; the wrong case is its URL with another password in it. */
+function standaloneCase(
+  s: RedisStandaloneHandle,
+  env: Record<string, string>,
+): Awaited<ReturnType<Mode['start']>> {
+  const wrong = `Wrong/url+${hex()}`;
+  return {
+    env,
+    wrong: [
+      {
+        variable: 'REDIS_URL',
+        wrong,
+        env: { REDIS_URL: s.url.replace(encodeURIComponent(URL_PASSWORD), encodeURIComponent(wrong)) },
+      },
+    ],
+    pids: s.nodes.map((n) => n.pid),
+    stop: () => s.stop(),
+  };
+}
+
 const MODES: Mode[] = [
   {
     name: 'standalone over TLS (rediss:// with the password, REDIS_TLS_CA)',
@@ -72,19 +93,7 @@ const MODES: Mode[] = [
       const s = await startStandalone({ password: URL_PASSWORD, tls: { dir: tls.dir } });
       if (!s.url.startsWith('rediss://'))
         throw new Error(`startStandalone with TLS gave a ${s.url.split(':')[0]}:// URL`);
-      const wrong = `Wrong/url+${hex()}`;
-      return {
-        env: { REDIS_URL: s.url, REDIS_TLS_CA: tls.caFile },
-        wrong: [
-          {
-            variable: 'REDIS_URL',
-            wrong,
-            env: { REDIS_URL: s.url.replace(encodeURIComponent(URL_PASSWORD), encodeURIComponent(wrong)) },
-          },
-        ],
-        pids: s.nodes.map((n) => n.pid),
-        stop: () => s.stop(),
-      };
+      return standaloneCase(s, { REDIS_URL: s.url, REDIS_TLS_CA: tls.caFile });
     },
   },
   {
@@ -93,19 +102,7 @@ const MODES: Mode[] = [
     work: false,
     async start() {
       const s = await startStandalone({ password: URL_PASSWORD });
-      const wrong = `Wrong/url+${hex()}`;
-      return {
-        env: { REDIS_URL: s.url },
-        wrong: [
-          {
-            variable: 'REDIS_URL',
-            wrong,
-            env: { REDIS_URL: s.url.replace(encodeURIComponent(URL_PASSWORD), encodeURIComponent(wrong)) },
-          },
-        ],
-        pids: s.nodes.map((n) => n.pid),
-        stop: () => s.stop(),
-      };
+      return standaloneCase(s, { REDIS_URL: s.url });
     },
   },
   {
@@ -202,7 +199,7 @@ beforeAll(async () => {
   if (failed) throw failed.reason;
   const tokens = (live.values().next().value as Live).h.config.tokens.map((t) => t.secret);
   secrets = [PASSWORD, URL_PASSWORD, SENTINEL_PASSWORD, ...tokens].flatMap(forms);
-}, 40_000);
+}, 90_000);
 
 afterAll(async () => {
   const pids: number[] = [];
@@ -233,8 +230,9 @@ function runWrong(mode: string, w: WrongCase): Promise<CliResult> {
   let run = wrongRuns.get(key);
   if (!run) {
     const { h } = live.get(mode) as Live;
-    // `status` connects first: nothing else happens without Redis. 2 s is plenty for a local node.
-    run = runCli(['status'], { ...h.env, ...w.env, REDIS_CONNECT_TIMEOUT: '2s' }, 30_000);
+    // `status` connects first: nothing else happens without Redis. A refusal stops it at once, so the
+    // timeout only bounds a broken case; it is long enough for a TLS handshake on a busy machine.
+    run = runCli(['status'], { ...h.env, ...w.env, REDIS_CONNECT_TIMEOUT: '20s' }, 90_000);
     wrongRuns.set(key, run);
   }
   return run;
@@ -296,7 +294,9 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
         } finally {
           shared.disconnect();
         }
-      });
+        // Four topologies at once, each with its CLI processes: on two busy cores (the rest of the suite
+        // runs beside this file) one mode's enqueue + work + status can take over a minute.
+      }, 150_000);
 
       it('a wrong password fails (non-zero exit) and no password is shown', async ({ expect }) => {
         const { wrong } = live.get(mode.name) as Live;
@@ -313,7 +313,7 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
           // ...and shows neither the wrong password nor the right one.
           expectNoSecret(expect, text, `the output with a wrong ${w.variable}`, [w.wrong]);
         }
-      });
+      }, 120_000);
 
       it('a wrong password: the error names the variable and says the credentials were refused', async ({
         expect,
@@ -333,7 +333,7 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
           expect(r.code).toBe(3);
           expect(r.stderr).not.toMatch(/Unhandled error event/);
         }
-      });
+      }, 120_000);
     });
   }
 
