@@ -32,8 +32,26 @@ function environmentSecrets(): string[] {
     .split(',')
     .map((pair) => pair.slice(pair.indexOf(':') + 1).trim())
     .filter((t) => t.length >= 4);
-  const dashboard = process.env.DASHBOARD_TOKEN?.trim();
-  return dashboard ? [...tokens, dashboard] : tokens;
+  const others = [
+    process.env.DASHBOARD_TOKEN,
+    process.env.REDIS_PASSWORD,
+    process.env.REDIS_SENTINEL_PASSWORD,
+    ...urlPasswords(process.env.REDIS_URL),
+  ]
+    .map((v) => v?.trim())
+    .filter((v): v is string => v !== undefined && v.length >= 4);
+  return [...tokens, ...others];
+}
+
+/** The password of a Redis URL, as written and decoded (an error may quote either). */
+function urlPasswords(url: string | undefined): string[] {
+  if (!url) return [];
+  try {
+    const password = new URL(url).password;
+    return password ? [password, decodeURIComponent(password)] : [];
+  } catch {
+    return [];
+  }
 }
 
 /** Prints an error for a person (no stack for known errors) and returns the exit code. */
