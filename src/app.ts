@@ -16,6 +16,7 @@ import { Claims } from './claims/claims.ts';
 import { upgradeState } from './state-upgrade.ts';
 import { Durability } from './redis-durable.ts';
 import { LogThrottle } from './log-throttle.ts';
+import { seedPolicies, warnIfLimitsDiffer } from './limiter/policy.ts';
 
 export interface AppContext {
   config: Readonly<Config>;
@@ -61,11 +62,15 @@ export async function createContext(
   );
   const claims = new Claims(redis, keys);
   const producer = new Producer(queues, store, claims, keys);
+  // The fleet's limits live in Redis: seeded from LIMIT_* the first time a process works for an organization
+  // (its first acquire), followed from then on; a process whose LIMIT_* differ says so, once.
+  const limitsWarned = new Set<string>();
   const budget = new TransferBudget(redis, {
     prefix: config.queuePrefix,
     limitPerToken: config.limitPerToken,
     limitPerOrg: config.limitPerOrg,
     inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
+    seed: (org) => seedPolicies(redis, keys, [org], config, logger, limitsWarned),
   });
   const client = config.apiBaseUrl
     ? new LearnerApiClient({
@@ -79,6 +84,8 @@ export async function createContext(
   const durability = new Durability(redis, config.redisWaitTimeoutMs, logger);
   // State written by an earlier release is brought up to this one's layout once (claims from records).
   await upgradeState({ redis, keys, logger, orgs: config.orgs });
+  // Read-only: a command whose LIMIT_* differ from the limits in Redis says so (every process follows Redis).
+  await warnIfLimitsDiffer(redis, keys, config.orgs, config, logger, limitsWarned);
   return {
     config,
     logger,

@@ -22,6 +22,12 @@ export interface Keys {
   orgBlock(org: string): string;
   /** Limiter: pub/sub channel announcing budget returned early (release, unblock), for optional wake-ups. */
   limiterEvents(org: string): string;
+  /**
+   * Limiter: the organization's live policy (hash: `org`, `token`, `tok:<id>` as "max/windowMs",
+   * `reserve`, `paused`, `paused:<id>`, `seededFrom`; see src/limiter/policy.ts). In the org's slot, so
+   * acquire.lua reads it in the same atomic step as the budget.
+   */
+  policy(org: string): string;
   /** Outcome store: hash learnerId -> compact outcome record. */
   outcomes(org: string): string;
   /** Outcome store: sorted set of learner ids with a given outcome code, scored by time of the outcome. */
@@ -70,6 +76,11 @@ export interface Keys {
   claims(): string;
   /** Version of the Redis state layout this prefix holds (upgrades run once, see state-upgrade.ts). */
   stateVersion(): string;
+  /**
+   * Append-only log of changes made through the live controls (limits, pause, priority): a stream of
+   * who changed what and when (control-log.ts). Never trimmed: a few entries a day.
+   */
+  changes(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -84,6 +95,7 @@ export function createKeys(prefix: string): Keys {
     orgInflight: (org) => `${o(org)}:lim:org:inflight`,
     orgBlock: (org) => `${o(org)}:lim:org:block`,
     limiterEvents: (org) => `${o(org)}:lim:events`,
+    policy: (org) => `${o(org)}:policy`,
     outcomes: (org) => `${o(org)}:out`,
     outcomeIndex: (org, code) => `${o(org)}:out:idx:${code}`,
     outcomeIndexPrefix: (org) => `${o(org)}:out:idx:`,
@@ -104,5 +116,6 @@ export function createKeys(prefix: string): Keys {
     jobLock: (org, jobId) => `${prefix}:transfers-{${org}}:${jobId}:lock`,
     claims: () => `${prefix}:{claims}`,
     stateVersion: () => `${prefix}:state-version`,
+    changes: () => `${prefix}:changes`,
   };
 }

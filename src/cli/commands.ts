@@ -5,6 +5,8 @@ import { register as demo } from './demo.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as crawl } from './crawl.ts';
 import { register as enqueue } from './enqueue.ts';
+import { register as limits, registerChanges as changes } from './limits.ts';
+import { register as pause, registerResume as resume } from './pause.ts';
 import { register as plan } from './plan.ts';
 import { register as reconcile } from './reconcile.ts';
 import { register as repair } from './repair.ts';
@@ -32,6 +34,10 @@ export const commands: Register[] = [
   retry,
   repair,
   tokens,
+  limits,
+  pause,
+  resume,
+  changes,
   simulate,
   dashboard,
 ];

@@ -1,13 +1,15 @@
 import { Command } from 'commander';
 import { createContext } from '../app.ts';
 import { collectStatus, type Status } from '../outcomes/status.ts';
-import { humanizeMs } from '../duration.ts';
+import { formatRate, humanizeMs } from '../duration.ts';
+import { estimate } from '../eta.ts';
+import { paceOf } from '../limiter/policy.ts';
 import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
 import { loadCliConfig } from './shared.ts';
 
 export function formatStatus(s: Status): string {
   const lines: string[] = [
-    `status at ${s.at} (limits: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization)`,
+    `status at ${s.at} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
   ];
   // Only when it needs a person: a Redis that takes writes and has room is not news.
   if (s.redis && !s.redis.writable) lines.push(`REDIS: ${s.redis.message}`);
@@ -21,6 +23,16 @@ export function formatStatus(s: Status): string {
       `  jobs: ${o.jobs.waiting} waiting, ${o.jobs.delayed} delayed, ${o.jobs.active} active, ${o.jobs.failed} failed (kept)`,
     );
     const b = o.budget.org;
+    const rate = (x: { limit: number; windowMs: number }) =>
+      formatRate({ max: x.limit, windowMs: x.windowMs });
+    const tokenRates = [...new Set(o.budget.tokens.map(rate))];
+    lines.push(
+      `  limits${o.budget.policyStored ? ' (Redis)' : ' (LIMIT_*: none stored yet)'}: ` +
+        `${formatRate({ max: b.limit + o.budget.reserve, windowMs: b.windowMs })} per organization` +
+        (o.budget.reserve > 0 ? ` less a reserve of ${o.budget.reserve} (${rate(b)} for this tool)` : '') +
+        `, ${tokenRates.join(' / ') || '-'} per token`,
+    );
+    if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${b.paused.at} (resume --org ${o.org})`);
     lines.push(
       `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
         (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
@@ -31,10 +43,13 @@ export function formatStatus(s: Status): string {
         `  token ${t.tokenId}: ${t.used} used, ${t.inflight} in flight, ${t.remaining} of ${t.limit} left` +
           (t.blocked
             ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
-            : ''),
+            : '') +
+          (t.paused ? ` [PAUSED by ${t.paused.who} since ${t.paused.at}]` : ''),
       );
     }
-    lines.push(`  remaining ${o.remaining}: done in ${o.eta.text}`);
+    lines.push(
+      `  remaining ${o.remaining}: ${b.paused && o.remaining > 0 ? 'paused; at the current limits, ' : ''}done in ${o.eta.text}`,
+    );
   }
   return lines.join('\n');
 }
@@ -51,6 +66,26 @@ export function register(program: Command): void {
       const ctx = await createContext(config);
       try {
         const status = await collectStatus(ctx);
+        // The ETA at the limits every worker applies (the policy in Redis), not this environment's LIMIT_*.
+        for (const o of status.orgs) {
+          const pace = paceOf(o.budget);
+          if (pace.perOrg.max <= 0 && o.remaining > 0) {
+            o.eta = {
+              ms: Infinity,
+              boundBy: 'org',
+              availableNow: 0,
+              text: `never at these limits: the reserve leaves this tool nothing (limits set --org ${o.org} --reserve)`,
+            };
+            continue;
+          }
+          o.eta = estimate({
+            remaining: o.remaining,
+            tokens: pace.tokens,
+            perToken: pace.perToken,
+            perOrg: pace.perOrg,
+            availableNow: pace.availableNow,
+          });
+        }
         // Redis's and the service's words are in it: nothing a terminal would run.
         console.log(
           opts.json ? jsonForTerminal(JSON.stringify(status, null, 2)) : forTerminal(formatStatus(status)),

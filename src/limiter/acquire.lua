@@ -1,6 +1,7 @@
 --[[
   Acquire one transfer permit for ONE organization from a pool of its tokens: an exact sliding-window
-  log per token and per organization, all or nothing across both scopes.
+  log per token and per organization, all or nothing across both scopes, under the organization's live
+  policy (limits, reserve, pauses) read in the same atomic step.
 
   Input:
     KEYS[1]            org log         sorted set: permit id -> time the request is counted until (ms)
@@ -9,11 +10,12 @@
     KEYS[4]            lease hash      learner id -> "holder deadline contestedAt" (see Lease below)
     KEYS[5]            job lock        BullMQ's lock of the job asking (string: its token)
     KEYS[3i+3..3i+5]   token i's log, inflight and block (i = 1..n, same meanings), n >= 0
+    KEYS[3n+6]         policy hash     the organization's live policy (see Policy below; may be absent)
 
-    ARGV[1]  token limit: most permits per token window
-    ARGV[2]  token window (ms)
-    ARGV[3]  org limit: most permits per org window
-    ARGV[4]  org window (ms)
+    ARGV[1]  token limit: most permits per token window      (fallback when the policy has no `token`)
+    ARGV[2]  token window (ms)                               (idem)
+    ARGV[3]  org limit: most permits per org window          (fallback when the policy has no `org`)
+    ARGV[4]  org window (ms)                                 (idem)
     ARGV[5]  in-flight TTL (ms): the request timeout plus a margin for a server that counts late
     ARGV[6]  random suffix that makes the permit id unique
     ARGV[7]  learner id the permit is for ('' = no lease: a bare budget permit, as in benchmarks)
@@ -21,15 +23,32 @@
     ARGV[9]  the job's lock token, checked against KEYS[5] ('' = do not check)
     ARGV[10] lease grace (ms): how long an expired lease of another holder is contested before it is
              taken over (its holder may be alive with a response it could not record yet)
+    ARGV[10+i] token i's id (its non-secret fingerprint), for its policy fields
 
   Output:
-    {1, permitId, tokenIndex (1-based), now, tookOver}       granted (tookOver 1: the learner's lease
-                                                             was taken over from a holder that died)
+    {1, permitId, tokenIndex (1-based), now, tookOver, tokenKeyTtl, orgKeyTtl}
+        granted (tookOver 1: the learner's lease was taken over from a holder that died). The key TTLs
+        are the ones this step computed from the windows in effect: a settle passes them on, so no
+        write ever gives a log a shorter life than the window it is counted over needs.
     {0, waitMs, scope, allBlockedIndefinitely (0|1), now}    refused, nothing written but housekeeping
       scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock'
-      waitMs: no permit can exist before now + waitMs (unless a permit is released or a block lifted
-      early, both announced on the events channel). When every token (or the org) is blocked until an
-      unblock, waitMs is a sentinel (one window) and allBlockedIndefinitely is 1.
+             | 'paused'
+      waitMs: no permit can exist before now + waitMs (unless a permit is released, a block lifted or
+      the policy changed early; releases and unblocks are announced on the events channel, and so is
+      every policy change). When every token (or the org) is blocked until an unblock or paused, waitMs
+      is a sentinel (one window) and allBlockedIndefinitely is 1.
+
+  Policy (hash, written by `limits set`, `limits reset`, `pause`, `resume` and the first process of the
+  organization, which seeds it from LIMIT_*; src/limiter/policy.ts):
+    org = "max/windowMs"         the organization's limit          token = "max/windowMs"   per token
+    tok:<id> = "max/windowMs"    one token's own limit (overrides `token`)
+    reserve = N                  permits of each org window left to the organization's other clients:
+                                 the org scope grants at most org max - N (none when that is <= 0)
+    paused = JSON                the organization is paused: nothing is granted ('paused', for good)
+    paused:<id> = JSON           one token is paused: it is skipped (all paused: 'paused', for good)
+  A field that is absent falls back to ARGV (a hash never seeded: benchmarks, tests). Every process reads
+  the same hash in the same step as the budget, so the whole fleet enforces one policy, and a change
+  holds for every acquire after it, with no restart and no cache.
 
   Lease. At most one transfer call in flight per learner, whatever happens to job locks: a permit for a
   learner is granted only with its lease, written here in the same step. A job whose BullMQ lock is no
@@ -46,13 +65,17 @@
   + every in-flight entry. An in-flight entry whose deadline has passed (holder died or hung) is moved
   into the log with score = its deadline, the latest moment the server may have counted it; log entries
   older than the window are trimmed. So budget is never leaked for ever, and never freed early.
+  Key TTLs are only ever extended, never shortened (here, in settle.lua and in finish-attempt.lua): a
+  key lives at least window + in-flight TTL + 1 s after its last write, for the longest window any
+  write of it was made under.
 
   Why no window of the server ever holds more than N (proof sketch; keep it true):
     Request i is acquired at a_i, sent at send_i > a_i, counted by the server at some s_i in
     [send_i, response_i], and settled after its response: its log score is Redis TIME at settle, so
     score_i >= response_i >= s_i. A request that never got an answer keeps its in-flight entry until its
-    deadline d_i (abandon/expiry), which by the choice of TTL is >= s_i; release is only for a request
-    that provably never reached the server (no s_i at all).
+    deadline d_i = a_i + I (I = in-flight TTL: abandon/expiry), which by the choice of I (more than the
+    request timeout) is >= s_i; release is only for a request that provably never reached the server
+    (no s_i at all).
     Take any N+1 requests that the server counts inside one window of length W: rolling or fixed, any
     alignment, open or closed at either end (a calendar day is a fixed window). Then s_i >= s_j - W for
     any two of them. Let j be the one acquired last (scripts run one at a time, so acquires are totally
@@ -62,27 +85,65 @@
     contradiction. Scores are whole ms (floor of TIME): floor(score_i) >= floor(a_j) - W still holds,
     which is why the log counts score >= now - W and an entry frees at score + W + 1, not + W.
     The same argument holds per token and per organization, and a permit is written to both or neither.
+    It needs every such i still in the log at a_j: a trim at time t under window W removes only scores
+    < t - W <= a_j - W, and the key outlives score_i + W + 1 (its TTL, computed from W by the acquire of
+    i and passed on to its settle, is only ever extended).
+
+  When the policy changes (limits set/reset, a reserve). Say the scope's limit is (N, W) for every
+  acquire from time T on. The argument above needs all N+1 requests acquired under (N, W), i.e. at or
+  after T. A request counted at s_i >= T + I was acquired at a_i >= s_i - I >= T (the server counts a
+  request within I of its acquire, the same fact as d_i >= s_i). So the new limit holds in every server
+  window that begins at T + I or later: a lowered limit holds from one in-flight TTL after the change
+  at the latest (with the default REQUEST_TIMEOUT of 30 s, one minute). Windows that begin earlier may
+  still hold requests granted under the old limit before T: those were already sent, and nothing can
+  take them back. Every acquire after T counts everything in the log and in flight, old permits included,
+  so in practice the new limit holds as soon as the requests in flight at T are answered. A pause holds
+  from the step that writes it: no permit is granted after it; the calls in flight finish.
 
   Wait (exact): a scope with count C >= max frees a slot when k = C - max + 1 entries have left it.
   If the log holds >= k entries, that is when the k-th oldest ages out: score_k + W + 1 - now. Otherwise
   in-flight entries must leave too; one leaves no earlier than its settle (>= now) + W + 1, so W + 1 is
   the exact lower bound, and the caller simply asks again then. The refusal's wait =
-  max(org wait, min over tokens not blocked for good of max(token wait, token block ttl)).
+  max(org wait, min over tokens not blocked for good of max(token wait, token block ttl)). A policy
+  change can make a slot free earlier: callers must not sleep longer than the policy recheck bound.
 ]]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local tokenMax = tonumber(ARGV[1])
-local tokenWindow = tonumber(ARGV[2])
-local orgMax = tonumber(ARGV[3])
-local orgWindow = tonumber(ARGV[4])
 local inflightTtl = tonumber(ARGV[5])
-local tokenCount = (#KEYS - 5) / 3
+local tokenCount = (#KEYS - 6) / 3
+local policyKey = KEYS[#KEYS]
 local learner, holder, lockToken, leaseGrace = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]) or 0
 
+-- The live policy: absent fields fall back to ARGV.
+local policy = {}
+local flat = redis.call('HGETALL', policyKey)
+for i = 1, #flat, 2 do
+  policy[flat[i]] = flat[i + 1]
+end
+local function rate(field, max, window)
+  local v = policy[field]
+  if v then
+    local m, w = string.match(v, '^(%d+)/(%d+)$')
+    if m and tonumber(w) > 0 then
+      return tonumber(m), tonumber(w)
+    end
+  end
+  return max, window
+end
+local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
+local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
+orgMax = orgMax - math.max(0, tonumber(policy['reserve']) or 0)
+
 -- Keys vanish when idle: an entry matters for at most TTL + window after the write that made it.
-local tokenKeyTtl = tokenWindow + inflightTtl + 1000
 local orgKeyTtl = orgWindow + inflightTtl + 1000
+
+-- Never shortens a TTL (a key written under a longer window keeps its longer life).
+local function extend(key, ttl)
+  if redis.call('PTTL', key) < ttl then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
 
 -- Moves expired in-flight entries into the log at their deadline, trims the log to the window,
 -- and returns the numbers of log and in-flight entries.
@@ -93,7 +154,7 @@ local function refresh(logKey, inflightKey, window, keyTtl)
       redis.call('ZADD', logKey, 'GT', expired[i + 1], expired[i])
     end
     redis.call('ZREMRANGEBYSCORE', inflightKey, '-inf', now)
-    redis.call('PEXPIRE', logKey, keyTtl)
+    extend(logKey, keyTtl)
   end
   redis.call('ZREMRANGEBYSCORE', logKey, '-inf', string.format('(%d', now - window))
   return redis.call('ZCARD', logKey), redis.call('ZCARD', inflightKey)
@@ -141,6 +202,11 @@ if learner ~= '' then
   end
 end
 
+-- A paused organization gets nothing until it is resumed (the resume is announced on the events channel).
+if policy['paused'] then
+  return {0, orgWindow, 'paused', 1, now}
+end
+
 -- PTTL: -2 no block, -1 blocked until unblock, > 0 blocked for that many ms.
 local orgBlock = redis.call('PTTL', KEYS[3])
 if orgBlock == -1 then
@@ -150,19 +216,26 @@ local orgLog, orgInflight = refresh(KEYS[1], KEYS[2], orgWindow, orgKeyTtl)
 local orgWait = windowWait(KEYS[1], orgLog, orgInflight, orgMax, orgWindow)
 
 -- The usable token with the most room left, so load spreads over the pool (first one on a tie).
+-- A paused token is skipped like one blocked until unblock.
 local tokens = {}
 local best, bestRemaining = 0, 0
-local anyUsable = false
+local anyUsable, anyPaused = false, false
 for i = 1, tokenCount do
   local base = 3 * i + 2
+  local id = ARGV[10 + i] or ''
+  local max, window = rate('tok:' .. id, tokenMax, tokenWindow)
+  local keyTtl = window + inflightTtl + 1000
+  local paused = id ~= '' and policy['paused:' .. id] ~= nil
   local blockTtl = redis.call('PTTL', KEYS[base + 3])
-  local logCount, inflightCount = refresh(KEYS[base + 1], KEYS[base + 2], tokenWindow, tokenKeyTtl)
-  tokens[i] = {logCount, inflightCount, blockTtl}
-  if blockTtl ~= -1 then
+  local logCount, inflightCount = refresh(KEYS[base + 1], KEYS[base + 2], window, keyTtl)
+  tokens[i] = {logCount, inflightCount, blockTtl, max, window, keyTtl, paused}
+  if paused then
+    anyPaused = true
+  elseif blockTtl ~= -1 then
     anyUsable = true
   end
-  local remaining = tokenMax - logCount - inflightCount
-  if blockTtl == -2 and remaining > bestRemaining then
+  local remaining = max - logCount - inflightCount
+  if not paused and blockTtl == -2 and remaining > bestRemaining then
     best, bestRemaining = i, remaining
   end
 end
@@ -170,26 +243,30 @@ end
 if orgBlock == -2 and orgWait == 0 and best > 0 then
   local permitId = string.format('%d-%s', now, ARGV[6])
   local deadline = now + inflightTtl
+  local tokenKeyTtl = tokens[best][6]
   local inflightKey = KEYS[3 * best + 4]
   redis.call('ZADD', inflightKey, deadline, permitId)
-  redis.call('PEXPIRE', inflightKey, tokenKeyTtl)
+  extend(inflightKey, tokenKeyTtl)
   redis.call('ZADD', KEYS[2], deadline, permitId)
-  redis.call('PEXPIRE', KEYS[2], orgKeyTtl)
+  extend(KEYS[2], orgKeyTtl)
   if learner ~= '' then
     redis.call('HSET', KEYS[4], learner, string.format('%s %d 0', holder, deadline))
   end
-  return {1, permitId, best, now, tookOver}
+  return {1, permitId, best, now, tookOver, tokenKeyTtl, orgKeyTtl}
 end
 
 if not anyUsable then
+  if anyPaused then
+    return {0, tokenWindow, 'paused', 1, now}
+  end
   return {0, tokenWindow, 'blocked-token', 1, now}
 end
 
 local tokenWait, tokenScope = -1, 'token'
 for i = 1, tokenCount do
   local t = tokens[i]
-  if t[3] ~= -1 then
-    local wait = windowWait(KEYS[3 * i + 3], t[1], t[2], tokenMax, tokenWindow)
+  if t[3] ~= -1 and not t[7] then
+    local wait = windowWait(KEYS[3 * i + 3], t[1], t[2], t[4], t[5])
     local scope = 'token'
     if t[3] >= 0 and t[3] >= wait then
       wait, scope = t[3], 'blocked-token'

@@ -13,6 +13,7 @@ const SOURCES = {
   ltLimiterRelease: { lua: lua('release'), readOnly: false },
   ltLimiterBlock: { lua: lua('block'), readOnly: false },
   ltLimiterPeek: { lua: lua('peek'), readOnly: true },
+  ltLimiterPolicyChange: { lua: lua('policy-change'), readOnly: false },
 } as const;
 
 type Arg = string | number;

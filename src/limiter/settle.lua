@@ -10,7 +10,9 @@
     ARGV[2]  'response': a response arrived (any status): stamp Redis TIME now, which is after it.
              'abandon':  no response will come (timeout, reset after sending): the server may still
                          count the request until the in-flight deadline, so stamp max(now, deadline).
-    ARGV[3]  token key TTL (ms)   ARGV[4]  org key TTL (ms)
+    ARGV[3]  token key TTL (ms)   ARGV[4]  org key TTL (ms): the ones acquire returned with the permit
+             (computed from the windows in effect then). A TTL is only ever extended: a key written
+             under a longer window (before a limit change, or by another process) keeps its longer life.
 
   Output: the org scope's stamped time (ms), or -1 when abandon found nothing left in flight.
 
@@ -37,7 +39,9 @@ local function settle(logKey, inflightKey, keyTtl)
     redis.call('ZREM', inflightKey, permitId)
   end
   redis.call('ZADD', logKey, 'GT', score, permitId)
-  redis.call('PEXPIRE', logKey, keyTtl)
+  if redis.call('PTTL', logKey) < keyTtl then
+    redis.call('PEXPIRE', logKey, keyTtl)
+  end
   return score
 end
 

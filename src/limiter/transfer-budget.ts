@@ -1,12 +1,22 @@
 // The transfer budget: one exact sliding-window log per token and per organization in Redis, shared by
-// every worker process. The reasoning that makes it exact is in acquire.lua's header; this class only
-// checks its inputs, builds the keys and reads the scripts' replies.
+// every worker process, under the organization's live policy in Redis (policy.ts: limits, reserve,
+// pauses; the options' limits are only the fallback where none is stored). The reasoning that makes it
+// exact is in acquire.lua's header; this class only checks its inputs, builds the keys and reads the
+// scripts' replies.
 import { randomBytes } from 'node:crypto';
 import type { Rate } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../keys.ts';
 import { defineLimiterCommands, run, type LimiterCommands } from './scripts.ts';
 import type { RedisClient } from '../redis.ts';
+import {
+  effectiveLimits,
+  parsePause,
+  PolicyCache,
+  readPolicy,
+  type EffectiveLimits,
+  type LimitPolicy,
+} from './policy.ts';
 import type {
   Acquired,
   BudgetEvent,
@@ -30,6 +40,7 @@ const SCOPES: readonly RefusalScope[] = [
   'no-token',
   'lease',
   'lost-lock',
+  'paused',
 ];
 /** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
 const KEY_SLACK_MS = 1000;
@@ -83,10 +94,15 @@ export function inflightTtlFor(requestTimeoutMs: number): number {
 
 export class TransferBudget {
   readonly keys: Keys;
+  /** The fallback limits (LIMIT_*) and the in-flight TTL; the limits in effect are the policy's. */
   readonly options: Readonly<BudgetOptions>;
   private readonly commands: LimiterCommands;
-  private readonly tokenKeyTtlMs: number;
-  private readonly orgKeyTtlMs: number;
+  /** The longest key TTLs any acquire of this process computed (never less than the fallback's). */
+  private tokenKeyTtlMs: number;
+  private orgKeyTtlMs: number;
+  private readonly policies: PolicyCache;
+  /** Organizations this budget has seeded (or is seeding): see BudgetOptions.seed. */
+  private readonly seeded = new Map<string, Promise<void>>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -102,11 +118,31 @@ export class TransferBudget {
     this.commands = defineLimiterCommands(redis);
     this.tokenKeyTtlMs = options.limitPerToken.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
     this.orgKeyTtlMs = options.limitPerOrg.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
+    this.policies = new PolicyCache(redis, this.keys);
   }
 
-  /** Key TTLs of the token and org logs, for a script that settles a permit elsewhere (finish-attempt). */
+  /**
+   * Key TTLs of the token and org logs, for a script that settles a permit elsewhere (finish-attempt):
+   * the longest any acquire of this process computed from the windows in effect (the policy's), and at
+   * least the fallback's. Scripts only ever extend a TTL, so a longer one costs memory, never a count.
+   */
   get keyTtls(): { tokenMs: number; orgMs: number } {
     return { tokenMs: this.tokenKeyTtlMs, orgMs: this.orgKeyTtlMs };
+  }
+
+  /** The organization's policy as stored in Redis now (exact: one read). */
+  policy(org: string): Promise<LimitPolicy> {
+    checkOrg(org);
+    return readPolicy(this.redis, this.keys, org);
+  }
+
+  /**
+   * The limits in effect for an organization, read at most every 2 s (display paths, the 429 fallback
+   * block). acquire never uses this: it reads the policy in its own atomic step.
+   */
+  async limits(org: string): Promise<EffectiveLimits> {
+    checkOrg(org);
+    return effectiveLimits(await this.policies.get(org), this.options);
   }
 
   /**
@@ -116,12 +152,25 @@ export class TransferBudget {
    */
   async acquire(org: string, tokenIds: readonly string[], lease?: LeaseRequest): Promise<Acquired | Refused> {
     const pool = this.pool(org, tokenIds);
-    const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs } = this.options;
+    const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs, seed } = this.options;
+    if (seed) {
+      let seeding = this.seeded.get(org);
+      if (!seeding) {
+        // A seed that fails is tried again by the next acquire.
+        seeding = seed(org).catch((err: unknown) => {
+          this.seeded.delete(org);
+          throw err;
+        });
+        this.seeded.set(org, seeding);
+      }
+      await seeding;
+    }
     if (lease && (!Number.isSafeInteger(lease.learnerId) || /\s/.test(lease.holder) || !lease.holder)) {
       throw invalid('lease: expected a learner id and a holder without spaces');
     }
     const keys = this.scriptKeys(org, pool);
     keys.splice(3, 0, this.keys.lease(org), lease?.lockKey || this.keys.lease(org));
+    keys.push(this.keys.policy(org));
     const reply = list(
       await run(this.commands, 'ltLimiterAcquire', keys, [
         tok.max,
@@ -134,17 +183,23 @@ export class TransferBudget {
         lease?.holder ?? '',
         lease?.lockKey ? lease.lockToken : '',
         lease?.graceMs ?? 0,
+        ...pool,
       ]),
     );
     if (num(reply[0]) === 1) {
       const tokenId = pool[num(reply[2]) - 1];
       if (tokenId === undefined) throw new Error('limiter: acquire granted a token outside the pool');
+      const keyTtls = { tokenMs: num(reply[5]), orgMs: num(reply[6]) };
+      // Settles of this process keep every log at least as long as the windows in effect need.
+      this.tokenKeyTtlMs = Math.max(this.tokenKeyTtlMs, keyTtls.tokenMs);
+      this.orgKeyTtlMs = Math.max(this.orgKeyTtlMs, keyTtls.orgMs);
       return {
         ok: true,
         permitId: text(reply[1]),
         tokenId,
         now: num(reply[3]),
         tookOver: reply[4] !== undefined && num(reply[4]) === 1,
+        keyTtls,
       };
     }
     const scope = text(reply[2]) as RefusalScope;
@@ -224,37 +279,48 @@ export class TransferBudget {
     await this.redis.multi().del(key).publish(this.keys.limiterEvents(org), JSON.stringify(event)).exec();
   }
 
-  /** The budget as acquire would see it now, read-only (the script runs with the no-writes flag). */
+  /**
+   * The budget as acquire would see it now, under the same policy, read-only (the script runs with the
+   * no-writes flag).
+   */
   async peek(org: string, tokenIds: readonly string[]): Promise<BudgetView> {
     const pool = this.pool(org, tokenIds);
     const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
     const reply = list(
-      await run(this.commands, 'ltLimiterPeek', this.scriptKeys(org, pool), [
-        tok.max,
-        tok.windowMs,
-        perOrg.max,
-        perOrg.windowMs,
-      ]),
+      await run(
+        this.commands,
+        'ltLimiterPeek',
+        [...this.scriptKeys(org, pool), this.keys.policy(org)],
+        [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, ...pool],
+      ),
     );
-    const scope = (raw: unknown, rate: Rate): ScopeView => {
-      const [used, inflight, nextFree, reason, blockTtl] = list(raw).map((v, i) =>
-        i === 3 ? text(v) : num(v),
-      );
-      const u = used as number;
-      const f = inflight as number;
-      const ttl = blockTtl as number;
+    const scope = (raw: unknown): ScopeView & { override: boolean } => {
+      const v = list(raw);
+      const used = num(v[0]);
+      const inflight = num(v[1]);
+      const ttl = num(v[4]);
+      const limit = num(v[5]);
       return {
-        used: u,
-        inflight: f,
-        remaining: Math.max(0, rate.max - u - f),
-        limit: rate.max,
-        windowMs: rate.windowMs,
-        nextFreeInMs: nextFree as number,
-        blocked: ttl === -2 ? null : { reason: reason as string, remainingMs: ttl === -1 ? null : ttl },
+        used,
+        inflight,
+        remaining: Math.max(0, limit - used - inflight),
+        limit,
+        windowMs: num(v[6]),
+        nextFreeInMs: num(v[2]),
+        blocked: ttl === -2 ? null : { reason: text(v[3]), remainingMs: ttl === -1 ? null : ttl },
+        paused: parsePause(text(v[7])),
+        override: num(v[8]) === 1,
       };
     };
-    const tokens: TokenView[] = pool.map((tokenId, i) => ({ tokenId, ...scope(reply[i + 2], tok) }));
-    return { now: num(reply[0]), org: scope(reply[1], perOrg), tokens };
+    const tokens: TokenView[] = pool.map((tokenId, i) => ({ tokenId, ...scope(reply[i + 2]) }));
+    const { override: _reserved, ...orgView } = scope(reply[1]);
+    return {
+      now: num(reply[0]),
+      org: orgView,
+      tokens,
+      policyStored: num(reply[pool.length + 2]) === 1,
+      reserve: num(reply[pool.length + 3]),
+    };
   }
 
   private async finish(

@@ -5,8 +5,18 @@ import type { Rate } from '../duration.ts';
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
   prefix: string;
+  /**
+   * The fallback limits (LIMIT_*): used only where the organization's policy in Redis has no value
+   * (a policy never seeded: benchmarks, tests). Everything else follows the policy (policy.ts).
+   */
   limitPerToken: Rate;
   limitPerOrg: Rate;
+  /**
+   * Called once per organization before this budget's first acquire for it: createContext seeds the
+   * organization's policy from LIMIT_* there (the first time a process works for it), so that commands
+   * that only read write nothing. Absent: nothing is seeded (benchmarks, tests of the fallback).
+   */
+  seed?: (org: string) => Promise<void>;
   /**
    * How long a permit stays in flight when its holder never settles it (crash, hang): the request
    * timeout plus a margin for a server that counts a request after the client gave up on it. Must be
@@ -22,6 +32,11 @@ export type Acquired = {
   now: number;
   /** The learner's lease was taken over from an attempt that never finished: its call may have happened. */
   tookOver: boolean;
+  /**
+   * Key TTLs computed by this acquire from the windows in effect (token's and organization's): the
+   * settle of this permit passes them on, so its log entry is kept as long as its window needs.
+   */
+  keyTtls: { tokenMs: number; orgMs: number };
 };
 
 /**
@@ -41,10 +56,12 @@ export interface LeaseRequest {
 
 /**
  * What held the refusal: the scope whose wait is the longest. 'lease': another attempt holds the
- * learner's lease; 'lost-lock': the job's BullMQ lock is no longer this worker's (do not send).
+ * learner's lease; 'lost-lock': the job's BullMQ lock is no longer this worker's (do not send);
+ * 'paused': the organization, or every usable token of it, is paused (`learner-transfer pause`) until
+ * a resume (allBlockedIndefinitely is then true).
  */
 export type RefusalScope =
-  'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock';
+  'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock' | 'paused';
 
 export type Refused = {
   ok: false;
@@ -66,32 +83,56 @@ export interface BlockView {
   remainingMs: number | null;
 }
 
+/** Who paused an organization or a token, and when (ISO time): `cli:user@host` or `dashboard:...`. */
+export interface PauseInfo {
+  who: string;
+  at: string;
+}
+
 export interface ScopeView {
   /** Permits counted in the window that are no longer in flight (settled or expired). */
   used: number;
   /** Permits in flight: acquired, not yet settled, deadline not passed. */
   inflight: number;
   remaining: number;
+  /**
+   * The limit acquire enforces now, from the policy in Redis (or the fallback): for the organization,
+   * its configured limit less the reserve (see BudgetView.reserve).
+   */
   limit: number;
   windowMs: number;
   /** 0 when the window has room; else the ms until it has (blocks aside, see `blocked`). */
   nextFreeInMs: number;
   blocked: BlockView | null;
+  /** Paused by `learner-transfer pause` (null when not). */
+  paused: PauseInfo | null;
 }
 
 export interface TokenView extends ScopeView {
   tokenId: string;
+  /** The token has a limit of its own (`limits set --token ID --per-token N/DUR`). */
+  override: boolean;
 }
 
 export interface BudgetView {
   now: number;
   org: ScopeView;
   tokens: TokenView[];
+  /** Permits of each org window kept for the organization's other clients (org.limit excludes them). */
+  reserve: number;
+  /** Whether a policy is stored in Redis for the organization (false: the fallback limits apply). */
+  policyStored: boolean;
 }
 
-/** Published on keys.limiterEvents(org) when budget comes back earlier than a refusal predicted. */
+/**
+ * Published on keys.limiterEvents(org) when budget comes back earlier than a refusal predicted
+ * ('release', 'unblock'), and on every change of the organization's policy ('policy': limits set or
+ * reset, pause, resume), so that a subscriber can ask again at once.
+ */
 export interface BudgetEvent {
-  event: 'release' | 'unblock';
+  event: 'release' | 'unblock' | 'policy';
   org: string;
   tokenId: string | null;
+  /** For 'policy': what changed (`limits.set`, `limits.reset`, `pause`, `resume`, `seed`). */
+  change?: string;
 }

@@ -166,7 +166,7 @@ if mode ~= '' and permitId ~= '' and not replay then
       end
       if deadline then redis.call('ZREM', inflightKey, permitId) end
       redis.call('ZADD', logKey, 'GT', score, permitId)
-      redis.call('PEXPIRE', logKey, keyTtl)
+      if redis.call('PTTL', logKey) < keyTtl then redis.call('PEXPIRE', logKey, keyTtl) end
     end
     settle(KEYS[7], KEYS[8], tonumber(ARGV[9]))
     settle(KEYS[9], KEYS[10], tonumber(ARGV[10]))

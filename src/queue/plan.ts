@@ -1,14 +1,15 @@
 // plan: what a source would enqueue and how long it would take, with no queue writes and no transfer
 // calls. The learners come from a CSV, a dry-run crawl or a dry-run reconcile; each is classified the
 // way the producer would (new, already queued, already done; a forced reconcile re-opens the done),
-// and the ETA comes from eta.ts at the configured limits and the budget already used in the current
-// window (limiter peek, a read-only script). Jobs already waiting in the organization's queue are
+// and the ETA comes from eta.ts at the limits in effect (the organization's policy in Redis, read by the
+// limiter peek, a read-only script) and the budget already used in the current window. Jobs already waiting in the organization's queue are
 // spent first, so they count toward the ETA.
 import { Queue } from 'bullmq';
 import type { AppContext } from '../app.ts';
 import { tokensOf } from '../config.ts';
 import { formatRate, type Rate } from '../duration.ts';
 import { estimate, type Eta } from '../eta.ts';
+import { paceOf } from '../limiter/policy.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import { jobCounts } from './queues.ts';
 import { readCsv } from './sources/csv.ts';
@@ -69,10 +70,20 @@ export function describeEta(
   perOrg: Rate,
   availableNow: number,
 ): { eta: Eta; periods: number; periodMs: number; text: string } {
+  const head = `${n(learners)} learner${learners === 1 ? '' : 's'} for ${org}`;
+  if (perOrg.max <= 0 && work > 0 && tokens > 0) {
+    // `limits set --reserve` as large as the organization's limit: this tool may spend nothing.
+    const text = 'never at these limits: the reserve leaves this tool nothing';
+    return {
+      eta: { ms: Infinity, boundBy: 'org', availableNow: 0, text },
+      periods: Infinity,
+      periodMs: perOrg.windowMs,
+      text: `${head}: ${text}`,
+    };
+  }
   const eta = estimate({ remaining: work, tokens, perToken, perOrg, availableNow });
   const byToken = eta.boundBy === 'token';
   const periodMs = byToken ? perToken.windowMs : perOrg.windowMs;
-  const head = `${n(learners)} learner${learners === 1 ? '' : 's'} for ${org}`;
   if (work <= 0) return { eta, periods: 0, periodMs, text: `${head}: nothing to transfer` };
   if (tokens === 0) return { eta, periods: Infinity, periodMs, text: `${head}: ${eta.text}` };
   const periods = 1 + Math.round(eta.ms / periodMs);
@@ -108,19 +119,17 @@ export async function planOrgs(
     }
     const backlog = await queueBacklog(deps, org);
     const tokenIds = tokensOf(config, org).map((t) => t.id);
+    // At the limits every worker applies (the policy in Redis: limits, reserve, pauses), from a peek.
     const view = await deps.budget.peek(org, tokenIds);
-    const usable = view.tokens.filter((t) => !t.blocked);
-    const availableNow = Math.min(
-      view.org.blocked ? 0 : view.org.remaining,
-      usable.reduce((a, t) => a + t.remaining, 0),
-    );
+    const pace = paceOf(view);
+    const availableNow = pace.availableNow;
     const d = describeEta(
       org,
       ids.length,
       backlog + toEnqueue,
-      tokenIds.length,
-      config.limitPerToken,
-      config.limitPerOrg,
+      pace.tokens,
+      pace.perToken,
+      pace.perOrg,
       availableNow,
     );
     const extra = [

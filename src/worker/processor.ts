@@ -8,6 +8,7 @@ import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../config.ts';
 import type { TransferBudget } from '../limiter/index.ts';
+import { POLICY_RECHECK_MS } from '../limiter/policy.ts';
 import { scrubError, secretScrubber, type Logger } from '../log.ts';
 import { MAX_RETRY_AFTER_MS } from '../api/retry-after.ts';
 import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
@@ -58,12 +59,16 @@ export interface ProcessResult {
 /** The most of a response body kept in the audit stream (a transfer result is a few KB). */
 const MAX_AUDIT_BODY = 256 * 1024;
 
-/** While every token is refused (401), look again this often: an operator may unpause them. */
-const UNAUTHORIZED_RECHECK_MS = 60_000;
-
-/** How long a token is blocked after a 429 without Retry-After: a tenth of its window, at most a minute. */
-function defaultBlockMs(config: Readonly<Config>): number {
-  return Math.max(100, Math.min(60_000, Math.floor(config.limitPerToken.windowMs / 10)));
+/**
+ * How long a token is blocked after a 429 without Retry-After: a tenth of its window (the window in
+ * effect, from the policy in Redis), at most a minute.
+ */
+async function defaultBlockMs(budget: TransferBudget, org: string, tokenId: string): Promise<number> {
+  const rate = await budget
+    .limits(org)
+    .then((l) => l.token(tokenId))
+    .catch(() => budget.options.limitPerToken);
+  return Math.max(100, Math.min(60_000, Math.floor(rate.windowMs / 10)));
 }
 
 /** First block of an unreachable service: the backoff, kept between 100 ms and 5 s; doubles up to a minute. */
@@ -88,6 +93,7 @@ export function createProcessor(deps: ProcessorDeps) {
   const tokensByOrg = new Map<string, TokenRef[]>();
   for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
   const lastAlert = new Map<string, number>();
+  const lastPauseNote = new Map<string, number>();
   const scrub = secretScrubber(config.tokens.map((t) => t.secret));
   /**
    * Per organization: network errors in a row, how far the unreachable block has grown, when it ends,
@@ -194,7 +200,18 @@ export function createProcessor(deps: ProcessorDeps) {
           await job.moveToDelayed(Date.now() + permit.waitMs, jobToken);
           throw new DelayedError();
         }
-        if (permit.allBlockedIndefinitely) {
+        if (permit.scope === 'paused') {
+          // Paused by an operator (`learner-transfer pause`): nothing is sent until `resume`, which the
+          // next acquire sees (this sleep is bounded, see POLICY_RECHECK_MS). Said once a minute.
+          const now = Date.now();
+          if ((lastPauseNote.get(org) ?? 0) < now - 60_000) {
+            lastPauseNote.set(org, now);
+            logger.info(
+              { org },
+              `organization '${org}' is paused (or every token of it): no new transfer is sent until 'learner-transfer resume --org ${org}'`,
+            );
+          }
+        } else if (permit.allBlockedIndefinitely) {
           const now = Date.now();
           if ((lastAlert.get(org) ?? 0) < now - 60_000) {
             lastAlert.set(org, now);
@@ -204,10 +221,10 @@ export function createProcessor(deps: ProcessorDeps) {
             );
           }
         }
-        // Sleep exactly until a permit can exist (while every token is refused, look again each minute).
-        const waitMs = permit.allBlockedIndefinitely
-          ? Math.min(permit.waitMs, UNAUTHORIZED_RECHECK_MS)
-          : permit.waitMs;
+        // Sleep until a permit can exist, but never longer than the policy recheck bound: a resume, a raised
+        // limit, a smaller reserve or an unpaused token applies within seconds. While every token is refused
+        // (401) or the organization is paused, waitMs is only a sentinel and this bound is the recheck.
+        const waitMs = Math.min(permit.waitMs, POLICY_RECHECK_MS);
         await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
         throw Worker.RateLimitError();
       }
@@ -434,7 +451,7 @@ export function createProcessor(deps: ProcessorDeps) {
           const ms =
             outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
               ? Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
-              : defaultBlockMs(config);
+              : await defaultBlockMs(budget, org, token.id);
           await budget.block(org, token.id, Math.max(1, ms), '429');
           logger.warn(
             { ...logLine, blockMs: ms },

@@ -399,6 +399,7 @@ describe('TransferBudget.peek', () => {
       windowMs: 2000,
       nextFreeInMs: 0,
       blocked: null,
+      paused: null,
     });
     expect(v.tokens).toEqual([
       {
@@ -410,8 +411,13 @@ describe('TransferBudget.peek', () => {
         windowMs: 2000,
         nextFreeInMs: 0,
         blocked: null,
+        paused: null,
+        override: false,
       },
     ]);
+    // No policy stored: the fallback limits, no reserve.
+    expect(v.policyStored).toBe(false);
+    expect(v.reserve).toBe(0);
   });
 });
 

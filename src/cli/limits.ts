@@ -1,0 +1,343 @@
+// `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
+// live, every change in the change log with who made it.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createContext, requireOrg, type AppContext } from '../app.ts';
+import { tokensOf, type Config } from '../config.ts';
+import { cliActor, readChanges, type ChangeEntry } from '../control-log.ts';
+import { formatDuration, formatRate, parseRate, type Rate } from '../duration.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { envDifferences, POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from '../limiter/policy.ts';
+import {
+  checkLimitChange,
+  describeLimits,
+  resetLimits,
+  setLimits,
+  type LimitChange,
+} from '../limiter/policy-control.ts';
+import type { BudgetView, PauseInfo } from '../limiter/types.ts';
+import { TOKEN_ID_RE } from '../token-orgs.ts';
+import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
+import { loadCliConfig, positiveInt } from './shared.ts';
+
+export function rateOption(flag: string) {
+  return (value: string): Rate => {
+    const rate = parseRate(value);
+    if (!rate) {
+      throw new InvalidArgumentError(
+        `${flag} expects N/DURATION like 100/1h (units ms, s, m, h, d), got '${value}'`,
+      );
+    }
+    return rate;
+  };
+}
+
+export function tokenIdOption(value: string): string {
+  if (!TOKEN_ID_RE.test(value)) {
+    throw new InvalidArgumentError(
+      `--token expects a token id of 12 hex digits (see tokens list), got '${value}'`,
+    );
+  }
+  return value;
+}
+
+function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
+  const share = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(value);
+  if (share) {
+    const p = Number(share[1]);
+    if (p >= 0 && p <= 100) return { share: p };
+  } else if (/^\s*\d+\s*$/.test(value) && Number.isSafeInteger(Number(value))) {
+    return { count: Number(value) };
+  }
+  throw new InvalidArgumentError(
+    `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
+  );
+}
+
+/** The org must be one of this environment's; a token given must be one of that org's. */
+export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?: string): void {
+  requireOrg(config, org);
+  if (tokenId === undefined) return;
+  const ids = tokensOf(config as Config, org).map((t) => t.id);
+  if (!ids.includes(tokenId)) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `--token ${tokenId} is not a token of '${org}' in LEARNER_API_TOKENS (its tokens: ${ids.join(', ')})`,
+    );
+  }
+}
+
+const pausedText = (p: PauseInfo | null) => (p ? `PAUSED by ${p.who} since ${p.at}` : 'no');
+
+export interface OrgLimits {
+  org: string;
+  /** Limits are stored in Redis (false: every process uses its own LIMIT_*). */
+  stored: boolean;
+  perOrg: string;
+  perToken: string;
+  reserve: number;
+  reserveShare: string | null;
+  /** What this tool may spend per org window: perOrg less the reserve. */
+  usableOrgLimit: string;
+  paused: PauseInfo | null;
+  seededFrom: LimitPolicy['seededFrom'];
+  environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string };
+  /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
+  differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
+  tokens: Array<{
+    tokenId: string;
+    limit: string;
+    override: boolean;
+    paused: PauseInfo | null;
+    /** Filled by the learning step (issue 13 item 3): null until then. */
+    learned: string | null;
+    /** 429 answers per token: filled by the learning step, null until then. */
+    rateLimited: number | null;
+  }>;
+}
+
+export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLimits> {
+  const config = ctx.config;
+  const policy = await ctx.budget.policy(org);
+  const ids = tokensOf(config as Config, org).map((t) => t.id);
+  // Tokens with a limit of their own or a pause stored by another host's environment are shown too.
+  for (const id of [...Object.keys(policy.tokens), ...Object.keys(policy.pausedTokens)]) {
+    if (!ids.includes(id)) ids.push(id);
+  }
+  const view: BudgetView = await ctx.budget.peek(org, ids);
+  const perOrg = policy.perOrg ?? config.limitPerOrg;
+  return {
+    org,
+    stored: policy.stored,
+    perOrg: formatRate(perOrg),
+    perToken: formatRate(policy.perToken ?? config.limitPerToken),
+    reserve: policy.reserve,
+    reserveShare: policy.reserveShare === null ? null : `${policy.reserveShare}%`,
+    usableOrgLimit: `${Math.max(0, perOrg.max - policy.reserve)}/${formatDuration(perOrg.windowMs)}`,
+    paused: policy.paused,
+    seededFrom: policy.seededFrom,
+    environment: {
+      LIMIT_PER_TOKEN: formatRate(config.limitPerToken),
+      LIMIT_PER_ORG: formatRate(config.limitPerOrg),
+    },
+    differsFromEnvironment: envDifferences(policy, config),
+    tokens: view.tokens.map((t) => ({
+      tokenId: t.tokenId,
+      limit: formatRate({ max: t.limit, windowMs: t.windowMs }),
+      override: t.override,
+      paused: t.paused,
+      learned: null,
+      rateLimited: null,
+    })),
+  };
+}
+
+export function formatLimits(l: OrgLimits): string {
+  const lines = [
+    `${l.org}: ${
+      l.stored
+        ? `limits in Redis${l.seededFrom ? ` (seeded from LIMIT_PER_TOKEN=${l.seededFrom.LIMIT_PER_TOKEN} LIMIT_PER_ORG=${l.seededFrom.LIMIT_PER_ORG})` : ''}`
+        : 'no limits stored in Redis: each process uses its own LIMIT_*'
+    }`,
+    `  organization   ${l.perOrg}` +
+      (l.reserve > 0
+        ? `, reserve ${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''} for its other clients: this tool spends at most ${l.usableOrgLimit}`
+        : ', no reserve'),
+    `  per token      ${l.perToken} (default)`,
+    `  paused         ${pausedText(l.paused)}`,
+    `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(8)} ${'429s'.padEnd(5)} paused`,
+  ];
+  for (const t of l.tokens) {
+    lines.push(
+      `  ${t.tokenId.padEnd(14)} ${`${t.limit}${t.override ? ' own' : ''}`.padEnd(14)} ${(t.learned ?? '-').padEnd(8)} ${String(t.rateLimited ?? '-').padEnd(5)} ${pausedText(t.paused)}`,
+    );
+  }
+  for (const d of l.differsFromEnvironment) {
+    lines.push(
+      `  note: ${d.variable}=${d.env} in this environment differs from Redis (${d.stored}): every worker follows Redis ('limits reset --org ${l.org}' applies LIMIT_*)`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** One line per changed field: "perToken 20/2s -> 5/2s". */
+export function describeChange(details: Record<string, unknown>): string {
+  const before = (details.before ?? {}) as Record<string, unknown>;
+  const after = (details.after ?? {}) as Record<string, unknown>;
+  const show = (v: unknown) =>
+    v === null || v === undefined
+      ? '-'
+      : typeof v === 'object'
+        ? 'who' in (v as object)
+          ? `by ${(v as PauseInfo).who}`
+          : JSON.stringify(v)
+        : String(v);
+  const parts: string[] = [];
+  for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (JSON.stringify(before[k]) === JSON.stringify(after[k])) continue;
+    if (k === 'tokens') {
+      // Token limits of their own, one by one: "token 1a2b3c4d5e6f - -> 5/2s".
+      const b = (before[k] ?? {}) as Record<string, string>;
+      const a = (after[k] ?? {}) as Record<string, string>;
+      for (const id of new Set([...Object.keys(b), ...Object.keys(a)])) {
+        if (b[id] !== a[id]) parts.push(`token ${id} ${show(b[id])} -> ${show(a[id])}`);
+      }
+      continue;
+    }
+    parts.push(`${k} ${show(before[k])} -> ${show(after[k])}`);
+  }
+  return parts.join(', ') || 'no change';
+}
+
+export function formatChange(e: ChangeEntry): string {
+  return [
+    e.at,
+    e.who,
+    e.action,
+    e.org ?? '-',
+    e.tokenId ? `token ${e.tokenId}` : '',
+    describeChange(e.details),
+  ]
+    .filter(Boolean)
+    .join('  ');
+}
+
+function summary(org: string, before: LimitPolicy, after: LimitPolicy): string {
+  const text = describeChange({ before: describeLimits(before), after: describeLimits(after) });
+  return `${org}: ${text === 'no change' ? 'limits unchanged' : text}`;
+}
+
+interface SetFlags {
+  org: string;
+  perOrg?: Rate;
+  perToken?: Rate;
+  token?: string;
+  reserve?: LimitChange['reserve'];
+}
+
+export function register(program: Command): void {
+  const limits = program
+    .command('limits')
+    .description(
+      "The fleet's limits per organization and per token, stored in Redis: show them, change them live, reset them to LIMIT_*",
+    );
+  limits
+    .command('show')
+    .description(
+      'Limits per organization and token as every worker applies them, the reserve, pauses, and how they differ from LIMIT_*',
+    )
+    .option('--org <key>', 'one organization (default: every organization with a token)')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { org?: string; json?: boolean }) => {
+      const config = loadCliConfig({ requireTokens: true });
+      const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
+      const ctx = await createContext(config);
+      try {
+        const out: OrgLimits[] = [];
+        for (const org of orgs) out.push(await collectLimits(ctx, org));
+        console.log(
+          opts.json
+            ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
+            : forTerminal(out.map(formatLimits).join('\n\n')),
+        );
+      } finally {
+        await ctx.close();
+      }
+    });
+  limits
+    .command('set')
+    .description(
+      'Change the limits of an organization (or of one token) for every worker on every host, within seconds, with no restart',
+    )
+    .requiredOption('--org <key>', 'organization')
+    .addOption(
+      new Option('--per-org <N/DUR>', "the organization's limit, like 1000/1d").argParser(
+        rateOption('--per-org'),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--per-token <N/DUR>',
+        'the limit of each token (with --token: of that token only), like 100/1h',
+      ).argParser(rateOption('--per-token')),
+    )
+    .addOption(
+      new Option('--token <id>', 'with --per-token: the token id (as tokens list shows it)').argParser(
+        tokenIdOption,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--reserve <N|P%>',
+        "permits of each organization window kept for the organization's other clients (a number, or a share of --per-org)",
+      ).argParser(reserveOption),
+    )
+    .action(async (opts: SetFlags) => {
+      const config = loadCliConfig({ requireTokens: true });
+      checkOrgAndToken(config, opts.org, opts.token);
+      const change: LimitChange = {
+        ...(opts.perOrg ? { perOrg: opts.perOrg } : {}),
+        ...(opts.perToken ? { perToken: opts.perToken } : {}),
+        ...(opts.token ? { tokenId: opts.token } : {}),
+        ...(opts.reserve ? { reserve: opts.reserve } : {}),
+      };
+      checkLimitChange(opts.org, change);
+      const ctx = await createContext(config);
+      try {
+        // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
+        await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
+        const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
+        console.log(forTerminal(summary(opts.org, r.before, r.after)));
+        const perOrg = r.after.perOrg ?? config.limitPerOrg;
+        if (r.after.reserve >= perOrg.max) {
+          console.log(
+            `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
+          );
+        }
+        console.log(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+      } finally {
+        await ctx.close();
+      }
+    });
+  limits
+    .command('reset')
+    .description(
+      "Set an organization's limits back to LIMIT_PER_TOKEN / LIMIT_PER_ORG of this environment (no token limits of their own, no reserve)",
+    )
+    .requiredOption('--org <key>', 'organization')
+    .action(async (opts: { org: string }) => {
+      const config = loadCliConfig({ requireTokens: true });
+      requireOrg(config, opts.org);
+      const ctx = await createContext(config);
+      try {
+        const r = await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
+        console.log(forTerminal(summary(opts.org, r.before, r.after)));
+        console.log(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+      } finally {
+        await ctx.close();
+      }
+    });
+}
+
+export function registerChanges(program: Command): void {
+  program
+    .command('changes')
+    .description('The log of changes made through the live controls (limits, pause, resume): who, what, when')
+    .option('--org <key>', 'only the changes of this organization')
+    .option('--limit <n>', 'how many, newest first (default 50)', positiveInt('--limit', 100_000))
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { org?: string; limit?: number; json?: boolean }) => {
+      const config = loadCliConfig();
+      const ctx = await createContext(config);
+      try {
+        const entries = await readChanges(ctx.redis, ctx.keys, {
+          count: opts.limit ?? 50,
+          ...(opts.org ? { org: opts.org } : {}),
+        });
+        if (opts.json) console.log(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
+        else if (entries.length === 0) console.log('no change recorded');
+        else console.log(forTerminal(entries.map(formatChange).join('\n')));
+      } finally {
+        await ctx.close();
+      }
+    });
+}

@@ -1,0 +1,210 @@
+// The live controls of an organization's policy: limits set / reset, pause and resume. Each change is
+// one atomic script on the policy hash (policy-change.lua) that also announces it on the limiter events
+// channel; then it is appended to the change log (control-log.ts) with who made it and the values
+// before and after. The CLI and the dashboard both call these.
+import { appendChange } from '../control-log.ts';
+import { formatRate, type Rate } from '../duration.ts';
+import { LearnerTransferError } from '../errors.ts';
+import { isValidOrgKey, type Keys } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
+import { encodeRate, parsePolicy, seedRecord, type FallbackLimits, type LimitPolicy } from './policy.ts';
+import { defineLimiterCommands, run } from './scripts.ts';
+import type { BudgetEvent, PauseInfo } from './types.ts';
+
+const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export interface LimitChange {
+  perOrg?: Rate;
+  /** With tokenId: that token's own limit; without: the default limit of every token. */
+  perToken?: Rate;
+  tokenId?: string;
+  /** Permits kept for the organization's other clients, as a number or a share (percent) of perOrg. */
+  reserve?: { count: number } | { share: number };
+}
+
+export interface PolicyChangeResult {
+  before: LimitPolicy;
+  after: LimitPolicy;
+  /** Stream id of the change log entry; null when nothing changed (nothing is logged then). */
+  changeId: string | null;
+}
+
+interface ScriptChange {
+  set?: Record<string, string>;
+  setnx?: Record<string, string>;
+  del?: string[];
+  delPrefix?: string;
+  share?: number | null;
+  fallbackOrg?: string;
+}
+
+function invalid(message: string): LearnerTransferError {
+  return new LearnerTransferError('LT_USAGE', message);
+}
+
+function check(org: string, tokenId?: string | null): void {
+  if (!isValidOrgKey(org)) throw invalid(`--org expects an organization key (letters, digits, _ or -)`);
+  if (tokenId != null && !TOKEN_ID_RE.test(tokenId)) {
+    throw invalid('--token expects a token id (a fingerprint, as `learner-transfer tokens list` shows it)');
+  }
+}
+
+function flatToHash(flat: unknown): Record<string, string> {
+  const list = Array.isArray(flat)
+    ? flat.map((v) => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v)))
+    : [];
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < list.length; i += 2) out[list[i] as string] = list[i + 1] as string;
+  return out;
+}
+
+/** What the change log keeps of a policy's limits: readable values, never a secret. */
+export function describeLimits(p: LimitPolicy): Record<string, unknown> {
+  return {
+    perOrg: p.perOrg ? formatRate(p.perOrg) : null,
+    perToken: p.perToken ? formatRate(p.perToken) : null,
+    tokens: Object.fromEntries(
+      Object.entries(p.tokens)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([id, r]) => [id, formatRate(r)]),
+    ),
+    reserve: p.reserve,
+    ...(p.reserveShare !== null ? { reserveShare: `${p.reserveShare}%` } : {}),
+  };
+}
+
+const changed = (d: { before: unknown; after: unknown }) =>
+  JSON.stringify(d.before) !== JSON.stringify(d.after);
+
+function describePause(p: LimitPolicy, tokenId: string | null): PauseInfo | null {
+  return tokenId === null ? p.paused : (p.pausedTokens[tokenId] ?? null);
+}
+
+async function apply(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  tokenId: string | null,
+  action: string,
+  change: ScriptChange,
+): Promise<{ before: LimitPolicy; after: LimitPolicy }> {
+  const event: BudgetEvent = { event: 'policy', org, tokenId, change: action };
+  const reply = await run(
+    defineLimiterCommands(redis),
+    'ltLimiterPolicyChange',
+    [keys.policy(org)],
+    [JSON.stringify(change), keys.limiterEvents(org), JSON.stringify(event)],
+  );
+  const [before, after] = Array.isArray(reply) ? reply : [];
+  return { before: parsePolicy(flatToHash(before)), after: parsePolicy(flatToHash(after)) };
+}
+
+/** Throws (LT_USAGE, naming the flag) when a `limits set` makes no sense, before anything is written. */
+export function checkLimitChange(org: string, change: LimitChange): void {
+  check(org, change.tokenId);
+  if (change.tokenId !== undefined && change.perToken === undefined) {
+    throw invalid('--token needs --per-token N/DURATION (the limit of that one token)');
+  }
+  if (!change.perOrg && !change.perToken && !change.reserve) {
+    throw invalid('limits set needs at least one of --per-org, --per-token or --reserve');
+  }
+  if (change.reserve && 'count' in change.reserve && !Number.isSafeInteger(change.reserve.count)) {
+    throw invalid('--reserve expects a whole number of permits or a share like 20%');
+  }
+}
+
+/** `limits set`: changes the limits given, leaves the others. */
+export async function setLimits(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  change: LimitChange,
+  fallback: FallbackLimits,
+  who: string,
+): Promise<PolicyChangeResult> {
+  checkLimitChange(org, change);
+  const set: Record<string, string> = {};
+  const del: string[] = [];
+  if (change.perOrg) set.org = encodeRate(change.perOrg);
+  if (change.perToken) set[change.tokenId ? `tok:${change.tokenId}` : 'token'] = encodeRate(change.perToken);
+  let share: number | null = null;
+  if (change.reserve && 'count' in change.reserve) {
+    set.reserve = String(change.reserve.count);
+    del.push('reserveShare');
+  } else if (change.reserve) {
+    share = change.reserve.share;
+  }
+  const { before, after } = await apply(redis, keys, org, change.tokenId ?? null, 'limits.set', {
+    set,
+    del,
+    share,
+    fallbackOrg: encodeRate(fallback.limitPerOrg),
+  });
+  const details = { before: describeLimits(before), after: describeLimits(after) };
+  const changeId = changed(details)
+    ? await appendChange(redis, keys, {
+        who,
+        action: 'limits.set',
+        org,
+        tokenId: change.tokenId ?? null,
+        details,
+      })
+    : null;
+  return { before, after, changeId };
+}
+
+/** `limits reset`: back to LIMIT_* (this process's), with no token limits of their own and no reserve. */
+export async function resetLimits(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  limits: FallbackLimits,
+  who: string,
+): Promise<PolicyChangeResult> {
+  check(org);
+  const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
+    delPrefix: 'tok:',
+    del: ['reserve', 'reserveShare'],
+    set: {
+      org: encodeRate(limits.limitPerOrg),
+      token: encodeRate(limits.limitPerToken),
+      seededFrom: seedRecord(limits),
+    },
+  });
+  const details = { before: describeLimits(before), after: describeLimits(after) };
+  const changeId = changed(details)
+    ? await appendChange(redis, keys, { who, action: 'limits.reset', org, tokenId: null, details })
+    : null;
+  return { before, after, changeId };
+}
+
+/** `pause` (paused = true) and `resume`: the organization, or one token of it. */
+export async function setPaused(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  tokenId: string | null,
+  paused: boolean,
+  who: string,
+): Promise<PolicyChangeResult> {
+  check(org, tokenId);
+  const field = tokenId === null ? 'paused' : `paused:${tokenId}`;
+  const info: PauseInfo = { who, at: new Date().toISOString() };
+  const action = paused ? 'pause' : 'resume';
+  const { before, after } = await apply(
+    redis,
+    keys,
+    org,
+    tokenId,
+    action,
+    paused ? { setnx: { [field]: JSON.stringify(info) } } : { del: [field] },
+  );
+  const details = {
+    before: { paused: describePause(before, tokenId) },
+    after: { paused: describePause(after, tokenId) },
+  };
+  const changeId = changed(details)
+    ? await appendChange(redis, keys, { who, action, org, tokenId, details })
+    : null;
+  return { before, after, changeId };
+}

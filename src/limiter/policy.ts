@@ -1,0 +1,338 @@
+// The fleet's limits live in Redis: one hash per organization (keys.policy(org)), in the organization's
+// slot so acquire.lua reads it in the same atomic step as the budget. LIMIT_PER_TOKEN / LIMIT_PER_ORG
+// only seed it, the first time a process runs for the organization; after that every process on every
+// host follows the hash, and `limits set`, `limits reset`, `pause` and `resume` change it live
+// (policy-control.ts). Fields (all optional; an absent one falls back to the process's LIMIT_*):
+//   org = "max/windowMs"       the organization's limit
+//   token = "max/windowMs"     the default limit of each token
+//   tok:<id> = "max/windowMs"  one token's own limit
+//   reserve = N                permits of each org window left to the organization's other clients
+//   reserveShare = P           the share (percent) the reserve was given as, re-resolved when `org` changes
+//   paused = JSON {who, at}    the organization is paused;  paused:<id> = JSON: one token is
+//   seededFrom = JSON          the LIMIT_* values the limits were seeded (or last reset) from
+import { formatRate, type Rate } from '../duration.ts';
+import type { Keys } from '../keys.ts';
+import type { Logger } from '../log.ts';
+import type { RedisClient } from '../redis.ts';
+import type { BudgetView, PauseInfo } from './types.ts';
+
+/**
+ * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
+ * (`limits set`, `resume`): a worker asleep on a wait computed under the old policy must ask again soon
+ * enough to apply a change within 5 s. BullMQ has no public way to cut a worker's rate-limit sleep short
+ * from outside (a message on the events channel cannot wake it), so the sleep is bounded instead: one
+ * refused acquire per organization per process every 3 s while its budget is spent or it is paused.
+ */
+export const POLICY_RECHECK_MS = 3_000;
+
+export interface LimitPolicy {
+  /** A policy hash exists for the organization (false: each process enforces its own LIMIT_*). */
+  stored: boolean;
+  perOrg: Rate | null;
+  perToken: Rate | null;
+  /** Tokens with a limit of their own (token id -> rate). */
+  tokens: Record<string, Rate>;
+  reserve: number;
+  /** The share (percent) the reserve was set as, or null when set as a number. */
+  reserveShare: number | null;
+  paused: PauseInfo | null;
+  /** Paused tokens (token id -> who and when). */
+  pausedTokens: Record<string, PauseInfo>;
+  /** The LIMIT_* values the limits were seeded or last reset from. */
+  seededFrom: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string } | null;
+}
+
+/** The limits a process falls back to (its LIMIT_*). */
+export interface FallbackLimits {
+  limitPerToken: Rate;
+  limitPerOrg: Rate;
+}
+
+/** The limits in effect for one organization: the policy over the fallback. */
+export interface EffectiveLimits {
+  perOrg: Rate;
+  perToken: Rate;
+  reserve: number;
+  /** What acquire grants per org window: perOrg.max less the reserve (0 or less: nothing). */
+  orgUsable: number;
+  /** A token's limit: its own, or the default per token. */
+  token(tokenId: string): Rate;
+}
+
+/** "max/windowMs", the form stored in the hash (and parsed by acquire.lua). */
+export function encodeRate(rate: Rate): string {
+  return `${rate.max}/${rate.windowMs}`;
+}
+
+export function decodeRate(text: string | undefined): Rate | null {
+  const m = /^(\d+)\/(\d+)$/.exec(text ?? '');
+  if (!m) return null;
+  const max = Number(m[1]);
+  const windowMs = Number(m[2]);
+  return Number.isSafeInteger(max) && Number.isSafeInteger(windowMs) && windowMs > 0
+    ? { max, windowMs }
+    : null;
+}
+
+/** A pause field's JSON ({who, at}); null when absent or empty. */
+export function parsePause(text: string | undefined): PauseInfo | null {
+  if (text === undefined || text === '') return null;
+  try {
+    const v = JSON.parse(text) as Partial<PauseInfo>;
+    return { who: String(v.who ?? 'unknown'), at: String(v.at ?? '') };
+  } catch {
+    return { who: 'unknown', at: '' };
+  }
+}
+
+/** The policy from the hash's fields (HGETALL). */
+export function parsePolicy(hash: Record<string, string>): LimitPolicy {
+  const tokens: Record<string, Rate> = {};
+  const pausedTokens: Record<string, PauseInfo> = {};
+  for (const [field, value] of Object.entries(hash)) {
+    if (field.startsWith('tok:')) {
+      const rate = decodeRate(value);
+      if (rate) tokens[field.slice(4)] = rate;
+    } else if (field.startsWith('paused:')) {
+      const p = parsePause(value);
+      if (p) pausedTokens[field.slice(7)] = p;
+    }
+  }
+  let seededFrom: LimitPolicy['seededFrom'] = null;
+  if (hash.seededFrom !== undefined) {
+    try {
+      const s = JSON.parse(hash.seededFrom) as Record<string, unknown>;
+      seededFrom = { LIMIT_PER_TOKEN: String(s.LIMIT_PER_TOKEN), LIMIT_PER_ORG: String(s.LIMIT_PER_ORG) };
+    } catch {
+      seededFrom = null;
+    }
+  }
+  const reserve = Number(hash.reserve ?? 0);
+  const share = hash.reserveShare === undefined ? NaN : Number(hash.reserveShare);
+  return {
+    stored: Object.keys(hash).length > 0,
+    perOrg: decodeRate(hash.org),
+    perToken: decodeRate(hash.token),
+    tokens,
+    reserve: Number.isFinite(reserve) && reserve > 0 ? Math.floor(reserve) : 0,
+    reserveShare: Number.isFinite(share) ? share : null,
+    paused: parsePause(hash.paused),
+    pausedTokens,
+    seededFrom,
+  };
+}
+
+export async function readPolicy(redis: RedisClient, keys: Keys, org: string): Promise<LimitPolicy> {
+  return parsePolicy(await redis.hgetall(keys.policy(org)));
+}
+
+export function effectiveLimits(policy: LimitPolicy, fallback: FallbackLimits): EffectiveLimits {
+  const perOrg = policy.perOrg ?? fallback.limitPerOrg;
+  const perToken = policy.perToken ?? fallback.limitPerToken;
+  return {
+    perOrg,
+    perToken,
+    reserve: policy.reserve,
+    orgUsable: perOrg.max - policy.reserve,
+    token: (tokenId) => policy.tokens[tokenId] ?? perToken,
+  };
+}
+
+/** How LIMIT_* are recorded in `seededFrom`. */
+export function seedRecord(limits: FallbackLimits): string {
+  return JSON.stringify({
+    LIMIT_PER_TOKEN: formatRate(limits.limitPerToken),
+    LIMIT_PER_ORG: formatRate(limits.limitPerOrg),
+  });
+}
+
+/**
+ * Seeds the organization's limits from LIMIT_* when none are stored (field by field, HSETNX, in one
+ * MULTI: never overwrites what is there, so the first process wins and later ones follow it). Returns
+ * the stored policy after the seed, and whether this call wrote anything.
+ */
+export async function seedPolicy(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  limits: FallbackLimits,
+): Promise<{ seeded: boolean; policy: LimitPolicy }> {
+  const key = keys.policy(org);
+  const replies = await redis
+    .multi()
+    .hsetnx(key, 'org', encodeRate(limits.limitPerOrg))
+    .hsetnx(key, 'token', encodeRate(limits.limitPerToken))
+    .hsetnx(key, 'seededFrom', seedRecord(limits))
+    .hgetall(key)
+    .exec();
+  if (!replies) throw new Error('limits: the seed transaction was aborted');
+  for (const [err] of replies) if (err) throw err;
+  const seeded = replies.slice(0, 2).some(([, v]) => Number(v) === 1);
+  return { seeded, policy: parsePolicy(replies[3]?.[1] as Record<string, string>) };
+}
+
+const sameRate = (a: Rate | null, b: Rate) => a !== null && a.max === b.max && a.windowMs === b.windowMs;
+
+/**
+ * The LIMIT_* variables whose values differ from the limits stored in Redis (which the process follows),
+ * each with the environment's and the stored value; empty when they agree or nothing is stored.
+ */
+export function envDifferences(
+  policy: LimitPolicy,
+  limits: FallbackLimits,
+): Array<{ variable: 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG'; env: string; stored: string }> {
+  const out: ReturnType<typeof envDifferences> = [];
+  if (policy.perToken && !sameRate(policy.perToken, limits.limitPerToken)) {
+    out.push({
+      variable: 'LIMIT_PER_TOKEN',
+      env: formatRate(limits.limitPerToken),
+      stored: formatRate(policy.perToken),
+    });
+  }
+  if (policy.perOrg && !sameRate(policy.perOrg, limits.limitPerOrg)) {
+    out.push({
+      variable: 'LIMIT_PER_ORG',
+      env: formatRate(limits.limitPerOrg),
+      stored: formatRate(policy.perOrg),
+    });
+  }
+  return out;
+}
+
+/** The warning a process gives when its LIMIT_* differ from the stored limits (null when they agree). */
+export function envMismatchWarning(org: string, policy: LimitPolicy, limits: FallbackLimits): string | null {
+  const diffs = envDifferences(policy, limits);
+  if (diffs.length === 0) return null;
+  const list = diffs.map((d) => `${d.variable}=${d.env} (stored: ${d.stored})`).join(', ');
+  return (
+    `${list} ${diffs.length === 1 ? 'differs' : 'differ'} from the limits stored in Redis for organization '${org}': this process follows Redis, ` +
+    `as every worker does. Change them with 'learner-transfer limits set --org ${org} ...', or go back to ` +
+    `this environment's LIMIT_* with 'learner-transfer limits reset --org ${org}'`
+  );
+}
+
+function warnIfDifferent(
+  org: string,
+  policy: LimitPolicy,
+  limits: FallbackLimits,
+  logger: Logger,
+  warned: Set<string>,
+): void {
+  const warning = envMismatchWarning(org, policy, limits);
+  if (!warning || warned.has(org)) return;
+  warned.add(org);
+  const fields: Record<string, string> = { org };
+  for (const d of envDifferences(policy, limits)) {
+    fields[d.variable] = d.env;
+    fields[`stored${d.variable === 'LIMIT_PER_TOKEN' ? 'PerToken' : 'PerOrg'}`] = d.stored;
+  }
+  logger.warn(fields, warning);
+}
+
+/**
+ * Warns, once per organization (`warned` remembers), when this process's LIMIT_* differ from the limits
+ * stored in Redis. Read-only: every command runs it at start (createContext), and read-only commands
+ * (status, plan, report...) write nothing. A failed read is not fatal (debug line only).
+ */
+export async function warnIfLimitsDiffer(
+  redis: RedisClient,
+  keys: Keys,
+  orgs: readonly string[],
+  limits: FallbackLimits,
+  logger: Logger,
+  warned: Set<string> = new Set(),
+): Promise<void> {
+  for (const org of orgs) {
+    try {
+      warnIfDifferent(org, await readPolicy(redis, keys, org), limits, logger, warned);
+    } catch (err) {
+      logger.debug({ org, err: (err as Error).message }, 'could not read the limits stored in Redis');
+    }
+  }
+}
+
+/**
+ * Seeds an organization's policy (see seedPolicy), the first time this process works for it (before its
+ * first acquire), and warns when this process's LIMIT_* differ from what Redis holds (once, with
+ * `warned`). A Redis that refuses the write (out of memory, a read-only replica) is not fatal here:
+ * acquire then falls back to LIMIT_* until the seed succeeds (the next process, or `limits reset`).
+ */
+export async function seedPolicies(
+  redis: RedisClient,
+  keys: Keys,
+  orgs: readonly string[],
+  limits: FallbackLimits,
+  logger: Logger,
+  warned: Set<string> = new Set(),
+): Promise<void> {
+  for (const org of orgs) {
+    try {
+      const { seeded, policy } = await seedPolicy(redis, keys, org, limits);
+      if (seeded) logger.debug({ org, seededFrom: policy.seededFrom }, 'limits seeded in Redis from LIMIT_*');
+      warnIfDifferent(org, policy, limits, logger, warned);
+    } catch (err) {
+      logger.warn(
+        { org, err: (err as Error).message },
+        'could not seed the limits in Redis: LIMIT_* apply until they are seeded',
+      );
+    }
+  }
+}
+
+/**
+ * The pace of an organization for an ETA, from a peek (the limits in effect, reserve and pauses
+ * applied): the usable tokens (not paused, not refused until unblock), one per-token rate for them (their average,
+ * over the longest of their windows, when they differ), the organization's usable rate, and the budget
+ * usable now (0 while the organization is paused or blocked).
+ */
+export function paceOf(view: BudgetView): {
+  tokens: number;
+  perToken: Rate;
+  perOrg: Rate;
+  availableNow: number;
+} {
+  // A 429 block passes; a token paused, or refused (401) until unblock, sets no pace.
+  const usable = view.tokens.filter((t) => !t.paused && !(t.blocked && t.blocked.remainingMs === null));
+  const perOrg = { max: Math.max(0, view.org.limit), windowMs: view.org.windowMs };
+  const windowMs = Math.max(...usable.map((t) => t.windowMs), view.tokens[0]?.windowMs ?? perOrg.windowMs);
+  const scaled = usable.reduce((sum, t) => sum + (t.limit * windowMs) / t.windowMs, 0);
+  const perToken = {
+    max: usable.length > 0 ? Math.max(1, Math.floor(scaled / usable.length)) : (view.tokens[0]?.limit ?? 1),
+    windowMs,
+  };
+  const stopped = view.org.paused !== null || view.org.blocked !== null;
+  const availableNow = stopped
+    ? 0
+    : Math.min(
+        view.org.remaining,
+        usable.reduce((sum, t) => sum + (t.blocked ? 0 : t.remaining), 0),
+      );
+  return { tokens: usable.length, perToken, perOrg, availableNow };
+}
+
+/**
+ * Policies read at most every `maxAgeMs` per organization, for display paths and the 429 fallback
+ * block (acquire itself always reads the hash in its own step: it never uses this).
+ */
+export class PolicyCache {
+  private readonly entries = new Map<string, { at: number; value: Promise<LimitPolicy> }>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly maxAgeMs = 2000,
+  ) {}
+
+  get(org: string): Promise<LimitPolicy> {
+    const now = Date.now();
+    const hit = this.entries.get(org);
+    if (hit && now - hit.at < this.maxAgeMs) return hit.value;
+    const value = readPolicy(this.redis, this.keys, org);
+    this.entries.set(org, { at: now, value });
+    // A failed read is not kept: the next call asks again.
+    value.catch(() => {
+      if (this.entries.get(org)?.value === value) this.entries.delete(org);
+    });
+    return value;
+  }
+}
