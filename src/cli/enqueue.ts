@@ -10,6 +10,25 @@ import { EXIT, loadCliConfig, positiveInt } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
+import { appendChange, cliActor } from '../control-log.ts';
+import { priorityOption, urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
+
+/** What `--priority urgent` did over the whole file. */
+interface UrgentTotals {
+  added: number;
+  moved: number;
+  inFlight: number;
+  finished: number;
+}
+
+export function formatUrgent(t: UrgentTotals): string {
+  const ahead = t.added + t.moved;
+  return (
+    `  urgent     ${ahead} put ahead of the bulk (${t.added} added, ${t.moved} already waiting moved ahead)` +
+    (t.inFlight ? `, ${t.inFlight} already in flight` : '') +
+    (t.finished ? `, ${t.finished} finished meanwhile` : '')
+  );
+}
 
 export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
   const done = Object.entries(s.alreadyDone)
@@ -44,6 +63,14 @@ export function register(program: Command): void {
     .addOption(
       new Option('--batch <n>', 'jobs per addBulk').argParser(positiveInt('--batch', 10_000)).default(1000),
     )
+    .addOption(
+      new Option(
+        '--priority <level>',
+        "urgent: put these learners ahead of their organization's bulk (same budget; learners already waiting move ahead); normal: in turn",
+      )
+        .argParser(priorityOption('--priority'))
+        .default('normal'),
+    )
     .option('--quiet', 'no progress output')
     .option('--dry-run', 'only plan: counts per organization and ETA, no queue writes')
     .option(
@@ -57,6 +84,7 @@ export function register(program: Command): void {
         rejects?: string;
         run?: string;
         batch: number;
+        priority: Priority;
         quiet?: boolean;
         dryRun?: boolean;
         move?: boolean;
@@ -84,8 +112,27 @@ export function register(program: Command): void {
             enabled: !opts.quiet,
           });
           let shown = 0;
+          // --priority urgent: every add of this file goes on the head of its queue, and each batch is
+          // written in the change log (who, which learners) as soon as it is done.
+          const urgent: UrgentTotals = { added: 0, moved: 0, inFlight: 0, finished: 0 };
+          const who = cliActor();
+          const onUrgent = async (b: UrgentBatch) => {
+            urgent.added += b.added.length;
+            urgent.moved += b.moved.length;
+            urgent.inFlight += b.inFlight.length;
+            urgent.finished += b.gone.length;
+            await appendChange(
+              ctx.redis,
+              ctx.keys,
+              urgentChange(b, who, `cli enqueue --csv ${basename(opts.csv)}`),
+            );
+          };
+          const producer =
+            opts.priority === 'urgent'
+              ? ctx.producer.withDefaults({ priority: 'urgent', onUrgent })
+              : ctx.producer;
           const summary = await enqueueCsv(
-            { producer: ctx.producer, runs: ctx.runs },
+            { producer, runs: ctx.runs },
             {
               file: opts.csv,
               defaultOrg: opts.org,
@@ -110,6 +157,7 @@ export function register(program: Command): void {
           );
           progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
           console.log(formatEnqueueSummary(summary));
+          if (opts.priority === 'urgent') console.log(formatUrgent(urgent));
           if (summary.valid === 0) {
             throw new LearnerTransferError(
               'LT_INPUT_INVALID',

@@ -2,8 +2,17 @@
 // records and outcome seeding are the same for all. A learner is marked `queued` in the outcome store
 // before its job is added: a crash between the two leaves a `queued` record whose job a re-run adds
 // again (job ids make that a no-op when the job exists), never a job without a record.
+// `priority: 'urgent'` puts the learners ahead of their organization's bulk: see priority.ts for why
+// that is the head of BullMQ's wait list and not a BullMQ priority. The normal (bulk) path is unchanged.
 import { JOB_NAME, jobIdOf, type TransferJob } from './job.ts';
-import type { QueueSet } from './queues.ts';
+import type { QueueSet, TransferQueue } from './queues.ts';
+import {
+  emptyUrgentBatch,
+  moveAhead,
+  type AheadResult,
+  type Priority,
+  type UrgentBatch,
+} from './priority.ts';
 import type { MarkResult, OutcomeStore } from '../outcomes/store.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { Claims } from '../claims/claims.ts';
@@ -75,19 +84,42 @@ export interface AddOptions {
   move?: boolean;
   /** Hears each learner left where it is (the CSV producer writes it to the rejects file). */
   onHeld?: (held: HeldItem) => void | Promise<void>;
+  /**
+   * `urgent`: put these learners ahead of their organization's bulk (priority.ts); learners already
+   * queued or retrying are moved ahead. Nothing else changes: the same claims, outcome seeding and
+   * dedupe, so a learner already done is still not re-queued unless `force`. Default `normal`.
+   */
+  priority?: Priority;
+  /** Hears what an urgent add did, per organization and batch (callers write the change log from it). */
+  onUrgent?: (batch: UrgentBatch) => void | Promise<void>;
 }
+
+type Entry = { item: ProducerItem; mark: MarkResult };
 
 export class Producer {
   readonly #queues: QueueSet;
   readonly #store: OutcomeStore;
   readonly #claims: Claims;
   readonly #keys: Keys;
+  readonly #defaults: AddOptions;
 
-  constructor(queues: QueueSet, store: OutcomeStore, claims: Claims, keys: Keys) {
+  constructor(queues: QueueSet, store: OutcomeStore, claims: Claims, keys: Keys, defaults: AddOptions = {}) {
     this.#queues = queues;
     this.#store = store;
     this.#claims = claims;
     this.#keys = keys;
+    this.#defaults = defaults;
+  }
+
+  /**
+   * The same producer with default options under every add (an add's own options win): how a command
+   * gives `--priority urgent` to every learner of a source that calls add itself (enqueue --csv).
+   */
+  withDefaults(defaults: AddOptions): Producer {
+    return new Producer(this.#queues, this.#store, this.#claims, this.#keys, {
+      ...this.#defaults,
+      ...defaults,
+    });
   }
 
   /**
@@ -95,7 +127,12 @@ export class Producer {
    * claimed for its organization first: one claimed by another organization is left there (counted in
    * heldElsewhere, told to onHeld) unless `move`.
    */
-  async add(items: readonly ProducerItem[], runId: string, options: AddOptions = {}): Promise<ProduceCounts> {
+  async add(
+    items: readonly ProducerItem[],
+    runId: string,
+    addOptions: AddOptions = {},
+  ): Promise<ProduceCounts> {
+    const options = { ...this.#defaults, ...addOptions };
     const counts = emptyCounts();
     if (items.length === 0) return counts;
     const force = options.force ?? false;
@@ -112,7 +149,7 @@ export class Producer {
       candidates.map((it) => ({ org: it.org, learnerId: it.learnerId, runId, source: it.source, force })),
     );
     faultPoint('after-mark');
-    const byOrg = new Map<string, { item: ProducerItem; mark: MarkResult }[]>();
+    const byOrg = new Map<string, Entry[]>();
     candidates.forEach((item, i) => {
       const mark = marks[i] as MarkResult;
       if (mark.kind === 'kept' && mark.bucket !== 'queued' && mark.bucket !== 'retrying') {
@@ -140,6 +177,10 @@ export class Producer {
           await queue.remove(jobIdOf(e.item.learnerId));
         }
       }
+      if (options.priority === 'urgent') {
+        await this.#addUrgent(queue, org, runId, list, options);
+        continue;
+      }
       await queue.addBulk(
         list.map(({ item }) => ({
           name: JOB_NAME,
@@ -149,6 +190,51 @@ export class Producer {
       );
     }
     return counts;
+  }
+
+  /**
+   * Puts an organization's urgent learners on the head of its wait list, keeping their input order:
+   * learners without a job are added with `lifo` (BullMQ pushes them on the head); learners whose job
+   * exists (queued, retrying) are moved there by moveAhead. Walking the list from its end in runs of the
+   * same kind, each run pushed on the head, leaves the first learner of the list next. Adding a learner
+   * whose job exists is a no-op (job ids), exactly as on the bulk path, so a missing job (a crash between
+   * the record and the add) is repaired here too.
+   */
+  async #addUrgent(
+    queue: TransferQueue,
+    org: string,
+    runId: string,
+    list: readonly Entry[],
+    options: AddOptions,
+  ): Promise<void> {
+    const result = new Map<number, AheadResult>();
+    const runs: { exists: boolean; entries: Entry[] }[] = [];
+    for (let i = list.length - 1; i >= 0; i--) {
+      const e = list[i] as Entry;
+      const exists = e.mark.kind === 'kept';
+      const last = runs.at(-1);
+      if (last && last.exists === exists) last.entries.push(e);
+      else runs.push({ exists, entries: [e] });
+    }
+    for (const run of runs) {
+      // The run is reversed (its last learner first): each add and move pushes on the head.
+      await queue.addBulk(
+        run.entries.map(({ item }) => ({
+          name: JOB_NAME,
+          data: { org, learnerId: item.learnerId, runId, source: item.source } satisfies TransferJob,
+          opts: { jobId: jobIdOf(item.learnerId), lifo: true },
+        })),
+      );
+      const ids = run.entries.map((e) => e.item.learnerId);
+      if (run.exists) for (const [id, r] of await moveAhead(queue, ids)) result.set(id, r);
+      else for (const id of ids) result.set(id, 'added');
+    }
+    const batch = emptyUrgentBatch(org, runId);
+    for (const { item } of list) {
+      const r = result.get(item.learnerId) ?? 'gone';
+      (r === 'in-flight' ? batch.inFlight : batch[r]).push(item.learnerId);
+    }
+    await options.onUrgent?.(batch);
   }
 
   /** Claims the items; returns the ones this organization holds now (claimed, or moved here). */

@@ -1,9 +1,24 @@
-// GET /learners/:org/:id (page), GET /api/learners/:org/:id (record + audit entries), and
-// GET /api/learners?ids=org:id,... (states of many learners, for following retried rows live).
+// GET /learners/:org/:id (page), GET /api/learners/:org/:id (record + audit entries),
+// GET /api/learners?ids=org:id,... (states of many learners, for following retried rows live), and
+// POST /api/learners/:org/:id/urgent: "Move ahead of the queue", the dashboard's side of
+// `enqueue --priority urgent` (queue/priority.ts). It goes through the producer like the CLI (same claims,
+// outcome record and job id), only for a learner that waits (queued or retrying): any other state is
+// explained with a 409. Authentication and the CSRF header are checked for every POST by the server's
+// onRequest hook; read-only dashboards refuse it (403) and hide the button. Each move is written in the
+// change log (control-log.ts) with the dashboard user and client address.
 import type { FastifyInstance } from 'fastify';
-import { toLearnerOutcome, type Bucket, type LearnerOutcome } from '../../outcomes/record.ts';
+import {
+  isFinalBucket,
+  isSuccessBucket,
+  toLearnerOutcome,
+  type Bucket,
+  type LearnerOutcome,
+} from '../../outcomes/record.ts';
+import { appendChange, dashboardActor } from '../../control-log.ts';
+import { queuePlace, urgentChange, type UrgentBatch } from '../../queue/priority.ts';
 import {
   badRequest,
+  DashboardError,
   knownOrg,
   learnerIdParam,
   notFound,
@@ -12,9 +27,27 @@ import {
   type DashboardDeps,
 } from '../deps.ts';
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
-import { learnerPage } from '../views/learner.ts';
+import { describePlace, LEARNER_JS, learnerPage } from '../views/learner.ts';
 
 const MAX_IDS = 500;
+
+/** The user name of a basic-auth header (browsers), for the change log; none for a Bearer token. */
+function basicUser(header: string | undefined): string | undefined {
+  if (!header || !/^basic /i.test(header)) return undefined;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  // Control characters would only garble the log: a user name is printable.
+  return colon > 0 ? decoded.slice(0, Math.min(colon, 64)).replace(/[^\x20-\x7e]/g, '?') : undefined;
+}
+
+/** Why a learner in this state is not moved ahead. */
+function notWaiting(learnerId: number, state: Bucket): string {
+  if (isSuccessBucket(state))
+    return `learner ${learnerId} is already ${state}: there is nothing to move ahead`;
+  return `learner ${learnerId} is not in the queue (it ended ${state}): retry it to queue it again, then move it ahead`;
+}
+
+const isWaiting = (state: string) => state === 'queued' || state === 'retrying';
 
 export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
@@ -33,7 +66,80 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
   app.get<{ Params: { org: string; id: string } }>('/learners/:org/:id', async (req, reply) => {
     const { learner, audit } = await load(req.params.org, req.params.id);
     const retryable = FAILURE_BUCKETS.includes(learner.state as Bucket);
-    return sendPage(reply, learnerPage(pageContext(deps, '/learners'), learner, audit, retryable));
+    const queue = isWaiting(learner.state)
+      ? {
+          place: await queuePlace(ctx.redis, ctx.queues.get(learner.org), learner.learnerId),
+          canMoveAhead: !deps.readOnly,
+        }
+      : undefined;
+    return sendPage(reply, learnerPage(pageContext(deps, '/learners'), learner, audit, retryable, queue));
+  });
+  app.get('/assets/learner.js', async (_req, reply) =>
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .send(LEARNER_JS),
+  );
+  app.post<{ Params: { org: string; id: string } }>('/api/learners/:org/:id/urgent', async (req, reply) => {
+    if (deps.readOnly) {
+      throw new DashboardError(
+        403,
+        'read-only',
+        'this dashboard runs with --read-only: moving learners ahead of the queue is off',
+      );
+    }
+    const org = knownOrg(deps, req.params.org);
+    const id = learnerIdParam(req.params.id);
+    const record = await ctx.store.get(org, id);
+    if (!record) throw notFound(`no record of learner ${id} in ${org}`);
+    if (isFinalBucket(record.b as Bucket)) {
+      throw new DashboardError(409, 'not-waiting', notWaiting(id, record.b as Bucket));
+    }
+    // Through the producer, as `enqueue --priority urgent` does: its claim, its outcome record (kept as
+    // it is: the learner waits) and its job id; a learner that finished meanwhile is not re-queued.
+    let batch: UrgentBatch | undefined;
+    let held: string | undefined;
+    await ctx.producer.add([{ org, learnerId: id, source: 'dashboard' }], record.r, {
+      priority: 'urgent',
+      onUrgent: (b) => {
+        batch = b;
+      },
+      onHeld: (h) => {
+        held = h.reason;
+      },
+    });
+    if (held !== undefined) throw new DashboardError(409, 'held-elsewhere', held);
+    const done = batch as UrgentBatch | undefined;
+    if (!done || done.gone.length > 0) {
+      const now = await ctx.store.get(org, id);
+      const state = (now?.b ?? record.b) as Bucket;
+      throw new DashboardError(
+        409,
+        'not-waiting',
+        isFinalBucket(state)
+          ? notWaiting(id, state)
+          : `learner ${id} left the queue meanwhile: nothing moved`,
+      );
+    }
+    if (done.inFlight.length > 0) {
+      throw new DashboardError(
+        409,
+        'in-flight',
+        `learner ${id} is being transferred right now: there is nothing to move ahead`,
+      );
+    }
+    const who = dashboardActor(basicUser(req.headers.authorization), req.ip);
+    await appendChange(ctx.redis, ctx.keys, urgentChange(done, who, 'dashboard'));
+    const place = await queuePlace(ctx.redis, ctx.queues.get(org), id);
+    const result = done.added.length > 0 ? 'added' : 'moved';
+    ctx.logger.info({ org, learnerId: id, result, who }, 'dashboard: learner moved ahead of the queue');
+    return reply.send({
+      learner: `${org}:${id}`,
+      result,
+      place,
+      placeText: describePlace(place),
+      message: `learner ${id} moved ahead of the queue: ${describePlace(place)}`,
+    });
   });
   app.get<{ Querystring: { ids?: string } }>('/api/learners', async (req) => {
     const keys = (req.query.ids ?? '').split(',').filter(Boolean);

@@ -1,9 +1,101 @@
 // Learner page: where the learner stands, the timeline of its attempts, and the audit record of each
-// effective transfer (groups removed and added, authorizations revoked: the irreversible part).
+// effective transfer (groups removed and added, authorizations revoked: the irreversible part). A learner
+// that waits shows where its job stands in its organization's queue and, unless read-only, a "Move ahead
+// of the queue" button (POST /api/learners/:org/:id/urgent, see queue/priority.ts), driven by
+// /assets/learner.js (same origin: the page's Content-Security-Policy forbids inline scripts).
 import { html, type Html } from '../html.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import type { AuditEntry } from '../../outcomes/store.ts';
+import type { QueuePlace } from '../../queue/priority.ts';
 import { layout, type PageContext } from './layout.ts';
+
+/** Where a waiting learner's job stands, in words: "waiting · 3 of 200 in the queue". */
+export function describePlace(p: QueuePlace): string {
+  switch (p.state) {
+    case 'waiting':
+      return p.position !== undefined
+        ? `waiting · ${p.position} of ${p.waiting ?? '?'} in the queue${p.position === 1 ? ' (next)' : ''}`
+        : `waiting · far from the head of ${p.waiting ?? '?'} in the queue`;
+    case 'prioritized':
+      return 'waiting (behind every job without a priority)';
+    case 'delayed':
+      return 'waiting out a delay before its next try';
+    case 'active':
+      return 'being transferred now';
+    case 'completed':
+    case 'failed':
+      return 'finished';
+    default:
+      return 'no job in the queue';
+  }
+}
+
+/** The "Move ahead" controls of a waiting learner: the place of its job, and the button unless read-only. */
+export interface QueueControls {
+  place: QueuePlace;
+  /** Show the button (the learner waits and the dashboard is not read-only). */
+  canMoveAhead: boolean;
+}
+
+function queueBlock(l: LearnerOutcome, q: QueueControls): Html {
+  return html`<p>
+      queue: <span data-queue data-queue-state="${q.place.state}">${describePlace(q.place)}</span>
+    </p>
+    ${
+      q.canMoveAhead
+        ? html`<p>
+              <button
+                type="button"
+                id="move-ahead"
+                data-org="${l.org}"
+                data-learner-id="${l.learnerId}"
+                title="Put this learner ahead of its organization's bulk: the next free worker takes it, within the same budget"
+              >
+                Move ahead of the queue
+              </button>
+              <span id="urgent-result" role="status"></span>
+            </p>
+            <script src="/assets/learner.js" defer></script>`
+        : ''
+    }`;
+}
+
+/** The learner page's script: posts the move with the page's CSRF token and shows the answer. */
+export const LEARNER_JS = `
+(function () {
+  'use strict';
+  function start() {
+    var button = document.getElementById('move-ahead');
+    if (!button) return;
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    var csrf = meta ? meta.getAttribute('content') : '';
+    var out = document.getElementById('urgent-result');
+    var place = document.querySelector('[data-queue]');
+    var say = function (msg) { if (out) out.textContent = String(msg); };
+    button.addEventListener('click', function () {
+      button.disabled = true;
+      say('moving...');
+      var url = '/api/learners/' + encodeURIComponent(button.getAttribute('data-org')) + '/' +
+        encodeURIComponent(button.getAttribute('data-learner-id')) + '/urgent';
+      fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': csrf } })
+        .then(function (r) {
+          return r.json().then(function (j) { return { ok: r.ok, j: j }; });
+        })
+        .then(function (res) {
+          say(res.j.message || (res.ok ? 'done' : 'refused'));
+          if (place && res.j.placeText) {
+            place.textContent = res.j.placeText;
+            if (res.j.place) place.setAttribute('data-queue-state', res.j.place.state);
+          }
+          button.disabled = false;
+        })
+        .catch(function (e) { say('not moved: ' + e.message); button.disabled = false; });
+    });
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
+`;
 
 function items(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
@@ -75,6 +167,7 @@ export function learnerPage(
   l: LearnerOutcome,
   audit: readonly AuditEntry[],
   retryable: boolean,
+  queue?: QueueControls,
 ): Html {
   const key = `${l.org}:${l.learnerId}`;
   const body = html` <h1>Learner ${l.learnerId} <small class="muted">${l.org}</small></h1>
@@ -91,6 +184,7 @@ export function learnerPage(
       source ${l.source ?? '-'} · enqueued ${l.enqueuedAt} · updated
       ${l.updatedAt}${l.transferId ? html` · transfer <code>${l.transferId}</code>` : ''}${l.tokenId ? html` · token <code>${l.tokenId}</code>` : ''}
     </p>
+    ${queue ? queueBlock(l, queue) : ''}
     ${!page.readOnly && retryable ? html`<p><button type="button" class="retry-one" data-learner="${key}">retry this learner</button> <span id="retry-result" role="status"></span></p>` : ''}
     <h2>Attempts</h2>
     ${

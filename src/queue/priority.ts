@@ -1,0 +1,174 @@
+// Urgent learners (issue 13, item 5): `enqueue --priority urgent` and the dashboard's "Move ahead of the
+// queue" put a learner ahead of its organization's bulk. The budget is untouched: an urgent learner goes
+// through the same limiter as every other, it is only taken from the queue sooner.
+//
+// Why the head of the wait list, and not BullMQ priorities. A BullMQ worker takes a job from the `wait`
+// list (RPOPLPUSH from its head) and looks at the `prioritized` set only when `wait` is empty: a job
+// without a priority goes BEFORE every job with one, whatever the number. So `priority: 1` on urgent jobs
+// would put them behind the whole bulk. Giving the bulk a priority too (bulk 2, urgent 1) would work for
+// new jobs only: the jobs enqueued by the previous release have none, sit in `wait`, and would still all
+// go first; and every bulk add would take the slower prioritized path (a sorted set and a counter) for
+// the sake of a few urgent learners. Instead:
+//   - the bulk is added exactly as before (no priority, `wait` list, FIFO): the bulk path is unchanged;
+//   - an urgent learner without a job is added with `lifo: true`, which BullMQ pushes on the HEAD of
+//     `wait` (RPUSH), so the next worker with a free slot takes it, ahead of every bulk job already
+//     waiting, old or new;
+//   - an urgent learner whose job already exists (queued, or retrying) is moved to the head with
+//     Job.changePriority({ priority: 0, lifo: true }): one BullMQ script that takes the job out of `wait`
+//     (or `prioritized`) and pushes it back on the head, with the same job id, data and attempts made;
+//     a job waiting out a backoff (`delayed`) is promoted first (Job.promote), then moved. The job keeps
+//     its id (job.ts jobIdOf), so the one-job-per-learner dedupe and the outcome record are untouched.
+// Consequences, documented for operators:
+//   - among urgent learners the latest request goes first (each one is pushed on the head); within one
+//     request (one producer batch) the input order is kept;
+//   - a job in a worker's hands (`active`) is not touched: it is already being transferred;
+//   - a job that leaves the queue and comes back through BullMQ's `delayed` set (a backoff after a failed
+//     attempt, a 429's wait) re-enters at the tail of `wait`, like every job: BullMQ promotes delayed
+//     jobs with LPUSH. A job sent back because the budget has no permit yet goes back to the head
+//     (BullMQ's rate-limit path RPUSHes it), so waiting for the budget does not lose the place.
+import type { Job } from 'bullmq';
+import { InvalidArgumentError } from 'commander';
+import { jobIdOf, type TransferJob } from './job.ts';
+import type { TransferQueue } from './queues.ts';
+import type { RedisClient } from '../redis.ts';
+import type { NewChange } from '../control-log.ts';
+
+export const PRIORITIES = ['normal', 'urgent'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+/** commander parser of `--priority`: a bad value is a usage error (exit 2) that names the flag. */
+export function priorityOption(flag = '--priority') {
+  return (value: string): Priority => {
+    const v = value.trim().toLowerCase();
+    if (!(PRIORITIES as readonly string[]).includes(v)) {
+      throw new InvalidArgumentError(`${flag} expects one of ${PRIORITIES.join(', ')}, got '${value}'`);
+    }
+    return v as Priority;
+  };
+}
+
+/** What an urgent request did to one learner's job. */
+export type AheadResult =
+  /** No job existed: added on the head of the wait list. */
+  | 'added'
+  /** The job was waiting (or waiting out a backoff): moved to the head of the wait list. */
+  | 'moved'
+  /** The job is in a worker's hands: nothing to move. */
+  | 'in-flight'
+  /** The job had just finished or vanished when it was looked at: nothing moved. */
+  | 'gone';
+
+/** The learners of one organization an urgent request touched, by what happened to their job. */
+export interface UrgentBatch {
+  org: string;
+  runId: string;
+  added: number[];
+  moved: number[];
+  inFlight: number[];
+  gone: number[];
+}
+
+export function emptyUrgentBatch(org: string, runId: string): UrgentBatch {
+  return { org, runId, added: [], moved: [], inFlight: [], gone: [] };
+}
+
+/** Learners an urgent batch put ahead of the bulk (added or moved). */
+export function aheadOf(b: UrgentBatch): number[] {
+  return [...b.added, ...b.moved];
+}
+
+/**
+ * Moves the existing jobs of these learners to the head of their queue's wait list (see the top of this
+ * file). The last learner of the list ends on the head: callers pass them in reverse to keep their order.
+ */
+export async function moveAhead(
+  queue: TransferQueue,
+  learnerIds: readonly number[],
+): Promise<Map<number, AheadResult>> {
+  const out = new Map<number, AheadResult>();
+  const one = async (learnerId: number): Promise<AheadResult> => {
+    const jobId = jobIdOf(learnerId);
+    const job = (await queue.getJob(jobId)) as Job<TransferJob> | undefined;
+    if (!job) return 'gone';
+    const state = await job.getState();
+    if (state === 'active') return 'in-flight';
+    if (state === 'delayed') {
+      // Waiting out a backoff or a lease: let it go now. A worker that takes it still goes through the
+      // limiter and the learner's lease, so nothing is sent sooner than the budget allows.
+      try {
+        await job.promote();
+      } catch {
+        // It left `delayed` on its own meanwhile (promoted by a worker, or taken): look again below.
+      }
+    } else if (state !== 'waiting' && state !== 'prioritized') {
+      return state === 'unknown' || state === 'completed' || state === 'failed' ? 'gone' : 'in-flight';
+    }
+    // Out of `wait` (or `prioritized`) and onto the head of `wait`, atomically. A job taken by a worker
+    // in between is in neither: the script then only writes priority 0, which it already had.
+    await job.changePriority({ priority: 0, lifo: true });
+    // Taken at once (a short queue): the learner is ahead of the bulk all the same.
+    const after = await queue.getJobState(jobId);
+    return after === 'waiting' || after === 'active' ? 'moved' : 'gone';
+  };
+  // One after another, so the last of the list ends on the head; urgent requests are a few learners.
+  for (const id of learnerIds) out.set(id, await one(id));
+  return out;
+}
+
+/** Where a learner's job stands in its queue, for the learner page. */
+export interface QueuePlace {
+  state: string;
+  /** 1 = the next job a worker takes; undefined when not waiting or further than `scan` from the head. */
+  position?: number;
+  /** Jobs in the wait list. */
+  waiting?: number;
+}
+
+/**
+ * The state of a learner's job and, when it waits, its place from the head of the wait list. Looks at the
+ * `scan` jobs nearest the head only (LPOS MAXLEN): a page view must not walk a million-job list.
+ */
+export async function queuePlace(
+  redis: RedisClient,
+  queue: TransferQueue,
+  learnerId: number,
+  scan = 10_000,
+): Promise<QueuePlace> {
+  const jobId = jobIdOf(learnerId);
+  const state = await queue.getJobState(jobId);
+  if (state !== 'waiting') return { state };
+  const waitKey = queue.keys.wait ?? '';
+  const [waiting, index] = await Promise.all([
+    redis.llen(waitKey),
+    // RANK -1: search from the right end, which is the head (workers pop from the right).
+    redis.lpos(waitKey, jobId, 'RANK', -1, 'MAXLEN', scan) as Promise<number | null>,
+  ]);
+  return index === null ? { state, waiting } : { state, waiting, position: waiting - index };
+}
+
+/** Most learner ids one change-log entry lists (a large urgent CSV writes one entry per batch anyway). */
+const MAX_IDS_PER_ENTRY = 1000;
+
+/**
+ * The change-log entry of one urgent batch (action `priority.urgent`): the learners put ahead of the
+ * bulk, those already in flight, the source of the request (`cli enqueue --csv FILE`, `dashboard`).
+ */
+export function urgentChange(batch: UrgentBatch, who: string, source: string): NewChange {
+  const ahead = aheadOf(batch);
+  return {
+    who,
+    action: 'priority.urgent',
+    org: batch.org,
+    tokenId: null,
+    details: {
+      learnerIds: ahead.slice(0, MAX_IDS_PER_ENTRY),
+      ...(ahead.length > MAX_IDS_PER_ENTRY ? { learnerCount: ahead.length } : {}),
+      source,
+      runId: batch.runId,
+      added: batch.added.length,
+      moved: batch.moved.length,
+      ...(batch.inFlight.length ? { inFlight: batch.inFlight.slice(0, MAX_IDS_PER_ENTRY) } : {}),
+      ...(batch.gone.length ? { finished: batch.gone.slice(0, MAX_IDS_PER_ENTRY) } : {}),
+    },
+  };
+}
