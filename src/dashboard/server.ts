@@ -19,6 +19,7 @@ import { DashboardError, type DashboardDeps } from './deps.ts';
 import { escapeHtml } from './html.ts';
 import { registerMetrics } from './metrics.ts';
 import { registerAssets } from './routes/assets.ts';
+import { registerControls } from './routes/controls.ts';
 import { registerFailures } from './routes/failures.ts';
 import { registerHealth } from './routes/health.ts';
 import { registerLearner } from './routes/learner.ts';
@@ -153,6 +154,7 @@ export async function buildDashboard(
   registerFailures(app, deps);
   registerLearner(app, deps);
   registerRetry(app, deps);
+  registerControls(app, deps);
   registerLive(app, deps);
   if (options.bullBoard ?? true) await mountBullBoard(app, ctx);
   await app.ready();

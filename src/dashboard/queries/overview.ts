@@ -1,6 +1,7 @@
 // The overview: per organization (learners, jobs, budget, ETA, outcomes per hour) and per run
-// (progress per organization), plus the alerts a person must act on (a token refused with 401, a Redis
-// that does not take writes or is above its memory high-water mark).
+// (progress per organization), plus the alerts a person must act on (a token refused with 401, an
+// organization or token paused with `pause` or the Controls page, a Redis that does not take writes or
+// is above its memory high-water mark).
 import type { AppContext } from '../../app.ts';
 import { readHourly, type HourBucket } from '../../outcomes/hourly.ts';
 import type { RunMeta } from '../../outcomes/runs.ts';
@@ -46,6 +47,25 @@ export function redisAlert(redis: WriteState | null): Alert[] {
 export function alertsOf(orgs: readonly OrgStatus[]): Alert[] {
   const alerts: Alert[] = [];
   for (const o of orgs) {
+    // Paused by a person (`learner-transfer pause` or the controls page): no new transfer until resume.
+    const paused = o.budget.org.paused;
+    if (paused) {
+      alerts.push({
+        level: 'warning',
+        org: o.org,
+        tokenId: null,
+        message: `organization ${o.org} is paused by ${paused.who} since ${paused.at}: no new transfer is sent until it is resumed (Controls page, or 'learner-transfer resume --org ${o.org}')`,
+      });
+    }
+    for (const t of o.budget.tokens) {
+      if (!t.paused) continue;
+      alerts.push({
+        level: 'warning',
+        org: o.org,
+        tokenId: t.tokenId,
+        message: `token ${t.tokenId} of ${o.org} is paused by ${t.paused.who} since ${t.paused.at} (Controls page, or 'learner-transfer resume --org ${o.org} --token ${t.tokenId}')`,
+      });
+    }
     for (const t of o.budget.tokens) {
       if (!t.blocked) continue;
       if (t.blocked.reason === '401') {

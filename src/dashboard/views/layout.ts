@@ -12,6 +12,7 @@ export interface PageContext {
 const LINKS: [string, string][] = [
   ['/', 'Overview'],
   ['/failures', 'Failures'],
+  ['/controls', 'Controls'],
   ['/queues', 'Queues'],
   ['/metrics', 'Metrics'],
 ];

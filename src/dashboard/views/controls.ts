@@ -1,0 +1,325 @@
+// Controls page: per organization, whether it is paused (by whom, since when), the limits every worker
+// applies (organization, reserve, default per token, each token's own limit, the learned limit and the
+// 429s per token when the limiter provides them, '-' otherwise), pause/resume of the organization and
+// of each token, a form to set the limits, a reset to LIMIT_*, and the newest entries of its change log.
+// Driven by /assets/controls.js (same origin: the page's Content-Security-Policy forbids inline scripts),
+// which posts to /api/controls/* with the page's CSRF token and then reloads the organization's section
+// from /controls?org=KEY. Read-only dashboards show the state without any control.
+import { html, type Html } from '../html.ts';
+import type { PauseInfo } from '../../limiter/types.ts';
+import type { ControlsOverview, OrgControls } from '../routes/controls.ts';
+import { layout, type PageContext } from './layout.ts';
+
+function pausedCell(p: PauseInfo | null): Html {
+  return p
+    ? html`<span class="alert-warning" data-paused="true"
+        >paused by <span data-paused-by>${p.who}</span> since <time data-paused-at>${p.at}</time></span
+      >`
+    : html`<span data-paused="false">no</span>`;
+}
+
+function pauseButton(o: OrgControls, paused: boolean, tokenId: string | null): Html {
+  const label = tokenId === null ? `${paused ? 'Resume' : 'Pause'} ${o.org}` : paused ? 'resume' : 'pause';
+  return html`<button
+    type="button"
+    data-action="${paused ? 'resume' : 'pause'}"
+    data-org="${o.org}"
+    ${tokenId === null ? '' : html` data-token="${tokenId}"`}
+    title="${
+      paused
+        ? 'Workers go on sending transfers within seconds'
+        : 'No worker sends a new transfer from now on; calls in flight finish'
+    }"
+  >
+    ${label}
+  </button>`;
+}
+
+function stateLine(o: OrgControls, readOnly: boolean): Html {
+  return html`<p class="org-state">
+    ${
+      o.paused
+        ? html`<span class="code code-paused" data-org-state>paused</span> by
+            <b data-paused-by>${o.paused.who}</b> since <time data-paused-at>${o.paused.at}</time>: no new
+            transfer is sent until it is resumed`
+        : html`<span class="code code-transferred" data-org-state>running</span>`
+    }
+    ${readOnly ? '' : pauseButton(o, o.paused !== null, null)}
+  </p>`;
+}
+
+function limitsTable(o: OrgControls): Html {
+  return html`<table class="limits">
+      <tbody>
+        <tr>
+          <th>organization</th>
+          <td data-limit="perOrg">${o.perOrg}</td>
+        </tr>
+        <tr>
+          <th>reserve for its other clients</th>
+          <td data-limit="reserve">${o.reserve}${o.reserveShare ? ` (${o.reserveShare})` : ''}</td>
+        </tr>
+        <tr>
+          <th>this tool spends at most</th>
+          <td data-limit="usable">${o.usableOrgLimit}</td>
+        </tr>
+        <tr>
+          <th>per token (default)</th>
+          <td data-limit="perToken">${o.perToken}</td>
+        </tr>
+      </tbody>
+    </table>
+    <p class="muted">
+      ${
+        o.stored
+          ? html`stored in
+            Redis${
+              o.seededFrom
+                ? ` (seeded from LIMIT_PER_TOKEN=${o.seededFrom.LIMIT_PER_TOKEN} LIMIT_PER_ORG=${o.seededFrom.LIMIT_PER_ORG})`
+                : ''
+            }:
+            every worker on every host applies these`
+          : html`not stored in Redis yet: each process applies its own LIMIT_* until a worker (or a change
+            here) stores them`
+      }
+    </p>
+    ${o.differsFromEnvironment.map(
+      (d) =>
+        html`<p class="alert alert-warning">
+          ${d.variable}=${d.env} in this dashboard's environment differs from Redis (${d.stored}): every
+          worker follows Redis ("Reset to LIMIT_*" applies this environment's)
+        </p>`,
+    )}`;
+}
+
+function tokensTable(o: OrgControls, readOnly: boolean): Html {
+  if (o.tokens.length === 0) return html`<p class="muted">no token</p>`;
+  return html`<div class="table-wrap">
+    <table class="tokens">
+      <thead>
+        <tr>
+          <th>token</th>
+          <th>limit</th>
+          <th>learned</th>
+          <th>429s</th>
+          <th>paused</th>
+          ${readOnly ? '' : html`<th></th>`}
+        </tr>
+      </thead>
+      <tbody>
+        ${o.tokens.map(
+          (t) =>
+            html`<tr data-token="${t.tokenId}">
+              <td><code>${t.tokenId}</code></td>
+              <td data-token-limit>
+                ${t.limit} <span class="muted">${t.override ? 'own' : 'default'}</span>
+              </td>
+              <td data-learned>${t.learned ?? '-'}</td>
+              <td data-rate-limited>${t.rateLimited ?? '-'}</td>
+              <td data-token-paused>${pausedCell(t.paused)}</td>
+              ${readOnly ? '' : html`<td>${pauseButton(o, t.paused !== null, t.tokenId)}</td>`}
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+function limitsForm(o: OrgControls): Html {
+  const id = (name: string) => `${name}-${o.org}`;
+  return html`<form class="filters limits-form" data-org="${o.org}">
+    <label for="${id('perOrg')}"
+      >per organization
+      <input id="${id('perOrg')}" name="perOrg" placeholder="${o.perOrg}" size="10" autocomplete="off"
+    /></label>
+    <label for="${id('perToken')}"
+      >per token
+      <input id="${id('perToken')}" name="perToken" placeholder="${o.perToken}" size="10" autocomplete="off"
+    /></label>
+    <label for="${id('token')}"
+      >for
+      <select id="${id('token')}" name="token">
+        <option value="">every token (the default)</option>
+        ${o.tokens.map((t) => html`<option value="${t.tokenId}">token ${t.tokenId} only</option>`)}
+      </select></label
+    >
+    <label for="${id('reserve')}"
+      >reserve
+      <input
+        id="${id('reserve')}"
+        name="reserve"
+        placeholder="${o.reserveShare ?? String(o.reserve)}"
+        size="8"
+        autocomplete="off"
+    /></label>
+    <button type="submit">Set limits</button>
+    <button
+      type="button"
+      data-action="reset"
+      data-org="${o.org}"
+      title="Back to this dashboard's LIMIT_PER_TOKEN / LIMIT_PER_ORG: no token limits of their own, no reserve"
+    >
+      Reset to LIMIT_*
+    </button>
+  </form>`;
+}
+
+function changesTable(o: OrgControls): Html {
+  if (o.changes.length === 0) return html`<p class="muted" data-no-changes>no change recorded</p>`;
+  return html`<div class="table-wrap">
+    <table class="changes">
+      <thead>
+        <tr>
+          <th>when</th>
+          <th>who</th>
+          <th>action</th>
+          <th>token</th>
+          <th>what</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${o.changes.map(
+          (c) =>
+            html`<tr data-change="${c.id}">
+              <td><time>${c.at}</time></td>
+              <td>${c.who}</td>
+              <td data-change-action>${c.action}</td>
+              <td>${c.tokenId ? html`<code>${c.tokenId}</code>` : ''}</td>
+              <td class="message">${c.summary}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+/** One organization's section (also what the script reloads after a change). */
+export function orgSection(o: OrgControls, readOnly: boolean): Html {
+  return html`<section class="card controls" data-org="${o.org}" data-paused="${o.paused ? 'true' : 'false'}">
+    <h2>${o.org}</h2>
+    ${stateLine(o, readOnly)} ${limitsTable(o)}
+    <h3>Tokens</h3>
+    ${tokensTable(o, readOnly)} ${readOnly ? '' : limitsForm(o)}
+    <p role="status" data-result></p>
+    <h3>Recent changes</h3>
+    ${changesTable(o)}
+  </section>`;
+}
+
+export function controlsPage(page: PageContext, v: ControlsOverview): Html {
+  const body = html`<h1>Controls</h1>
+    <p class="muted">
+      Pause, resume and change the limits of an organization for every worker on every host: a change applies
+      within ${v.applyWithinMs / 1000} s, with no restart, and a pause outlives restarts. Every change is
+      logged with who made it (<code>learner-transfer changes</code>). Limits are N/DURATION, like 25/2s or
+      1000/1d; a reserve is a number of permits per organization window, or a share like 20%. The learned
+      limit and the 429s per token show '-' until the limiter reports them.
+    </p>
+    ${
+      page.readOnly
+        ? html`<p class="alert alert-warning">this dashboard runs with --read-only: the controls are off</p>`
+        : ''
+    }
+    <div class="controls-list">${v.orgs.map((o) => orgSection(o, page.readOnly))}</div>
+    <link rel="stylesheet" href="/assets/controls.css" />
+    ${page.readOnly ? '' : html`<script src="/assets/controls.js" defer></script>`}`;
+  return layout(page, 'Controls', body);
+}
+
+export const CONTROLS_CSS = `
+.controls-list{display:grid;gap:1rem}.controls .org-state{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}
+.code-paused{background:#fff8c5;color:var(--wait)}.controls table.limits{width:auto}.controls table.limits th{font-weight:normal;color:var(--muted)}
+.controls [data-result].error{color:var(--bad)}
+`;
+
+/** The page's script: posts a change with the page's CSRF token, then reloads that organization's section. */
+export const CONTROLS_JS = `
+(function () {
+  'use strict';
+  var meta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = meta ? meta.getAttribute('content') : '';
+
+  function sectionIn(root, org) {
+    var all = root.querySelectorAll('section[data-org]');
+    for (var i = 0; i < all.length; i++) if (all[i].getAttribute('data-org') === org) return all[i];
+    return null;
+  }
+
+  function say(org, msg, bad) {
+    var sec = sectionIn(document, org);
+    var out = sec && sec.querySelector('[data-result]');
+    if (!out) return;
+    out.textContent = String(msg);
+    out.className = bad ? 'error' : 'muted';
+  }
+
+  function busy(org, on) {
+    var sec = sectionIn(document, org);
+    if (!sec) return;
+    Array.prototype.forEach.call(sec.querySelectorAll('button'), function (b) { b.disabled = on; });
+  }
+
+  // The section as the server renders it now: one template, escaped on the server.
+  function reload(org, msg, bad) {
+    return fetch('/controls?org=' + encodeURIComponent(org), { credentials: 'same-origin' })
+      .then(function (r) { return r.text(); })
+      .then(function (text) {
+        var fresh = sectionIn(new DOMParser().parseFromString(text, 'text/html'), org);
+        var old = sectionIn(document, org);
+        if (fresh && old) old.parentNode.replaceChild(document.importNode(fresh, true), old);
+        say(org, msg, bad);
+      })
+      .catch(function () { say(org, msg + ' (reload the page to see it)', bad); });
+  }
+
+  function post(org, path, body) {
+    busy(org, true);
+    say(org, 'sending...', false);
+    return fetch('/api/controls/' + path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+      body: JSON.stringify(body),
+    })
+      .then(function (r) {
+        return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: false, j: { message: 'HTTP ' + r.status } }; });
+      })
+      .then(function (res) {
+        if (!res.ok) { busy(org, false); say(org, 'refused: ' + (res.j.message || 'error'), true); return; }
+        var msg = res.j.message + ((res.j.warnings || []).length ? ' - warning: ' + res.j.warnings.join('; ') : '');
+        return reload(org, msg, (res.j.warnings || []).length > 0);
+      })
+      .catch(function (e) { busy(org, false); say(org, 'not sent: ' + e.message, true); });
+  }
+
+  document.addEventListener('click', function (ev) {
+    var b = ev.target && ev.target.closest ? ev.target.closest('button[data-action]') : null;
+    if (!b) return;
+    var org = b.getAttribute('data-org');
+    var token = b.getAttribute('data-token');
+    var action = b.getAttribute('data-action');
+    if (action === 'reset') {
+      if (window.confirm('Reset the limits of ' + org + " to this dashboard's LIMIT_*? Token limits of their own and the reserve are removed.")) post(org, 'limits/reset', { org: org });
+      return;
+    }
+    if (action === 'pause' && !token && !window.confirm('Pause every transfer of ' + org + ' on every worker?')) return;
+    var body = { org: org };
+    if (token) body.token = token;
+    post(org, action, body);
+  });
+
+  document.addEventListener('submit', function (ev) {
+    var form = ev.target;
+    if (!form || !form.classList || !form.classList.contains('limits-form')) return;
+    ev.preventDefault();
+    var org = form.getAttribute('data-org');
+    var body = { org: org };
+    ['perOrg', 'perToken', 'token', 'reserve'].forEach(function (name) {
+      var el = form.elements.namedItem(name);
+      var v = el && el.value ? el.value.trim() : '';
+      if (v) body[name] = v;
+    });
+    post(org, 'limits', body);
+  });
+})();
+`;
