@@ -1,7 +1,8 @@
 // Limiter benchmark (not a test): `node bin/run-ts.js bench/limiter.ts`. Prints, in one run against the
 // same Redis: acquire calls/s against a no-op EVALSHA baseline, budget utilization and violations
-// against the simulator (no latency), the delay from a permit freeing to the next grant, and the Redis
-// calls a waiting worker makes. Every figure is measured here; bench/run-all.ts can import
+// against the simulator (no latency), the 429 share and utilization against a service stricter than
+// configured (learned limits), the delay from a permit freeing to the next grant, and the Redis calls a
+// waiting worker makes. Every figure is measured here; bench/run-all.ts can import
 // runLimiterBench() to put them in one table.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -145,6 +146,80 @@ async function utilization(redis: Redis, prefix: string): Promise<Figures> {
 }
 
 /**
+ * Against a service stricter than configured (issue 13, item 3): the service allows 10/1s per token, the
+ * limiter is configured for 25/1s; 10 loops acquire -> PATCH -> settle, and on a 429 learn (learn.lua)
+ * and block the token for Retry-After, as the worker does, for 12 windows. Reports the 429 share and what
+ * was counted against the most the service allows in that time.
+ */
+async function stricter(redis: Redis, prefix: string): Promise<Figures> {
+  const service: Rate = { max: 10, windowMs: 1000 };
+  const runMs = 12_000;
+  const secrets = ['a', 'b'].map((n) => `bench-${n}-${randomBytes(6).toString('hex')}`);
+  const ids = secrets.map(tokenFingerprint);
+  const sim = createSimulator({
+    learners: 3000,
+    tokens: secrets.map((token) => ({ token, org: 'acme' })),
+    limits: { perToken: service, window: 'rolling' },
+  });
+  const url = await sim.listen();
+  const b = budget(
+    redis,
+    `${prefix}:strict`,
+    { max: 25, windowMs: 1000 },
+    { max: 100, windowMs: 1000 },
+    3000,
+  );
+  let learner = 0;
+  const stopAt = Date.now() + runMs;
+  try {
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (Date.now() < stopAt) {
+          const p = await b.acquire('acme', ids);
+          if (!p.ok) {
+            await sleep(Math.min(p.waitMs + 1, Math.max(0, stopAt - Date.now())));
+            continue;
+          }
+          const secret = secrets[ids.indexOf(p.tokenId)] ?? '';
+          const res = await request(`${url}/1/learner/${(learner++ % 3000) + 1}/transfer`, {
+            method: 'PATCH',
+            headers: {
+              authorization: `Bearer ${secret}`,
+              'user-agent': 'learner-transfer bench',
+              accept: 'application/json',
+              'content-type': 'application/json',
+            },
+            body: '{}',
+          });
+          await res.body.text();
+          await b.settle('acme', p.tokenId, p.permitId);
+          if (res.statusCode === 429) {
+            await b.learn('acme', p.tokenId, p.permitId, ids.length);
+            const seconds = Number(res.headers['retry-after']);
+            await b.block('acme', p.tokenId, Number.isFinite(seconds) ? seconds * 1000 : 100, '429');
+          }
+        }
+      }),
+    );
+    const patches = sim.record.filter((r) => r.method === 'PATCH');
+    const counted = patches.filter((r) => r.countedAt !== undefined && r.status !== 429);
+    const refused = patches.filter((r) => r.status === 429).length;
+    const bound = 2 * Math.ceil(runMs / service.windowMs) * service.max;
+    const view = await b.peek('acme', ids);
+    return {
+      'stricter service: 429 share of calls': round(refused / patches.length, 4),
+      'stricter service: 429 answers / calls': `${refused}/${patches.length}`,
+      'stricter service: utilization of its limit': round(counted.length / bound, 4),
+      'stricter service: learned per token (in force at the end)': view.tokens
+        .map((t) => (t.learned ? `${t.limit}` : '-'))
+        .join(' / '),
+    };
+  } finally {
+    await sim.close();
+  }
+}
+
+/**
  * Delay from the moment a permit frees to the next grant, for waiters that sleep exactly waitMs: a pure
  * Redis loop that settles at once, token 10/300ms, for 4 s. With one scope, grant k + max reuses the
  * slot of permit k, which frees at its stamp + window + 1; the delay is the gap between the two.
@@ -222,6 +297,7 @@ export async function runLimiterBench(): Promise<Record<string, number | string>
   try {
     const figures: Figures = await throughput(redis, prefix);
     Object.assign(figures, await utilization(redis, prefix));
+    Object.assign(figures, await stricter(redis, prefix));
     for (const loops of [1, 20]) {
       const d = await freeToGrant(redis, prefix, loops);
       figures[`free->grant p50 ms (${loops} loop${loops > 1 ? 's' : ''})`] = quantile(d, 0.5);

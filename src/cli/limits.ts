@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { createContext, requireOrg, type AppContext } from '../app.ts';
 import { tokensOf, type Config } from '../config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../control-log.ts';
-import { formatDuration, formatRate, parseRate, type Rate } from '../duration.ts';
+import { formatDuration, formatRate, humanizeMs, parseRate, type Rate } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { envDifferences, POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from '../limiter/policy.ts';
 import {
@@ -14,7 +14,7 @@ import {
   setLimits,
   type LimitChange,
 } from '../limiter/policy-control.ts';
-import type { BudgetView, PauseInfo } from '../limiter/types.ts';
+import type { BudgetView, LearnedView, PauseInfo } from '../limiter/types.ts';
 import { TOKEN_ID_RE } from '../token-orgs.ts';
 import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
 import { loadCliConfig, positiveInt } from './shared.ts';
@@ -79,6 +79,12 @@ export interface OrgLimits {
   /** What this tool may spend per org window: perOrg less the reserve. */
   usableOrgLimit: string;
   paused: PauseInfo | null;
+  /**
+   * The organization's limit learned from the service's 429s, in force now (learned plus the probe
+   * steps since: acquire.lua "Learned limits"), like "40/2s"; null when none holds it below usableOrgLimit.
+   */
+  learned: string | null;
+  learnedDetail: LearnedDetail | null;
   seededFrom: LimitPolicy['seededFrom'];
   environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string };
   /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
@@ -88,11 +94,43 @@ export interface OrgLimits {
     limit: string;
     override: boolean;
     paused: PauseInfo | null;
-    /** Filled by the learning step (issue 13 item 3): null until then. */
+    /**
+     * The limit learned from the service's 429s, in force now (it probes back up toward `limit`), like
+     * "10/2s"; null when none holds the token below its configured limit.
+     */
     learned: string | null;
-    /** 429 answers per token: filled by the learning step, null until then. */
+    learnedDetail: LearnedDetail | null;
+    /** The 429s the service answered on this token (every process together); null when none. */
     rateLimited: number | null;
   }>;
+}
+
+/** How a learned limit stands: what the service accepted, when, and the next probe step. */
+export interface LearnedDetail {
+  /** The limit in force now. */
+  limit: number;
+  /** What was learned (the service had accepted this many in its window when it answered 429). */
+  max: number;
+  /** When it was learned (ISO). */
+  at: string;
+  /** When the next probe step raises it (ms from now). */
+  nextProbeInMs: number;
+}
+
+function learnedOf(s: { limit: number; windowMs: number; learned?: LearnedView }): {
+  learned: string | null;
+  learnedDetail: LearnedDetail | null;
+} {
+  if (!s.learned) return { learned: null, learnedDetail: null };
+  return {
+    learned: formatRate({ max: s.limit, windowMs: s.windowMs }),
+    learnedDetail: {
+      limit: s.limit,
+      max: s.learned.max,
+      at: new Date(s.learned.at).toISOString(),
+      nextProbeInMs: s.learned.nextProbeInMs,
+    },
+  };
 }
 
 export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLimits> {
@@ -114,6 +152,7 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
     reserveShare: policy.reserveShare === null ? null : `${policy.reserveShare}%`,
     usableOrgLimit: `${Math.max(0, perOrg.max - policy.reserve)}/${formatDuration(perOrg.windowMs)}`,
     paused: policy.paused,
+    ...learnedOf(view.org),
     seededFrom: policy.seededFrom,
     environment: {
       LIMIT_PER_TOKEN: formatRate(config.limitPerToken),
@@ -122,11 +161,12 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
     differsFromEnvironment: envDifferences(policy, config),
     tokens: view.tokens.map((t) => ({
       tokenId: t.tokenId,
-      limit: formatRate({ max: t.limit, windowMs: t.windowMs }),
+      // The configured limit; `learned` is the one in force when the service taught a lower one.
+      limit: formatRate({ max: t.learned?.configured ?? t.limit, windowMs: t.windowMs }),
       override: t.override,
       paused: t.paused,
-      learned: null,
-      rateLimited: null,
+      ...learnedOf(t),
+      rateLimited: t.rateLimited ?? null,
     })),
   };
 }
@@ -143,12 +183,28 @@ export function formatLimits(l: OrgLimits): string {
         ? `, reserve ${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''} for its other clients: this tool spends at most ${l.usableOrgLimit}`
         : ', no reserve'),
     `  per token      ${l.perToken} (default)`,
+    ...(l.learned && l.learnedDetail
+      ? [
+          `  learned        organization ${l.learned} from the service's 429s (${describeLearned(l.learnedDetail)})`,
+        ]
+      : []),
     `  paused         ${pausedText(l.paused)}`,
-    `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(8)} ${'429s'.padEnd(5)} paused`,
+    `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(9)} ${'429s'.padEnd(5)} paused`,
   ];
   for (const t of l.tokens) {
     lines.push(
-      `  ${t.tokenId.padEnd(14)} ${`${t.limit}${t.override ? ' own' : ''}`.padEnd(14)} ${(t.learned ?? '-').padEnd(8)} ${String(t.rateLimited ?? '-').padEnd(5)} ${pausedText(t.paused)}`,
+      `  ${t.tokenId.padEnd(14)} ${`${t.limit}${t.override ? ' own' : ''}`.padEnd(14)} ${(t.learned ?? '-').padEnd(9)} ${String(t.rateLimited ?? '-').padEnd(5)} ${pausedText(t.paused)}`,
+    );
+  }
+  let anyLearned = l.learned !== null;
+  for (const t of l.tokens) {
+    if (!t.learnedDetail) continue;
+    anyLearned = true;
+    lines.push(`  note: token ${t.tokenId} ${t.learned} (${describeLearned(t.learnedDetail)})`);
+  }
+  if (anyLearned) {
+    lines.push(
+      `  note: a learned limit climbs back toward the configured one by itself; 'limits reset --org ${l.org}' forgets it`,
     );
   }
   for (const d of l.differsFromEnvironment) {
@@ -157,6 +213,10 @@ export function formatLimits(l: OrgLimits): string {
     );
   }
   return lines.join('\n');
+}
+
+function describeLearned(d: LearnedDetail): string {
+  return `learned ${d.max} at ${d.at}, next probe step in ${humanizeMs(d.nextProbeInMs)}`;
 }
 
 /** One line per changed field: "perToken 20/2s -> 5/2s". */
@@ -174,12 +234,15 @@ export function describeChange(details: Record<string, unknown>): string {
   const parts: string[] = [];
   for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
     if (JSON.stringify(before[k]) === JSON.stringify(after[k])) continue;
-    if (k === 'tokens') {
+    if (k === 'tokens' || k === 'learned') {
       // Token limits of their own, one by one: "token 1a2b3c4d5e6f - -> 5/2s".
       const b = (before[k] ?? {}) as Record<string, string>;
       const a = (after[k] ?? {}) as Record<string, string>;
       for (const id of new Set([...Object.keys(b), ...Object.keys(a)])) {
-        if (b[id] !== a[id]) parts.push(`token ${id} ${show(b[id])} -> ${show(a[id])}`);
+        if (b[id] === a[id]) continue;
+        const what =
+          k === 'learned' ? `learned ${id === 'org' ? 'organization' : `token ${id}`}` : `token ${id}`;
+        parts.push(`${what} ${show(b[id])} -> ${show(a[id])}`);
       }
       continue;
     }

@@ -4,8 +4,16 @@ import { collectStatus, type Status } from '../outcomes/status.ts';
 import { formatRate, humanizeMs } from '../duration.ts';
 import { estimate } from '../eta.ts';
 import { paceOf } from '../limiter/policy.ts';
+import type { LearnedView } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
 import { loadCliConfig } from './shared.ts';
+
+/** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or '' when nothing is learned. */
+function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView }): string {
+  if (!v.learned) return '';
+  const rate = (max: number) => formatRate({ max, windowMs: v.windowMs });
+  return ` (learned ${rate(v.limit)} from 429s, configured ${rate(v.learned.configured)}; next probe step in ${humanizeMs(v.learned.nextProbeInMs)})`;
+}
 
 export function formatStatus(s: Status): string {
   const lines: string[] = [
@@ -23,12 +31,13 @@ export function formatStatus(s: Status): string {
       `  jobs: ${o.jobs.waiting} waiting, ${o.jobs.delayed} delayed, ${o.jobs.active} active, ${o.jobs.failed} failed (kept)`,
     );
     const b = o.budget.org;
-    const rate = (x: { limit: number; windowMs: number }) =>
-      formatRate({ max: x.limit, windowMs: x.windowMs });
+    // The configured limits (a learned one is shown with the budget it holds, below).
+    const rate = (x: { limit: number; windowMs: number; learned?: LearnedView }) =>
+      formatRate({ max: x.learned?.configured ?? x.limit, windowMs: x.windowMs });
     const tokenRates = [...new Set(o.budget.tokens.map(rate))];
     lines.push(
       `  limits${o.budget.policyStored ? ' (Redis)' : ' (LIMIT_*: none stored yet)'}: ` +
-        `${formatRate({ max: b.limit + o.budget.reserve, windowMs: b.windowMs })} per organization` +
+        `${formatRate({ max: (b.learned?.configured ?? b.limit) + o.budget.reserve, windowMs: b.windowMs })} per organization` +
         (o.budget.reserve > 0 ? ` less a reserve of ${o.budget.reserve} (${rate(b)} for this tool)` : '') +
         `, ${tokenRates.join(' / ') || '-'} per token`,
     );
@@ -36,11 +45,14 @@ export function formatStatus(s: Status): string {
     lines.push(
       `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
         (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
+        learnedText(b) +
         (b.blocked ? ` [BLOCKED: ${b.blocked.reason}]` : ''),
     );
     for (const t of o.budget.tokens) {
       lines.push(
         `  token ${t.tokenId}: ${t.used} used, ${t.inflight} in flight, ${t.remaining} of ${t.limit} left` +
+          learnedText(t) +
+          (t.rateLimited ? `, ${t.rateLimited} answered 429` : '') +
           (t.blocked
             ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
             : '') +

@@ -46,9 +46,26 @@
                                  the org scope grants at most org max - N (none when that is <= 0)
     paused = JSON                the organization is paused: nothing is granted ('paused', for good)
     paused:<id> = JSON           one token is paused: it is skipped (all paused: 'paused', for good)
+    learned:tok:<id> = "max at"  a limit learned from the service's 429s for one token (learn.lua)
+    learned:org = "max at"       idem for the organization (applies to its limit less the reserve)
+    429:<id>, refused:<id>       the token's 429 count, and when it was last refuted (learn.lua only)
   A field that is absent falls back to ARGV (a hash never seeded: benchmarks, tests). Every process reads
   the same hash in the same step as the budget, so the whole fleet enforces one policy, and a change
   holds for every acquire after it, with no restart and no cache.
+
+  Learned limits. The service has the last word: a 429 that arrives while our count is below the limit
+  teaches learn.lua an effective limit for the token or the organization, stored as "max at" (at: Redis
+  ms). Every acquire applies it with no background job and no cache:
+      limit in force = min(configured, max + step * floor((now - at) / probeEvery))
+      step       = max(1, floor(configured max / 20))          (5% of the configured limit, at least 1)
+      probeEvery = max(window, min(4 * window, 1 h))           (4 windows, at most an hour unless the
+                                                               window is longer: then one window)
+  where configured is the scope's limit from the policy or the fallback (for the organization: less the
+  reserve). So the limit climbs back one step every probeEvery; the first step that is too high brings
+  a 429, and learn.lua sets the entry again from what the service accepted (never higher than the limit
+  in force: learning never raises a limit). Once the probe reaches the configured limit the entry is
+  deleted here. A learned limit only ever lowers what this script grants, so it keeps every guarantee
+  below; the proof's "When the policy changes" covers it being written or probing up.
 
   Lease. At most one transfer call in flight per learner, whatever happens to job locks: a permit for a
   learner is granted only with its lease, written here in the same step. A job whose BullMQ lock is no
@@ -131,9 +148,30 @@ local function rate(field, max, window)
   end
   return max, window
 end
+-- A learned limit in force (see "Learned limits" above): `limit` lowered to the learned max plus the
+-- probe steps since it was learned, or `limit` itself once the probe has reached it (the entry is then
+-- forgotten here, lazily).
+local function learned(field, limit, configured, window)
+  local v = policy[field]
+  if not v or limit <= 0 then
+    return limit
+  end
+  local m, at = string.match(v, '^(%d+) (%d+)$')
+  if m then
+    local every = math.max(window, math.min(4 * window, 3600000))
+    local step = math.max(1, math.floor(configured / 20))
+    local value = tonumber(m) + step * math.floor(math.max(0, now - tonumber(at)) / every)
+    if value < limit then
+      return math.max(1, value)
+    end
+  end
+  redis.call('HDEL', policyKey, field)
+  return limit
+end
+
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
-orgMax = orgMax - math.max(0, tonumber(policy['reserve']) or 0)
+orgMax = learned('learned:org', orgMax - math.max(0, tonumber(policy['reserve']) or 0), orgMax, orgWindow)
 
 -- Keys vanish when idle: an entry matters for at most TTL + window after the write that made it.
 local orgKeyTtl = orgWindow + inflightTtl + 1000
@@ -224,6 +262,9 @@ for i = 1, tokenCount do
   local base = 3 * i + 2
   local id = ARGV[10 + i] or ''
   local max, window = rate('tok:' .. id, tokenMax, tokenWindow)
+  if id ~= '' then
+    max = learned('learned:tok:' .. id, max, max, window)
+  end
   local keyTtl = window + inflightTtl + 1000
   local paused = id ~= '' and policy['paused:' .. id] ~= nil
   local blockTtl = redis.call('PTTL', KEYS[base + 3])
@@ -241,7 +282,9 @@ for i = 1, tokenCount do
 end
 
 if orgBlock == -2 and orgWait == 0 and best > 0 then
-  local permitId = string.format('%d-%s', now, ARGV[6])
+  -- "<ms>.<µs of that ms>-<random>": the acquire time, fine enough to order the permits of one Redis
+  -- (learn.lua counts the ones acquired before a refused one).
+  local permitId = string.format('%d.%03d-%s', now, tonumber(time[2]) % 1000, ARGV[6])
   local deadline = now + inflightTtl
   local tokenKeyTtl = tokens[best][6]
   local inflightKey = KEYS[3 * best + 4]

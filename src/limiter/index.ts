@@ -6,6 +6,8 @@ export type {
   BudgetEvent,
   BudgetOptions,
   BudgetView,
+  LearnedView,
+  LearnResult,
   RefusalScope,
   Refused,
   ScopeView,

@@ -13,7 +13,14 @@
 
   Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
-     limit, windowMs, paused ('' or the pause's JSON), overridden (0|1)}
+     limit, windowMs, paused ('' or the pause's JSON), overridden (0|1),
+     configured, learnedMax, learnedAt, nextProbeInMs, count429}
+    limit is the one in force, a learned limit applied (acquire.lua, "Learned limits"); configured is
+    the limit without it. learnedMax, learnedAt and nextProbeInMs are -1 when no learned limit is in
+    force (none, or probed back up to configured); count429 is the token's 429s (-1 when none counted,
+    and always -1 for the organization).
+    policyPresent: a limit, reserve or pause is stored (a hash with only learned limits and 429 counts
+    is not a stored policy).
     used: counted entries that are no longer in flight; inflight: entries still before their deadline;
     nextFreeInMs: 0 when the window has room, else the wait acquire would compute for this scope
     (blocks and pauses aside: they are reported separately). The org view's limit is what acquire
@@ -37,6 +44,27 @@ local function rate(field, max, window)
     end
   end
   return max, window, false
+end
+
+-- As acquire.lua's learned(), without forgetting anything: {limit in force, max, at, next probe in ms}.
+local function learned(field, limit, configured, window)
+  local v = policy[field]
+  if not v or limit <= 0 then
+    return limit, -1, -1, -1
+  end
+  local m, at = string.match(v, '^(%d+) (%d+)$')
+  if not m then
+    return limit, -1, -1, -1
+  end
+  m, at = tonumber(m), tonumber(at)
+  local every = math.max(window, math.min(4 * window, 3600000))
+  local step = math.max(1, math.floor(configured / 20))
+  local steps = math.floor(math.max(0, now - at) / every)
+  local value = m + step * steps
+  if value >= limit then
+    return limit, -1, -1, -1
+  end
+  return math.max(1, value), m, at, at + (steps + 1) * every - now
 end
 
 local function view(logKey, inflightKey, blockKey, max, window)
@@ -72,18 +100,37 @@ end
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 local reserve = math.max(0, tonumber(policy['reserve']) or 0)
-local orgView = view(KEYS[1], KEYS[2], KEYS[3], math.max(0, orgMax - reserve), orgWindow)
+local orgUsable = math.max(0, orgMax - reserve)
+local orgLimit, orgLearned, orgAt, orgProbe = learned('learned:org', orgUsable, orgMax, orgWindow)
+local orgView = view(KEYS[1], KEYS[2], KEYS[3], orgLimit, orgWindow)
 orgView[8] = policy['paused'] or ''
 orgView[9] = reserve > 0 and 1 or 0
+orgView[10], orgView[11], orgView[12], orgView[13], orgView[14] = orgUsable, orgLearned, orgAt, orgProbe, -1
 local out = {now, orgView}
 for i = 1, tokenCount do
   local id = ARGV[4 + i] or ''
-  local max, window, own = rate('tok:' .. id, tokenMax, tokenWindow)
-  local v = view(KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], max, window)
+  local configured, window, own = rate('tok:' .. id, tokenMax, tokenWindow)
+  local limit, max, at, probe = configured, -1, -1, -1
+  if id ~= '' then
+    limit, max, at, probe = learned('learned:tok:' .. id, configured, configured, window)
+  end
+  local v = view(KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], limit, window)
   v[8] = (id ~= '' and policy['paused:' .. id]) or ''
   v[9] = own and 1 or 0
+  v[10], v[11], v[12], v[13] = configured, max, at, probe
+  v[14] = (id ~= '' and tonumber(policy['429:' .. id])) or -1
   out[#out + 1] = v
 end
-out[#out + 1] = #flat > 0 and 1 or 0
+local present = 0
+for i = 1, #flat, 2 do
+  local f = flat[i]
+  if
+    string.sub(f, 1, 8) ~= 'learned:' and string.sub(f, 1, 4) ~= '429:' and string.sub(f, 1, 8) ~= 'refuted:'
+  then
+    present = 1
+    break
+  end
+end
+out[#out + 1] = present
 out[#out + 1] = reserve
 return out

@@ -9,7 +9,9 @@
                setnx:  {field: value, ...}    fields written only when absent (a pause keeps its first
                                               author and time)
                del:    [field, ...]           fields removed
-               delPrefix: 'tok:' or ''        every field starting with it is removed first (reset)
+               delPrefix: 'tok:' or ['tok:', 'learned:', ...]
+                                              every field starting with it (one of them) is removed
+                                              first (reset)
                share:  P or null              reserve given as a share (percent) of the org limit
                                               in effect after the change: reserve = ceil(max * P / 100)
                fallbackOrg: "max/windowMs"    the org limit when the hash has none (this process's LIMIT_*)
@@ -22,11 +24,18 @@ local key = KEYS[1]
 local change = cjson.decode(ARGV[1])
 local before = redis.call('HGETALL', key)
 
-if type(change.delPrefix) == 'string' and change.delPrefix ~= '' then
-  local p = change.delPrefix
-  for i = 1, #before, 2 do
-    if string.sub(before[i], 1, #p) == p then
-      redis.call('HDEL', key, before[i])
+local prefixes = change.delPrefix
+if type(prefixes) == 'string' then
+  prefixes = {prefixes}
+end
+if type(prefixes) == 'table' then
+  for _, p in ipairs(prefixes) do
+    if type(p) == 'string' and p ~= '' then
+      for i = 1, #before, 2 do
+        if string.sub(before[i], 1, #p) == p then
+          redis.call('HDEL', key, before[i])
+        end
+      end
     end
   end
 end

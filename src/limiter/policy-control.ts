@@ -33,7 +33,7 @@ interface ScriptChange {
   set?: Record<string, string>;
   setnx?: Record<string, string>;
   del?: string[];
-  delPrefix?: string;
+  delPrefix?: string | string[];
   share?: number | null;
   fallbackOrg?: string;
 }
@@ -70,6 +70,19 @@ export function describeLimits(p: LimitPolicy): Record<string, unknown> {
     ),
     reserve: p.reserve,
     ...(p.reserveShare !== null ? { reserveShare: `${p.reserveShare}%` } : {}),
+    // Learned limits only when there are some (a reset forgets them, and says so in the change log).
+    ...(Object.keys(p.learned.tokens).length > 0 || p.learned.org
+      ? {
+          learned: {
+            ...(p.learned.org ? { org: p.learned.org.max } : {}),
+            ...Object.fromEntries(
+              Object.entries(p.learned.tokens)
+                .sort(([a], [b]) => a.localeCompare(b))
+                .map(([id, l]) => [id, l.max]),
+            ),
+          },
+        }
+      : {}),
   };
 }
 
@@ -153,7 +166,11 @@ export async function setLimits(
   return { before, after, changeId };
 }
 
-/** `limits reset`: back to LIMIT_* (this process's), with no token limits of their own and no reserve. */
+/**
+ * `limits reset`: back to LIMIT_* (this process's), with no token limits of their own, no reserve and no
+ * learned limits (the 429 counts stay: they are history). A service still stricter than LIMIT_* is
+ * learned again from its next 429.
+ */
 export async function resetLimits(
   redis: RedisClient,
   keys: Keys,
@@ -163,7 +180,7 @@ export async function resetLimits(
 ): Promise<PolicyChangeResult> {
   check(org);
   const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
-    delPrefix: 'tok:',
+    delPrefix: ['tok:', 'learned:', 'refused:'],
     del: ['reserve', 'reserveShare'],
     set: {
       org: encodeRate(limits.limitPerOrg),

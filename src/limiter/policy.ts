@@ -10,6 +10,10 @@
 //   reserveShare = P           the share (percent) the reserve was given as, re-resolved when `org` changes
 //   paused = JSON {who, at}    the organization is paused;  paused:<id> = JSON: one token is
 //   seededFrom = JSON          the LIMIT_* values the limits were seeded (or last reset) from
+// and, written by the limiter itself from the service's 429s (learn.lua; acquire.lua "Learned limits"):
+//   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
+//   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
+// A hash that holds only these is not a stored policy (`stored` is false: LIMIT_* still apply).
 import { formatRate, type Rate } from '../duration.ts';
 import type { Keys } from '../keys.ts';
 import type { Logger } from '../log.ts';
@@ -40,6 +44,29 @@ export interface LimitPolicy {
   pausedTokens: Record<string, PauseInfo>;
   /** The LIMIT_* values the limits were seeded or last reset from. */
   seededFrom: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string } | null;
+  /**
+   * Limits learned from the service's 429s as stored (the max and when; the limit in force is what peek
+   * reports, probed up since): per token, and the organization's. A stored entry may have probed back up
+   * already (acquire forgets it then).
+   */
+  learned: { tokens: Record<string, LearnedEntry>; org: LearnedEntry | null };
+  /** The 429s answered per token (token id -> count), every process together. */
+  rateLimited: Record<string, number>;
+}
+
+/** A learned limit as stored: "max at". */
+export interface LearnedEntry {
+  max: number;
+  /** Redis ms. */
+  at: number;
+}
+
+/** Fields the limiter writes from 429s (learn.lua), not limits anyone set. */
+const LEARNED_FIELD = /^(learned:|429:|refused:)/;
+
+export function parseLearned(text: string | undefined): LearnedEntry | null {
+  const m = /^(\d+) (\d+)$/.exec(text ?? '');
+  return m ? { max: Number(m[1]), at: Number(m[2]) } : null;
 }
 
 /** The limits a process falls back to (its LIMIT_*). */
@@ -89,8 +116,16 @@ export function parsePause(text: string | undefined): PauseInfo | null {
 export function parsePolicy(hash: Record<string, string>): LimitPolicy {
   const tokens: Record<string, Rate> = {};
   const pausedTokens: Record<string, PauseInfo> = {};
+  const learnedTokens: Record<string, LearnedEntry> = {};
+  const rateLimited: Record<string, number> = {};
   for (const [field, value] of Object.entries(hash)) {
-    if (field.startsWith('tok:')) {
+    if (field.startsWith('learned:tok:')) {
+      const l = parseLearned(value);
+      if (l) learnedTokens[field.slice('learned:tok:'.length)] = l;
+    } else if (field.startsWith('429:')) {
+      const n = Number(value);
+      if (Number.isSafeInteger(n) && n > 0) rateLimited[field.slice(4)] = n;
+    } else if (field.startsWith('tok:')) {
       const rate = decodeRate(value);
       if (rate) tokens[field.slice(4)] = rate;
     } else if (field.startsWith('paused:')) {
@@ -110,7 +145,7 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
   const reserve = Number(hash.reserve ?? 0);
   const share = hash.reserveShare === undefined ? NaN : Number(hash.reserveShare);
   return {
-    stored: Object.keys(hash).length > 0,
+    stored: Object.keys(hash).some((field) => !LEARNED_FIELD.test(field)),
     perOrg: decodeRate(hash.org),
     perToken: decodeRate(hash.token),
     tokens,
@@ -119,6 +154,8 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
     paused: parsePause(hash.paused),
     pausedTokens,
     seededFrom,
+    learned: { tokens: learnedTokens, org: parseLearned(hash['learned:org']) },
+    rateLimited,
   };
 }
 

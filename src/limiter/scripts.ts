@@ -12,6 +12,7 @@ const SOURCES = {
   ltLimiterSettle: { lua: lua('settle'), readOnly: false },
   ltLimiterRelease: { lua: lua('release'), readOnly: false },
   ltLimiterBlock: { lua: lua('block'), readOnly: false },
+  ltLimiterLearn: { lua: lua('learn'), readOnly: false },
   ltLimiterPeek: { lua: lua('peek'), readOnly: true },
   ltLimiterPolicyChange: { lua: lua('policy-change'), readOnly: false },
 } as const;

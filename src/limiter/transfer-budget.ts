@@ -22,6 +22,7 @@ import type {
   BudgetEvent,
   BudgetOptions,
   BudgetView,
+  LearnResult,
   LeaseRequest,
   RefusalScope,
   Refused,
@@ -85,6 +86,15 @@ function text(value: unknown): string {
 function list(value: unknown): unknown[] {
   if (!Array.isArray(value)) throw new Error('limiter: unexpected script reply (not an array)');
   return value;
+}
+
+/**
+ * The set of permits the service answered 429 in a scope (learn.lua keeps them one window, so a later
+ * count of what the service accepted leaves them out), beside the scope's log, in the same slot.
+ */
+function refusedKey(logKey: string): string {
+  if (!logKey.endsWith(':log')) throw new Error(`limiter: unexpected log key ${logKey}`);
+  return `${logKey.slice(0, -':log'.length)}:refused`;
 }
 
 /** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s) for a late count. */
@@ -271,6 +281,61 @@ export class TransferBudget {
     await run(this.commands, 'ltLimiterBlock', [key], [reason, duration]);
   }
 
+  /**
+   * The service answered 429 to the request of `permitId` on `tokenId` (call it after the permit was
+   * settled with the response): learn.lua counts what the service had accepted in its window and, when
+   * that is below the limit in force, stores it as the token's (or the organization's) learned limit for
+   * every process; it also counts the token's 429. `poolSize` is how many tokens the caller has for the
+   * organization (with one, the token stands for the organization). Calling it twice for one permit
+   * changes nothing the second time.
+   */
+  async learn(org: string, tokenId: string, permitId: string, poolSize: number): Promise<LearnResult> {
+    checkOrg(org);
+    checkTokenId(tokenId);
+    if (!/^\d+(\.\d+)?-[0-9a-z]+$/i.test(permitId)) throw invalid('learn: not a permit id');
+    const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
+    const k = this.keys;
+    const reply = list(
+      await run(
+        this.commands,
+        'ltLimiterLearn',
+        [
+          k.tokenLog(org, tokenId),
+          k.tokenInflight(org, tokenId),
+          refusedKey(k.tokenLog(org, tokenId)),
+          k.orgLog(org),
+          k.orgInflight(org),
+          refusedKey(k.orgLog(org)),
+          k.policy(org),
+        ],
+        [
+          tok.max,
+          tok.windowMs,
+          perOrg.max,
+          perOrg.windowMs,
+          tokenId,
+          permitId,
+          Math.max(1, Math.floor(poolSize)),
+        ],
+      ),
+    );
+    const learnedOrNull = (v: unknown) => (num(v) > 0 ? num(v) : null);
+    const cause = text(reply[7]);
+    if (cause !== 'token' && cause !== 'org' && cause !== 'repeat') {
+      throw new Error(`limiter: unexpected learn cause '${cause}'`);
+    }
+    return {
+      rateLimited: num(reply[0]),
+      cause,
+      token: { accepted: num(reply[1]), limit: num(reply[2]), learned: learnedOrNull(reply[3]) },
+      org: {
+        accepted: num(reply[4]) < 0 ? null : num(reply[4]),
+        limit: num(reply[5]),
+        learned: learnedOrNull(reply[6]),
+      },
+    };
+  }
+
   async unblock(org: string, tokenId: string | null): Promise<void> {
     checkOrg(org);
     if (tokenId !== null) checkTokenId(tokenId);
@@ -294,12 +359,14 @@ export class TransferBudget {
         [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, ...pool],
       ),
     );
-    const scope = (raw: unknown): ScopeView & { override: boolean } => {
+    const scope = (raw: unknown): ScopeView & { override: boolean; rateLimited?: number } => {
       const v = list(raw);
       const used = num(v[0]);
       const inflight = num(v[1]);
       const ttl = num(v[4]);
       const limit = num(v[5]);
+      const learnedMax = num(v[10] ?? -1);
+      const count429 = num(v[13] ?? -1);
       return {
         used,
         inflight,
@@ -310,10 +377,22 @@ export class TransferBudget {
         blocked: ttl === -2 ? null : { reason: text(v[3]), remainingMs: ttl === -1 ? null : ttl },
         paused: parsePause(text(v[7])),
         override: num(v[8]) === 1,
+        // Only when there is something to say: a view with nothing learned has the shape it always had.
+        ...(learnedMax >= 0
+          ? {
+              learned: {
+                max: learnedMax,
+                at: num(v[11]),
+                configured: num(v[9]),
+                nextProbeInMs: Math.max(0, num(v[12])),
+              },
+            }
+          : {}),
+        ...(count429 >= 0 ? { rateLimited: count429 } : {}),
       };
     };
     const tokens: TokenView[] = pool.map((tokenId, i) => ({ tokenId, ...scope(reply[i + 2]) }));
-    const { override: _reserved, ...orgView } = scope(reply[1]);
+    const { override: _reserved, rateLimited: _none, ...orgView } = scope(reply[1]);
     return {
       now: num(reply[0]),
       org: orgView,

@@ -89,6 +89,21 @@ export interface PauseInfo {
   at: string;
 }
 
+/**
+ * A limit learned from the service's 429s (learn.lua), in force now: it climbs back toward `configured`
+ * by one step every probe period (acquire.lua, "Learned limits") and is forgotten once it gets there.
+ */
+export interface LearnedView {
+  /** What the service had accepted in its window when it answered 429: the limit learned. */
+  max: number;
+  /** When it was learned (Redis ms). */
+  at: number;
+  /** The limit without it (for the organization: less the reserve). `limit` is the one in force. */
+  configured: number;
+  /** Until the next probe step raises it (ms). */
+  nextProbeInMs: number;
+}
+
 export interface ScopeView {
   /** Permits counted in the window that are no longer in flight (settled or expired). */
   used: number;
@@ -106,12 +121,38 @@ export interface ScopeView {
   blocked: BlockView | null;
   /** Paused by `learner-transfer pause` (null when not). */
   paused: PauseInfo | null;
+  /** A limit learned from the service's 429s that holds `limit` below the configured one (absent: none). */
+  learned?: LearnedView;
 }
 
 export interface TokenView extends ScopeView {
   tokenId: string;
   /** The token has a limit of its own (`limits set --token ID --per-token N/DUR`). */
   override: boolean;
+  /** The 429s the service answered on this token, all processes together (absent: none counted). */
+  rateLimited?: number;
+}
+
+/** What learn() did with a 429 (learn.lua's output). */
+export interface LearnResult {
+  /** The token's 429s so far. */
+  rateLimited: number;
+  /** 'repeat': this permit was already learned from; 'org': the token was refuted (see learn.lua). */
+  cause: 'token' | 'org' | 'repeat';
+  token: {
+    /** What the service had accepted on the token in its window when it refused. */
+    accepted: number;
+    /** The limit in force before this 429. */
+    limit: number;
+    /** The limit learned now (null: unchanged). */
+    learned: number | null;
+  };
+  org: {
+    /** null when not counted (only a refuted token needs it). */
+    accepted: number | null;
+    limit: number;
+    learned: number | null;
+  };
 }
 
 export interface BudgetView {

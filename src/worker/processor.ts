@@ -448,14 +448,45 @@ export function createProcessor(deps: ProcessorDeps) {
             await job.moveToDelayed(Date.now(), jobToken);
             throw new DelayedError();
           }
+          // The service is stricter than our limits: learn its real limit for the token (or the
+          // organization) from what it accepted, for every process (learn.lua). The permit is settled
+          // by now (recorded above), so the count sees it. Best effort: a failure only skips the lesson.
+          const learned =
+            outcome.code === 'rate-limited'
+              ? await budget.learn(org, token.id, permit.permitId, tokens.length).catch((err: unknown) => {
+                  logger.warn(
+                    { org, tokenId: token.id, err: scrub((err as Error).message) },
+                    'could not learn from a 429',
+                  );
+                  return undefined;
+                })
+              : undefined;
           const ms =
             outcome.code === 'rate-limited' && outcome.retryAfterMs !== undefined
               ? Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
               : await defaultBlockMs(budget, org, token.id);
           await budget.block(org, token.id, Math.max(1, ms), '429');
           logger.warn(
-            { ...logLine, blockMs: ms },
-            'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt',
+            {
+              ...logLine,
+              blockMs: ms,
+              ...(learned
+                ? {
+                    rateLimited: learned.rateLimited,
+                    accepted: learned.token.accepted,
+                    limit: learned.token.limit,
+                    ...(learned.token.learned !== null ? { learnedTokenLimit: learned.token.learned } : {}),
+                    ...(learned.org.learned !== null ? { learnedOrgLimit: learned.org.learned } : {}),
+                  }
+                : {}),
+            },
+            learned?.token.learned != null || learned?.org.learned != null
+              ? `the service answered 429 below our limit: learned ${
+                  learned.org.learned !== null
+                    ? `organization '${org}' limit ${learned.org.learned}`
+                    : `token ${token.id} limit ${learned.token.learned}`
+                } per window for every worker (probed back up slowly); token blocked until Retry-After, the learner waits without losing an attempt`
+              : 'the service answered 429: token blocked until Retry-After; the learner waits without losing an attempt',
           );
           // Back to the queue at once without an attempt; the next acquire picks another token or waits.
           await job.moveToDelayed(Date.now(), jobToken);

@@ -1,12 +1,13 @@
 // Controls page: per organization, whether it is paused (by whom, since when), the limits every worker
-// applies (organization, reserve, default per token, each token's own limit, the learned limit and the
-// 429s per token when the limiter provides them, '-' otherwise), pause/resume of the organization and
+// applies (organization, reserve, default per token, each token's own limit, the limits learned from the
+// service's 429s and the 429s per token, '-' when none), pause/resume of the organization and
 // of each token, a form to set the limits, a reset to LIMIT_*, and the newest entries of its change log.
 // Driven by /assets/controls.js (same origin: the page's Content-Security-Policy forbids inline scripts),
 // which posts to /api/controls/* with the page's CSRF token and then reloads the organization's section
 // from /controls?org=KEY. Read-only dashboards show the state without any control.
 import { html, type Html } from '../html.ts';
 import type { PauseInfo } from '../../limiter/types.ts';
+import type { LearnedDetail } from '../../cli/limits.ts';
 import type { ControlsOverview, OrgControls } from '../routes/controls.ts';
 import { layout, type PageContext } from './layout.ts';
 
@@ -48,6 +49,11 @@ function stateLine(o: OrgControls, readOnly: boolean): Html {
   </p>`;
 }
 
+function learnedText(d: LearnedDetail): string {
+  const next = Math.ceil(d.nextProbeInMs / 1000);
+  return `learned ${d.max} at ${d.at}; climbs back one step in ${next} s`;
+}
+
 function limitsTable(o: OrgControls): Html {
   return html`<table class="limits">
       <tbody>
@@ -67,6 +73,16 @@ function limitsTable(o: OrgControls): Html {
           <th>per token (default)</th>
           <td data-limit="perToken">${o.perToken}</td>
         </tr>
+        ${
+          o.learned && o.learnedDetail
+            ? html`<tr>
+                <th>learned from the service's 429s</th>
+                <td data-limit="learned">
+                  ${o.learned} <span class="muted">${learnedText(o.learnedDetail)}</span>
+                </td>
+              </tr>`
+            : ''
+        }
       </tbody>
     </table>
     <p class="muted">
@@ -114,7 +130,11 @@ function tokensTable(o: OrgControls, readOnly: boolean): Html {
               <td data-token-limit>
                 ${t.limit} <span class="muted">${t.override ? 'own' : 'default'}</span>
               </td>
-              <td data-learned>${t.learned ?? '-'}</td>
+              ${
+                t.learned && t.learnedDetail
+                  ? html`<td data-learned title="${learnedText(t.learnedDetail)}">${t.learned}</td>`
+                  : html`<td data-learned>-</td>`
+              }
               <td data-rate-limited>${t.rateLimited ?? '-'}</td>
               <td data-token-paused>${pausedCell(t.paused)}</td>
               ${readOnly ? '' : html`<td>${pauseButton(o, t.paused !== null, t.tokenId)}</td>`}
@@ -212,8 +232,9 @@ export function controlsPage(page: PageContext, v: ControlsOverview): Html {
       Pause, resume and change the limits of an organization for every worker on every host: a change applies
       within ${v.applyWithinMs / 1000} s, with no restart, and a pause outlives restarts. Every change is
       logged with who made it (<code>learner-transfer changes</code>). Limits are N/DURATION, like 25/2s or
-      1000/1d; a reserve is a number of permits per organization window, or a share like 20%. The learned
-      limit and the 429s per token show '-' until the limiter reports them.
+      1000/1d; a reserve is a number of permits per organization window, or a share like 20%. A learned limit
+      is one the service taught with a 429 below our limit: every worker applies it, and it climbs back toward
+      the configured limit by itself ("Reset to LIMIT_*" forgets it). '-': none learned, no 429.
     </p>
     ${
       page.readOnly

@@ -1,0 +1,203 @@
+--[[
+  Learn from a 429: the service refused a request we had a permit for, so its real limit for that token
+  (or for the organization) is lower than ours. One atomic step in the organization's slot: count what the
+  service had accepted from us in the window, lower the limit in force when that count is below it, and
+  count the 429. Every process reads the result from the policy hash in its next acquire (acquire.lua,
+  "Learned limits", has the probe formula); nothing runs in the background.
+
+  Input:
+    KEYS[1]  token log        KEYS[2]  token inflight     KEYS[3]  token refused
+    KEYS[4]  org log          KEYS[5]  org inflight       KEYS[6]  org refused
+    KEYS[7]  policy hash
+      A "refused" set holds the permits the service answered 429 (permit id -> its log score), kept for
+      one window: the service did not accept them, so a later count leaves them out. The logs keep them
+      (a 429 is counted against our budget like any answer: never less safe).
+    ARGV[1..4]  fallback token max, token window, org max, org window (as acquire.lua's ARGV[1..4])
+    ARGV[5]     token id (fingerprint) the 429 came on
+    ARGV[6]     the refused request's permit id ("<ms>.<µs>-<random>": acquire.lua puts its acquire time first)
+    ARGV[7]     how many tokens the caller's pool has for the organization (1: the token is the org)
+
+  Output: {count429, tokenAccepted, tokenLimit, learnedToken, orgAccepted, orgLimit, learnedOrg, cause}
+    count429       the token's 429s so far (policy field 429:<id>)
+    tokenAccepted  what the service had accepted on the token in its window (see Counting)
+    tokenLimit     the token's limit in force before this 429 (learned or configured)
+    learnedToken   the token limit learned now, 0 when none
+    orgAccepted    idem for the organization (-1 when not counted: only a refuted token needs it)
+    orgLimit       the organization's limit in force before this 429 (less the reserve)
+    learnedOrg     the organization limit learned now, 0 when none
+    cause          'token' | 'org' (the token was refuted, see below) | 'repeat' (this permit was
+                   already learned from: nothing changed)
+
+  Counting. accepted = permits of the scope acquired before the refused one (permit ids start with their
+  acquire time) that are counted in the window (log score >= now - window) or still in flight, less those
+  the service answered 429. A request acquired before the refused one was sent before it, so the service
+  counted it first; one acquired later was not part of what the service had when it refused. The count
+  can be one short at the window's edge (a permit counted by the service early in its window whose log
+  score is a little older than now - window): learning errs low, and the probe gives it back.
+
+  Token or organization. The service does not say which of its limits refused, so:
+  - A 429 is put down to the token first: when tokenAccepted is below the token's limit in force,
+    learned:tok:<id> = "max(1, tokenAccepted) now". Never raised: only a count below the limit in force
+    is written, and a later 429 that finds more accepted changes nothing (not even the time).
+  - A token refused well below a limit it has already learned (tokenAccepted < learned - margin,
+    margin = max(2, ceil(learned / 10))), on a request granted under that limit (acquired after it was
+    learned: the rest of the burst that taught it does not count), is "refuted": the token is not the
+    cause. It keeps its limit and refuted:<id> = now is written.
+  - The organization is learned from a refuted token's 429 only, when the evidence points to it: the
+    caller's pool has one token; or another token of the organization was refuted within one
+    organization window; or the organization already has a learned limit and orgAccepted is at it
+    (>= learned - margin, for a request acquired after it was learned: its probe was too high). Then
+    learned:org = "max(1, orgAccepted) now", if below the organization's limit in force.
+  A service that limits each token refuses all of them at about the same time (they fill together):
+  learning the organization from "two tokens refused within one window while below their own limits"
+  would then take the tokens' sum over a part of the organization's window for its limit. Measured
+  (test/integration/learn-limits.test.ts, 10/2s per token, configured 25/2s and 60/4s): that rule
+  learned 21/4s for the organization and the run took 62 s at 0.52 of the service's limit; this one
+  learns 10/2s per token, nothing for the organization, 35-38 s at 0.88-0.94. A service that limits the
+  organization (12/2s, tokens free) is met by the tokens' limits summing to it (about 5% 429s, 0.88 of its limit).
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local tokenId, permitId = ARGV[5], ARGV[6]
+local poolSize = tonumber(ARGV[7]) or 1
+local policyKey = KEYS[7]
+
+-- The same permit learned from twice (a retried call): nothing more.
+if redis.call('ZSCORE', KEYS[3], permitId) then
+  local count = tonumber(redis.call('HGET', policyKey, '429:' .. tokenId)) or 0
+  return {count, -1, -1, 0, -1, -1, 0, 'repeat'}
+end
+
+local policy = {}
+local flat = redis.call('HGETALL', policyKey)
+for i = 1, #flat, 2 do
+  policy[flat[i]] = flat[i + 1]
+end
+local function rate(field, max, window)
+  local v = policy[field]
+  if v then
+    local m, w = string.match(v, '^(%d+)/(%d+)$')
+    if m and tonumber(w) > 0 then
+      return tonumber(m), tonumber(w)
+    end
+  end
+  return max, window
+end
+local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
+tokenMax, tokenWindow = rate('tok:' .. tokenId, tokenMax, tokenWindow)
+local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
+local orgUsable = orgMax - math.max(0, tonumber(policy['reserve']) or 0)
+
+-- The learned limit in force (as acquire.lua computes it), and the learned max, or nil when none is.
+local function learned(field, limit, configured, window)
+  local v = policy[field]
+  if not v or limit <= 0 then
+    return limit, nil
+  end
+  local m, at = string.match(v, '^(%d+) (%d+)$')
+  if not m then
+    return limit, nil
+  end
+  local every = math.max(window, math.min(4 * window, 3600000))
+  local step = math.max(1, math.floor(configured / 20))
+  local value = tonumber(m) + step * math.floor(math.max(0, now - tonumber(at)) / every)
+  if value >= limit then
+    return limit, nil
+  end
+  return math.max(1, value), tonumber(m), tonumber(at)
+end
+local tokenLimit, tokenBase, tokenAt = learned('learned:tok:' .. tokenId, tokenMax, tokenMax, tokenWindow)
+local orgLimit, orgBase, orgAt = learned('learned:org', orgUsable, orgMax, orgWindow)
+
+-- A permit id starts with its acquire time: "<ms>.<µs>-" (or "<ms>-", as earlier releases made them).
+local function acquiredAt(id)
+  local ms, us = string.match(id, '^(%d+)%.?(%d*)-')
+  if not ms then
+    return nil
+  end
+  return tonumber(ms) + (tonumber(us) or 0) / 1000
+end
+local ownAcquired = acquiredAt(permitId)
+-- Only a request granted under a learned limit (acquired after it was learned) can refute it.
+local function after(at)
+  return at ~= nil and ownAcquired ~= nil and ownAcquired >= at
+end
+local function before(id)
+  local at = acquiredAt(id)
+  -- An id of another form is counted: learning errs high then, and the next 429 corrects it.
+  return at == nil or ownAcquired == nil or at < ownAcquired
+end
+
+-- See "Counting" above.
+local function accepted(logKey, inflightKey, refusedKey, window)
+  local from = now - window
+  local n = 0
+  for _, id in ipairs(redis.call('ZRANGE', logKey, from, '+inf', 'BYSCORE')) do
+    if before(id) then
+      n = n + 1
+    end
+  end
+  for _, id in ipairs(redis.call('ZRANGE', inflightKey, 0, -1)) do
+    if before(id) then
+      n = n + 1
+    end
+  end
+  for _, id in ipairs(redis.call('ZRANGE', refusedKey, from, '+inf', 'BYSCORE')) do
+    if before(id) then
+      n = n - 1
+    end
+  end
+  return math.max(0, n)
+end
+
+-- The refused permit, with its log score (now when it is not settled yet), for one window.
+local function markRefused(logKey, refusedKey, window)
+  redis.call('ZREMRANGEBYSCORE', refusedKey, '-inf', string.format('(%d', now - window))
+  redis.call('ZADD', refusedKey, redis.call('ZSCORE', logKey, permitId) or now, permitId)
+  local ttl = window + 1000
+  if redis.call('PTTL', refusedKey) < ttl then
+    redis.call('PEXPIRE', refusedKey, ttl)
+  end
+end
+
+local function margin(n)
+  return math.max(2, math.ceil(n / 10))
+end
+
+local count429 = redis.call('HINCRBY', policyKey, '429:' .. tokenId, 1)
+local tokenAccepted = accepted(KEYS[1], KEYS[2], KEYS[3], tokenWindow)
+local orgAccepted = -1
+local learnedToken, learnedOrg, cause = 0, 0, 'token'
+
+if after(tokenAt) and tokenAccepted < tokenBase - margin(tokenBase) then
+  cause = 'org'
+  redis.call('HSET', policyKey, 'refuted:' .. tokenId, string.format('%d', now))
+  orgAccepted = accepted(KEYS[4], KEYS[5], KEYS[6], orgWindow)
+  local evidence = poolSize <= 1 or (after(orgAt) and orgAccepted >= orgBase - margin(orgBase))
+  for i = 1, #flat, 2 do
+    local field = flat[i]
+    if string.sub(field, 1, 8) == 'refuted:' and field ~= 'refuted:' .. tokenId then
+      local at = tonumber(flat[i + 1]) or 0
+      if at >= now - orgWindow then
+        evidence = true
+      else
+        redis.call('HDEL', policyKey, field) -- stale: it no longer counts as evidence
+      end
+    end
+  end
+  if evidence and orgAccepted < orgLimit then
+    learnedOrg = math.max(1, orgAccepted)
+    redis.call('HSET', policyKey, 'learned:org', string.format('%d %d', learnedOrg, now))
+  end
+elseif tokenAccepted < tokenLimit then
+  local max = math.max(1, tokenAccepted)
+  if max < tokenMax then
+    learnedToken = max
+    redis.call('HSET', policyKey, 'learned:tok:' .. tokenId, string.format('%d %d', max, now))
+  end
+end
+
+markRefused(KEYS[1], KEYS[3], tokenWindow)
+markRefused(KEYS[4], KEYS[6], orgWindow)
+return {count429, tokenAccepted, tokenLimit, learnedToken, orgAccepted, orgLimit, learnedOrg, cause}
