@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { tokenFingerprint } from '../src/config.ts';
 import type { Rate } from '../src/duration.ts';
-import { TransferBudget } from '../src/limiter/index.ts';
+import { TransferBudget, type Acquired } from '../src/limiter/index.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { deleteKeysUnder as deletePrefix } from '../src/redis.ts';
 import { isMain, printFigures, round } from './common.ts';
@@ -86,6 +86,47 @@ async function throughput(redis: Redis, prefix: string): Promise<Figures> {
 }
 
 /**
+ * 10 loops, for `runMs`, of acquire -> PATCH on the simulator -> settle, on the tokens of `secrets` (org
+ * acme); a refusal sleeps its wait. `on429` runs after the settle of a call answered 429.
+ */
+async function transferLoops(
+  b: TransferBudget,
+  url: string,
+  secrets: readonly string[],
+  runMs: number,
+  on429?: (permit: Acquired, res: Dispatcher.ResponseData) => Promise<void>,
+): Promise<void> {
+  const ids = secrets.map(tokenFingerprint);
+  let learner = 0;
+  const stopAt = Date.now() + runMs;
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (Date.now() < stopAt) {
+        const p = await b.acquire('acme', ids);
+        if (!p.ok) {
+          await sleep(Math.min(p.waitMs + 1, Math.max(0, stopAt - Date.now())));
+          continue;
+        }
+        const secret = secrets[ids.indexOf(p.tokenId)] ?? '';
+        const res = await request(`${url}/1/learner/${(learner++ % 3000) + 1}/transfer`, {
+          method: 'PATCH',
+          headers: {
+            authorization: `Bearer ${secret}`,
+            'user-agent': 'learner-transfer bench',
+            accept: 'application/json',
+            'content-type': 'application/json',
+          },
+          body: '{}',
+        });
+        await res.body.text();
+        await b.settle('acme', p.tokenId, p.permitId);
+        if (res.statusCode === 429 && on429) await on429(p, res);
+      }
+    }),
+  );
+}
+
+/**
  * Utilization against the simulator with no latency, rolling window: 10 loops acquire -> PATCH ->
  * settle for 4.5 windows of the org; the most any server allows in that time is ceil(T/W) windows.
  */
@@ -94,7 +135,6 @@ async function utilization(redis: Redis, prefix: string): Promise<Figures> {
   const perOrg: Rate = { max: 40, windowMs: 1000 };
   const runMs = 4500;
   const secrets = ['a', 'b'].map((n) => `bench-${n}-${randomBytes(6).toString('hex')}`);
-  const ids = secrets.map(tokenFingerprint);
   const sim = createSimulator({
     learners: 3000,
     tokens: secrets.map((token) => ({ token, org: 'acme' })),
@@ -102,33 +142,8 @@ async function utilization(redis: Redis, prefix: string): Promise<Figures> {
   });
   const url = await sim.listen();
   const b = budget(redis, `${prefix}:util`, perToken, perOrg, 3000);
-  let learner = 0;
-  const stopAt = Date.now() + runMs;
   try {
-    await Promise.all(
-      Array.from({ length: 10 }, async () => {
-        while (Date.now() < stopAt) {
-          const p = await b.acquire('acme', ids);
-          if (!p.ok) {
-            await sleep(Math.min(p.waitMs + 1, Math.max(0, stopAt - Date.now())));
-            continue;
-          }
-          const secret = secrets[ids.indexOf(p.tokenId)] ?? '';
-          const res = await request(`${url}/1/learner/${(learner++ % 3000) + 1}/transfer`, {
-            method: 'PATCH',
-            headers: {
-              authorization: `Bearer ${secret}`,
-              'user-agent': 'learner-transfer bench',
-              accept: 'application/json',
-              'content-type': 'application/json',
-            },
-            body: '{}',
-          });
-          await res.body.text();
-          await b.settle('acme', p.tokenId, p.permitId);
-        }
-      }),
-    );
+    await transferLoops(b, url, secrets, runMs);
     const counted = sim.record.filter(
       (r) => r.method === 'PATCH' && r.countedAt !== undefined && r.status !== 429,
     );
@@ -169,38 +184,13 @@ async function stricter(redis: Redis, prefix: string): Promise<Figures> {
     { max: 100, windowMs: 1000 },
     3000,
   );
-  let learner = 0;
-  const stopAt = Date.now() + runMs;
   try {
-    await Promise.all(
-      Array.from({ length: 10 }, async () => {
-        while (Date.now() < stopAt) {
-          const p = await b.acquire('acme', ids);
-          if (!p.ok) {
-            await sleep(Math.min(p.waitMs + 1, Math.max(0, stopAt - Date.now())));
-            continue;
-          }
-          const secret = secrets[ids.indexOf(p.tokenId)] ?? '';
-          const res = await request(`${url}/1/learner/${(learner++ % 3000) + 1}/transfer`, {
-            method: 'PATCH',
-            headers: {
-              authorization: `Bearer ${secret}`,
-              'user-agent': 'learner-transfer bench',
-              accept: 'application/json',
-              'content-type': 'application/json',
-            },
-            body: '{}',
-          });
-          await res.body.text();
-          await b.settle('acme', p.tokenId, p.permitId);
-          if (res.statusCode === 429) {
-            await b.learn('acme', p.tokenId, p.permitId, ids.length);
-            const seconds = Number(res.headers['retry-after']);
-            await b.block('acme', p.tokenId, Number.isFinite(seconds) ? seconds * 1000 : 100, '429');
-          }
-        }
-      }),
-    );
+    await transferLoops(b, url, secrets, runMs, async (p, res) => {
+      // As the worker does: learn from the 429, then block the token for its Retry-After.
+      await b.learn('acme', p.tokenId, p.permitId, ids.length);
+      const seconds = Number(res.headers['retry-after']);
+      await b.block('acme', p.tokenId, Number.isFinite(seconds) ? seconds * 1000 : 100, '429');
+    });
     const patches = sim.record.filter((r) => r.method === 'PATCH');
     const counted = patches.filter((r) => r.countedAt !== undefined && r.status !== 429);
     const refused = patches.filter((r) => r.status === 429).length;
