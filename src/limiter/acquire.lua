@@ -132,41 +132,21 @@ local tokenCount = (#KEYS - 6) / 3
 local policyKey = KEYS[#KEYS]
 local learner, holder, lockToken, leaseGrace = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]) or 0
 
--- The live policy: absent fields fall back to ARGV.
-local policy = {}
-local flat = redis.call('HGETALL', policyKey)
-for i = 1, #flat, 2 do
-  policy[flat[i]] = flat[i + 1]
-end
+-- The live policy (policy-lib.lua): absent fields fall back to ARGV.
+local policy = lt_policy(policyKey)
 local function rate(field, max, window)
-  local v = policy[field]
-  if v then
-    local m, w = string.match(v, '^(%d+)/(%d+)$')
-    if m and tonumber(w) > 0 then
-      return tonumber(m), tonumber(w)
-    end
-  end
-  return max, window
+  local m, w = lt_rate(policy, field, max, window)
+  return m, w
 end
 -- A learned limit in force (see "Learned limits" above): `limit` lowered to the learned max plus the
 -- probe steps since it was learned, or `limit` itself once the probe has reached it (the entry is then
 -- forgotten here, lazily).
 local function learned(field, limit, configured, window)
-  local v = policy[field]
-  if not v or limit <= 0 then
-    return limit
+  local value, m = lt_learned(policy, field, limit, configured, window, now)
+  if m == nil and policy[field] and limit > 0 then
+    redis.call('HDEL', policyKey, field)
   end
-  local m, at = string.match(v, '^(%d+) (%d+)$')
-  if m then
-    local every = math.max(window, math.min(4 * window, 3600000))
-    local step = math.max(1, math.floor(configured / 20))
-    local value = tonumber(m) + step * math.floor(math.max(0, now - tonumber(at)) / every)
-    if value < limit then
-      return math.max(1, value)
-    end
-  end
-  redis.call('HDEL', policyKey, field)
-  return limit
+  return value
 end
 
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))

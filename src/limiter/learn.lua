@@ -69,20 +69,10 @@ if redis.call('ZSCORE', KEYS[3], permitId) then
   return {count, -1, -1, 0, -1, -1, 0, 'repeat'}
 end
 
-local policy = {}
-local flat = redis.call('HGETALL', policyKey)
-for i = 1, #flat, 2 do
-  policy[flat[i]] = flat[i + 1]
-end
+local policy = lt_policy(policyKey)
 local function rate(field, max, window)
-  local v = policy[field]
-  if v then
-    local m, w = string.match(v, '^(%d+)/(%d+)$')
-    if m and tonumber(w) > 0 then
-      return tonumber(m), tonumber(w)
-    end
-  end
-  return max, window
+  local m, w = lt_rate(policy, field, max, window)
+  return m, w
 end
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 tokenMax, tokenWindow = rate('tok:' .. tokenId, tokenMax, tokenWindow)
@@ -91,21 +81,8 @@ local orgUsable = orgMax - math.max(0, tonumber(policy['reserve']) or 0)
 
 -- The learned limit in force (as acquire.lua computes it), and the learned max, or nil when none is.
 local function learned(field, limit, configured, window)
-  local v = policy[field]
-  if not v or limit <= 0 then
-    return limit, nil
-  end
-  local m, at = string.match(v, '^(%d+) (%d+)$')
-  if not m then
-    return limit, nil
-  end
-  local every = math.max(window, math.min(4 * window, 3600000))
-  local step = math.max(1, math.floor(configured / 20))
-  local value = tonumber(m) + step * math.floor(math.max(0, now - tonumber(at)) / every)
-  if value >= limit then
-    return limit, nil
-  end
-  return math.max(1, value), tonumber(m), tonumber(at)
+  local value, m, at = lt_learned(policy, field, limit, configured, window, now)
+  return value, m, at
 end
 local tokenLimit, tokenBase, tokenAt = learned('learned:tok:' .. tokenId, tokenMax, tokenMax, tokenWindow)
 local orgLimit, orgBase, orgAt = learned('learned:org', orgUsable, orgMax, orgWindow)
@@ -175,10 +152,9 @@ if after(tokenAt) and tokenAccepted < tokenBase - margin(tokenBase) then
   redis.call('HSET', policyKey, 'refuted:' .. tokenId, string.format('%d', now))
   orgAccepted = accepted(KEYS[4], KEYS[5], KEYS[6], orgWindow)
   local evidence = poolSize <= 1 or (after(orgAt) and orgAccepted >= orgBase - margin(orgBase))
-  for i = 1, #flat, 2 do
-    local field = flat[i]
+  for field, value in pairs(policy) do
     if string.sub(field, 1, 8) == 'refuted:' and field ~= 'refuted:' .. tokenId then
-      local at = tonumber(flat[i + 1]) or 0
+      local at = tonumber(value) or 0
       if at >= now - orgWindow then
         evidence = true
       else

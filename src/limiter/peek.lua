@@ -30,41 +30,18 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local tokenCount = (#KEYS - 4) / 3
-local policy = {}
-local flat = redis.call('HGETALL', KEYS[#KEYS])
-for i = 1, #flat, 2 do
-  policy[flat[i]] = flat[i + 1]
-end
+local policy = lt_policy(KEYS[#KEYS])
 local function rate(field, max, window)
-  local v = policy[field]
-  if v then
-    local m, w = string.match(v, '^(%d+)/(%d+)$')
-    if m and tonumber(w) > 0 then
-      return tonumber(m), tonumber(w), true
-    end
-  end
-  return max, window, false
+  return lt_rate(policy, field, max, window)
 end
 
 -- As acquire.lua's learned(), without forgetting anything: {limit in force, max, at, next probe in ms}.
 local function learned(field, limit, configured, window)
-  local v = policy[field]
-  if not v or limit <= 0 then
+  local value, m, at, probe = lt_learned(policy, field, limit, configured, window, now)
+  if m == nil then
     return limit, -1, -1, -1
   end
-  local m, at = string.match(v, '^(%d+) (%d+)$')
-  if not m then
-    return limit, -1, -1, -1
-  end
-  m, at = tonumber(m), tonumber(at)
-  local every = math.max(window, math.min(4 * window, 3600000))
-  local step = math.max(1, math.floor(configured / 20))
-  local steps = math.floor(math.max(0, now - at) / every)
-  local value = m + step * steps
-  if value >= limit then
-    return limit, -1, -1, -1
-  end
-  return math.max(1, value), m, at, at + (steps + 1) * every - now
+  return value, m, at, probe
 end
 
 local function view(logKey, inflightKey, blockKey, max, window)
@@ -122,8 +99,7 @@ for i = 1, tokenCount do
   out[#out + 1] = v
 end
 local present = 0
-for i = 1, #flat, 2 do
-  local f = flat[i]
+for f in pairs(policy) do
   if
     string.sub(f, 1, 8) ~= 'learned:' and string.sub(f, 1, 4) ~= '429:' and string.sub(f, 1, 8) ~= 'refuted:'
   then

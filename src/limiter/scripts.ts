@@ -7,13 +7,24 @@ function lua(name: string): string {
   return readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
 }
 
+/**
+ * A script with policy-lib.lua before it, so every script that applies the organization's policy reads
+ * it the same way. A `#!lua flags=...` line must stay the first line of the script.
+ */
+const POLICY_LIB = lua('policy-lib');
+function withPolicy(name: string): string {
+  const source = lua(name);
+  const shebang = /^#!lua[^\n]*\n/.exec(source)?.[0] ?? '';
+  return `${shebang}${POLICY_LIB}\n${source.slice(shebang.length)}`;
+}
+
 const SOURCES = {
-  ltLimiterAcquire: { lua: lua('acquire'), readOnly: false },
+  ltLimiterAcquire: { lua: withPolicy('acquire'), readOnly: false },
   ltLimiterSettle: { lua: lua('settle'), readOnly: false },
   ltLimiterRelease: { lua: lua('release'), readOnly: false },
   ltLimiterBlock: { lua: lua('block'), readOnly: false },
-  ltLimiterLearn: { lua: lua('learn'), readOnly: false },
-  ltLimiterPeek: { lua: lua('peek'), readOnly: true },
+  ltLimiterLearn: { lua: withPolicy('learn'), readOnly: false },
+  ltLimiterPeek: { lua: withPolicy('peek'), readOnly: true },
   ltLimiterPolicyChange: { lua: lua('policy-change'), readOnly: false },
 } as const;
 

@@ -1,0 +1,52 @@
+--[[
+  Shared by acquire.lua, learn.lua and peek.lua (scripts.ts puts it before each): how the organization's
+  live policy hash is read. One copy, so the three scripts cannot drift apart on what a limit is.
+]]
+
+-- The policy hash at `key` as a table (field -> value); empty when absent.
+local function lt_policy(key)
+  local policy = {}
+  local flat = redis.call('HGETALL', key)
+  for i = 1, #flat, 2 do
+    policy[flat[i]] = flat[i + 1]
+  end
+  return policy
+end
+
+-- A rate field of the policy ("max/windowMs"): max, window, true; or the fallback max, window, false
+-- when the field is absent or malformed.
+local function lt_rate(policy, field, max, window)
+  local v = policy[field]
+  if v then
+    local m, w = string.match(v, '^(%d+)/(%d+)$')
+    if m and tonumber(w) > 0 then
+      return tonumber(m), tonumber(w), true
+    end
+  end
+  return max, window, false
+end
+
+-- A learned limit ("max at", see "Learned limits" in acquire.lua) applied under `limit` at `now`: the
+-- learned max plus one probe step (5% of `configured`, at least 1) per probe interval since it was
+-- learned (four windows, at most an hour unless the window itself is longer). Returns the limit in
+-- force, the learned max, when it was learned and the ms to the next probe step; or `limit`, nil, nil,
+-- nil when none holds (absent, malformed, or probed back up to `limit`).
+local function lt_learned(policy, field, limit, configured, window, now)
+  local v = policy[field]
+  if not v or limit <= 0 then
+    return limit, nil, nil, nil
+  end
+  local m, at = string.match(v, '^(%d+) (%d+)$')
+  if not m then
+    return limit, nil, nil, nil
+  end
+  m, at = tonumber(m), tonumber(at)
+  local every = math.max(window, math.min(4 * window, 3600000))
+  local step = math.max(1, math.floor(configured / 20))
+  local steps = math.floor(math.max(0, now - at) / every)
+  local value = m + step * steps
+  if value >= limit then
+    return limit, nil, nil, nil
+  end
+  return math.max(1, value), m, at, at + (steps + 1) * every - now
+end
