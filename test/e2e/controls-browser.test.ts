@@ -7,7 +7,8 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardActor, readChanges } from '../../src/control-log.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
@@ -15,16 +16,6 @@ import { readPolicy } from '../../src/limiter/policy.ts';
 import { ROOT } from '../helpers/cli.ts';
 import { DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
-
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--headless',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 let h: Harness;
 let app: FastifyInstance;
@@ -43,7 +34,7 @@ beforeAll(async () => {
   readOnlyApp = await buildDashboard(h.ctx, { bullBoard: false, readOnly: true });
   base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
   readOnlyBase = (await readOnlyApp.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

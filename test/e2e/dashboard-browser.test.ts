@@ -6,7 +6,8 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { startWorkers, type WorkHandle } from '../../src/worker/run-workers.ts';
@@ -18,16 +19,6 @@ import {
   SERVER_ERROR,
   type Scenario,
 } from '../helpers/dashboard.ts';
-
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--headless',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 let s: Scenario;
 let app: FastifyInstance;
@@ -41,7 +32,7 @@ beforeAll(async () => {
   base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
   // Workers keep running, as in production: a retry from the page is picked up at once.
   workers = startWorkers(s.h.ctx, { orgs: ['acme'], concurrency: 5, untilIdle: false });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -5,23 +5,14 @@
 // with a forged one, is refused; a read-only dashboard hides the button and refuses the request. A
 // browser that cannot launch fails this test: it never skips.
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readChanges } from '../../src/control-log.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
-
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--headless',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 let h: Harness;
 let app: FastifyInstance;
@@ -43,7 +34,7 @@ beforeAll(async () => {
   readOnlyApp = await buildDashboard(h.ctx, { bullBoard: false, readOnly: true });
   base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
   readOnlyBase = (await readOnlyApp.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -1,0 +1,20 @@
+// Chromium for the dashboard's browser tests: Debian's /usr/bin/chromium (installed by .ci/run), driven
+// by playwright-core, headless and without a sandbox (tests run as root). A missing browser fails the
+// test loudly: a browser test that cannot run proves nothing.
+import { chromium, type Browser } from 'playwright-core';
+
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--headless',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+}
