@@ -5,10 +5,11 @@
 // and the lease.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/keys.ts';
-import { TransferBudget, type Acquired, type Refused } from '../../src/limiter/index.ts';
+import { TransferBudget } from '../../src/limiter/index.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { granted } from '../helpers/limiter.ts';
 
 const redis = newRedis();
 const prefix = randomPrefix('finish');
@@ -100,11 +101,6 @@ async function allAudit(org: string) {
   const out = [];
   for await (const e of store.audit(org)) out.push(e);
   return out;
-}
-
-function granted(r: Acquired | Refused): Acquired {
-  if (!r.ok) throw new Error(`expected a permit, got a refusal: ${JSON.stringify(r)}`);
-  return r;
 }
 
 describe('finish(): a replay writes nothing twice', () => {

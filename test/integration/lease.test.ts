@@ -9,6 +9,7 @@ import { TransferBudget, type Acquired, type Refused } from '../../src/limiter/i
 import type { LeaseRequest } from '../../src/limiter/types.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { granted } from '../helpers/limiter.ts';
 
 const TTL = 300;
 const GRACE = 300;
@@ -35,11 +36,6 @@ afterAll(async () => {
 
 function lease(learnerId: number, holder: string, extra: Partial<LeaseRequest> = {}): LeaseRequest {
   return { learnerId, holder, lockKey: '', lockToken: '', graceMs: GRACE, ...extra };
-}
-
-function granted(r: Acquired | Refused): Acquired {
-  if (!r.ok) throw new Error(`expected a permit, got a refusal: ${JSON.stringify(r)}`);
-  return r;
 }
 
 function refused(r: Acquired | Refused): Refused {

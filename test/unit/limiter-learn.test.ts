@@ -6,10 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readChanges } from '../../src/control-log.ts';
 import type { Rate } from '../../src/duration.ts';
-import { TransferBudget, type Acquired, type Refused } from '../../src/limiter/index.ts';
+import { TransferBudget, type Acquired } from '../../src/limiter/index.ts';
 import { readPolicy, seedPolicy } from '../../src/limiter/policy.ts';
 import { resetLimits, setLimits } from '../../src/limiter/policy-control.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { granted } from '../helpers/limiter.ts';
 
 const redis = newRedis();
 const prefix = randomPrefix('learn');
@@ -24,11 +25,6 @@ afterAll(async () => {
 
 function budget(limitPerToken: Rate, limitPerOrg: Rate, inflightTtlMs = 5_000): TransferBudget {
   return new TransferBudget(redis, { prefix, limitPerToken, limitPerOrg, inflightTtlMs });
-}
-
-function granted(r: Acquired | Refused): Acquired {
-  if (!r.ok) throw new Error(`expected a permit, got a refusal: ${JSON.stringify(r)}`);
-  return r;
 }
 
 /** `n` permits on `pool`, each settled as answered (the service counted or refused them). */

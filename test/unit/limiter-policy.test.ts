@@ -4,11 +4,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readChanges } from '../../src/control-log.ts';
 import type { Rate } from '../../src/duration.ts';
-import { TransferBudget, type Acquired, type BudgetEvent, type Refused } from '../../src/limiter/index.ts';
+import { TransferBudget, type BudgetEvent } from '../../src/limiter/index.ts';
 import { envMismatchWarning, readPolicy, seedPolicies, seedPolicy } from '../../src/limiter/policy.ts';
 import { resetLimits, setLimits, setPaused } from '../../src/limiter/policy-control.ts';
 import { createLogger } from '../../src/log.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { granted, refused } from '../helpers/limiter.ts';
 
 const redis = newRedis();
 const prefix = randomPrefix('policy');
@@ -23,16 +24,6 @@ afterAll(async () => {
 
 function budget(limitPerToken: Rate, limitPerOrg: Rate, inflightTtlMs = 5_000): TransferBudget {
   return new TransferBudget(redis, { prefix, limitPerToken, limitPerOrg, inflightTtlMs });
-}
-
-function granted(r: Acquired | Refused): Acquired {
-  if (!r.ok) throw new Error(`expected a permit, got a refusal: ${JSON.stringify(r)}`);
-  return r;
-}
-
-function refused(r: Acquired | Refused): Refused {
-  if (r.ok) throw new Error(`expected a refusal, got a permit on ${r.tokenId}`);
-  return r;
 }
 
 /** Acquires (and settles) until refused; returns the permits granted per token. */

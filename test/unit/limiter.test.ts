@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../src/config.ts';
 import type { Rate } from '../../src/duration.ts';
-import { TransferBudget, type Acquired, type BudgetEvent, type Refused } from '../../src/limiter/index.ts';
+import { TransferBudget, type Acquired, type BudgetEvent } from '../../src/limiter/index.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { granted, refused } from '../helpers/limiter.ts';
 
 const redis = newRedis();
 const prefix = randomPrefix('limiter');
@@ -20,16 +21,6 @@ afterAll(async () => {
 
 function budget(limitPerToken: Rate, limitPerOrg: Rate, inflightTtlMs = 10_000): TransferBudget {
   return new TransferBudget(redis, { prefix, limitPerToken, limitPerOrg, inflightTtlMs });
-}
-
-function granted(r: Acquired | Refused): Acquired {
-  if (!r.ok) throw new Error(`expected a permit, got a refusal: ${JSON.stringify(r)}`);
-  return r;
-}
-
-function refused(r: Acquired | Refused): Refused {
-  if (r.ok) throw new Error(`expected a refusal, got a permit on ${r.tokenId}`);
-  return r;
 }
 
 /**
