@@ -10,6 +10,7 @@ import { envDifferences, POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from 
 import {
   checkLimitChange,
   describeLimits,
+  parseReserve,
   resetLimits,
   setLimits,
   type LimitChange,
@@ -41,13 +42,8 @@ export function tokenIdOption(value: string): string {
 }
 
 function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
-  const share = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(value);
-  if (share) {
-    const p = Number(share[1]);
-    if (p >= 0 && p <= 100) return { share: p };
-  } else if (/^\s*\d+\s*$/.test(value) && Number.isSafeInteger(Number(value))) {
-    return { count: Number(value) };
-  }
+  const reserve = parseReserve(value);
+  if (reserve) return reserve;
   throw new InvalidArgumentError(
     `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
   );

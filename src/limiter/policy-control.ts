@@ -22,6 +22,20 @@ export interface LimitChange {
   reserve?: { count: number } | { share: number };
 }
 
+/**
+ * A reserve as written by a person: a whole number of permits ("200") or a share of the organization's
+ * limit ("20%", 0-100). Undefined when it is neither; each caller words the error for its own input.
+ */
+export function parseReserve(text: string): NonNullable<LimitChange['reserve']> | undefined {
+  const share = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(text);
+  if (share) {
+    const p = Number(share[1]);
+    return p >= 0 && p <= 100 ? { share: p } : undefined;
+  }
+  if (/^\s*\d+\s*$/.test(text) && Number.isSafeInteger(Number(text))) return { count: Number(text) };
+  return undefined;
+}
+
 export interface PolicyChangeResult {
   before: LimitPolicy;
   after: LimitPolicy;

@@ -166,7 +166,8 @@ export class TransferBudget {
     if (seed) {
       let seeding = this.seeded.get(org);
       if (!seeding) {
-        // A seed that fails is tried again by the next acquire.
+        // A seed that rejects is tried again by the next acquire. (seedPolicies never rejects: it logs a
+        // refused write and acquire falls back to LIMIT_*, so this process does not try again.)
         seeding = seed(org).catch((err: unknown) => {
           this.seeded.delete(org);
           throw err;

@@ -21,6 +21,7 @@ import { formatRate, parseRate, type Rate } from '../../duration.ts';
 import { LearnerTransferError } from '../../errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../../limiter/policy.ts';
 import {
+  parseReserve,
   resetLimits,
   setLimits,
   setPaused,
@@ -167,15 +168,8 @@ function rateField(name: string, value: unknown): Rate | undefined {
 function reserveField(value: unknown): LimitChange['reserve'] {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return { count: value };
-  if (typeof value === 'string') {
-    const share = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(value);
-    if (share) {
-      const p = Number(share[1]);
-      if (p >= 0 && p <= 100) return { share: p };
-    } else if (/^\s*\d+\s*$/.test(value) && Number.isSafeInteger(Number(value))) {
-      return { count: Number(value) };
-    }
-  }
+  const reserve = typeof value === 'string' ? parseReserve(value) : undefined;
+  if (reserve) return reserve;
   throw badRequest(
     `reserve: expected a number of permits (like 200) or a share of the organization's limit (like "20%"), got ${shown(value)}`,
   );
