@@ -78,6 +78,12 @@ export async function createContext(
         userAgent: config.userAgent,
         requestTimeoutMs: config.requestTimeoutMs,
         connectTimeoutMs: config.connectTimeoutMs,
+        onStall: (stalledMs) =>
+          logger.warn(
+            { stalledMs },
+            `this process was stalled for ${(stalledMs / 1000).toFixed(1)} s (a VM pause, a long GC pause or SIGSTOP), ` +
+              'not the service being slow: the calls in flight read the answers that arrived meanwhile before their timeouts decided',
+          ),
       })
     : undefined;
   const ownsRedis = !options.redis;

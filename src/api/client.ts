@@ -3,6 +3,7 @@
 // and is only ever written into the Authorization header: never into an error, a log line or a result.
 import { Pool, type Dispatcher } from 'undici';
 import { classifyNetworkError, classifyResponse } from './classify.ts';
+import { startDeadline, Stalls } from './deadline.ts';
 import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
@@ -15,6 +16,11 @@ export interface ClientOptions {
   connectTimeoutMs: number;
   /** Sockets kept open to the service (default 64). */
   connections?: number;
+  /**
+   * Called once per stall of this process (a VM pause, a long GC, SIGSTOP) that calls' timers saw, with
+   * how long it lasted at least: the calls were given their answers, not timed out (see deadline.ts).
+   */
+  onStall?: (stalledMs: number) => void;
 }
 
 /**
@@ -50,9 +56,11 @@ export class LearnerApiClient {
   readonly #pool: Pool;
   readonly #basePath: string;
   readonly #options: ClientOptions;
+  readonly #stalls: Stalls;
 
   constructor(options: ClientOptions) {
     this.#options = options;
+    this.#stalls = new Stalls(options.onStall);
     const url = new URL(options.baseUrl);
     // A base URL may carry a path (https://host/api); the spec's paths begin with /1/ below it.
     this.#basePath = url.pathname.replace(/\/+$/, '');
@@ -61,8 +69,10 @@ export class LearnerApiClient {
       pipelining: 1,
       keepAliveTimeout: 10_000,
       connect: { timeout: options.connectTimeoutMs },
-      headersTimeout: options.requestTimeoutMs,
-      bodyTimeout: options.requestTimeoutMs,
+      // undici's header and body timers fire before a woken process reads its sockets: off. The request's
+      // own deadline (deadline.ts) bounds both phases, and reads what arrived before it gives up.
+      headersTimeout: 0,
+      bodyTimeout: 0,
     });
   }
 
@@ -82,55 +92,69 @@ export class LearnerApiClient {
     token: string,
     cap: number,
     onHeaders: () => void,
+    hardMs: number | undefined,
   ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
-    const signal = AbortSignal.timeout(this.#options.requestTimeoutMs);
-    const response = await this.#pool.request({
-      method,
-      path: `${this.#basePath}${path}`,
-      headers: this.#headers(token, method === 'PATCH'),
-      body: method === 'PATCH' ? '{}' : null,
-      signal,
-    });
-    // The status line arrived: the server has seen the request.
-    onHeaders();
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const deadline = startDeadline(this.#options.requestTimeoutMs, this.#stalls, hardMs);
     try {
-      for await (const chunk of response.body) {
-        const buf = chunk as Buffer;
-        if (size + buf.length > cap) {
-          // Keep exactly the first `cap` bytes, read nothing more.
-          chunks.push(buf.subarray(0, cap - size));
-          size = cap;
-          response.body.destroy();
-          throw Object.assign(new Error(`response body over the ${capText(cap)} cap (${cap} bytes)`), {
-            code: TOO_LARGE,
-          });
-        }
-        size += buf.length;
-        chunks.push(buf);
-      }
-    } catch (err) {
-      // Keep what arrived of a cut body: for a 200 it is all that is left of the transfer's record.
-      throw Object.assign(err as Error, {
-        ltStatus: response.statusCode,
-        // Scrubbed of the token we sent before anything cuts or keeps it (a service may echo it).
-        ltPartialBody: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
+      const response = await this.#pool.request({
+        method,
+        path: `${this.#basePath}${path}`,
+        headers: this.#headers(token, method === 'PATCH'),
+        body: method === 'PATCH' ? '{}' : null,
+        signal: deadline.signal,
       });
+      // The status line arrived: the server has seen the request.
+      deadline.progress();
+      onHeaders();
+      const chunks: Buffer[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of response.body) {
+          deadline.progress();
+          const buf = chunk as Buffer;
+          if (size + buf.length > cap) {
+            // Keep exactly the first `cap` bytes, read nothing more.
+            chunks.push(buf.subarray(0, cap - size));
+            size = cap;
+            response.body.destroy();
+            throw Object.assign(new Error(`response body over the ${capText(cap)} cap (${cap} bytes)`), {
+              code: TOO_LARGE,
+            });
+          }
+          size += buf.length;
+          chunks.push(buf);
+        }
+      } catch (err) {
+        // Keep what arrived of a cut body: for a 200 it is all that is left of the transfer's record.
+        throw Object.assign(err as Error, {
+          ltStatus: response.statusCode,
+          // Scrubbed of the token we sent before anything cuts or keeps it (a service may echo it).
+          ltPartialBody: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
+        });
+      }
+      return {
+        status: response.statusCode,
+        headers: response.headers,
+        // Every text of the service passes this scrub first: no cut below can keep part of the token.
+        text: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
+      };
+    } finally {
+      deadline.clear();
     }
-    return {
-      status: response.statusCode,
-      headers: response.headers,
-      // Every text of the service passes this scrub first: no cut below can keep part of the token.
-      text: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
-    };
   }
 
   /** PATCH /1/learner/{id}/transfer with body {}. Never throws. */
   async transferLearner(
     learnerId: number,
     token: string,
-    options: { previousTransferId?: string | undefined } = {},
+    options: {
+      previousTransferId?: string | undefined;
+      /**
+       * However long this process stalls, the call is given up this many ms from now at the latest: the
+       * time its permit and lease count it in flight (the worker passes what is left of it).
+       */
+      hardMs?: number | undefined;
+    } = {},
   ): Promise<TransferOutcome> {
     const started = performance.now();
     let headersReceived = false;
@@ -143,6 +167,7 @@ export class LearnerApiClient {
         () => {
           headersReceived = true;
         },
+        options.hardMs,
       );
       let body: unknown;
       try {
@@ -208,6 +233,7 @@ export class LearnerApiClient {
         token,
         BODY_CAP.list,
         () => {},
+        undefined,
       );
       const durationMs = performance.now() - started;
       let body: unknown;

@@ -34,15 +34,17 @@ export function resetSocket(request: FastifyRequest, reply: FastifyReply): void 
  * Sends the head with the Content-Length of the full body, then half of the body, then destroys the
  * socket: the client gets a 200 whose body ends early.
  */
-function sendTruncated(reply: FastifyReply, status: number, body: unknown): void {
+function sendTruncated(entry: RequestRecord, reply: FastifyReply, status: number, body: unknown): void {
   reply.hijack();
   const full = Buffer.from(JSON.stringify(body));
+  const half = full.subarray(0, Math.floor(full.length / 2));
+  entry.partialBody = half.toString('utf8');
   const res = reply.raw;
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(full.length),
   });
-  res.write(full.subarray(0, Math.floor(full.length / 2)), () => res.socket?.destroy());
+  res.write(half, () => res.socket?.destroy());
 }
 
 export function emit(
@@ -58,7 +60,7 @@ export function emit(
   }
   close(entry, answer.status, answer);
   if (answer.fault === 'truncate') {
-    sendTruncated(reply, answer.status, answer.body);
+    sendTruncated(entry, reply, answer.status, answer.body);
     return;
   }
   void reply

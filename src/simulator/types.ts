@@ -95,6 +95,8 @@ export interface RequestRecord {
   /** True when the learner changed owner in this request. */
   effectApplied: boolean;
   fault?: FaultKind;
+  /** The part of a cut 200's body that was sent (fault 'truncate'): all a client can have kept of it. */
+  partialBody?: string;
 }
 
 export interface LearnerGroup {

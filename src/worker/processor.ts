@@ -56,6 +56,9 @@ export interface ProcessResult {
   transferId: string | null;
 }
 
+/** Room left between a call's hard end and the in-flight deadline of its permit (clock rates, the abort). */
+const HARD_MARGIN_MS = 250;
+
 /** The most of a response body kept in the audit stream (a transfer result is a few KB). */
 const MAX_AUDIT_BODY = 256 * 1024;
 
@@ -171,6 +174,8 @@ export function createProcessor(deps: ProcessorDeps) {
       // The permit and the learner's lease in one step: at most one call in flight per learner, and
       // none from a job whose BullMQ lock is no longer this worker's.
       const holder = jobToken ?? `p${process.pid}-${randomUUID()}`;
+      // The permit and the lease count the call in flight for the in-flight TTL from (no earlier than) here.
+      const askedAt = performance.now();
       const permit = await budget.acquire(
         org,
         tokens.map((t) => t.id),
@@ -293,7 +298,11 @@ export function createProcessor(deps: ProcessorDeps) {
       }
       let outcome: TransferOutcome;
       try {
-        outcome = await client.transferLearner(learnerId, token.secret, { previousTransferId: current?.x });
+        outcome = await client.transferLearner(learnerId, token.secret, {
+          previousTransferId: current?.x,
+          // However long this process stalls, the call ends while its permit and lease still count it.
+          hardMs: budget.options.inflightTtlMs - (performance.now() - askedAt) - HARD_MARGIN_MS,
+        });
       } catch (err) {
         // The client classifies every failure; reaching here is a bug. The request may have gone out
         // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.

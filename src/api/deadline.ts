@@ -1,0 +1,137 @@
+// The request timeout, made so that no timer throws away an answer that arrived (architecture, decision
+// 14). A process that was frozen (a VM stall, a long GC pause, SIGSTOP) wakes with its timers due and the
+// answers of its calls waiting in the sockets; libuv runs the timers phase before it polls the sockets, so
+// a plain AbortSignal.timeout (or undici's header and body timers) aborts calls whose answers had arrived.
+// Here the timer only starts a decision:
+// - it first lets pending I/O be read: it waits loop turns (setImmediate runs after the loop's poll
+//   phase) for as long as they bring the response forward, and aborts only after a few turns that read
+//   nothing (microseconds: it never waits for new bytes from a slow service, only for bytes already here);
+// - a timer that fires far later than it was due measured a stalled clock, not the service: the stall is
+//   reported (once per stall, by the caller's Stalls) and the call gets its timeout again from the wake,
+//   never past `hardMs`, the bound its permit and lease were granted for (the limiter's proof needs the
+//   server to have counted the call before the in-flight deadline, and the lease keeps one call in flight).
+
+/** A timer later than this past its due time means the process was stalled, not busy. */
+export const STALL_MS = 1_000;
+
+/**
+ * Loop turns in a row that read nothing before a due timeout aborts. One turn reads what the socket holds;
+ * the end of a cut answer (the socket's close, then undici's error on the body) lands a turn or two later
+ * (close callbacks, then an immediate): aborting before would report our timeout instead of the cut.
+ */
+const QUIET_TURNS = 3;
+
+/** The code of the error a call is aborted with when its timeout (or its hard bound) ran out. */
+export const TIMEOUT_CODE = 'ABORT_ERR';
+
+export interface Deadline {
+  signal: AbortSignal;
+  /** The response moved forward (headers, a body chunk): the pending decision waits one more turn. */
+  progress(): void;
+  /** The call ended (answered, cut or failed): no decision is needed any more. */
+  clear(): void;
+  /** How long the process was stalled while this call waited (0 when it never was). */
+  readonly stalledMs: number;
+}
+
+/**
+ * Reports each stall once, however many calls' timers see it: the first timer to fire after a wake is the
+ * earliest due, so it sees the longest part of the stall; later ones whose late span lies inside an
+ * already reported stall say nothing.
+ */
+export class Stalls {
+  #reportedUntil = -Infinity;
+  readonly #onStall: ((stalledMs: number) => void) | undefined;
+
+  constructor(onStall?: (stalledMs: number) => void) {
+    this.#onStall = onStall;
+  }
+
+  /** A timer due at `due` fired at `now` (performance.now() ms). Returns how late it was if a stall. */
+  note(due: number, now: number): number {
+    const late = now - due;
+    if (late < STALL_MS) return 0;
+    if (due >= this.#reportedUntil) this.#onStall?.(Math.round(late));
+    this.#reportedUntil = Math.max(this.#reportedUntil, now);
+    return late;
+  }
+}
+
+function timeoutError(ms: number, stalledMs: number): Error {
+  const base = `The operation was aborted due to timeout (${ms} ms)`;
+  const err = new Error(
+    stalledMs > 0
+      ? `${base}: no answer had arrived after the process woke from a stall of ${(stalledMs / 1000).toFixed(1)} s`
+      : base,
+  );
+  err.name = 'TimeoutError';
+  return Object.assign(err, { code: TIMEOUT_CODE });
+}
+
+/**
+ * A deadline `ms` from now (at most `hardMs` from now, however long the process stalls). The caller
+ * passes `signal` to the request, calls `progress()` as the answer arrives and `clear()` when it ends.
+ */
+export function startDeadline(ms: number, stalls: Stalls, hardMs = 2 * ms): Deadline {
+  const controller = new AbortController();
+  const start = performance.now();
+  const hardAt = start + Math.max(ms, hardMs);
+  let due = start + ms;
+  let stalledMs = 0;
+  let progressed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
+  let done = false;
+
+  let quiet = 0;
+  const decide = (): void => {
+    immediate = undefined;
+    if (done) return;
+    // A turn that read some of the answer starts the count again: read on while it comes from the socket.
+    quiet = progressed ? 0 : quiet + 1;
+    progressed = false;
+    if (quiet < QUIET_TURNS) {
+      immediate = setImmediate(decide);
+      return;
+    }
+    done = true;
+    controller.abort(timeoutError(ms, stalledMs));
+  };
+
+  const fire = (): void => {
+    timer = undefined;
+    if (done) return;
+    const now = performance.now();
+    const late = stalls.note(due, now);
+    if (late > 0) {
+      stalledMs += late;
+      // The stalled time was not the service's: it gets its timeout again from the wake, within bounds.
+      const next = Math.min(now + ms, hardAt);
+      if (next > now) {
+        due = next;
+        timer = setTimeout(fire, next - now);
+        return;
+      }
+    }
+    // Whatever the socket holds is read in the poll phase before this immediate runs.
+    progressed = false;
+    quiet = 0;
+    immediate = setImmediate(decide);
+  };
+
+  timer = setTimeout(fire, ms);
+  return {
+    signal: controller.signal,
+    progress() {
+      progressed = true;
+    },
+    clear() {
+      done = true;
+      if (timer) clearTimeout(timer);
+      if (immediate) clearImmediate(immediate);
+    },
+    get stalledMs() {
+      return Math.round(stalledMs);
+    },
+  };
+}

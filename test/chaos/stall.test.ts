@@ -1,0 +1,197 @@
+// A worker frozen (SIGSTOP, as a VM stall, a long GC pause or a closed laptop lid would) longer than its
+// REQUEST_TIMEOUT while calls are in flight, and the service answering during the freeze: every answer
+// that arrived is recorded with the authorizations it revoked (whole bodies, and cut ones as far as they
+// came), the freeze is logged as a stall and not as a slow service, and nothing is called twice. Then a
+// freeze so long that another worker takes the learners over: the woken worker's answer is still on
+// record, and its late write neither frees the new owner's lease nor overwrites its outcome.
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawnCli, waitExit } from '../helpers/cli.ts';
+import { expectLedger } from '../helpers/ledger.ts';
+import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
+import type { RequestRecord } from '../../src/simulator/index.ts';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+/** Waits for `check`, failing the test (not giving up in silence) when it does not come in time. */
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+const patches = (harness: Harness): RequestRecord[] => harness.sim.record.filter((r) => r.method === 'PATCH');
+const inFlight = (harness: Harness): RequestRecord[] => patches(harness).filter((r) => r.status === 0);
+
+/** The worker's JSON log lines. */
+function logLines(stderr: string): Record<string, unknown>[] {
+  return stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('a worker frozen past its request timeout', () => {
+  for (const body of ['whole', 'cut'] as const) {
+    it(`keeps every answer that arrived during the freeze (${body} bodies)`, async () => {
+      h = await startHarness({
+        tag: `stall-${body}`,
+        sim: {
+          learners: 200,
+          // Cut bodies: every 200 is cut in half; the retry meets the 400 "already associated".
+          repeatMode: body === 'cut' ? 'error' : 'mixed',
+          faults: { latencyAfterMs: [1000, 3000], ...(body === 'cut' ? { truncateRate: 1 } : {}) },
+        },
+        env: { REQUEST_TIMEOUT: '4s', LIMIT_PER_TOKEN: '200/1s', LIMIT_PER_ORG: '400/1s', LOG_LEVEL: 'info' },
+      });
+      const harness = h;
+      const ids = learnersNotIn('acme', 40);
+      await harness.enqueueIds(ids);
+      const worker = spawnCli(['work', '--until-idle', '--concurrency', '10'], harness.env);
+
+      // Twice: frozen for 7 s (longer than REQUEST_TIMEOUT) while at least 5 calls are in flight.
+      const freezes: { from: number; to: number; calls: number[] }[] = [];
+      for (let i = 0; i < 2; i++) {
+        await until('5 calls in flight', () => inFlight(harness).length >= 5);
+        const calls = inFlight(harness).map((r) => r.seq);
+        const from = Date.now();
+        worker.kill('SIGSTOP');
+        await sleep(7000);
+        const to = Date.now();
+        worker.kill('SIGCONT');
+        freezes.push({ from, to, calls });
+        await sleep(300);
+      }
+      const result = await waitExit(worker, 120_000);
+      expect(result.code, result.stderr.slice(-3000)).toBe(0);
+
+      // Something was at stake: calls in flight at each freeze were answered during it, with the
+      // authorizations their transfers revoked.
+      let revokedDuringFreezes = 0;
+      for (const f of freezes) {
+        const answered = patches(harness).filter(
+          (r) =>
+            f.calls.includes(r.seq) &&
+            r.respondedAt !== undefined &&
+            r.respondedAt > f.from &&
+            r.respondedAt < f.to,
+        );
+        expect(answered.length, 'calls answered during the freeze').toBeGreaterThanOrEqual(5);
+        for (const r of answered.filter((a) => a.effectApplied && a.learnerId !== undefined)) {
+          revokedDuringFreezes += harness.sim.transfersOf(r.learnerId as number)[0]?.data.authorizations
+            .revoked.length as number;
+        }
+      }
+      expect(
+        revokedDuringFreezes,
+        'authorizations revoked by answers sent during the freezes',
+      ).toBeGreaterThan(0);
+
+      // Every learner ended right, moved once, every revocation is in the audit (ledger.ts).
+      const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+      expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
+      expect(harness.sim.overlaps()).toEqual([]);
+
+      // No timer threw an answer away: no attempt ended in a timeout, none as a network error.
+      const lines = logLines(result.stderr);
+      const outcomes = lines.filter((l) => l.msg === 'transfer outcome');
+      expect(outcomes.filter((l) => l.code === 'network-error')).toEqual([]);
+      expect(result.stderr).not.toMatch(/aborted due to timeout/);
+      // Each freeze logged once, as a stall with its length (the part of it past a call's timeout).
+      const stalls = lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('was stalled for'));
+      expect(stalls.map((l) => l.stalledMs)).toHaveLength(2);
+      for (const s of stalls) {
+        expect(s.stalledMs as number).toBeGreaterThanOrEqual(2500);
+        expect(s.stalledMs as number).toBeLessThan(8000);
+      }
+
+      const records = await harness.ctx.store.getMany('acme', ids);
+      if (body === 'whole') {
+        // Every answer was read: nothing is an unknown, nobody a possible repeat.
+        expect(records.filter((r) => r?.pr === 1)).toEqual([]);
+        expect(tally.transferred ?? []).toHaveLength(ids.length);
+      } else {
+        // Every cut body is in the audit exactly as far as it came: all the bytes the service sent.
+        const sent = patches(harness).filter((r) => r.fault === 'truncate');
+        expect(sent.length).toBeGreaterThanOrEqual(ids.length);
+        const kept = new Map<number, string[]>();
+        for await (const e of harness.ctx.store.audit('acme')) {
+          if (e.kind === 'unreadable') kept.set(e.learnerId, [...(kept.get(e.learnerId) ?? []), e.raw ?? '']);
+        }
+        for (const r of sent) {
+          expect(r.partialBody?.length, `learner ${r.learnerId}`).toBeGreaterThan(0);
+          expect(kept.get(r.learnerId as number), `learner ${r.learnerId}`).toContain(r.partialBody);
+        }
+      }
+    }, 180_000);
+  }
+
+  it("frozen until another worker took the learners over: its answers are on record, its late writes leave the new owner's lease and outcome alone", async () => {
+    h = await startHarness({
+      tag: 'stall-takeover',
+      sim: { learners: 60, repeatMode: 'error', faults: { latencyAfterMs: [2500, 3000] } },
+      // The job lock is REQUEST_TIMEOUT + 5 s = 9 s and the lease 8 s (+ 1 s grace): a 25 s freeze loses both.
+      env: { REQUEST_TIMEOUT: '4s', LIMIT_PER_TOKEN: '200/1s', LIMIT_PER_ORG: '400/1s', LOG_LEVEL: 'info' },
+    });
+    const harness = h;
+    const ids = learnersNotIn('acme', 3);
+    await harness.enqueueIds(ids);
+    const leaseOf = (id: number) => harness.ctx.redis.hget(harness.ctx.keys.lease('acme'), String(id));
+    const callsOf = (id: number) => patches(harness).filter((r) => r.learnerId === id);
+
+    const a = spawnCli(['work', '--until-idle', '--concurrency', '3'], harness.env);
+    await until('all 3 calls of worker A in flight', () => inFlight(harness).length === 3);
+    const leasesOfA = await Promise.all(ids.map(leaseOf));
+    a.kill('SIGSTOP');
+    // Worker B finds A's jobs stalled, waits out A's leases and their grace, and calls again.
+    const b = spawnCli(['work', '--until-idle', '--concurrency', '3'], {
+      ...harness.env,
+      SPOOL_DIR: join(harness.dir, 'spool-b'),
+    });
+    let taken = 0;
+    await until(
+      "worker B's call for a learner A holds",
+      () => {
+        taken = ids.find((id) => callsOf(id).length === 2 && callsOf(id)[1]?.status === 0) ?? 0;
+        return taken > 0;
+      },
+      60_000,
+    );
+    const leaseOfB = await leaseOf(taken);
+    expect(leaseOfB, 'the lease was taken over').not.toBe(leasesOfA[ids.indexOf(taken)]);
+    // A's own call was answered during the freeze, before B's began: never two in flight.
+    const [first] = callsOf(taken);
+    expect(first?.effectApplied).toBe(true);
+    a.kill('SIGCONT');
+
+    // A wakes and records the answer it had: the learner's transfer, with what it revoked. B is still in
+    // flight (its answer takes 2.5 s or more), and A's write left B's lease in place.
+    await until(
+      "A's record of the transfer",
+      async () => (await harness.ctx.store.get('acme', taken))?.b === 'transferred',
+    );
+    expect(callsOf(taken)[1]?.status, "B's call still in flight when A recorded").toBe(0);
+    expect(await leaseOf(taken), "B's lease after A's late write").toBe(leaseOfB);
+
+    const [ra, rb] = await Promise.all([waitExit(a, 120_000), waitExit(b, 120_000)]);
+    expect(rb.code, rb.stderr.slice(-3000)).toBe(0);
+    expect(ra.signal, ra.stderr.slice(-2000)).toBeNull();
+    // B's 400 "already associated" came after A's transfer: the record keeps the transfer (with its id),
+    // and nothing is a possible repeat, since the transfer's own answer is on record.
+    const rec = await harness.ctx.store.get('acme', taken);
+    expect(rec?.b).toBe('transferred');
+    expect(rec?.x).toBe(harness.sim.transfersOf(taken)[0]?.data.transferDetails.transferId);
+    expect(rec?.pr).toBeUndefined();
+    expect(rec?.h?.map((e) => e[1])).toEqual(expect.arrayContaining(['transferred', 'already-in-org']));
+    await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    expect(harness.sim.overlaps()).toEqual([]);
+    expect(await leaseOf(taken)).toBeNull();
+  }, 180_000);
+});
