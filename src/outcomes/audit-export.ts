@@ -1,9 +1,11 @@
 // audit: the audit stream of every transfer, exported as NDJSON (one transfer a line, oldest first):
 // the only record of the authorizations each transfer deleted, for the operator to keep outside Redis.
+// A line whose transfer may repeat one whose answer was lost says so (possibleRepeat, with the reason).
 import { mkdirSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { dirname } from 'node:path';
 import type { OutcomeStore } from './store.ts';
+import { repeatReason } from './repeat-causes.ts';
 import { createPrivateWriteStream } from '../private-file.ts';
 import { jsonForTerminal } from '../terminal-safe.ts';
 
@@ -31,7 +33,20 @@ export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?
         if (filter.learnerId !== undefined && e.learnerId !== filter.learnerId) continue;
         // The stream id starts with the time Redis wrote the entry (ms).
         const at = new Date(Number(e.id.split('-')[0])).toISOString();
-        const json = `${JSON.stringify({ org, learnerId: e.learnerId, runId: e.runId, transferId: e.transferId || null, recordedAt: at, auditId: e.id, result: e.result })}\n`;
+        const json = `${JSON.stringify({
+          org,
+          learnerId: e.learnerId,
+          runId: e.runId,
+          transferId: e.transferId || null,
+          recordedAt: at,
+          auditId: e.id,
+          kind: e.kind,
+          // A file read alone must say which transfers' revoked authorizations are unknown, and why.
+          ...(e.possibleRepeat
+            ? { possibleRepeat: true, possibleRepeatReason: repeatReason(e.repeatCauses ?? []) }
+            : {}),
+          result: e.result,
+        })}\n`;
         const line = out ? json : jsonForTerminal(json);
         n++;
         if (!stream.write(line)) await once(stream, 'drain');

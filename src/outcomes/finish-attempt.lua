@@ -34,7 +34,8 @@
   failure (a late replay of an older attempt), and 'transferred' is never replaced by
   'already-in-org' (the repeat after a lost response). A 200 success for a learner whose earlier
   attempts may have reached the service without an answer (network-error, bad-response) and no known
-  transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below).
+  transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below), with
+  its causes; a possible repeat that brought no body (the 400) gets an audit entry of its own.
 
   Returns {auditId ('' when none), bucket written, 1 if the attempt was already merged, pr}
 ]]
@@ -74,25 +75,40 @@ local replay = old ~= nil and contains(list(old['ai']), attemptId)
 -- A repeat ('already-in-org', by a 200 or the 400) of a learner never recorded transferred, after an
 -- attempt whose answer was lost (no answer, an unreadable one, or a lease taken over from a holder that
 -- died): the transfer may have been that lost attempt's, its revoked authorizations unknown.
-local pr = 0
+-- Its causes go to the audit entry (field repeatCause, space-separated): lost-lease, no-answer,
+-- unreadable-answer (src/outcomes/repeat-causes.ts says each in words).
+local pr, causes = 0, {}
+local function because(c)
+  pr = 1
+  if not contains(causes, c) then causes[#causes + 1] = c end
+end
 if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'transferred' then
-  if tonumber(u['lost']) == 1 then pr = 1 end
+  if tonumber(u['lost']) == 1 then because('lost-lease') end
   for _, h in ipairs(list(old['h'])) do
-    if type(h) == 'table' and (h[2] == 'network-error' or h[2] == 'bad-response') then pr = 1 end
+    if type(h) == 'table' and h[2] == 'network-error' then because('no-answer') end
+    if type(h) == 'table' and h[2] == 'bad-response' then because('unreadable-answer') end
   end
 elseif u['b'] == 'already-in-org' and not old and tonumber(u['lost']) == 1 then
-  pr = 1
+  because('lost-lease')
+end
+
+-- A possible repeat answered by the 400 has no body to keep, yet an auditor reading the stream alone must
+-- see that the revoked authorizations of this learner's transfer are unknown: it gets an entry of its own
+-- (kind 'possible-repeat', keyed by the attempt, so a replay writes it once).
+local auditKey, auditKind, auditRaw, auditTransfer = ARGV[12], ARGV[15], ARGV[14], ARGV[13]
+if auditKey == '' and pr == 1 then
+  auditKey, auditKind, auditRaw, auditTransfer = 'r:' .. attemptId, 'possible-repeat', '', ''
 end
 
 -- 1. The response, verbatim, once.
 local auditId = ''
-if ARGV[12] ~= '' then
-  local known = redis.call('HGET', KEYS[5], ARGV[12])
+if auditKey ~= '' then
+  local known = redis.call('HGET', KEYS[5], auditKey)
   if known then
     auditId = known
   else
-    local fields = {'learnerId', learner, 'runId', runId, 'transferId', ARGV[13], 'kind', ARGV[15],
-      'at', ARGV[3], 'raw', ARGV[14]}
+    local fields = {'learnerId', learner, 'runId', runId, 'transferId', auditTransfer, 'kind', auditKind,
+      'at', ARGV[3], 'raw', auditRaw}
     if ARGV[19] ~= '' then
       fields[#fields + 1] = 'reason'
       fields[#fields + 1] = ARGV[19]
@@ -100,9 +116,11 @@ if ARGV[12] ~= '' then
     if pr == 1 then
       fields[#fields + 1] = 'possibleRepeat'
       fields[#fields + 1] = '1'
+      fields[#fields + 1] = 'repeatCause'
+      fields[#fields + 1] = table.concat(causes, ' ')
     end
     auditId = redis.call('XADD', KEYS[4], '*', unpack(fields))
-    redis.call('HSET', KEYS[5], ARGV[12], auditId)
+    redis.call('HSET', KEYS[5], auditKey, auditId)
   end
 end
 

@@ -5,6 +5,7 @@ import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis.ts';
 import type { Keys } from '../keys.ts';
 import { randomUUID } from 'node:crypto';
+import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import {
   BUCKETS,
   decodeRecord,
@@ -471,10 +472,20 @@ export interface AuditEntry {
   result: unknown;
   /** The body as the service sent it (entries written before it was kept verbatim: undefined). */
   raw: string | undefined;
-  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move';
-  /** A 200 that may repeat a transfer whose own answer was lost (its revoked authorizations unknown). */
+  /** 'possible-repeat': a 400 "already associated" after a lost answer (no body; see repeatCauses). */
+  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat';
+  /** A repeat of a transfer whose own answer was lost: that transfer's revoked authorizations are unknown. */
   possibleRepeat: boolean;
+  /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
+  repeatCauses?: RepeatCause[];
 }
+
+const AUDIT_KINDS: ReadonlySet<string> = new Set([
+  'unreadable',
+  'unexpected',
+  'claim-move',
+  'possible-repeat',
+]);
 
 function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const f: Record<string, string> = {};
@@ -485,6 +496,7 @@ function toAuditEntry(id: string, fields: string[]): AuditEntry {
     runId: f.runId ?? '',
     transferId: f.transferId ?? '',
     possibleRepeat: f.possibleRepeat === '1',
+    ...(f.possibleRepeat === '1' ? { repeatCauses: parseRepeatCauses(f.repeatCause) } : {}),
   };
   if (f.raw === undefined) {
     // Written by the release before the verbatim audit: `result` holds the parsed data (or the
@@ -493,10 +505,9 @@ function toAuditEntry(id: string, fields: string[]): AuditEntry {
     const unreadable = typeof result === 'object' && result !== null && 'unreadable' in result;
     return { ...base, result, raw: undefined, kind: unreadable ? 'unreadable' : 'transfer' };
   }
-  const kind = (
-    f.kind === 'unreadable' || f.kind === 'unexpected' || f.kind === 'claim-move' ? f.kind : 'transfer'
-  ) as AuditEntry['kind'];
+  const kind = (AUDIT_KINDS.has(f.kind ?? '') ? f.kind : 'transfer') as AuditEntry['kind'];
   if (kind === 'claim-move') return { ...base, result: JSON.parse(f.raw) as unknown, raw: f.raw, kind };
+  if (kind === 'possible-repeat') return { ...base, result: null, raw: undefined, kind };
   let data: unknown;
   if (kind !== 'unreadable') {
     try {

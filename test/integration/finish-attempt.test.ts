@@ -411,6 +411,51 @@ describe('finish(): a possible repeat', () => {
     expect((await store.get(org, 25))?.pr).toBeUndefined();
     // A queued learner answered 'already-in-org' with its lease never lost.
     expect((await store.finish(args(org, 26, alreadyInOrg({ lost: 0 })))).possibleRepeat).toBe(false);
+    // No flag, no entry: nothing is unknown about 24's or 26's transfers.
+    expect((await allAudit(org)).filter((e) => e.possibleRepeat || e.kind === 'possible-repeat')).toEqual([]);
+  });
+
+  it('the flag keeps its causes; a repeat answered by the 400 gets an entry of its own, written once', async () => {
+    const org = newOrg();
+    await queued(org, [27, 28]);
+    await store.finish(args(org, 27, networkError));
+    await store.finish(args(org, 27, { b: 'retrying', c: 'bad-response', s: 200, d: 5, n: 1 }));
+    // A 200 repeat: its own body is the entry, flagged with every cause, in order.
+    const r = await store.finish(
+      args(org, 27, alreadyInOrg({ lost: 1 }), {
+        audit: { key: 's:entry-27', transferId: '', raw: '{"data":{}}', kind: 'transfer' },
+      }),
+    );
+    const [entry] = await store.auditEntries(org, [r.auditId as string]);
+    expect(entry).toMatchObject({
+      kind: 'transfer',
+      possibleRepeat: true,
+      repeatCauses: ['lost-lease', 'no-answer', 'unreadable-answer'],
+    });
+
+    // The 400 "already associated" brings no body: an entry of kind 'possible-repeat', linked from the
+    // record, once however often the same attempt is written (a retried finish).
+    await store.finish(args(org, 28, networkError));
+    const four = args(org, 28, alreadyInOrg({ s: 400 }));
+    const a = await store.finish(four);
+    expect(a.possibleRepeat).toBe(true);
+    const again = await store.finish(four);
+    expect(again.replayed).toBe(true);
+    expect(again.auditId).toBe(a.auditId);
+    expect((await allAudit(org)).filter((e) => e.learnerId === 28)).toEqual([
+      {
+        id: a.auditId,
+        learnerId: 28,
+        runId: RUN,
+        transferId: '',
+        result: null,
+        raw: undefined,
+        kind: 'possible-repeat',
+        possibleRepeat: true,
+        repeatCauses: ['no-answer'],
+      },
+    ]);
+    expect((await store.get(org, 28))?.au).toEqual([a.auditId]);
   });
 });
 

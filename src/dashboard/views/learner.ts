@@ -6,6 +6,7 @@
 import { html, type Html } from '../html.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import type { AuditEntry } from '../../outcomes/store.ts';
+import { repeatReason } from '../../outcomes/repeat-causes.ts';
 import type { QueuePlace } from '../../queue/priority.ts';
 import { layout, type PageContext } from './layout.ts';
 
@@ -137,6 +138,13 @@ function section(label: string, values: unknown[], each: (v: unknown) => Html): 
 /** One effective transfer: the `data` of its result (src/api/schemas.ts transferResultSchema). */
 function auditBlock(a: AuditEntry): Html {
   const r = a.result;
+  if (a.kind === 'possible-repeat') {
+    return html`<section class="card audit" data-audit="${a.id}">
+      <h3>possible repeat</h3>
+      <p class="muted">audit entry ${a.id} · run ${a.runId}</p>
+      <p class="message">${repeatReason(a.repeatCauses ?? [])}</p>
+    </section>`;
+  }
   if (a.kind === 'claim-move') {
     return html`<section class="card audit" data-audit="${a.id}">
       <h3>claim moved</h3>
@@ -154,7 +162,7 @@ function auditBlock(a: AuditEntry): Html {
     ${section('groups added', items(field(r, 'learnerGroups', 'added')), group)}
     ${section('authorizations revoked', items(field(r, 'authorizations', 'revoked')), authorization)}
     ${a.kind !== 'transfer' ? html`<p class="message">${a.kind === 'unexpected' ? 'a 200 that was not this learner’s completed transfer' : 'a body that could not be read'}</p>` : ''}
-    ${a.possibleRepeat ? html`<p class="message">possible repeat: the answer of an earlier attempt was lost</p>` : ''}
+    ${a.possibleRepeat ? html`<p class="message">possible repeat: ${repeatReason(a.repeatCauses ?? [])}</p>` : ''}
     <details>
       <summary>full result${a.raw !== undefined ? ' (as the service sent it)' : ''}</summary>
       <pre>${a.raw ?? JSON.stringify(r, null, 2)}</pre>
