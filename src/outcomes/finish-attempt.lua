@@ -29,6 +29,9 @@
   ARGV[16] limiter events channel   ARGV[17] release event (JSON)
   ARGV[18] space-separated success buckets   ARGV[19] why the body is kept unread ('' = it was read)
   ARGV[20] space-separated failure buckets (members of KEYS[11])
+  ARGV[21] byte length of an unreadable body whose prefix ARGV[14] is ('' = the body is whole)
+  ARGV[22] its SHA-256 (hex): a learner's later entry with the same body keeps no prefix again, only
+           the id of the entry that has it (field sameBodyAs), so Redis holds one prefix per learner and body
 
   Merge rules (the record is never rewritten from a stale copy): a success is never replaced by a
   failure (a late replay of an older attempt), and 'transferred' is never replaced by
@@ -104,6 +107,12 @@ end
 local auditId = ''
 if auditKey ~= '' then
   local known = redis.call('HGET', KEYS[5], auditKey)
+  local bodyKey, sameBody = nil, nil
+  if ARGV[22] and ARGV[22] ~= '' then
+    bodyKey = 'b:' .. learner .. ':' .. ARGV[22]
+    sameBody = redis.call('HGET', KEYS[5], bodyKey)
+    if sameBody then auditRaw = '' end
+  end
   if known then
     auditId = known
   else
@@ -119,8 +128,19 @@ if auditKey ~= '' then
       fields[#fields + 1] = 'repeatCause'
       fields[#fields + 1] = table.concat(causes, ' ')
     end
+    if bodyKey then
+      fields[#fields + 1] = 'bodyBytes'
+      fields[#fields + 1] = ARGV[21]
+      fields[#fields + 1] = 'bodySha256'
+      fields[#fields + 1] = ARGV[22]
+      if sameBody then
+        fields[#fields + 1] = 'sameBodyAs'
+        fields[#fields + 1] = sameBody
+      end
+    end
     auditId = redis.call('XADD', KEYS[4], '*', unpack(fields))
     redis.call('HSET', KEYS[5], auditKey, auditId)
+    if bodyKey and not sameBody then redis.call('HSET', KEYS[5], bodyKey, auditId) end
   end
 end
 

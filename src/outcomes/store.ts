@@ -83,6 +83,8 @@ export interface FinishArgs {
         kind: 'transfer' | 'unreadable' | 'unexpected';
         /** Why a body is kept unread ('' when it was read). */
         reason?: string | undefined;
+        /** An unreadable body kept as its prefix (raw): its whole length and SHA-256 (body-archive.ts). */
+        body?: { bytes: number; sha256: string } | undefined;
       }
     | undefined;
 }
@@ -324,6 +326,8 @@ export class OutcomeStore {
       SUCCESS,
       a.audit?.reason ?? '',
       FAILURE,
+      a.audit?.body ? String(a.audit.body.bytes) : '',
+      a.audit?.body?.sha256 ?? '',
     );
     const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
     return {
@@ -516,7 +520,21 @@ function toAuditEntry(id: string, fields: string[]): AuditEntry {
       data = undefined;
     }
   }
-  const result =
-    data !== undefined ? data : { unreadable: true, reason: f.reason ?? 'not JSON', body: f.raw };
-  return { ...base, result, raw: f.raw, kind };
+  if (data !== undefined) return { ...base, result: data, raw: f.raw, kind };
+  // An unreadable body: what is kept of it (its prefix, and since the bounded audit its length and hash;
+  // a learner's repeat of the same body names the entry that keeps its prefix).
+  const result = {
+    unreadable: true,
+    reason: f.reason ?? 'not JSON',
+    body: f.raw,
+    ...(f.bodySha256 !== undefined
+      ? {
+          bodyBytes: Number(f.bodyBytes),
+          bodySha256: f.bodySha256,
+          prefixOnly: Number(f.bodyBytes) > Buffer.byteLength(f.raw),
+        }
+      : {}),
+    ...(f.sameBodyAs !== undefined ? { sameBodyAs: f.sameBodyAs } : {}),
+  };
+  return { ...base, result, raw: f.sameBodyAs !== undefined ? undefined : f.raw, kind };
 }

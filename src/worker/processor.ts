@@ -20,6 +20,8 @@ import type { ClaimResult, Claims } from '../claims/claims.ts';
 import type { OutcomeRecord } from '../outcomes/record.ts';
 import type { Keys } from '../keys.ts';
 import type { Recorder } from './recorder.ts';
+import { auditEntryOf } from './audit-entry.ts';
+import type { BodyArchive } from './body-archive.ts';
 
 export interface ProcessorDeps {
   config: Readonly<Config>;
@@ -35,6 +37,8 @@ export interface ProcessorDeps {
   /** After the permit and lease are taken: WAIT for a replica (redis-durable.ts), so a failover keeps them. */
   replicated?: (org: string) => Promise<unknown>;
   logger: Logger;
+  /** Where the whole of an unreadable body is kept, beside the spool (only its prefix goes to Redis). */
+  archive?: BodyArchive;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
 }
@@ -58,9 +62,6 @@ export interface ProcessResult {
 
 /** Room left between a call's hard end and the in-flight deadline of its permit (clock rates, the abort). */
 const HARD_MARGIN_MS = 250;
-
-/** The most of a response body kept in the audit stream (a transfer result is a few KB). */
-const MAX_AUDIT_BODY = 256 * 1024;
 
 /**
  * How long a token is blocked after a 429 without Retry-After: a tenth of its window (the window in
@@ -348,31 +349,16 @@ export function createProcessor(deps: ProcessorDeps) {
       // Every answered request counts from its response.
       const mode =
         outcome.code === 'network-error' ? (outcome.maybeDelivered ? 'abandon' : 'release') : 'response';
-      // Every 200 (and every body that could not be read) may have changed something: its body goes to
-      // the audit stream verbatim, through the spool.
-      const raw =
-        (outcome as { raw?: string }).raw ?? (outcome.code === 'bad-response' ? outcome.body : undefined);
       const attemptId = randomUUID();
       // A 200 that is not this learner's completed transfer carries a transfer id that may be another
       // learner's: it is kept in its own audit entry, never as this learner's transfer.
       const transferId =
         outcome.code === 'unexpected-result' ? undefined : result?.data.transferDetails.transferId;
-      const audit: FinishArgs['audit'] =
-        raw !== undefined && (status === 200 || outcome.code === 'bad-response')
-          ? {
-              key: transferId ? `t:${transferId}` : `a:${attemptId}`,
-              transferId: transferId ?? '',
-              // Scrubbed whole first (the client already did), then cut: a cut never keeps a token's start.
-              raw: scrub(raw).slice(0, MAX_AUDIT_BODY),
-              kind:
-                outcome.code === 'bad-response'
-                  ? 'unreadable'
-                  : outcome.code === 'transferred' || outcome.code === 'already-in-org'
-                    ? 'transfer'
-                    : 'unexpected',
-              reason: outcome.code === 'bad-response' ? scrub(outcome.message) : undefined,
-            }
-          : undefined;
+      const audit = await auditEntryOf(
+        outcome,
+        { attemptId, transferId, org, learnerId },
+        { scrub, archive: deps.archive, logger },
+      );
       const recorded = await recorder.record(
         {
           org,

@@ -12,6 +12,7 @@ import { closeRedis, createRedis } from '../redis.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { Recorder, type WriteGateLike } from './recorder.ts';
 import { Spool } from './spool.ts';
+import { BodyArchive } from './body-archive.ts';
 import { repairOrg, formatRepair } from '../queue/repair.ts';
 import { LogThrottle } from '../log-throttle.ts';
 import { WriteGate, writeProbeKey } from '../redis-writes.ts';
@@ -96,6 +97,8 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     ...(gate ? { waitWritable: () => gate.waitOpen() } : {}),
     replicated,
     logger: ctx.logger,
+    // Unreadable bodies are kept whole beside the spool, on the same persistent disk.
+    ...(options.spool !== false ? { archive: new BodyArchive(ctx.config.spoolDir) } : {}),
     onOutcome: (e) => {
       countHourly(ctx.redis, ctx.keys, e.org, e.code).catch((err: Error) =>
         ctx.logger.warn({ err: err.message }, 'hourly count failed'),

@@ -2,13 +2,22 @@
 // whose assessmentIds holds 2.1M numbers, and a list page of 1.4M `{}`. Each must cost the client
 // milliseconds and a few MB (a body cap per operation, array lengths checked before zod), end
 // `bad-response` with a short message naming the cap or the array, and a transfer 200 over the cap
-// must still leave its first 256 KiB in the audit stream (the transfer may have happened).
+// must still leave its first 256 KiB on record (the transfer may have happened): its first 8 KiB, length
+// and hash in the audit stream, the whole on disk beside the spool. A service answering every attempt with
+// a big page that is not JSON costs Redis at most 16 KiB per learner.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BODY_CAP, LearnerApiClient } from '../../src/api/client.ts';
 import { classifyResponse } from '../../src/api/classify.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { UNREADABLE_PREFIX } from '../../src/worker/body-archive.ts';
+import { scanKeys } from '../../src/redis.ts';
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 const MiB = 1024 * 1024;
 
@@ -212,7 +221,7 @@ describe('through the worker, on the real Redis', () => {
     await h?.close();
   });
 
-  it('a 4 MiB transfer 200 ends bad-response with its first 256 KiB in the audit stream', async () => {
+  it('a 4 MiB transfer 200 ends bad-response: its first 8 KiB in the audit stream, its first 256 KiB on disk', async () => {
     transferBody = hostile.transfer4MiB;
     await h.enqueueIds([5]);
     const r = await h.workUntilIdle({ concurrency: 1 });
@@ -222,7 +231,67 @@ describe('through the worker, on the real Redis', () => {
     expect(rec?.m).toMatch(/over the transfer cap of 256 KiB/);
     const [entry] = await h.ctx.store.auditEntries('acme', rec?.au ?? []);
     expect(entry?.kind).toBe('unreadable');
-    expect(entry?.raw?.length).toBe(256 * 1024);
-    expect(entry?.raw?.startsWith('{"success":true')).toBe(true);
+    const kept = hostile.transfer4MiB.subarray(0, BODY_CAP.transfer);
+    expect(entry?.raw).toBe(kept.subarray(0, UNREADABLE_PREFIX).toString());
+    expect(entry?.result).toMatchObject({
+      bodyBytes: BODY_CAP.transfer,
+      bodySha256: sha256(kept),
+      prefixOnly: true,
+    });
+    expect(readFileSync(join(h.config.spoolDir, 'bodies', `${sha256(kept)}.body`)).equals(kept)).toBe(true);
+  });
+});
+
+describe('a service that answers every attempt with a big page that is not JSON', () => {
+  let h: Harness;
+  const page = Buffer.from(
+    `<!doctype html><html><body>${'<p>Access denied by policy.</p>\n'.repeat(8000)}</body></html>`,
+  );
+  beforeAll(async () => {
+    h = await startHarness({
+      tag: 'sec-waf',
+      sim: { learners: 10 },
+      env: { ATTEMPTS: '3', BACKOFF: '10ms', LOG_LEVEL: 'warn' },
+      baseUrl: () => url,
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('Redis holds at most 16 KiB per learner; each distinct body is kept whole once, on disk', async () => {
+    expect(page.length).toBeGreaterThan(250_000);
+    expect(page.length).toBeLessThan(BODY_CAP.transfer);
+    transferBody = page;
+    const ids = Array.from({ length: 20 }, (_, i) => 100 + i);
+    await h.enqueueIds(ids);
+    expect((await h.workUntilIdle({ concurrency: 4 })).reason).toBe('idle');
+
+    // Every attempt was made and recorded: 3 per learner, each an audit entry with the length and hash.
+    const entries = [];
+    for await (const e of h.ctx.store.audit('acme')) entries.push(e);
+    expect(entries).toHaveLength(ids.length * 3);
+    for (const e of entries) {
+      expect(e.kind).toBe('unreadable');
+      expect(e.result).toMatchObject({ bodyBytes: page.length, bodySha256: sha256(page), prefixOnly: true });
+    }
+    // One prefix per learner: its later entries name the first.
+    for (const id of ids) {
+      const own = entries.filter((e) => e.learnerId === id);
+      expect(own[0]?.raw).toBe(page.subarray(0, UNREADABLE_PREFIX).toString());
+      for (const later of own.slice(1)) expect(later.result).toMatchObject({ sameBodyAs: own[0]?.id });
+    }
+    // Everything under the prefix (records, audit, claims, queues and jobs), per learner; all but BullMQ's
+    // event stream, which it trims to a fixed length whatever the number of learners.
+    let bytes = 0;
+    for await (const keys of scanKeys(h.ctx.redis, `${h.prefix}:*`)) {
+      for (const key of keys.filter((k) => !k.endsWith(':events'))) {
+        bytes += Number(await h.ctx.redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+      }
+    }
+    expect(bytes / ids.length).toBeLessThanOrEqual(16 * 1024);
+    // The page itself once on disk, beside the spool.
+    expect(readFileSync(join(h.config.spoolDir, 'bodies', `${sha256(page)}.body`)).equals(page)).toBe(true);
+    expect(readdirSync(join(h.config.spoolDir, 'bodies'))).toEqual([`${sha256(page)}.body`]);
   });
 });

@@ -1,0 +1,51 @@
+// The audit entry of one answer: every 200, and every body that could not be read, may have changed
+// something, so it goes to the audit stream through the spool. A readable body goes verbatim; a body that
+// is not a transfer result goes as its prefix, length and SHA-256, with the whole of it on disk beside the
+// spool (body-archive.ts), so a service that answers every attempt with a big page cannot fill Redis.
+import type { TransferOutcome } from '../api/outcome.ts';
+import type { Logger, Scrub } from '../log.ts';
+import type { FinishArgs } from '../outcomes/store.ts';
+import { keepOf, type BodyArchive } from './body-archive.ts';
+
+/** The most of a response body kept in the audit stream (a transfer result is a few KB). */
+const MAX_AUDIT_BODY = 256 * 1024;
+
+export async function auditEntryOf(
+  outcome: TransferOutcome,
+  ids: { attemptId: string; transferId: string | undefined; org: string; learnerId: number },
+  deps: { scrub: Scrub; archive?: BodyArchive | undefined; logger: Logger },
+): Promise<FinishArgs['audit']> {
+  const raw =
+    (outcome as { raw?: string }).raw ?? (outcome.code === 'bad-response' ? outcome.body : undefined);
+  const status = 'status' in outcome ? outcome.status : undefined;
+  if (raw === undefined || (status !== 200 && outcome.code !== 'bad-response')) return undefined;
+  const { attemptId, transferId } = ids;
+  // Scrubbed whole first (the client already did), then cut: a cut never keeps a token's start.
+  const text = deps.scrub(raw).slice(0, MAX_AUDIT_BODY);
+  const base = {
+    key: transferId ? `t:${transferId}` : `a:${attemptId}`,
+    transferId: transferId ?? '',
+  };
+  if (outcome.code !== 'bad-response') {
+    const kind =
+      outcome.code === 'transferred' || outcome.code === 'already-in-org' ? 'transfer' : 'unexpected';
+    return { ...base, raw: text, kind };
+  }
+  const kept = keepOf(text);
+  // Best effort: the prefix, length and hash reach Redis whatever the disk says.
+  await deps.archive
+    ?.keep(kept, text)
+    .catch((err: Error) =>
+      deps.logger.warn(
+        { org: ids.org, learnerId: ids.learnerId, sha256: kept.sha256, err: err.message },
+        'could not keep an unreadable body on disk beside the spool (its prefix, length and hash are in the audit)',
+      ),
+    );
+  return {
+    ...base,
+    raw: kept.prefix,
+    kind: 'unreadable',
+    reason: deps.scrub(outcome.message),
+    body: { bytes: kept.bytes, sha256: kept.sha256 },
+  };
+}

@@ -1,0 +1,62 @@
+// What is kept of a 200 whose body is not a transfer result (cut, not JSON, refused by the schema): a
+// service, a proxy or a WAF can answer 200 with a big page that is nothing of the kind, on every attempt
+// of every learner, and Redis must not hold it whole each time (at 256 KiB an attempt, Redis fills up and
+// refuses writes). Redis keeps a prefix (at most UNREADABLE_PREFIX bytes, enough for any real transfer
+// result, cut or whole), the body's length and its SHA-256; a body longer than the prefix is kept whole
+// once on disk, beside the spool, named by its hash (so the same page met a thousand times is one file).
+import { createHash, randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The most of an unreadable body that goes to Redis (a real transfer result is 0.5-2 KB). */
+export const UNREADABLE_PREFIX = 8 * 1024;
+
+export interface KeptBody {
+  /** The body's first bytes (at most UNREADABLE_PREFIX, cut on a character boundary). */
+  prefix: string;
+  /** Its whole length in bytes (UTF-8), as far as it arrived and within the client's cap. */
+  bytes: number;
+  /** SHA-256 (hex) of those bytes. */
+  sha256: string;
+}
+
+/** The prefix, length and hash of a body; pure. */
+export function keepOf(text: string): KeptBody {
+  const buf = Buffer.from(text, 'utf8');
+  const sha256 = createHash('sha256').update(buf).digest('hex');
+  if (buf.length <= UNREADABLE_PREFIX) return { prefix: text, bytes: buf.length, sha256 };
+  // Back off to the start of a character: a cut inside one would keep a replacement character.
+  let end = UNREADABLE_PREFIX;
+  while (end > 0 && ((buf[end] as number) & 0xc0) === 0x80) end--;
+  return { prefix: buf.subarray(0, end).toString('utf8'), bytes: buf.length, sha256 };
+}
+
+/** Bodies longer than their prefix, whole, one file per SHA-256 under `<SPOOL_DIR>/bodies`. */
+export class BodyArchive {
+  readonly dir: string;
+
+  constructor(spoolDir: string) {
+    this.dir = join(spoolDir, 'bodies');
+  }
+
+  /** Writes the body (fsynced, mode 0600) unless a file of that hash is there already. */
+  async keep(kept: KeptBody, text: string): Promise<void> {
+    if (kept.bytes <= UNREADABLE_PREFIX) return;
+    const path = join(this.dir, `${kept.sha256}.body`);
+    if (existsSync(path)) return;
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    chmodSync(this.dir, 0o700);
+    // 'wx' on a name of our own: never through a link someone planted, never into another writer's file.
+    const tmp = `${path}.${process.pid}.${randomUUID()}.tmp`;
+    const file = await open(tmp, 'wx', 0o600);
+    try {
+      await file.writeFile(text, 'utf8');
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    // Same hash, same bytes: a rename over a file another process finished first changes nothing.
+    await rename(tmp, path);
+  }
+}
