@@ -140,16 +140,17 @@ const intField = (name: string, fallback: number, min: number, max: number) =>
       return n;
     });
 
-const durationField = (name: string, fallback: string) =>
+/** A duration variable; with `zeroTurnsOff`, a plain `0` is accepted too (the feature is off). */
+const durationField = (name: string, fallback: string, zeroTurnsOff = false) =>
   z
     .string()
     .default(fallback)
     .transform((text, ctx) => {
-      const ms = parseDuration(text);
+      const ms = zeroTurnsOff && text.trim() === '0' ? 0 : parseDuration(text);
       if (ms === undefined) {
         ctx.addIssue({
           code: 'custom',
-          message: `${name}: expected a duration like 30s or 1500ms (units ms, s, m, h, d), got ${shown(text)}`,
+          message: `${name}: expected a duration like 30s or 1500ms (units ms, s, m, h, d)${zeroTurnsOff ? ', or 0 for none' : ''}, got ${shown(text)}`,
         });
         return z.NEVER;
       }
@@ -249,7 +250,7 @@ const envSchema = z.object({
   REDIS_TLS: boolField('REDIS_TLS'),
   REDIS_TLS_CA: z.string().optional(),
   // How long a permit or a finished attempt waits for a replica's acknowledgement (WAIT 1); 0 turns it off.
-  REDIS_WAIT_TIMEOUT: durationField('REDIS_WAIT_TIMEOUT', '1s'),
+  REDIS_WAIT_TIMEOUT: durationField('REDIS_WAIT_TIMEOUT', '1s', true),
   QUEUE_PREFIX: z
     .string()
     .default('ltx')

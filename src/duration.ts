@@ -14,8 +14,9 @@ const DURATION_RE = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 export function parseDuration(text: string): number | undefined {
   const m = DURATION_RE.exec(text.trim());
   if (!m || m[1] === undefined || m[2] === undefined) return undefined;
-  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
-  return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : undefined;
+  // Rounded first: '0.4ms' is 0 ms, not a duration (a timer of 0 fires at once).
+  const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
 }
 
 /** Parses "100/1h" (a bare unit means one of it: "100/h"). Returns undefined when malformed. */

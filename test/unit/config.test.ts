@@ -91,6 +91,10 @@ describe('durations and rates', () => {
       expect(parseRate(bad)).toBeUndefined();
     expect(parseDuration('1.5s')).toBe(1500);
     expect(parseDuration('abc')).toBeUndefined();
+    // Below half a millisecond is 0 ms: not a duration.
+    expect(parseDuration('0.4ms')).toBeUndefined();
+    expect(parseDuration('0.5ms')).toBe(1);
+    expect(parseDuration('0')).toBeUndefined();
   });
 
   it('humanizes ETAs', () => {

@@ -85,6 +85,10 @@ describe('Redis target', () => {
     ).toContain('REDIS_CLUSTER_NODES, REDIS_SENTINELS: set one of them');
     expect(problemsOf({ REDIS_TLS: 'maybe' })).toContain("REDIS_TLS: expected true or false, got 'maybe'");
     expect(problemsOf({ REDIS_WAIT_TIMEOUT: 'soon' })).toContain('REDIS_WAIT_TIMEOUT: expected a duration');
+    // The README's way to turn the wait off, and the other timeouts that have no "off".
+    expect(loadConfig({ REDIS_WAIT_TIMEOUT: '0' }).redisWaitTimeoutMs).toBe(0);
+    expect(problemsOf({ REQUEST_TIMEOUT: '0' })).toContain('REQUEST_TIMEOUT: expected a duration');
+    expect(problemsOf({ REQUEST_TIMEOUT: '0.4ms' })).toContain('REQUEST_TIMEOUT: expected a duration');
   });
 
   it('never shows a value that holds credentials', () => {
