@@ -131,6 +131,14 @@ const CASES: Case[] = [
     queued: [114, 115],
   },
   {
+    // Issue 26: the marker that replaces a refused line ended in \n and merged with the next CRLF line.
+    name: 'crlf-refused.csv',
+    body: 'learnerId\r\n117\r\n118\u0000\r\n119\r\n120\r\n',
+    exit: EXIT.ok,
+    says: ['crlf-refused.csv:3: line holds NUL bytes'],
+    queued: [117, 119, 120],
+  },
+  {
     name: 'escape.csv',
     body: 'learnerId\n\u001b[31mred\u001b[0m\n116\n',
     exit: EXIT.ok,

@@ -6,6 +6,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import { parse, type CsvError } from 'csv-parse';
 import { LearnerTransferError } from '../../errors.ts';
+import { parseLearnerId } from '../../ids.ts';
 import { isValidOrgKey } from '../../keys.ts';
 
 export type CsvEvent =
@@ -42,20 +43,10 @@ export function printable(text: string, max = 40): string {
 }
 const ORG_HEADERS = new Set(['org', 'organization', 'org_key', 'orgkey']);
 
-/** Checks one learner id cell. Returns the id or the reason it is not one. */
-export function parseLearnerId(cell: string | undefined): number | string {
+/** Checks one learner id cell (the one rule of src/ids.ts). Returns the id or the reason it is not one. */
+function parseLearnerIdCell(cell: string | undefined): number | string {
   const text = (cell ?? '').trim();
-  if (text === '') return 'learner id is empty';
-  const shown = printable(text);
-  if (/^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text) && !/^\d+$/.test(text)) {
-    if (text.startsWith('-')) return `learner id '${shown}' is negative`;
-    return `learner id '${shown}' is not a whole number`;
-  }
-  if (!/^\d+$/.test(text)) return `learner id '${shown}' is not a number`;
-  const n = Number(text);
-  if (n === 0) return `learner id '${shown}' is zero (ids are positive)`;
-  if (!Number.isSafeInteger(n)) return `learner id '${shown}' is past 2^53-1, the largest id that is exact`;
-  return n;
+  return parseLearnerId(text, printable(text));
 }
 
 /** Detects a UTF-16 byte order mark and decodes to UTF-8; UTF-8 (with or without BOM) passes through. */
@@ -85,13 +76,20 @@ class Utf16Decoder extends Transform {
  * with a quote that opens a cell and never closes is replaced by a marker line that readCsv rejects on
  * its own. Without this, csv-parse reports one error per 64 KB of a long line and an unclosed quote
  * swallows every following line into one record: valid rows after it would be lost. (The cost: a quoted
- * cell spanning lines, which no learner-id file needs, is rejected.) Line numbers are kept.
+ * cell spanning lines, which no learner-id file needs, is rejected.)
+ *
+ * Every line leaves with a `\n` ending whatever it came with: `\r\n`, `\n`, or a bare `\r`, each one
+ * line break, as a spreadsheet counts them. csv-parse takes its record delimiter from the first line
+ * it sees, so a CRLF file with one `\n` in it (a marker, say) would merge two lines into one record and
+ * lose a row; normalized, every line is one record and csv-parse's line count is the spreadsheet's.
  */
 class LineGuard extends Transform {
   #parts: Buffer[] = [];
   #len = 0;
   #head: Buffer[] = [];
   #headLen = 0;
+  /** The last chunk ended in \r: a \n first in the next one belongs to it. */
+  #afterCr = false;
   readonly #max: number;
   constructor(max: number) {
     super();
@@ -126,21 +124,35 @@ class LineGuard extends Transform {
     if (!problem) return line as Buffer;
     // NUL bytes never pass the guard, so no file can forge this marker.
     const [kind, arg = ''] = problem.split(':');
-    const b64 = Buffer.from(head.replace(/\r$/, '')).toString('base64');
+    const b64 = Buffer.from(head).toString('base64');
     return Buffer.from(`${MARKER}${kind}:${arg}:${b64}`);
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     const out: Buffer[] = [];
     let start = 0;
+    if (chunk.length === 0) return done();
+    // The \n of a \r\n split across two chunks.
+    if (this.#afterCr && chunk[0] === 0x0a) start = 1;
+    this.#afterCr = false;
+    // Where the next \n and the next \r are (chunk.length: none), each searched again only once passed:
+    // searching for both at every line would rescan a chunk without any \r to its end once per line.
+    let nl = -1;
+    let cr = -1;
     while (start < chunk.length) {
-      const nl = chunk.indexOf(0x0a, start);
-      if (nl === -1) {
+      if (nl < start) nl = indexOrEnd(chunk, 0x0a, start);
+      if (cr < start) cr = indexOrEnd(chunk, 0x0d, start);
+      const end = Math.min(nl, cr);
+      if (end === chunk.length) {
         this.#take(chunk.subarray(start), true);
         break;
       }
-      this.#take(chunk.subarray(start, nl), false);
+      this.#take(chunk.subarray(start, end), false);
       out.push(this.#endLine(), NEWLINE);
-      start = nl + 1;
+      start = end + 1;
+      if (end === cr) {
+        if (start === chunk.length) this.#afterCr = true;
+        else if (chunk[start] === 0x0a) start++;
+      }
     }
     done(null, out.length > 0 ? Buffer.concat(out) : undefined);
   }
@@ -148,6 +160,11 @@ class LineGuard extends Transform {
     if (this.#len > 0) this.push(this.#endLine());
     done();
   }
+}
+
+function indexOrEnd(chunk: Buffer, byte: number, from: number): number {
+  const i = chunk.indexOf(byte, from);
+  return i === -1 ? chunk.length : i;
 }
 
 const MARKER = '\u0000lt-guard:';
@@ -204,6 +221,8 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
   const skipped: CsvEvent[] = [];
   const parser = parse({
     bom: true,
+    // LineGuard ends every line, whatever its ending in the file, with \n.
+    record_delimiter: '\n',
     skip_empty_lines: true,
     relax_column_count: true,
     relax_quotes: true,
@@ -263,7 +282,7 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
         orgCol = norm.findIndex((c) => ORG_HEADERS.has(c));
         continue;
       }
-      if (typeof parseLearnerId(cells[0]) !== 'number' && !/^\s*[+-]?\d/.test(cells[0] ?? '')) {
+      if (typeof parseLearnerIdCell(cells[0]) !== 'number' && !/^\s*[+-]?\d/.test(cells[0] ?? '')) {
         const shownCells = cells
           .slice(0, 5)
           .map((c) => `'${printable(c, 30)}'`)
@@ -281,7 +300,7 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
       // No header: the first column holds the ids and this line is data.
     }
     const raw = rec.raw.replace(/\r?\n$/, '').slice(0, 200);
-    const id = parseLearnerId(cells[idCol]);
+    const id = parseLearnerIdCell(cells[idCol]);
     if (typeof id === 'string') {
       yield { kind: 'reject', line, reason: id, raw };
       continue;
