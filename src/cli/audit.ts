@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { exportAudit } from '../outcomes/audit-export.ts';
-import { loadCliConfig, positiveInt } from './shared.ts';
+import { learnerIdOption, loadCliConfig, requireReadableRunId } from './shared.ts';
 
 export function register(program: Command): void {
   program
@@ -11,13 +11,14 @@ export function register(program: Command): void {
     )
     .option('--org <key...>', 'only these organizations')
     .option('--run <id>', 'only transfers of this run')
-    .addOption(new Option('--learner <id>', 'only this learner').argParser(positiveInt('--learner')))
+    .addOption(new Option('--learner <id>', 'only this learner').argParser(learnerIdOption('--learner')))
     .option('--out <file>', 'write here instead of stdout')
     .action(async (opts: { org?: string[]; run?: string; learner?: number; out?: string }) => {
       const config = loadCliConfig();
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
       const ctx = await createContext(config);
       try {
+        await requireReadableRunId(ctx.runs, '--run', opts.run);
         const n = await exportAudit(ctx.store, { orgs, runId: opts.run, learnerId: opts.learner }, opts.out);
         if (opts.out) console.log(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
       } finally {

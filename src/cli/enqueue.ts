@@ -6,7 +6,7 @@ import { fileSize } from '../queue/sources/csv.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from '../progress.ts';
 import { forTerminal } from '../terminal-safe.ts';
-import { EXIT, loadCliConfig, positiveInt } from './shared.ts';
+import { EXIT, loadCliConfig, positiveInt, runIdOption } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
@@ -59,7 +59,11 @@ export function register(program: Command): void {
     .requiredOption('--csv <file>', 'CSV file of learner ids')
     .option('--org <key>', 'organization for rows without an org column (a key from LEARNER_API_TOKENS)')
     .option('--rejects <file>', 'where to write rejected rows (default out/<run>/rejects.csv)')
-    .option('--run <id>', 'run id (default: a new one)')
+    .addOption(
+      new Option('--run <id>', "run id: letters, digits, '-' and '_' (default: a new one)").argParser(
+        runIdOption('--run'),
+      ),
+    )
     .addOption(
       new Option('--batch <n>', 'jobs per addBulk').argParser(positiveInt('--batch', 10_000)).default(1000),
     )

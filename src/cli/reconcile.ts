@@ -7,7 +7,7 @@ import { formatPlan, planOrgs } from '../queue/plan.ts';
 import { runReconcile } from '../queue/reconcile-run.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
 import { bindTokens } from '../token-orgs.ts';
-import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
+import { EXIT, loadCliConfig, positiveInt, runAbortable, runIdOption } from './shared.ts';
 
 export interface ReconcileFlags {
   desired: string;
@@ -83,7 +83,11 @@ export function register(program: Command): void {
       .requiredOption('--desired <file>', 'CSV of learner ids and organization keys (header learnerId,org)'),
   )
     .option('--out <dir>', 'where to write the drift report (default out/<run>)')
-    .option('--run <id>', 'run id (default: a new one)')
+    .addOption(
+      new Option('--run <id>', "run id: letters, digits, '-' and '_' (default: a new one)").argParser(
+        runIdOption('--run'),
+      ),
+    )
     .option('--dry-run', 'only plan: drift, counts and ETA; no queue writes, no report, no transfers')
     .option('--quiet', 'no progress output')
     .action(runReconcileCommand);

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { createContext, requireOrg } from '../app.ts';
 import { writeReport, writeSplit } from '../outcomes/report.ts';
 import { BUCKETS } from '../outcomes/record.ts';
-import { loadCliConfig } from './shared.ts';
+import { loadCliConfig, requireReadableRunId } from './shared.ts';
 
 export function register(program: Command): void {
   program
@@ -27,6 +27,7 @@ export function register(program: Command): void {
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
         const ctx = await createContext(config);
         try {
+          await requireReadableRunId(ctx.runs, '--run', opts.run);
           const filter = { orgs, runId: opts.run, status: opts.status };
           if (opts.split) {
             const s = await writeSplit(ctx.store, filter, opts.split);

@@ -3,7 +3,7 @@ import { createContext, requireOrg } from '../app.ts';
 import { retryFailed } from '../queue/retry.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../terminal-safe.ts';
-import { loadCliConfig, positiveInt } from './shared.ts';
+import { learnerIdOption, loadCliConfig, requireReadableRunId } from './shared.ts';
 
 export function register(program: Command): void {
   program
@@ -18,7 +18,7 @@ export function register(program: Command): void {
     )
     .addOption(
       new Option('--learner <id...>', 'only these learner ids').argParser(
-        (v: string, prev: number[] = []) => [...prev, positiveInt('--learner')(v)],
+        (v: string, prev: number[] = []) => [...prev, learnerIdOption('--learner')(v)],
       ),
     )
     .option('--run <id>', 'only learners of this run')
@@ -33,6 +33,7 @@ export function register(program: Command): void {
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
         const ctx = await createContext(config);
         try {
+          await requireReadableRunId(ctx.runs, '--run', opts.run);
           const s = await retryFailed(ctx, {
             orgs,
             status: opts.status,

@@ -2,6 +2,15 @@
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config, type LoadOptions } from '../config.ts';
 import { LearnerTransferError } from '../errors.ts';
+import {
+  isLearnerId,
+  isReadableRunId,
+  isRunId,
+  LEARNER_ID_EXPECTED,
+  parseLearnerId,
+  READABLE_RUN_ID_EXPECTED,
+  RUN_ID_EXPECTED,
+} from '../ids.ts';
 import { scrubSecrets } from '../log.ts';
 import { forTerminal } from '../terminal-safe.ts';
 
@@ -90,6 +99,38 @@ export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
     }
     return n;
   };
+}
+
+/** commander argument parser for a learner id (the one rule of src/ids.ts), naming the flag in its error. */
+export function learnerIdOption(flag: string) {
+  return (value: string): number => {
+    const id = parseLearnerId(value);
+    if (!isLearnerId(id))
+      throw new InvalidArgumentError(`${flag} expects ${LEARNER_ID_EXPECTED}, got '${value}'`);
+    return id;
+  };
+}
+
+/** commander argument parser for the id of a run to create or add to: only ids that fit the rule. */
+export function runIdOption(flag: string) {
+  return (value: string): string => {
+    if (!isRunId(value)) throw new InvalidArgumentError(`${flag} expects ${RUN_ID_EXPECTED}, got '${value}'`);
+    return value;
+  };
+}
+
+/**
+ * The id of a run to read (report, audit, retry): one that fits the rule, or the stored id of a run from
+ * an earlier release (which took any text). Checked against Redis, so after the context is made and
+ * before anything is read; a usage error (exit 2) otherwise.
+ */
+export async function requireReadableRunId(
+  runs: { exists(id: string): Promise<boolean> },
+  flag: string,
+  value: string | undefined,
+): Promise<void> {
+  if (value === undefined || (await isReadableRunId(value, (id) => runs.exists(id)))) return;
+  throw new LearnerTransferError('LT_USAGE', `${flag} expects ${READABLE_RUN_ID_EXPECTED}, got '${value}'`);
 }
 
 /**

@@ -2,6 +2,13 @@
 // parse the shared query parameters with errors that name the parameter.
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../app.ts';
+import {
+  isLearnerId,
+  isReadableRunId,
+  LEARNER_ID_EXPECTED,
+  parseLearnerId,
+  READABLE_RUN_ID_EXPECTED,
+} from '../ids.ts';
 import { isValidOrgKey } from '../keys.ts';
 import type { Csrf } from './csrf.ts';
 import type { PageContext } from './views/layout.ts';
@@ -61,9 +68,18 @@ export function knownOrg(deps: DashboardDeps, org: string, param = 'org'): strin
   return org;
 }
 
+/** A learner id in a URL, a filter or a body: the rule the CSV and the CLI use (src/ids.ts). */
 export function learnerIdParam(value: string, param = 'learner id'): number {
-  if (!/^\d{1,15}$/.test(value) || Number(value) < 1) {
-    throw badRequest(`${param}: expected a positive whole number, got '${value.slice(0, 20)}'`);
+  const id = parseLearnerId(value);
+  if (!isLearnerId(id))
+    throw badRequest(`${param}: expected ${LEARNER_ID_EXPECTED}, got '${value.slice(0, 40)}'`);
+  return id;
+}
+
+/** A run named in a filter: one whose id fits the rule, or a stored run of an earlier release (src/ids.ts). */
+export async function runIdParam(deps: DashboardDeps, value: string, param = 'run'): Promise<string> {
+  if (!(await isReadableRunId(value, (id) => deps.ctx.runs.exists(id)))) {
+    throw badRequest(`${param}: expected ${READABLE_RUN_ID_EXPECTED}, got '${value.slice(0, 80)}'`);
   }
-  return Number(value);
+  return value;
 }

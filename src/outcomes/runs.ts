@@ -1,6 +1,8 @@
 // Runs: one enqueue, crawl, reconcile or retry. A run has metadata (what it came from) and, per
 // organization, bucket counters kept by the outcome store.
 import { randomBytes } from 'node:crypto';
+import { LearnerTransferError } from '../errors.ts';
+import { isRunId, RUN_ID_EXPECTED } from '../ids.ts';
 import type { RedisClient } from '../redis.ts';
 import type { Keys } from '../keys.ts';
 import type { OutcomeStore, RunCounts } from './store.ts';
@@ -13,7 +15,7 @@ export interface RunMeta {
   orgs: string[];
 }
 
-/** Sortable, readable run ids: 20261122T015153-3f9a. */
+/** Sortable, readable run ids: 20261122T015153-3f9a (letters, digits and '-': they fit isRunId). */
 export function newRunId(now = new Date()): string {
   const stamp = now
     .toISOString()
@@ -31,6 +33,13 @@ export class Runs {
   }
 
   async create(meta: Omit<RunMeta, 'createdAt'>, now = new Date()): Promise<RunMeta> {
+    // The last guard: every entry point checks its run id first, with a message naming its flag or field.
+    if (!isRunId(meta.id)) {
+      throw new LearnerTransferError(
+        'LT_USAGE',
+        `run id: expected ${RUN_ID_EXPECTED}, got '${meta.id.slice(0, 80)}'`,
+      );
+    }
     const full: RunMeta = { ...meta, createdAt: now.toISOString() };
     // Two keys in two slots (no MULTI on a cluster): the run first, then its place in the list, so a run
     // that is listed can always be read. A crash between the two leaves an unlisted hash, nothing more.
@@ -62,6 +71,11 @@ export class Runs {
       source: h.source ?? '',
       orgs: (h.orgs ?? '').split(',').filter(Boolean),
     };
+  }
+
+  /** Whether a run of this id is stored (a run of an earlier release may have any id: see isReadableRunId). */
+  async exists(runId: string): Promise<boolean> {
+    return (await this.get(runId)) !== undefined;
   }
 
   /** Newest first. */

@@ -1,11 +1,9 @@
 // The failures filter, from a query string (pages and API) or a retry body: one parser, one set of errors.
 import { z } from 'zod';
 import type { Bucket } from '../../outcomes/record.ts';
-import { badRequest, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
+import { badRequest, knownOrg, learnerIdParam, runIdParam, type DashboardDeps } from '../deps.ts';
 import type { FailureFilter } from '../queries/failures.ts';
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
-
-export const RUN_ID_RE = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export const filterFields = {
   code: z.string().optional(),
@@ -21,14 +19,13 @@ export interface FilterInput {
   q?: string | undefined;
 }
 
-export function toFailureFilter(deps: DashboardDeps, input: FilterInput): FailureFilter {
+export async function toFailureFilter(deps: DashboardDeps, input: FilterInput): Promise<FailureFilter> {
   const code = input.code || undefined;
   if (code !== undefined && !FAILURE_BUCKETS.includes(code as Bucket)) {
     throw badRequest(`code: expected one of ${FAILURE_BUCKETS.join(', ')}, got '${code.slice(0, 40)}'`);
   }
   const org = input.org || undefined;
-  const run = input.run || undefined;
-  if (run !== undefined && !RUN_ID_RE.test(run)) throw badRequest(`run: not a run id: '${run.slice(0, 40)}'`);
+  const run = input.run ? await runIdParam(deps, input.run) : undefined;
   const q = input.q?.trim() || undefined;
   return {
     orgs: org ? [knownOrg(deps, org)] : [...deps.ctx.config.orgs],
@@ -51,7 +48,7 @@ export interface ParsedFailureQuery {
   limit: number;
 }
 
-export function parseFailureQuery(deps: DashboardDeps, raw: unknown): ParsedFailureQuery {
+export async function parseFailureQuery(deps: DashboardDeps, raw: unknown): Promise<ParsedFailureQuery> {
   const parsed = pageQuery.safeParse(raw ?? {});
   if (!parsed.success) throw badRequest('query: expected code, org, run, q, offset and limit as text');
   const { offset: o, limit: l, ...input } = parsed.data;
@@ -59,5 +56,5 @@ export function parseFailureQuery(deps: DashboardDeps, raw: unknown): ParsedFail
   const limit = l === undefined || l === '' ? 50 : Number(l);
   if (!Number.isSafeInteger(offset) || offset < 0) throw badRequest(`offset: expected a whole number >= 0`);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw badRequest('limit: expected 1 to 500');
-  return { input, filter: toFailureFilter(deps, input), offset, limit };
+  return { input, filter: await toFailureFilter(deps, input), offset, limit };
 }

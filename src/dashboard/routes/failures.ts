@@ -9,12 +9,12 @@ import { parseFailureQuery } from './failures-query.ts';
 export function registerFailures(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
   app.get('/api/failures', async (req) => {
-    const q = parseFailureQuery(deps, req.query);
+    const q = await parseFailureQuery(deps, req.query);
     const page = await failurePage(ctx.store, q.filter, q.offset, q.limit);
     return { filter: { ...q.input, orgs: q.filter.orgs }, ...page };
   });
   app.get('/failures', async (req, reply) => {
-    const q = parseFailureQuery(deps, req.query);
+    const q = await parseFailureQuery(deps, req.query);
     const page = await failurePage(ctx.store, q.filter, q.offset, q.limit);
     // Counts per code under the other filters, for the summary line (cheap: ZCARD or run counters).
     const byCode: Record<string, number> = {};

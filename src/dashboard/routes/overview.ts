@@ -1,9 +1,8 @@
 // GET / (page), GET /api/overview, GET /api/runs, GET /api/runs/:id.
 import type { FastifyInstance } from 'fastify';
 import { collectOverview, runOverview } from '../queries/overview.ts';
-import { notFound, pageContext, sendPage, type DashboardDeps } from '../deps.ts';
+import { notFound, pageContext, runIdParam, sendPage, type DashboardDeps } from '../deps.ts';
 import { overviewPage } from '../views/overview.ts';
-import { RUN_ID_RE } from './failures-query.ts';
 
 export function registerOverview(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
@@ -16,8 +15,8 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
     return { runs: await Promise.all(metas.map((m) => runOverview(ctx, m))) };
   });
   app.get<{ Params: { id: string } }>('/api/runs/:id', async (req) => {
-    const id = req.params.id;
-    const meta = RUN_ID_RE.test(id) ? await ctx.runs.get(id) : undefined;
+    const id = await runIdParam(deps, req.params.id, 'run id');
+    const meta = await ctx.runs.get(id);
     if (!meta) throw notFound(`no run '${id.slice(0, 100)}'`);
     return runOverview(ctx, meta);
   });

@@ -52,7 +52,7 @@ export function registerRetry(app: FastifyInstance, deps: DashboardDeps): void {
         merge(summary, await retryFailed(ctx, { orgs: [org], learnerIds }));
       filterText = { learners: body.learners.length };
     } else {
-      const filter = toFailureFilter(deps, body);
+      const filter = await toFailureFilter(deps, body);
       filterText = { code: filter.code, orgs: filter.orgs, run: filter.runId, learner: filter.learnerId };
       if (filter.learnerId !== undefined) {
         // Only the organizations where this learner is a matching failure.
