@@ -47,6 +47,11 @@ export interface Config {
   leaseGraceMs: number;
   /** REPAIR_INTERVAL: how often `work` looks for learners left without a job (and jobs without a record). */
   repairIntervalMs: number;
+  /**
+   * CRAWL_MAX_PAGES: the most pages a crawl or reconcile believes the learner list has; a service that
+   * claims more stops the walk with an error (issue 26: a service claiming a billion pages is not walked).
+   */
+  crawlMaxPages: number;
   /** REDIS_CONNECT_TIMEOUT: how long to wait for Redis at start; unset = the command's own default. */
   redisConnectTimeoutMs: number | undefined;
   /** REDIS_WAIT_TIMEOUT: how long a durable write waits for a replica (0: no WAIT). */
@@ -66,6 +71,9 @@ export interface Config {
 export type Env = Record<string, string | undefined>;
 
 export const DEFAULT_USER_AGENT = 'learner-transfer/0.1 (bulk learner transfer worker)';
+
+/** CRAWL_MAX_PAGES by default: 1,000,000 learners at the spec's 100 a page. */
+export const DEFAULT_CRAWL_MAX_PAGES = 10_000;
 
 export function tokenFingerprint(secret: string): string {
   return createHash('sha256').update(secret).digest('hex').slice(0, 12);
@@ -287,6 +295,7 @@ const envSchema = z.object({
     .optional(),
   LEASE_GRACE: durationField('LEASE_GRACE', '15s'),
   REPAIR_INTERVAL: durationField('REPAIR_INTERVAL', '10m'),
+  CRAWL_MAX_PAGES: intField('CRAWL_MAX_PAGES', DEFAULT_CRAWL_MAX_PAGES, 1, 10_000_000),
   REDIS_CONNECT_TIMEOUT: z
     .string()
     .optional()
@@ -399,6 +408,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     scheduleDir: e.SCHEDULE_DIR,
     leaseGraceMs: e.LEASE_GRACE,
     repairIntervalMs: e.REPAIR_INTERVAL,
+    crawlMaxPages: e.CRAWL_MAX_PAGES,
     logLevel: e.LOG_LEVEL,
     redisConnectTimeoutMs: e.REDIS_CONNECT_TIMEOUT,
     redisHighWater: e.REDIS_HIGH_WATER,

@@ -134,6 +134,7 @@ export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
           restart: opts.restart,
           dryRun: dry,
           concurrency: opts.concurrency,
+          maxPages: config.crawlMaxPages,
           signal: signal,
           onProgress: (p) =>
             progress.update(

@@ -27,6 +27,7 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
       ...options,
       knownOrgs: ctx.config.orgs,
       orgIds,
+      maxPages: options.maxPages ?? ctx.config.crawlMaxPages,
       // The list is the reseller's: any token may read it; a refused one hands over to the next.
       tokens: ctx.config.tokens.map((t) => t.secret),
     },

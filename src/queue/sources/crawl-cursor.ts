@@ -3,9 +3,13 @@
 // in one MULTI with its selected ids and counters: a crash between the two re-reads that one page on
 // resume (its learners' jobs already exist, so the producer adds nothing twice), and a page is never
 // counted as done before its learners are in the queue.
+//
+// Bounded: the hash holds a fixed set of fields and the walker's marks as one short string of page ranges
+// (page-marks.ts), however many pages the crawl reads. An earlier release kept one field per page
+// ("p:<page>"); load() turns those into marks and removes them.
 import type { RedisClient } from '../../redis.ts';
 import type { Keys } from '../../keys.ts';
-import type { PageMark } from './page-walker.ts';
+import { decodeMarks, encodeMarks, marksFromPages, type WalkMarks } from './page-marks.ts';
 
 /** Counters kept per crawl; skip reasons are stored as `skip:<reason>`, learners already done as `done:<bucket>`. */
 export const CURSOR_COUNTERS = ['seen', 'selected', 'enqueued', 'alreadyQueued'] as const;
@@ -18,11 +22,11 @@ export interface CursorState {
   filters: string;
   /** Every page before this one is handled (pass 1). */
   next: number;
-  seq: number;
   counters: Record<CursorCounter, number>;
   skipped: Record<string, number>;
   done: Record<string, number>;
-  marks: Map<number, PageMark>;
+  /** What the walker remembers of the pages handled (undefined: none handled yet). */
+  marks: WalkMarks | undefined;
 }
 
 /** How long a finished crawl's cursor stays for inspection; a running one never expires. */
@@ -48,21 +52,30 @@ export class CrawlCursor {
     >;
     const skipped: Record<string, number> = {};
     const done: Record<string, number> = {};
-    const marks = new Map<number, PageMark>();
+    const legacy = new Map<number, { total: number; seq: number }>();
     for (const [field, value] of Object.entries(h)) {
       if (field.startsWith('skip:')) skipped[field.slice(5)] = Number(value);
       if (field.startsWith('done:')) done[field.slice(5)] = Number(value);
       if (field.startsWith('p:')) {
         const [total, seq] = value.split(':').map(Number);
-        if (total !== undefined && seq !== undefined) marks.set(Number(field.slice(2)), { total, seq });
+        if (total !== undefined && seq !== undefined) legacy.set(Number(field.slice(2)), { total, seq });
       }
+    }
+    let marks = h.marks === undefined ? undefined : decodeMarks(h.marks);
+    if (legacy.size > 0) {
+      // A crawl of an earlier release: its per-page fields become marks, in one step with their removal.
+      marks ??= marksFromPages(legacy);
+      marks.seq = Math.max(marks.seq, Number(h.seq ?? 0));
+      const m = this.#redis.multi().hset(this.key, 'marks', encodeMarks(marks));
+      const fields = [...legacy.keys()].map((page) => `p:${page}`);
+      for (let i = 0; i < fields.length; i += 1000) m.hdel(this.key, ...fields.slice(i, i + 1000));
+      await m.exec();
     }
     return {
       runId: h.runId,
       status: h.status === 'done' ? 'done' : 'running',
       filters: h.filters ?? '',
       next: Number(h.next ?? 1),
-      seq: Number(h.seq ?? 0),
       counters,
       skipped,
       done,
@@ -75,7 +88,7 @@ export class CrawlCursor {
     await this.#redis
       .multi()
       .del(this.key, this.selectedKey)
-      .hset(this.key, { runId, status: 'running', filters, next: 1, seq: 0, startedAt: Date.now() })
+      .hset(this.key, { runId, status: 'running', filters, next: 1, startedAt: Date.now() })
       .exec();
   }
 
@@ -86,10 +99,11 @@ export class CrawlCursor {
     return new Set(ids.filter((_, i) => flags[i] === 1));
   }
 
-  /** Commits one handled page: its mark, the new low-water page (pass 1), selected ids and counters. */
+  /** Commits one handled page: the walker's marks, the new low-water page (pass 1), selected ids and counters. */
   async commitPage(p: {
     page: number;
-    mark: PageMark;
+    /** PageRead.marks: the walker's marks with this page counted. */
+    marks: string;
     next: number | undefined;
     selected: readonly number[];
     counters: Partial<Record<CursorCounter, number>>;
@@ -98,11 +112,7 @@ export class CrawlCursor {
   }): Promise<void> {
     const m = this.#redis.multi();
     if (p.selected.length > 0) m.sadd(this.selectedKey, ...p.selected.map(String));
-    const fields: Record<string, string | number> = {
-      [`p:${p.page}`]: `${p.mark.total}:${p.mark.seq}`,
-      seq: p.mark.seq,
-      updatedAt: Date.now(),
-    };
+    const fields: Record<string, string | number> = { marks: p.marks, updatedAt: Date.now() };
     if (p.next !== undefined) fields.next = p.next;
     m.hset(this.key, fields);
     for (const [c, n] of Object.entries(p.counters)) if (n) m.hincrby(this.key, c, n);

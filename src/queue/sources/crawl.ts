@@ -95,6 +95,8 @@ export interface CrawlOptions {
   concurrency?: number | undefined;
   retries?: number | undefined;
   backoffMs?: number | undefined;
+  /** Most pages the list may claim (CRAWL_MAX_PAGES; default config.ts DEFAULT_CRAWL_MAX_PAGES). */
+  maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
   onProgress?: (p: CrawlProgress) => void;
   /** Called after each page is handled (and committed), for progress lines and tests. */
@@ -202,7 +204,7 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
     };
     await cursor?.commitPage({
       page: read.page,
-      mark: { total: read.total, seq: read.seq },
+      marks: read.marks,
       next: read.pass === 1 ? read.page + 1 : undefined,
       selected: chosen,
       counters: delta,
@@ -232,23 +234,35 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
       unsettledPages: [],
     };
   } else {
-    // A loop, not Math.max(...marks): a crawl of 200,000 pages would pass that many arguments.
-    let seqStart = state?.seq ?? 0;
-    for (const m of state?.marks.values() ?? []) if (m.seq > seqStart) seqStart = m.seq;
     const walker = new PageWalker({
       client: deps.client,
       tokens: options.tokens,
       concurrency: options.concurrency,
       retries: options.retries,
       backoffMs: options.backoffMs,
+      maxPages: options.maxPages,
       startPage: state?.next ?? 1,
       history: state?.marks,
-      seqStart,
       signal: options.signal,
       onPage,
       onRetry: options.onRetry,
     });
-    result = await walker.walk();
+    try {
+      result = await walker.walk();
+    } catch (err) {
+      // A list the walk cannot believe (page-walker.ts): what was handled stays enqueued and in the
+      // cursor, and the message says so.
+      if (err instanceof LearnerTransferError && err.code === 'LT_INPUT_UNREADABLE' && !dry) {
+        throw new LearnerTransferError(
+          err.code,
+          `${err.message} (crawl '${crawlId}': ${pagesDone} page${pagesDone === 1 ? '' : 's'} handled, ` +
+            `${counts.enqueued} learner${counts.enqueued === 1 ? '' : 's'} enqueued and kept; ` +
+            `the same command resumes at page ${pagesDone + 1})`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
   }
   await cursor?.finish();
   const summary: CrawlSummary = {

@@ -10,11 +10,17 @@
 // total differs from the one before it (in arrival order). Pages read before the last such change may
 // be stale: they are read again, and again while reads keep seeing changes, up to `maxPasses`. What
 // totals cannot show (a removal and an insertion between the same two reads) is left to reconcile.
+//
+// What the walk believes of the service is bounded (issue 26): a `last_page` that does not follow from
+// `total` and `per_page`, an empty page inside the claimed total, or more than `maxPages` pages stop it
+// with an error naming the claim; what it remembers of the pages read is a few ranges (page-marks.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { capDelayMs } from '../../api/retry-after.ts';
 import type { ListResult } from '../../api/client.ts';
 import type { Learner, ListPage } from '../../api/schemas.ts';
+import { DEFAULT_CRAWL_MAX_PAGES } from '../../config.ts';
 import { LearnerTransferError } from '../../errors.ts';
+import { emptyMarks, encodeMarks, suspectPages, type WalkMarks } from './page-marks.ts';
 
 export interface ListReader {
   listLearners(page: number, token: string): Promise<ListResult>;
@@ -30,12 +36,8 @@ export interface PageRead {
   lastPage: number;
   /** Arrival order of the response over the whole crawl (continues after a resume). */
   seq: number;
-}
-
-/** What is remembered of a page's latest read: its total then, and when (arrival order). */
-export interface PageMark {
-  total: number;
-  seq: number;
+  /** The walker's marks with this read counted (page-marks.ts encodeMarks), for a cursor to keep. */
+  marks: string;
 }
 
 export type OnPage = (read: PageRead) => Promise<'stop' | void> | 'stop' | void;
@@ -51,12 +53,16 @@ export interface WalkOptions {
   maxBackoffMs?: number | undefined;
   /** Pass-1 start (a resumed crawl); pages before it are known through `history`. */
   startPage?: number | undefined;
-  /** Latest read of pages already handled (a resumed crawl), for change detection. */
-  history?: ReadonlyMap<number, PageMark> | undefined;
-  /** Last arrival number used before a resume. */
-  seqStart?: number | undefined;
+  /** The marks of the pages already handled (a resumed crawl), for change detection; not changed. */
+  history?: WalkMarks | undefined;
   /** Most passes in all (default 4): a list that never stops changing must still end. */
   maxPasses?: number | undefined;
+  /**
+   * Most pages the list may claim (default DEFAULT_CRAWL_MAX_PAGES; CRAWL_MAX_PAGES): a response claiming
+   * more stops the walk before any page past the cap is asked for. Re-reads stay within `maxPasses`
+   * times it.
+   */
+  maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
   onPage: OnPage;
   /** Called for each failed try that will be retried (for logs). */
@@ -111,6 +117,45 @@ export function checkPageAnswered(page: number, body: ListPage): void {
   );
 }
 
+/**
+ * What a page claims about the whole list must hold together, or the walk would believe it: last_page
+ * must be ceil(total / per_page) (1 for an empty list, whose last_page 0 is accepted too), a page inside
+ * the claimed total must hold learners, and the list may not be longer than `maxPages`. A service that
+ * answered every page with {data: [], total: 0, last_page: 1000000000} was asked 46,000 pages in 18 s
+ * and would never have been done (issue 26). Retrying does not help; the walk stops with the claim.
+ */
+export function checkPageClaims(page: number, body: ListPage, maxPages = DEFAULT_CRAWL_MAX_PAGES): void {
+  const p = body.pagination;
+  const count = body.data.length;
+  const claim = `(total ${p.total}, per_page ${p.per_page}, last_page ${p.last_page})`;
+  const fail = (what: string, why: string) =>
+    new LearnerTransferError(
+      'LT_INPUT_UNREADABLE',
+      `listing learners, page ${page}: ${what} ${claim}: ${why}`,
+    );
+  const stop = 'so the walk stops rather than ask for pages the service cannot have';
+  if (p.per_page < 1) throw fail(`the service claims per_page ${p.per_page}`, stop);
+  const pages = Math.max(1, Math.ceil(p.total / p.per_page));
+  if (p.last_page !== pages && !(p.total === 0 && p.last_page === 0)) {
+    throw fail(
+      `the service claims last_page ${p.last_page}, where total / per_page makes ${pages} page${pages === 1 ? '' : 's'}`,
+      stop,
+    );
+  }
+  if (count === 0 && (page - 1) * p.per_page < p.total) {
+    throw fail(
+      `the page is empty, but the service claims ${p.total} learners, ${(page - 1) * p.per_page + 1} and on from this page`,
+      `so the walk stops here rather than ask for the ${pages - page} page${pages - page === 1 ? '' : 's'} after it`,
+    );
+  }
+  if (pages > maxPages) {
+    throw fail(
+      `the service claims ${pages} pages, more than CRAWL_MAX_PAGES (${maxPages})`,
+      'raise CRAWL_MAX_PAGES if the list really is that long',
+    );
+  }
+}
+
 /** Errors that retrying cannot help on a list read. */
 const FATAL = new Set(['not-found', 'forbidden', 'invalid-request']);
 
@@ -118,10 +163,8 @@ export class PageWalker {
   readonly #o: {
     [K in keyof Omit<WalkOptions, 'signal' | 'onRetry' | 'history'>]-?: Exclude<WalkOptions[K], undefined>;
   } & Pick<WalkOptions, 'signal' | 'onRetry'>;
-  readonly #marks = new Map<number, PageMark>();
-  /** Totals of every response in arrival order (seq -> total), for change detection. */
-  readonly #totals: { seq: number; total: number }[] = [];
-  #seq: number;
+  /** Ranges and counters only (page-marks.ts): its size does not grow with the pages read. */
+  readonly #marks: WalkMarks;
   #token = 0;
   #requests = 0;
 
@@ -139,16 +182,12 @@ export class PageWalker {
       backoffMs: 500,
       maxBackoffMs: 30_000,
       startPage: 1,
-      seqStart: 0,
       maxPasses: 4,
+      maxPages: DEFAULT_CRAWL_MAX_PAGES,
       ...given,
     };
-    this.#seq = this.#o.seqStart;
-    for (const [page, mark] of options.history ?? []) {
-      this.#marks.set(page, mark);
-      this.#totals.push({ seq: mark.seq, total: mark.total });
-    }
-    this.#totals.sort((a, b) => a.seq - b.seq);
+    const h = options.history;
+    this.#marks = h ? { ...h, read: h.read.copy(), fresh: h.fresh.copy() } : emptyMarks();
   }
 
   async walk(): Promise<WalkResult> {
@@ -176,7 +215,7 @@ export class PageWalker {
     pass1Pages = first.handled;
     stopped = first.stopped;
 
-    let suspects = stopped ? [] : this.#suspects(lastPage);
+    let suspects = stopped ? [] : suspectPages(this.#marks, lastPage);
     while (!stopped && suspects.length > 0 && pass < o.maxPasses) {
       pass++;
       const list = suspects;
@@ -184,7 +223,7 @@ export class PageWalker {
       const r = await this.#run(pass, onRead, () => list[i++]);
       rereads += r.handled;
       stopped = r.stopped;
-      suspects = stopped ? [] : this.#suspects(lastPage);
+      suspects = stopped ? [] : suspectPages(this.#marks, lastPage);
     }
     return {
       requests: this.#requests,
@@ -198,29 +237,35 @@ export class PageWalker {
     };
   }
 
-  /** The arrival number of the last response whose total differs from the one before it. */
-  #lastChange(): number {
-    let last = 0;
-    for (let i = 1; i < this.#totals.length; i++) {
-      const prev = this.#totals[i - 1];
-      const cur = this.#totals[i];
-      if (prev && cur && prev.total !== cur.total) last = cur.seq;
+  /**
+   * A response arrived (arrival order): a total other than the one before it is a change of the list,
+   * after every read handled so far, so every page read becomes a suspect.
+   */
+  #arrived(total: number): number {
+    const m = this.#marks;
+    const seq = ++m.seq;
+    if (m.lastTotal !== null && total !== m.lastTotal) {
+      m.lastChange = seq;
+      m.fresh.clear();
     }
-    return last;
+    m.lastTotal = total;
+    return seq;
   }
 
-  /** Pages (within the list as it is now) whose latest read is older than the last change. */
-  #suspects(lastPage: number): number[] {
-    const change = this.#lastChange();
-    if (change === 0) return [];
-    const out: number[] = [];
-    for (const [page, mark] of this.#marks) if (page <= lastPage && mark.seq < change) out.push(page);
-    return out.sort((a, b) => a - b);
+  /** A read is handled: its page is read, and fresh unless a change arrived after it. */
+  #handled(read: PageRead): void {
+    const m = this.#marks;
+    m.read.add(read.page);
+    if (read.seq >= m.lastChange) m.fresh.add(read.page);
+    else m.fresh.delete(read.page);
+    read.marks = encodeMarks(m);
   }
 
   /**
    * Reads the pages `nextPage()` names (undefined: none for now), `concurrency` at a time, and hands
-   * them to onPage strictly in the order they were named.
+   * them to onPage strictly in the order they were named. A page that fails stops the launches; the
+   * pages named before it are still handed on (read ahead, they may fail or arrive after it), so a
+   * cursor stands right before the page that failed.
    */
   async #run(
     pass: number,
@@ -234,7 +279,8 @@ export class PageWalker {
     let handled = 0;
     let inFlight = 0;
     let stopped = false;
-    let failure: { err: unknown } | undefined;
+    /** The earliest failure (by the order pages were named): pages before it are still handed on. */
+    let failure: { err: unknown; index: number } | undefined;
     let wake: (() => void) | undefined;
 
     const launch = () => {
@@ -253,14 +299,14 @@ export class PageWalker {
               learners: body.data,
               total: body.pagination.total,
               lastPage: body.pagination.last_page,
-              seq: ++this.#seq,
+              seq: this.#arrived(body.pagination.total),
+              marks: '',
             };
-            this.#totals.push({ seq: read.seq, total: read.total });
             onRead(read);
             results.set(index, read);
           })
           .catch((err: unknown) => {
-            failure ??= { err };
+            if (!failure || index < failure.index) failure = { err, index };
           })
           .finally(() => {
             inFlight--;
@@ -275,19 +321,20 @@ export class PageWalker {
     for (;;) {
       launch();
       let read: PageRead | undefined;
-      while (!stopped && !failure && (read = results.get(next)) !== undefined) {
+      while (!stopped && (!failure || next < failure.index) && (read = results.get(next)) !== undefined) {
         // An abort stops handing pages on at once; the cursor has every page handled so far.
         if (o.signal?.aborted) {
-          failure = { err: o.signal.reason };
+          failure = { err: o.signal.reason, index: next };
           break;
         }
-        this.#marks.set(read.page, { total: read.total, seq: read.seq });
+        this.#handled(read);
         handled++;
         if ((await o.onPage(read)) === 'stop') stopped = true;
         results.delete(next++);
         if (!stopped) launch();
       }
-      if (failure) {
+      // Pages named before the failure that are still in flight are waited for (below), then handed on.
+      if (failure && (next >= failure.index || (inFlight === 0 && !results.has(next)))) {
         await settle();
         throw failure.err;
       }
@@ -322,6 +369,7 @@ export class PageWalker {
       if (r.ok) {
         this.#requests++;
         checkPageAnswered(page, r.page);
+        checkPageClaims(page, r.page, o.maxPages);
         return r.page;
       }
       const code = r.outcome.code;

@@ -54,6 +54,8 @@ export interface ReconcileOptions {
   concurrency?: number | undefined;
   retries?: number | undefined;
   backoffMs?: number | undefined;
+  /** Most pages the list may claim (CRAWL_MAX_PAGES): the walk stops with an error past it. */
+  maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
   onProgress?: (pagesDone: number, lastPage: number, matched: number) => void;
   onReject?: (line: number, reason: string) => void;
@@ -143,6 +145,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     concurrency: options.concurrency,
     retries: options.retries,
     backoffMs: options.backoffMs,
+    maxPages: options.maxPages,
     signal: options.signal,
     onPage: (read) => {
       for (const l of read.learners) if (desired.has(l.id)) actual.set(l.id, l.organizationId);
