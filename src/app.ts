@@ -16,7 +16,7 @@ import { Claims } from './claims/claims.ts';
 import { upgradeState } from './state-upgrade.ts';
 import { Durability } from './redis-durable.ts';
 import { LogThrottle } from './log-throttle.ts';
-import { seedPolicies, warnIfLimitsDiffer } from './limiter/policy.ts';
+import { malformedPolicyError, seedPolicies, warnIfLimitsDiffer } from './limiter/policy.ts';
 
 export interface AppContext {
   config: Readonly<Config>;
@@ -65,12 +65,21 @@ export async function createContext(
   // The fleet's limits live in Redis: seeded from LIMIT_* the first time a process works for an organization
   // (its first acquire), followed from then on; a process whose LIMIT_* differ says so, once.
   const limitsWarned = new Set<string>();
+  // A malformed stored limit is ignored by every acquire: an error line at once, then one a minute
+  // (with the count) while acquires keep meeting it, per organization, field and value.
+  const policyErrors = new LogThrottle(logger, { intervalMs: 60_000 });
   const budget = new TransferBudget(redis, {
     prefix: config.queuePrefix,
     limitPerToken: config.limitPerToken,
     limitPerOrg: config.limitPerOrg,
     inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
     seed: (org) => seedPolicies(redis, keys, [org], config, logger, limitsWarned),
+    onMalformedPolicy: (org, fields) => {
+      for (const { field, value } of fields) {
+        const e = malformedPolicyError(org, field, value, config);
+        policyErrors.error(e.fields, e.msg, `${org}\u0000${field}\u0000${value}`);
+      }
+    },
   });
   const client = config.apiBaseUrl
     ? new LearnerApiClient({
@@ -108,6 +117,7 @@ export async function createContext(
     async close() {
       await queues.close();
       queueErrors.stop();
+      policyErrors.stop();
       durability.stop();
       await client?.close();
       if (ownsRedis) await closeRedis(redis);

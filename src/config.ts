@@ -2,7 +2,7 @@
 // variable, the expected form and the bad value, except for token values, which are never echoed.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { parseDuration, parseRate, type Rate } from './duration.ts';
+import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
 import { ConfigError } from './errors.ts';
 import { isValidOrgKey } from './keys.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
@@ -121,15 +121,13 @@ const rateField = (name: string, fallback: string) =>
     .string()
     .default(fallback)
     .transform((text, ctx) => {
-      const rate = parseRate(text);
-      if (!rate) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `${name}: expected N/DURATION like 100/1h (units ms, s, m, h, d), got ${shown(text)}`,
-        });
+      // The same parser and message as `limits set` and the dashboard (duration.ts readRate).
+      const read = readRate(text);
+      if (!read.ok) {
+        ctx.addIssue({ code: 'custom', message: rateMessage(name, text, read.why) });
         return z.NEVER;
       }
-      return rate;
+      return read.rate;
     });
 
 const intField = (name: string, fallback: number, min: number, max: number) =>

@@ -19,14 +19,73 @@ export function parseDuration(text: string): number | undefined {
   return Number.isFinite(ms) && ms > 0 ? ms : undefined;
 }
 
-/** Parses "100/1h" (a bare unit means one of it: "100/h"). Returns undefined when malformed. */
+/**
+ * The bounds of a limit (issue 26): a policy outside them is refused where it is written (LIMIT_*,
+ * `limits set`, the dashboard) and where it is read (decodeRate in limiter/policy.ts, lt_rate in
+ * limiter/policy-lib.lua, which repeats these two numbers). A window is a whole number of milliseconds:
+ * the limiter's logs are scored in whole ms, and "5/0.4ms" once rounded to a stored window of 0, which
+ * the limiter treats as no limit stored at all. A year bounds the window (a longer one is a typo, and
+ * 99999999999999d was stored as 8.64e+21, which no script reads back); a million permits per window
+ * bounds the count (each permit is one entry of a sorted set in Redis while it is in the window).
+ */
+export const RATE_MAX_COUNT = 1_000_000;
+export const RATE_MAX_WINDOW_MS = 365 * UNIT_MS.d;
+
+/** The bounds above, for a rate already in numbers (a stored one, or one built in code). */
+export function rateInBounds(rate: Rate): boolean {
+  return (
+    Number.isSafeInteger(rate.max) &&
+    rate.max >= 1 &&
+    rate.max <= RATE_MAX_COUNT &&
+    Number.isSafeInteger(rate.windowMs) &&
+    rate.windowMs >= 1 &&
+    rate.windowMs <= RATE_MAX_WINDOW_MS
+  );
+}
+
+/** A limit as read from text: the rate, or why it is refused (undefined when it is not N/DURATION at all). */
+export type RateReading = { ok: true; rate: Rate } | { ok: false; why: string | undefined };
+
+/**
+ * THE parser of a limit, for every place a person writes one: "100/1h", "20/250ms", "5/1.5s" (a bare
+ * unit means one of it: "100/h"). Decimal arithmetic is exact (BigInt), so "5/0.0005s" is refused as
+ * half a millisecond instead of rounding to something nobody wrote.
+ */
+export function readRate(text: string): RateReading {
+  const m = /^\s*(\d+)\s*\/\s*(?:(\d+)(?:\.(\d+))?)?(ms|s|m|h|d)\s*$/.exec(text);
+  if (!m || m[1] === undefined || m[4] === undefined) return { ok: false, why: undefined };
+  const count = BigInt(m[1]);
+  if (count < 1n) return { ok: false, why: 'N must be at least 1 (to send nothing, pause instead)' };
+  if (count > BigInt(RATE_MAX_COUNT)) return { ok: false, why: `N is more than ${RATE_MAX_COUNT}` };
+  const digits = m[2] === undefined ? '1' : `${m[2]}${m[3] ?? ''}`;
+  const scale = 10n ** BigInt(m[3]?.length ?? 0);
+  const scaled = BigInt(digits) * BigInt(UNIT_MS[m[4] as keyof typeof UNIT_MS]);
+  const window = `${m[2] ?? ''}${m[3] === undefined ? '' : `.${m[3]}`}${m[4]}`;
+  if (scaled % scale !== 0n) return { ok: false, why: `${window} is not a whole number of milliseconds` };
+  const windowMs = scaled / scale;
+  if (windowMs < 1n) return { ok: false, why: `the window ${window} is shorter than 1ms` };
+  if (windowMs > BigInt(RATE_MAX_WINDOW_MS)) {
+    return { ok: false, why: `the window ${window} is longer than ${formatDuration(RATE_MAX_WINDOW_MS)}` };
+  }
+  return { ok: true, rate: { max: Number(count), windowMs: Number(windowMs) } };
+}
+
+/** readRate's rate, or undefined when it refuses the text. */
 export function parseRate(text: string): Rate | undefined {
-  const m = /^\s*(\d+)\s*\/\s*(\d*(?:\.\d+)?)(ms|s|m|h|d)\s*$/.exec(text);
-  if (!m || m[1] === undefined || m[3] === undefined) return undefined;
-  const max = Number(m[1]);
-  const windowMs = parseDuration(`${m[2] || '1'}${m[3]}`);
-  if (!Number.isSafeInteger(max) || max < 1 || windowMs === undefined) return undefined;
-  return { max, windowMs };
+  const r = readRate(text);
+  return r.ok ? r.rate : undefined;
+}
+
+/**
+ * The one message for a refused limit, naming the field (a variable, a flag, a JSON field) and the value
+ * given, then why when it has the form but not the bounds.
+ */
+export function rateMessage(field: string, text: string, why: string | undefined): string {
+  const shown = text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  return (
+    `${field}: expected N/DURATION like 100/1h (units ms, s, m, h, d), got '${shown}'` +
+    (why ? `: ${why} (N from 1 to ${RATE_MAX_COUNT}, a window of whole milliseconds from 1ms to 365d)` : '')
+  );
 }
 
 /** "1000/1d" style, for messages. */

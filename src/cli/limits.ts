@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { createContext, requireOrg, type AppContext } from '../app.ts';
 import { tokensOf, type Config } from '../config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../control-log.ts';
-import { formatDuration, formatRate, humanizeMs, parseRate, type Rate } from '../duration.ts';
+import { formatDuration, formatRate, humanizeMs, rateMessage, readRate, type Rate } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { envDifferences, POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from '../limiter/policy.ts';
 import {
@@ -22,13 +22,10 @@ import { loadCliConfig, positiveInt } from './shared.ts';
 
 export function rateOption(flag: string) {
   return (value: string): Rate => {
-    const rate = parseRate(value);
-    if (!rate) {
-      throw new InvalidArgumentError(
-        `${flag} expects N/DURATION like 100/1h (units ms, s, m, h, d), got '${value}'`,
-      );
-    }
-    return rate;
+    // The same parser and message as LIMIT_* and the dashboard (duration.ts readRate): exit 2.
+    const read = readRate(value);
+    if (!read.ok) throw new InvalidArgumentError(rateMessage(flag, value, read.why));
+    return read.rate;
   };
 }
 

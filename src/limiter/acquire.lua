@@ -31,6 +31,9 @@
         are the ones this step computed from the windows in effect: a settle passes them on, so no
         write ever gives a log a shorter life than the window it is counted over needs.
     {0, waitMs, scope, allBlockedIndefinitely (0|1), now}    refused, nothing written but housekeeping
+    Both end with one more element: {field, value, ...}, the policy's rate fields that are malformed
+    (policy-lib.lua lt_rate: outside the bounds the parser sets) and were ignored for the fallback; empty
+    when none. A malformed value is never applied, and never silently: the caller logs it.
       scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock'
              | 'paused'
       waitMs: no permit can exist before now + waitMs (unless a permit is released, a block lifted or
@@ -49,7 +52,9 @@
     learned:tok:<id> = "max at"  a limit learned from the service's 429s for one token (learn.lua)
     learned:org = "max at"       idem for the organization (applies to its limit less the reserve)
     429:<id>, refused:<id>       the token's 429 count, and when it was last refuted (learn.lua only)
-  A field that is absent falls back to ARGV (a hash never seeded: benchmarks, tests). Every process reads
+  A field that is absent falls back to ARGV (a hash never seeded: benchmarks, tests); so does a rate
+  field that is malformed (outside the parser's bounds: it is named in the reply, and the worker logs it
+  as an error). Every process reads
   the same hash in the same step as the budget, so the whole fleet enforces one policy, and a change
   holds for every acquire after it, with no restart and no cache.
 
@@ -149,6 +154,13 @@ local function learned(field, limit, configured, window)
   return value
 end
 
+-- Every reply ends with the policy's malformed rate fields this step met and ignored (lt_rate:
+-- {field, value, ...}, empty when none), for the caller to say so.
+local function reply(r)
+  r[#r + 1] = lt_malformed
+  return r
+end
+
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 orgMax = learned('learned:org', orgMax - math.max(0, tonumber(policy['reserve']) or 0), orgMax, orgWindow)
@@ -192,13 +204,13 @@ local function windowWait(logKey, logCount, inflightCount, max, window)
 end
 
 if tokenCount < 1 then
-  return {0, tokenWindow, 'no-token', 1, now}
+  return reply({0, tokenWindow, 'no-token', 1, now})
 end
 
 local tookOver = 0
 if learner ~= '' then
   if lockToken ~= '' and redis.call('GET', KEYS[5]) ~= lockToken then
-    return {0, 0, 'lost-lock', 0, now}
+    return reply({0, 0, 'lost-lock', 0, now})
   end
   local lease = redis.call('HGET', KEYS[4], learner)
   if lease then
@@ -206,14 +218,14 @@ if learner ~= '' then
     deadline, contested = tonumber(deadline) or 0, tonumber(contested) or 0
     if owner ~= holder then
       if now < deadline then
-        return {0, deadline - now, 'lease', 0, now}
+        return reply({0, deadline - now, 'lease', 0, now})
       end
       if contested == 0 then
         redis.call('HSET', KEYS[4], learner, string.format('%s %d %d', owner, deadline, now))
-        return {0, math.max(1, leaseGrace), 'lease', 0, now}
+        return reply({0, math.max(1, leaseGrace), 'lease', 0, now})
       end
       if now < contested + leaseGrace then
-        return {0, contested + leaseGrace - now, 'lease', 0, now}
+        return reply({0, contested + leaseGrace - now, 'lease', 0, now})
       end
       tookOver = 1
     end
@@ -222,13 +234,13 @@ end
 
 -- A paused organization gets nothing until it is resumed (the resume is announced on the events channel).
 if policy['paused'] then
-  return {0, orgWindow, 'paused', 1, now}
+  return reply({0, orgWindow, 'paused', 1, now})
 end
 
 -- PTTL: -2 no block, -1 blocked until unblock, > 0 blocked for that many ms.
 local orgBlock = redis.call('PTTL', KEYS[3])
 if orgBlock == -1 then
-  return {0, orgWindow, 'blocked-org', 1, now}
+  return reply({0, orgWindow, 'blocked-org', 1, now})
 end
 local orgLog, orgInflight = refresh(KEYS[1], KEYS[2], orgWindow, orgKeyTtl)
 local orgWait = windowWait(KEYS[1], orgLog, orgInflight, orgMax, orgWindow)
@@ -275,14 +287,14 @@ if orgBlock == -2 and orgWait == 0 and best > 0 then
   if learner ~= '' then
     redis.call('HSET', KEYS[4], learner, string.format('%s %d 0', holder, deadline))
   end
-  return {1, permitId, best, now, tookOver, tokenKeyTtl, orgKeyTtl}
+  return reply({1, permitId, best, now, tookOver, tokenKeyTtl, orgKeyTtl})
 end
 
 if not anyUsable then
   if anyPaused then
-    return {0, tokenWindow, 'paused', 1, now}
+    return reply({0, tokenWindow, 'paused', 1, now})
   end
-  return {0, tokenWindow, 'blocked-token', 1, now}
+  return reply({0, tokenWindow, 'blocked-token', 1, now})
 end
 
 local tokenWait, tokenScope = -1, 'token'
@@ -305,6 +317,6 @@ if orgBlock >= 0 and orgBlock >= orgWait then
   orgWait, orgScope = orgBlock, 'blocked-org'
 end
 if orgWait > 0 and orgWait >= tokenWait then
-  return {0, math.max(1, orgWait), orgScope, 0, now}
+  return reply({0, math.max(1, orgWait), orgScope, 0, now})
 end
-return {0, math.max(1, tokenWait), tokenScope, 0, now}
+return reply({0, math.max(1, tokenWait), tokenScope, 0, now})

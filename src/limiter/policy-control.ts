@@ -3,7 +3,7 @@
 // channel; then it is appended to the change log (control-log.ts) with who made it and the values
 // before and after. The CLI and the dashboard both call these.
 import { appendChange } from '../control-log.ts';
-import { formatRate, type Rate } from '../duration.ts';
+import { formatRate, rateInBounds, rateMessage, type Rate } from '../duration.ts';
 import { LearnerTransferError } from '../errors.ts';
 import { isValidOrgKey, type Keys } from '../keys.ts';
 import type { RedisClient } from '../redis.ts';
@@ -134,6 +134,14 @@ export function checkLimitChange(org: string, change: LimitChange): void {
   }
   if (!change.perOrg && !change.perToken && !change.reserve) {
     throw invalid('limits set needs at least one of --per-org, --per-token or --reserve');
+  }
+  // Rates come from readRate (duration.ts) in the CLI and the dashboard; one built in code is held to
+  // the same bounds, or it would be stored and then ignored by every worker (policy-lib.lua).
+  for (const [flag, rate] of [
+    ['--per-org', change.perOrg],
+    ['--per-token', change.perToken],
+  ] as const) {
+    if (rate && !rateInBounds(rate)) throw invalid(rateMessage(flag, formatRate(rate), 'out of bounds'));
   }
   if (change.reserve && 'count' in change.reserve && !Number.isSafeInteger(change.reserve.count)) {
     throw invalid('--reserve expects a whole number of permits or a share like 20%');

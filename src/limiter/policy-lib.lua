@@ -13,15 +13,29 @@ local function lt_policy(key)
   return policy
 end
 
--- A rate field of the policy ("max/windowMs"): max, window, true; or the fallback max, window, false
--- when the field is absent or malformed.
+-- The bounds of a stored rate: duration.ts RATE_MAX_COUNT and RATE_MAX_WINDOW_MS (365 days), the same
+-- numbers, so this refuses exactly what the parser and decodeRate refuse (test/integration/limit-rule).
+local LT_RATE_MAX_COUNT = 1000000
+local LT_RATE_MAX_WINDOW_MS = 31536000000
+
+-- Rate fields found malformed by lt_rate in this run of the script, as {field, value, field, value, ...}:
+-- acquire.lua returns them, so the worker says which stored value it ignored instead of falling back
+-- in silence.
+local lt_malformed = {}
+
+-- A rate field of the policy ("max/windowMs", max 1..LT_RATE_MAX_COUNT, windowMs 1..LT_RATE_MAX_WINDOW_MS):
+-- max, window, true; or the fallback max, window, false when the field is absent or malformed (then it
+-- is also noted in lt_malformed).
 local function lt_rate(policy, field, max, window)
   local v = policy[field]
   if v then
     local m, w = string.match(v, '^(%d+)/(%d+)$')
-    if m and tonumber(w) > 0 then
-      return tonumber(m), tonumber(w), true
+    m, w = tonumber(m), tonumber(w)
+    if m and w and m >= 1 and m <= LT_RATE_MAX_COUNT and w >= 1 and w <= LT_RATE_MAX_WINDOW_MS then
+      return m, w, true
     end
+    lt_malformed[#lt_malformed + 1] = field
+    lt_malformed[#lt_malformed + 1] = v
   end
   return max, window, false
 end

@@ -14,7 +14,7 @@
 //   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
 //   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
 // A hash that holds only these is not a stored policy (`stored` is false: LIMIT_* still apply).
-import { formatRate, type Rate } from '../duration.ts';
+import { formatRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS, rateInBounds, type Rate } from '../duration.ts';
 import type { Keys } from '../keys.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
@@ -91,14 +91,16 @@ export function encodeRate(rate: Rate): string {
   return `${rate.max}/${rate.windowMs}`;
 }
 
+/**
+ * A stored rate, or null when absent or malformed: outside the bounds every writer checks (duration.ts
+ * rateInBounds). policy-lib.lua's lt_rate refuses exactly the same values (a test holds them together),
+ * so what a display shows as "not stored" is what the limiter ignores.
+ */
 export function decodeRate(text: string | undefined): Rate | null {
   const m = /^(\d+)\/(\d+)$/.exec(text ?? '');
   if (!m) return null;
-  const max = Number(m[1]);
-  const windowMs = Number(m[2]);
-  return Number.isSafeInteger(max) && Number.isSafeInteger(windowMs) && windowMs > 0
-    ? { max, windowMs }
-    : null;
+  const rate = { max: Number(m[1]), windowMs: Number(m[2]) };
+  return rateInBounds(rate) ? rate : null;
 }
 
 /** A pause field's JSON ({who, at}); null when absent or empty. */
@@ -172,6 +174,44 @@ export function effectiveLimits(policy: LimitPolicy, fallback: FallbackLimits): 
     reserve: policy.reserve,
     orgUsable: perOrg.max - policy.reserve,
     token: (tokenId) => policy.tokens[tokenId] ?? perToken,
+  };
+}
+
+/**
+ * The error a worker logs when the limiter ignored a malformed rate field of the stored policy (acquire.lua
+ * names it): the organization, the field, the value stored, what applies instead, and how to fix it.
+ * A worker never applies such a value; it falls back to its own LIMIT_*, which other hosts may not share.
+ */
+export function malformedPolicyError(
+  org: string,
+  field: string,
+  value: string,
+  fallback: FallbackLimits,
+): { fields: Record<string, unknown>; msg: string } {
+  const stored = value.length > 80 ? `${value.slice(0, 77)}...` : value;
+  const tokenId = field.startsWith('tok:') ? field.slice(4) : null;
+  const what =
+    field === 'org'
+      ? { name: 'limit of the organization', instead: `LIMIT_PER_ORG=${formatRate(fallback.limitPerOrg)}` }
+      : field === 'token'
+        ? {
+            name: 'default limit per token',
+            instead: `LIMIT_PER_TOKEN=${formatRate(fallback.limitPerToken)}`,
+          }
+        : { name: `limit of token ${tokenId ?? field}`, instead: 'the default limit per token' };
+  const fix =
+    field === 'org'
+      ? `--per-org N/DURATION`
+      : tokenId !== null
+        ? `--token ${tokenId} --per-token N/DURATION`
+        : `--per-token N/DURATION`;
+  return {
+    fields: { org, field, stored, applied: what.instead },
+    msg:
+      `the ${what.name} stored in Redis for organization '${org}' is malformed (${field} = '${stored}', ` +
+      `expected max/windowMs with max 1..${RATE_MAX_COUNT} and windowMs 1..${RATE_MAX_WINDOW_MS}): ` +
+      `this worker ignores it and applies ${what.instead}, and workers with other LIMIT_* apply theirs; ` +
+      `set it again with 'learner-transfer limits set --org ${org} ${fix}' or 'limits reset --org ${org}'`,
   };
 }
 

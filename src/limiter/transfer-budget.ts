@@ -197,7 +197,11 @@ export class TransferBudget {
         ...pool,
       ]),
     );
-    if (num(reply[0]) === 1) {
+    const granted = num(reply[0]) === 1;
+    // The last element (acquire.lua): the stored rate fields it ignored as malformed.
+    const malformed = reply[granted ? 7 : 5];
+    if (Array.isArray(malformed) && malformed.length > 0) this.reportMalformed(org, malformed);
+    if (granted) {
       const tokenId = pool[num(reply[2]) - 1];
       if (tokenId === undefined) throw new Error('limiter: acquire granted a token outside the pool');
       const keyTtls = { tokenMs: num(reply[5]), orgMs: num(reply[6]) };
@@ -401,6 +405,13 @@ export class TransferBudget {
       policyStored: num(reply[pool.length + 2]) === 1,
       reserve: num(reply[pool.length + 3]),
     };
+  }
+
+  private reportMalformed(org: string, flat: unknown[]): void {
+    const fields: Array<{ field: string; value: string }> = [];
+    for (let i = 0; i + 1 < flat.length; i += 2)
+      fields.push({ field: text(flat[i]), value: text(flat[i + 1]) });
+    this.options.onMalformedPolicy?.(org, fields);
   }
 
   private async finish(

@@ -23,6 +23,12 @@ export interface BudgetOptions {
    * at least the request timeout, or a slow answer could be counted after its permit left the window.
    */
   inflightTtlMs: number;
+  /**
+   * Called after an acquire that met rate fields of the stored policy it had to ignore (malformed:
+   * outside the bounds of duration.ts readRate, e.g. "5/0" or "7/8.64e+21"), with each field and its
+   * stored value; the acquire used the fallback (LIMIT_*) for them. createContext logs them as errors.
+   */
+  onMalformedPolicy?: (org: string, fields: ReadonlyArray<{ field: string; value: string }>) => void;
 }
 
 export type Acquired = {

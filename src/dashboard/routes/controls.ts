@@ -17,7 +17,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { collectLimits, describeChange, type OrgLimits } from '../../cli/limits.ts';
 import { tokensOf, type Config } from '../../config.ts';
 import { dashboardActor, readChanges, type ChangeEntry } from '../../control-log.ts';
-import { formatRate, parseRate, type Rate } from '../../duration.ts';
+import { formatRate, rateMessage, readRate, type Rate } from '../../duration.ts';
 import { LearnerTransferError } from '../../errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../../limiter/policy.ts';
 import {
@@ -156,13 +156,13 @@ async function tokenField(deps: DashboardDeps, org: string, value: unknown): Pro
 
 function rateField(name: string, value: unknown): Rate | undefined {
   if (value === undefined || value === null) return undefined;
-  const rate = typeof value === 'string' ? parseRate(value) : undefined;
-  if (!rate) {
-    throw badRequest(
-      `${name}: expected N/DURATION like 25/2s or 1000/1d (units ms, s, m, h, d), got ${shown(value)}`,
-    );
+  if (typeof value !== 'string') {
+    throw badRequest(`${name}: expected N/DURATION like 25/2s or 1000/1d as a string, got ${shown(value)}`);
   }
-  return rate;
+  // The same parser and message as LIMIT_* and `limits set` (duration.ts readRate).
+  const read = readRate(value);
+  if (!read.ok) throw badRequest(rateMessage(name, value, read.why));
+  return read.rate;
 }
 
 function reserveField(value: unknown): LimitChange['reserve'] {
