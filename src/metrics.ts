@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DurabilityStats } from './redis-durable.ts';
 import type { WriteState } from './redis-writes.ts';
-import { presentedCredential, sameSecret } from './dashboard/auth.ts';
+import { FORBIDDEN_HOST, isHostAllowed, presentedCredential, sameSecret } from './dashboard/auth.ts';
 import type { OutcomeEvent } from './worker/processor.ts';
 
 /** Transfer calls take tens of ms to the request timeout (30 s by default). */
@@ -89,8 +89,9 @@ export interface MetricsServer {
 
 /**
  * Serves GET /metrics (and /healthz) of a registry: the worker has no web framework, and needs none.
- * With a token, /metrics answers only `Authorization: Bearer <token>` (or it as basic-auth password);
- * /healthz stays open.
+ * Host names follow the dashboard's rule (isHostAllowed): without a token only loopback names, so that
+ * a page of another site cannot read the metrics through DNS rebinding. With a token, /metrics answers
+ * only `Authorization: Bearer <token>` (or it as basic-auth password). /healthz stays open.
  */
 export async function serveMetrics(
   registry: Registry,
@@ -99,7 +100,13 @@ export async function serveMetrics(
   token?: string,
 ): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (!isHostAllowed(path, req.headers.host, token)) {
+      res
+        .writeHead(403, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .end(JSON.stringify(FORBIDDEN_HOST));
+      return;
+    }
     if (req.method === 'GET' && path === '/metrics' && token !== undefined) {
       const given = presentedCredential(req.headers.authorization);
       if (given === undefined || !sameSecret(given, token)) {
@@ -111,7 +118,8 @@ export async function serveMetrics(
     }
     if (req.method === 'GET' && path === '/metrics') {
       registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (text) =>
+          res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(text),
         (err: Error) =>
           res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
       );

@@ -59,6 +59,22 @@ export function isLoopbackHost(host: string | undefined): boolean {
   return host !== undefined && LOOPBACK_HOSTS.test(host);
 }
 
+/** What a refused Host name gets, from the dashboard and from the worker's /metrics alike. */
+export const FORBIDDEN_HOST = {
+  error: 'forbidden-host',
+  message: 'set DASHBOARD_TOKEN to serve other host names',
+} as const;
+
+/**
+ * The Host rule of every HTTP surface (the dashboard, bull-board, the worker's /metrics): with a token
+ * the token decides (any name; the credential is checked next), without one only loopback names are
+ * served (DNS rebinding, above). The health probes are exempt: they reveal nothing, and orchestrators
+ * probe them by address.
+ */
+export function isHostAllowed(path: string, host: string | undefined, token: string | undefined): boolean {
+  return token !== undefined || PUBLIC_PATHS.has(path) || isLoopbackHost(host);
+}
+
 export function isLoopbackAddress(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../app.ts';
 import {
-  isLoopbackHost,
+  FORBIDDEN_HOST,
+  isHostAllowed,
   LoginThrottle,
   presentedCredential,
   PUBLIC_PATHS,
@@ -92,13 +93,10 @@ export async function buildDashboard(
   }) as unknown as FastifyInstance;
 
   app.addHook('onRequest', async (req, reply) => {
-    if (PUBLIC_PATHS.has(pathOf(req.url))) return;
-    if (token === undefined && !isLoopbackHost(req.headers.host)) {
-      // Without a token only loopback names are served (DNS rebinding: see auth.ts).
-      return reply
-        .code(403)
-        .send({ error: 'forbidden-host', message: 'set DASHBOARD_TOKEN to serve other host names' });
-    }
+    const path = pathOf(req.url);
+    // Without a token only loopback names are served (DNS rebinding: see auth.ts).
+    if (!isHostAllowed(path, req.headers.host, token)) return reply.code(403).send(FORBIDDEN_HOST);
+    if (PUBLIC_PATHS.has(path)) return;
     if (token !== undefined) {
       // Throttled per client address: a refused client is not even checked (see LoginThrottle).
       const wait = throttle.waitMs(req.ip);
@@ -122,6 +120,9 @@ export async function buildDashboard(
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     if (!reply.hasHeader('x-frame-options')) reply.header('x-frame-options', 'DENY');
+    // Everything but the static assets (which set their own) names learners, runs or budgets: no cache
+    // of a browser or a proxy keeps it. This covers the JSON API, bull-board's API and page, and errors.
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     if (pathOf(req.url).startsWith(BULL_BOARD_PATH)) {
       // bull-board's page links fonts from an outside host: dropped, and a CSP allows only this origin.
       reply.header('content-security-policy', BULL_BOARD_CSP);

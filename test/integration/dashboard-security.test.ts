@@ -1,9 +1,12 @@
 // The dashboard's guards, on a real run with failures: DASHBOARD_TOKEN as Bearer or basic-auth password
 // (and nothing else), CSRF on every state-changing request (without it nothing changes), read-only mode,
-// loopback Host names when no token is set, the CLI's refusal to bind elsewhere without a token, and no
-// token secret in any response of any route.
+// loopback Host names when no token is set, the CLI's refusal to bind elsewhere without a token, no
+// token secret in any response of any route, no-store on every response, and a /readyz whose Redis
+// probes do not follow the request rate.
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { READY_PROBE_INTERVAL_MS } from '../../src/dashboard/routes/health.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { request } from 'undici';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
@@ -108,6 +111,39 @@ describe('authentication', () => {
       const evil = await open.inject({ url: '/api/overview', headers: { host: 'evil.example:8080' } });
       expect(evil.statusCode).toBe(403);
       expect(evil.json().error).toBe('forbidden-host');
+      // The probes reveal nothing and stay open to any name.
+      expect((await open.inject({ url: '/healthz', headers: { host: 'evil.example' } })).statusCode).toBe(
+        200,
+      );
+    } finally {
+      await open.close();
+    }
+    // With a token, the token decides, whatever the name.
+    const named = await app.inject({ url: '/api/overview', headers: { ...bearer, host: 'dash.example' } });
+    expect(named.statusCode).toBe(200);
+    expect((await app.inject({ url: '/api/overview', headers: { host: 'dash.example' } })).statusCode).toBe(
+      401,
+    );
+  });
+});
+
+describe('caching', () => {
+  it('every response but the static assets says Cache-Control: no-store (the JSON API and bull-board too)', async () => {
+    let checked = 0;
+    for (const url of [...ROUTES, '/queues/api/redis/stats', '/healthz', '/readyz', '/api/nope']) {
+      if (url.startsWith('/assets/')) continue;
+      for (const r of [await authed(app, { url }), await app.inject({ url })]) {
+        expect(r.headers['cache-control'], `${url} ${r.statusCode}`).toBe('no-store');
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(25);
+    // Refusals too: a wrong Host name without a token.
+    const open = await buildDashboard(s.h.ctx, { token: undefined, bullBoard: false });
+    try {
+      const evil = await open.inject({ url: '/api/overview', headers: { host: 'evil.example' } });
+      expect(evil.statusCode).toBe(403);
+      expect(evil.headers['cache-control']).toBe('no-store');
     } finally {
       await open.close();
     }
@@ -271,7 +307,50 @@ describe('CLI', () => {
   });
 });
 
+/** Calls of every command a Redis served since its last CONFIG RESETSTAT (INFO commandstats). */
+async function commandCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) total += Number(m[2]);
+  return total;
+}
+
 describe('readiness probe', () => {
+  it('costs at most one Redis probe per second, however many requests arrive (counted by Redis)', async () => {
+    const own = await startOwnRedis();
+    const h = await startHarness({ tag: 'dash-ready-n', redisUrl: own.url });
+    const probe = await buildDashboard(h.ctx, { bullBoard: false });
+    const counter = new Redis(own.url);
+    // What the counting itself costs: CONFIG RESETSTAT and INFO are counted after they run.
+    const counted = async (fn: () => Promise<unknown>) => {
+      await counter.config('RESETSTAT');
+      await fn();
+      return (await commandCalls(counter)) - 1; // the RESETSTAT
+    };
+    try {
+      const one = await counted(async () => {
+        expect((await probe.inject({ url: '/readyz' })).statusCode).toBe(200);
+      });
+      expect(one).toBeGreaterThanOrEqual(1);
+      await new Promise((r) => setTimeout(r, 1100)); // past the cached answer
+      const many = await counted(async () => {
+        const answers = await Promise.all(
+          Array.from({ length: 300 }, () => probe.inject({ url: '/readyz' })),
+        );
+        for (const r of answers) expect(r.json()).toEqual({ status: 'ready', redis: 'ok' });
+        for (let i = 0; i < 100; i++) expect((await probe.inject({ url: '/readyz' })).statusCode).toBe(200);
+      });
+      console.log(`readyz: one request = ${one} Redis commands; 300 at once, then 100 in a row = ${many}`);
+      // Before: 400 x 3 commands. Now one probe, or two should a second have passed meanwhile.
+      expect(many).toBeLessThanOrEqual(2 * one);
+    } finally {
+      counter.disconnect();
+      await probe.close();
+      await h.close();
+      await own.close();
+    }
+  }, 30_000);
+
   it('answers a fixed "not reachable" when Redis is down, and logs the detail instead', async () => {
     // A Redis of the test's own, stopped under a running dashboard: the shared one must stay up.
     const own = await startOwnRedis();
@@ -280,6 +359,8 @@ describe('readiness probe', () => {
     try {
       expect((await probe.inject({ url: '/readyz' })).statusCode).toBe(200);
       await own.stop();
+      // The probe's answer is cached for a second (READY_PROBE_INTERVAL_MS): wait for a fresh one.
+      await new Promise((r) => setTimeout(r, READY_PROBE_INTERVAL_MS + 100));
       const from = h.logLines.length;
       const r = await probe.inject({ url: '/readyz' });
       expect(r.statusCode).toBe(503);

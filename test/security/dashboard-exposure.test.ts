@@ -28,7 +28,7 @@ import {
   type Scenario,
 } from '../helpers/dashboard.ts';
 import { startHarness } from '../helpers/pipeline.ts';
-import { startOwnRedis } from '../helpers/redis-server.ts';
+import { freePort, startOwnRedis } from '../helpers/redis-server.ts';
 
 let s: Scenario;
 beforeAll(async () => {
@@ -135,6 +135,50 @@ describe('metrics beyond loopback', () => {
     expect(r.stderr).toContain('--metrics-host 0.0.0.0 is not a loopback address: set DASHBOARD_TOKEN');
   });
 
+  it('work --metrics-port without a token serves /metrics to loopback Host names only (DNS rebinding)', async () => {
+    const port = await freePort();
+    const child = spawnCli(['work', '--org', 'acme', '--metrics-port', String(port)], {
+      REDIS_URL: s.h.env.REDIS_URL as string,
+      QUEUE_PREFIX: s.h.prefix,
+      LEARNER_API_BASE_URL: s.h.env.LEARNER_API_BASE_URL as string,
+      LEARNER_API_TOKENS: s.h.env.LEARNER_API_TOKENS as string,
+    });
+    const exit = waitExit(child, 40_000);
+    const get = async (path: string, host: string) => {
+      const r = await request(`http://127.0.0.1:${port}${path}`, { headers: { host } });
+      return { status: r.statusCode, headers: r.headers, body: await r.body.text() };
+    };
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!child.output.stderr.includes('metrics served')) {
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`no metrics: ${child.output.stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      for (const host of [
+        'attacker.example',
+        `attacker.example:${port}`,
+        `127.0.0.1.attacker.example:${port}`,
+      ]) {
+        const refused = await get('/metrics', host);
+        expect(refused.status, host).toBe(403);
+        expect(JSON.parse(refused.body)).toMatchObject({ error: 'forbidden-host' });
+        expect(refused.body).not.toContain('lt_');
+      }
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost']) {
+        const ok = await get('/metrics', host);
+        expect(ok.status, host).toBe(200);
+        expect(ok.body).toContain('lt_transfer_request_duration_seconds');
+        expect(ok.headers['cache-control']).toBe('no-store');
+      }
+      // The probe stays open: it reveals nothing.
+      expect((await get('/healthz', 'attacker.example')).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    await exit;
+  }, 60_000);
+
   it('with a token, /metrics asks for it as Bearer (and /healthz stays open)', async () => {
     const registry = new Registry();
     const server = await serveMetrics(registry, 0, '127.0.0.1', DASHBOARD_TOKEN);
@@ -148,6 +192,12 @@ describe('metrics beyond loopback', () => {
       const ok = await request(`${server.url}/metrics`, { headers: bearer });
       expect(ok.statusCode).toBe(200);
       await ok.body.text();
+      // With a token the token decides, whatever the Host name.
+      const named = await request(`${server.url}/metrics`, {
+        headers: { ...bearer, host: 'metrics.example' },
+      });
+      expect(named.statusCode).toBe(200);
+      await named.body.text();
       expect((await request(`${server.url}/healthz`)).statusCode).toBe(200);
     } finally {
       await server.close();
