@@ -11,7 +11,11 @@ export type ErrorCode =
   /** Two organization keys would name one numeric organization (two daily budgets for one). */
   | 'LT_ORG_ID_TAKEN'
   /** A token is bound to another organization key in Redis (two hourly windows for one token). */
-  | 'LT_TOKEN_BOUND';
+  | 'LT_TOKEN_BOUND'
+  /** An output file's path is a symbolic link or not a regular file: nothing is written through it. */
+  | 'LT_OUTPUT_UNSAFE'
+  /** The Redis ACL user lacks a command, key or channel rule the tool needs (docs/redis-acl.md). */
+  | 'LT_REDIS_PERMISSION';
 
 export class LearnerTransferError extends Error {
   readonly code: ErrorCode;

@@ -6,6 +6,7 @@ import { fileSize } from '../queue/sources/csv.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from '../progress.ts';
 import { forTerminal } from '../terminal-safe.ts';
+import { assertPrivateTarget } from '../private-file.ts';
 import { EXIT, loadCliConfig, positiveInt, runIdOption } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
@@ -100,6 +101,9 @@ export function register(program: Command): void {
         const ctx = await createContext(config);
         try {
           const runId = opts.run ?? newRunId();
+          const rejectsFile = opts.rejects ?? join('out', runId, 'rejects.csv');
+          // A link planted at the rejects path refuses the command before it writes anything, a run too.
+          assertPrivateTarget(rejectsFile);
           const existing = await ctx.runs.get(runId);
           if (!existing) {
             await ctx.runs.create({
@@ -142,7 +146,7 @@ export function register(program: Command): void {
               defaultOrg: opts.org,
               knownOrgs: config.orgs,
               runId,
-              rejectsFile: opts.rejects ?? join('out', runId, 'rejects.csv'),
+              rejectsFile,
               batchSize: opts.batch,
               move: opts.move === true,
               onProgress: (rows, bytes, c) =>

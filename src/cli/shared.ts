@@ -81,6 +81,7 @@ export function reportCliError(err: unknown): number {
       case 'LT_NO_TOKEN':
         return EXIT.unauthorized;
       case 'LT_USAGE':
+      case 'LT_OUTPUT_UNSAFE':
       case 'LT_UNKNOWN_ORG':
       case 'LT_ORG_ID_TAKEN':
         return EXIT.usage;

@@ -1,12 +1,12 @@
 // audit: the audit stream of every transfer, exported as NDJSON (one transfer a line, oldest first):
 // the only record of the authorizations each transfer deleted, for the operator to keep outside Redis.
 // A line whose transfer may repeat one whose answer was lost says so (possibleRepeat, with the reason).
-import { mkdirSync, type WriteStream } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname } from 'node:path';
 import type { OutcomeStore } from './store.ts';
 import { repeatReason } from './repeat-causes.ts';
-import { createPrivateWriteStream } from '../private-file.ts';
+import { PrivateOutput } from '../private-file.ts';
 import { jsonForTerminal } from '../terminal-safe.ts';
 
 export interface AuditFilter {
@@ -16,15 +16,17 @@ export interface AuditFilter {
 }
 
 /**
- * Writes matching audit entries to `out` (mode 0600: names and e-mails) or stdout (C1 and bidi controls
- * escaped, losslessly, so a terminal runs nothing of the service's text). Returns how many it wrote.
+ * Writes matching audit entries to `out` (mode 0600: names and e-mails; renamed into place when
+ * complete, never written through a link) or stdout (C1 and bidi controls escaped, losslessly, so a
+ * terminal runs nothing of the service's text). Returns how many it wrote.
  */
 export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?: string): Promise<number> {
-  let stream: NodeJS.WritableStream = process.stdout;
+  let file: PrivateOutput | undefined;
   if (out) {
     mkdirSync(dirname(out), { recursive: true });
-    stream = createPrivateWriteStream(out);
+    file = new PrivateOutput(out);
   }
+  const stream: NodeJS.WritableStream = file?.stream ?? process.stdout;
   let n = 0;
   try {
     for (const org of filter.orgs) {
@@ -52,13 +54,11 @@ export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?
         if (!stream.write(line)) await once(stream, 'drain');
       }
     }
-  } finally {
-    if (out) {
-      const s = stream as WriteStream;
-      await new Promise<void>((resolve, reject) =>
-        s.end((err?: Error | null) => (err ? reject(err) : resolve())),
-      );
-    }
+  } catch (err) {
+    // A failed export leaves no partial file (and an earlier export at that path as it was).
+    await file?.abort();
+    throw err;
   }
+  await file?.commit();
   return n;
 }

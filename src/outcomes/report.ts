@@ -1,6 +1,6 @@
 // Reports: one row per learner with its outcome code and details (CSV or NDJSON), or result files split
 // in the manner of bulk loaders (successes, failures, not yet processed). Streams from HSCAN.
-import { mkdirSync, type WriteStream } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import type { OutcomeStore } from './store.ts';
@@ -12,7 +12,7 @@ import {
   type LearnerOutcome,
 } from './record.ts';
 import { csvLine } from './csv-safe.ts';
-import { createPrivateWriteStream } from '../private-file.ts';
+import { assertPrivateTarget, PrivateOutput } from '../private-file.ts';
 import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
 
 export const REPORT_COLUMNS = [
@@ -77,17 +77,18 @@ export async function* selectOutcomes(
 }
 
 /**
- * Where rows go: a file (mode 0600: it holds names and e-mails) or stdout, where the service's text is
- * stripped of control characters (a terminal would run its escape sequences).
+ * Where rows go: a private file (mode 0600: it holds names and e-mails; written beside the target and
+ * renamed into place when complete, never through a link: private-file.ts) or stdout, where the
+ * service's text is stripped of control characters (a terminal would run its escape sequences).
  */
 class Out {
   readonly stream: NodeJS.WritableStream;
-  readonly #own: WriteStream | undefined;
+  readonly #own: PrivateOutput | undefined;
   constructor(path: string | undefined) {
     if (path) {
       mkdirSync(dirname(path), { recursive: true });
-      this.#own = createPrivateWriteStream(path);
-      this.stream = this.#own;
+      this.#own = new PrivateOutput(path);
+      this.stream = this.#own.stream;
     } else {
       this.stream = process.stdout;
     }
@@ -97,12 +98,10 @@ class Out {
     const safe = this.#own ? text : json ? jsonForTerminal(text) : forTerminal(text);
     if (!this.stream.write(safe)) await once(this.stream, 'drain');
   }
-  async close(): Promise<void> {
-    const own = this.#own;
-    if (own)
-      await new Promise<void>((resolve, reject) =>
-        own.end((err?: Error | null) => (err ? reject(err) : resolve())),
-      );
+  /** Complete: the file takes its place. Failed (`ok` false): the target is left as it was. */
+  async close(ok: boolean): Promise<void> {
+    if (ok) await this.#own?.commit();
+    else await this.#own?.abort();
   }
 }
 
@@ -120,9 +119,11 @@ export async function writeReport(
       if (options.format === 'csv') await out.write(csvLine(rowOf(o)));
       else await out.write(`${JSON.stringify({ ...o, outcome: outcomeColumn(o) })}\n`, true);
     }
-  } finally {
-    await out.close();
+  } catch (err) {
+    await out.close(false);
+    throw err;
   }
+  await out.close(true);
   return rows;
 }
 
@@ -144,13 +145,21 @@ export async function writeSplit(
     failures: join(dir, 'failures.csv'),
     pending: join(dir, 'pending.csv'),
   };
-  const outs = {
-    successes: new Out(files.successes),
-    failures: new Out(files.failures),
-    pending: new Out(files.pending),
+  // Every target is checked before any file is started: one planted link refuses the whole split.
+  for (const file of Object.values(files)) assertPrivateTarget(file);
+  const opened: Out[] = [];
+  const open = (path: string) => {
+    const out = new Out(path);
+    opened.push(out);
+    return out;
   };
   const counts = { successes: 0, failures: 0, pending: 0 };
   try {
+    const outs = {
+      successes: open(files.successes),
+      failures: open(files.failures),
+      pending: open(files.pending),
+    };
     for (const o of Object.values(outs)) await o.write(csvLine(REPORT_COLUMNS));
     for await (const o of selectOutcomes(store, filter)) {
       const kind = isSuccessBucket(o.state as Bucket)
@@ -161,8 +170,10 @@ export async function writeSplit(
       counts[kind]++;
       await outs[kind].write(csvLine(rowOf(o)));
     }
-  } finally {
-    for (const o of Object.values(outs)) await o.close();
+  } catch (err) {
+    for (const o of opened) await o.close(false);
+    throw err;
   }
+  for (const o of opened) await o.close(true);
   return { ...counts, files };
 }

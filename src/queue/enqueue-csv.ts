@@ -1,10 +1,10 @@
 // enqueue --csv: CSV source -> validation and in-file dedupe -> producer, in batches, with a rejects
 // file that names every bad line and why. Valid rows always go through, whatever the bad ones are.
-import { mkdirSync, type WriteStream } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { once } from 'node:events';
 import { csvLine } from '../outcomes/csv-safe.ts';
-import { createPrivateWriteStream } from '../private-file.ts';
+import { assertPrivateTarget, PrivateOutput } from '../private-file.ts';
 import type { Runs } from '../outcomes/runs.ts';
 import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from './producer.ts';
 import { readCsv } from './sources/csv.ts';
@@ -40,29 +40,31 @@ export interface EnqueueCsvSummary extends ProduceCounts {
 
 const MAX_IN_FLIGHT = 2;
 
+/** The rejects file: private (private-file.ts), started at the first reject, in place once complete. */
 class RejectsWriter {
-  #out: WriteStream | undefined;
+  #out: PrivateOutput | undefined;
   readonly #path: string;
   constructor(path: string) {
+    // Refused before anything is enqueued, not at the first reject.
+    assertPrivateTarget(path);
     this.#path = path;
   }
   async write(line: number, reason: string, raw: string): Promise<void> {
     if (!this.#out) {
       mkdirSync(dirname(this.#path), { recursive: true });
-      this.#out = createPrivateWriteStream(this.#path);
-      this.#out.write(csvLine(['line', 'reason', 'raw']));
+      this.#out = new PrivateOutput(this.#path);
+      this.#out.stream.write(csvLine(['line', 'reason', 'raw']));
     }
-    if (!this.#out.write(csvLine([line, reason, raw]))) await once(this.#out, 'drain');
+    const stream = this.#out.stream;
+    if (!stream.write(csvLine([line, reason, raw]))) await once(stream, 'drain');
   }
   get path(): string | null {
     return this.#out ? this.#path : null;
   }
-  async close(): Promise<void> {
-    if (!this.#out) return;
-    const out = this.#out;
-    await new Promise<void>((resolve, reject) =>
-      out.end((err?: Error | null) => (err ? reject(err) : resolve())),
-    );
+  /** `ok` false (the enqueue failed): the rejects so far are dropped, the target left as it was. */
+  async close(ok: boolean): Promise<void> {
+    if (ok) await this.#out?.commit();
+    else await this.#out?.abort();
   }
 }
 
@@ -171,11 +173,13 @@ export async function enqueueCsv(
     }
     await flush();
     await Promise.all(inFlight);
-  } finally {
+  } catch (err) {
     // A failed batch must not leave others writing after we return.
     await Promise.allSettled(inFlight);
-    await rejects.close();
+    await rejects.close(false);
+    throw err;
   }
+  await rejects.close(true);
   return {
     ...counts,
     runId: options.runId,

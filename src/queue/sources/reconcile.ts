@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LearnerTransferError } from '../../errors.ts';
 import { csvLine } from '../../outcomes/csv-safe.ts';
-import { writePrivateFileSync } from '../../private-file.ts';
+import { assertPrivateTarget, writePrivateFileSync } from '../../private-file.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import type { Runs } from '../../outcomes/runs.ts';
@@ -225,6 +225,12 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   }
 
   const runId = options.runId ?? newRunId();
+  const outDir = options.outDir ?? join('out', runId);
+  const driftFile = join(outDir, 'drift.csv');
+  const summaryFile = join(outDir, 'drift-summary.json');
+  // Refused before anything is enqueued: a planted link at a report's path is not written through.
+  assertPrivateTarget(driftFile);
+  assertPrivateTarget(summaryFile);
   if (!(await deps.runs.get(runId))) {
     await deps.runs.create({
       id: runId,
@@ -245,9 +251,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     addCounts(counts, await deps.producer.add(items, runId, { force: walkStartedAt, move: true }));
   }
 
-  const outDir = options.outDir ?? join('out', runId);
   mkdirSync(outDir, { recursive: true });
-  const driftFile = join(outDir, 'drift.csv');
   const lines = [
     csvLine([
       'learnerId',
@@ -281,7 +285,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     ...counts,
     runId,
     driftFile,
-    summaryFile: join(outDir, 'drift-summary.json'),
+    summaryFile,
   };
   writePrivateFileSync(
     summary.summaryFile as string,
