@@ -11,6 +11,7 @@ import { Runs } from './outcomes/runs.ts';
 import { Producer } from './queue/producer.ts';
 import { QueueSet } from './queue/queues.ts';
 import { closeRedis, connectRedis } from './redis.ts';
+import { checkRedisPermissions } from './redis-acl.ts';
 import { LearnerTransferError } from './errors.ts';
 import { Claims } from './claims/claims.ts';
 import { upgradeState } from './state-upgrade.ts';
@@ -52,6 +53,13 @@ export async function createContext(
       logger,
       timeoutMs: options.redisTimeoutMs ?? config.redisConnectTimeoutMs,
     }));
+  // A user without a rule the tool needs stops here, with the rule named (exit 7), not on first use.
+  await checkRedisPermissions(redis, config.redis, config.queuePrefix, config.orgs).catch(
+    async (err: unknown) => {
+      if (!options.redis) await closeRedis(redis);
+      throw err;
+    },
+  );
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);

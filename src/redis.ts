@@ -8,6 +8,7 @@ import { isWriteRefusal } from './redis-writes.ts';
 import type { Logger } from './log.ts';
 import { LogThrottle } from './log-throttle.ts';
 import { describeRedis, redisVariable, safeRedisUrl, type RedisTarget } from './redis-target.ts';
+import { permissionDenial, permissionError, redisUser } from './redis-noperm.ts';
 
 export { safeRedisUrl, describeRedis };
 
@@ -182,8 +183,9 @@ export async function connectRedis(
   let lastError = '';
   let refused: ((err: Error) => void) | undefined;
   const onError = (err: Error) => {
-    // Refused credentials: no wait makes them right. Stop now, naming the variable.
-    if (credentialRefusal(err)) {
+    // Refused credentials, or an ACL user that may not PING (or, on a cluster, CLUSTER SLOTS): no wait
+    // makes them right. Stop now, naming the variable or the rule.
+    if (credentialRefusal(err) || permissionDenial(err)) {
       lastError = err.message;
       refused?.(err);
       return;
@@ -202,6 +204,17 @@ export async function connectRedis(
     lastError = text;
   };
   redis.on('error', onError);
+  // ioredis retries a cluster whose ready check (CLUSTER INFO) the ACL refuses without a word: a cluster
+  // not ready after a moment has a seed node asked directly, once, so that the missing rule is named.
+  const diagnosis =
+    target.mode === 'cluster'
+      ? setTimeout(() => {
+          void clusterRefusal(target).then(
+            (err) => err && refused?.(err),
+            () => {},
+          );
+        }, CLUSTER_DIAGNOSIS_MS)
+      : undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(lastError || 'timed out')), timeoutMs);
@@ -225,7 +238,10 @@ export async function connectRedis(
       );
     });
   } catch (err) {
+    clearTimeout(diagnosis);
     redis.disconnect();
+    const denial = permissionDenial(err);
+    if (denial) throw permissionError(redisUser(target), [denial], 'QUEUE_PREFIX', { cause: err });
     const words = credentialRefusal(err);
     if (words) {
       throw new LearnerTransferError(
@@ -242,6 +258,7 @@ export async function connectRedis(
       { cause: err },
     );
   }
+  clearTimeout(diagnosis);
   redis.off('error', onError);
   // Later errors (a restart mid-run) are reconnected by ioredis; log them rather than crash, and once per
   // interval rather than at every reconnection attempt.
@@ -269,6 +286,45 @@ export async function connectRedis(
     );
   }
   return redis;
+}
+
+/** How long a cluster may take to become ready before a seed node is asked why (clusterRefusal). */
+const CLUSTER_DIAGNOSIS_MS = 2000;
+
+/** The ACL's refusal of CLUSTER INFO or CLUSTER SLOTS on a seed node, if that is what it answers. */
+async function clusterRefusal(target: Extract<RedisTarget, { mode: 'cluster' }>): Promise<Error | undefined> {
+  const seed = target.nodes[0];
+  if (!seed) return undefined;
+  // createRedis read the CA file already: it can be read here too.
+  const tls = tlsOptions(target);
+  const probe = new Redis({
+    host: seed.host,
+    port: seed.port,
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+    ...(tls ? { tls } : {}),
+    lazyConnect: true,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: CLUSTER_DIAGNOSIS_MS,
+  });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    for (const sub of ['INFO', 'SLOTS']) {
+      const refusal = await probe.call('CLUSTER', sub).then(
+        () => undefined,
+        (err: unknown) => (permissionDenial(err) ? (err as Error) : undefined),
+      );
+      if (refusal) return refusal;
+    }
+    return undefined;
+  } catch {
+    return undefined; // not reachable either: the wait goes on and says so
+  } finally {
+    probe.disconnect();
+  }
 }
 
 /** How the warning for a Redis without persistence begins (tests against such a Redis look for it). */

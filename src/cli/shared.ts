@@ -13,6 +13,7 @@ import {
 } from '../ids.ts';
 import { scrubSecrets } from '../log.ts';
 import { forTerminal } from '../terminal-safe.ts';
+import { permissionDenial, permissionSentence } from '../redis-noperm.ts';
 
 /** Exit codes, documented in the README. */
 export const EXIT = {
@@ -25,6 +26,8 @@ export const EXIT = {
   input: 5,
   /** A token was refused (401) or all tokens of an organization are paused. */
   unauthorized: 6,
+  /** The Redis ACL user may not run a command, or use a key or channel, that the tool needs. */
+  redisPermission: 7,
   interrupted: 130,
 } as const;
 
@@ -80,6 +83,8 @@ export function reportCliError(err: unknown): number {
         return EXIT.input;
       case 'LT_NO_TOKEN':
         return EXIT.unauthorized;
+      case 'LT_REDIS_PERMISSION':
+        return EXIT.redisPermission;
       case 'LT_USAGE':
       case 'LT_OUTPUT_UNSAFE':
       case 'LT_UNKNOWN_ORG':
@@ -87,8 +92,32 @@ export function reportCliError(err: unknown): number {
         return EXIT.usage;
     }
   }
+  // A rule the check at start does not cover (or one revoked since): the same sentence, not a stack.
+  const denial = permissionDenial(err);
+  if (denial) {
+    write(`learner-transfer: ${permissionSentence(environmentRedisUser(), [denial], environmentPrefix())}\n`);
+    return EXIT.redisPermission;
+  }
   write(`learner-transfer: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
   return 1;
+}
+
+/** The Redis user, read directly from the environment (as the secrets are: the config may be what failed). */
+function environmentRedisUser(): string {
+  const env = process.env;
+  let fromUrl = '';
+  if (!env.REDIS_CLUSTER_NODES && !env.REDIS_SENTINELS) {
+    try {
+      fromUrl = decodeURIComponent(new URL(env.REDIS_URL ?? '').username);
+    } catch {
+      // no URL, or not one: the other sources
+    }
+  }
+  return fromUrl || env.REDIS_USERNAME?.trim() || 'default';
+}
+
+function environmentPrefix(): string {
+  return process.env.QUEUE_PREFIX?.trim() || 'ltx';
 }
 
 /** commander argument parser for positive integers that names the flag in its error. */

@@ -10,6 +10,8 @@ import { runReconcile } from '../queue/reconcile-run.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
 import { closeRedis, createRedis } from '../redis.ts';
 import { LogThrottle } from '../log-throttle.ts';
+import { permissionDenial, permissionSentence, redisUser } from '../redis-noperm.ts';
+import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
 
 export interface ControlResult {
   runId: string | null;
@@ -95,10 +97,23 @@ export function startControlWorker(
   worker.on('failed', (job, err) =>
     ctx.logger.error({ schedule: job?.data.scheduleId, err: err.message }, 'scheduled reconcile failed'),
   );
-  worker.on('error', (err) => errors.warn({ err: err.message }, 'control worker error'));
+  worker.on('error', (err) => {
+    if (!permissionDenial(err)) errors.warn({ err: err.message }, 'control worker error');
+  });
+  // A rule revoked while it runs: the worker waits and tries again instead of spinning.
+  const permissionPause = pauseOnPermissionError(worker, {
+    onDenied: (err, denial) =>
+      errors.log(
+        'error',
+        { err: err.message },
+        `${permissionSentence(redisUser(ctx.config.redis), [denial], ctx.keys.prefix)}; ` +
+          `the control worker tries again every ${PERMISSION_RETRY_MS / 1000} s`,
+      ),
+  });
   return {
     worker,
     async close() {
+      permissionPause.stop();
       await worker.close();
       await closeRedis(connection);
       errors.stop();

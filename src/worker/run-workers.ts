@@ -16,6 +16,8 @@ import { BodyArchive } from './body-archive.ts';
 import { repairOrg, formatRepair } from '../queue/repair.ts';
 import { LogThrottle } from '../log-throttle.ts';
 import { WriteGate, writeProbeKey } from '../redis-writes.ts';
+import { permissionDenial, permissionSentence, redisUser } from '../redis-noperm.ts';
+import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -116,6 +118,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   // While Redis is down every worker reports the same error many times a second: log it as one.
   const errors = new LogThrottle(ctx.logger);
   connection.on('error', (err) => errors.warn({ err: err.message }, 'worker redis connection error'));
+  const permissionPauses: { stop(): void }[] = [];
   const workers = options.orgs.map((org) => {
     const w = new Worker<TransferJob, ProcessResult>(
       ctx.keys.queueName(org),
@@ -137,8 +140,22 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     );
     w.on('error', (err) => {
       gate.noteError(err);
-      errors.warn({ org, err: err.message }, 'worker error');
+      // A refusal by Redis's ACL is said by the permission pause below, with the rule to grant.
+      if (!permissionDenial(err)) errors.warn({ org, err: err.message }, 'worker error');
     });
+    permissionPauses.push(
+      pauseOnPermissionError(w, {
+        onDenied: (err, denial) =>
+          errors.log(
+            'error',
+            { org, err: err.message },
+            `${permissionSentence(redisUser(ctx.config.redis), [denial], ctx.keys.prefix)}; ` +
+              `the worker tries again every ${PERMISSION_RETRY_MS / 1000} s`,
+          ),
+        // The write gate may hold the workers too: it resumes them itself when Redis takes writes again.
+        mayResume: () => ownGate?.state.writable ?? true,
+      }),
+    );
     w.on('failed', (job, err) => {
       if (!job) return;
       const p = finalizeStranded(ctx, job, err)
@@ -214,6 +231,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
       if (repairTimer) clearInterval(repairTimer);
       bootAbort.abort();
       gateAbort.abort();
+      for (const p of permissionPauses) p.stop();
       await booted.catch(() => {});
       ctx.logger.debug({ reason }, 'stopping: closing the workers');
       // close() waits for the jobs in flight to finish (their requests are bounded by the timeout). After

@@ -1,0 +1,201 @@
+// What the tool needs of a Redis ACL user (docs/redis-acl.md), checked once at start of every command,
+// so that a user without a rule stops with one sentence that names it (exit 7), instead of "unexpected
+// error" with a stack trace on first use, or, without INFO, a worker whose BullMQ connection never
+// starts and whose loop then fails every fetch at once, for ever.
+//
+// Redis answers the question itself: redis.acl_check_cmd (Redis 7), called from one small script, says
+// for each command with its keys and channel whether this user may send it. ACL DRYRUN would say the
+// same, but it is an @admin command that a least-privilege user does not have; the script needs only
+// EVAL, which the tool needs anyway. A Redis without acl_check_cmd is probed with harmless commands.
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { createKeys } from './keys.ts';
+import { isCluster, masters, type RedisClient } from './redis.ts';
+import type { RedisTarget } from './redis-target.ts';
+import { permissionDenial, permissionError, redisUser, type PermissionDenial } from './redis-noperm.ts';
+
+const SCRIPT = readFileSync(new URL('./redis-acl-check.lua', import.meta.url), 'utf8');
+
+/** A command as the check sends it: `argv`, of which the first `name` strings name the command. */
+interface Check {
+  argv: string[];
+  name: number;
+  /** What a refusal of the arguments (the command itself allowed) means. */
+  args?: 'keys' | 'channels';
+}
+
+/**
+ * The commands the tool sends on a key, directly or from a Lua script (its own and BullMQ's), each with
+ * the arguments that follow the key. A key rule that does not cover them, or a command rule that leaves
+ * one out, fails on first use somewhere; the check finds it at start.
+ */
+const KEYED: Record<string, string[]> = {
+  // read
+  exists: [],
+  get: [],
+  type: [],
+  pttl: [],
+  hexists: ['f'],
+  hget: ['f'],
+  hgetall: [],
+  hlen: [],
+  hmget: ['f'],
+  hscan: ['0'],
+  lindex: ['0'],
+  llen: [],
+  lpos: ['x'],
+  lrange: ['0', '1'],
+  scard: [],
+  sismember: ['x'],
+  smembers: [],
+  smismember: ['x'],
+  xlen: [],
+  xrange: ['-', '+'],
+  xrevrange: ['+', '-'],
+  zcard: [],
+  zcount: ['0', '1'],
+  zlexcount: ['-', '+'],
+  zmscore: ['x'],
+  zrange: ['0', '1'],
+  zrangebylex: ['-', '+'],
+  zrangebyscore: ['0', '1'],
+  zrevrange: ['0', '1'],
+  zrevrangebyscore: ['1', '0'],
+  zscore: ['x'],
+  // write
+  bzpopmin: ['0'],
+  del: [],
+  expire: ['1'],
+  hdel: ['f'],
+  hincrby: ['f', '1'],
+  hmset: ['f', 'v'],
+  hset: ['f', 'v'],
+  hsetnx: ['f', 'v'],
+  incr: [],
+  incrby: ['1'],
+  lpop: [],
+  lpush: ['x'],
+  lrem: ['0', 'x'],
+  lset: ['0', 'x'],
+  ltrim: ['0', '1'],
+  pexpire: ['1'],
+  pexpireat: ['1'],
+  rpop: [],
+  rpush: ['x'],
+  sadd: ['x'],
+  set: ['v'],
+  srem: ['x'],
+  unlink: [],
+  xadd: ['*', 'f', 'v'],
+  xdel: ['0-1'],
+  xtrim: ['MAXLEN', '1'],
+  zadd: ['1', 'x'],
+  zpopmin: [],
+  zrem: ['x'],
+  zremrangebyrank: ['0', '1'],
+  zremrangebyscore: ['0', '1'],
+};
+
+/** Every check, for the keys and the events channel of `org` under `prefix`. */
+export function neededChecks(prefix: string, org: string, cluster: boolean): Check[] {
+  const keys = createKeys(prefix);
+  const queueKey = `${prefix}:${keys.queueName(org)}:wait`;
+  // One key of each family (BullMQ's, the organization's, the cross-organization ones, the control
+  // queue's): a key rule narrower than PREFIX:* fails on one of them.
+  const everyKind = [
+    queueKey,
+    keys.outcomes(org),
+    keys.claims(),
+    keys.runs(),
+    `${prefix}:${keys.controlQueueName()}:wait`,
+  ];
+  const checks: Check[] = [
+    ...['ping', 'info', 'time', 'multi', 'exec', 'scan 0', 'wait 0 0'].map((c) => ({
+      argv: c.split(' '),
+      name: 1,
+    })),
+    // ioredis and BullMQ name their connections.
+    { argv: ['client', 'setname', 'learner-transfer'], name: 2 },
+    // The Lua loader: EVALSHA, and EVAL when Redis does not have the script yet.
+    { argv: ['evalsha', '0'.repeat(40), String(everyKind.length), ...everyKind], name: 1, args: 'keys' },
+    { argv: ['eval', 'return 1', String(everyKind.length), ...everyKind], name: 1, args: 'keys' },
+    { argv: ['rpoplpush', queueKey, `${queueKey}:x`], name: 1, args: 'keys' },
+    { argv: ['rename', queueKey, `${queueKey}:x`], name: 1, args: 'keys' },
+    ...Object.entries(KEYED).map(([command, rest]) => ({
+      argv: [command, queueKey, ...rest],
+      name: 1,
+      args: 'keys' as const,
+    })),
+    // The limiter announces budget given back, and changed limits, on the organization's channel.
+    { argv: ['publish', keys.limiterEvents(org), 'x'], name: 1, args: 'channels' },
+  ];
+  // ioredis learns which node serves which slot with CLUSTER SLOTS, and waits for CLUSTER INFO to say ok.
+  if (cluster) checks.push({ argv: ['cluster', 'slots'], name: 2 }, { argv: ['cluster', 'info'], name: 2 });
+  return checks;
+}
+
+/**
+ * Checks that the ACL user may send every command the tool needs, on each master (a cluster's nodes
+ * each have their own ACL); throws LT_REDIS_PERMISSION (exit 7) naming the missing rules. One round trip
+ * per master. Errors that are not a refusal (a script error on a Redis before 7, say) lead to probing.
+ */
+export async function checkRedisPermissions(
+  redis: RedisClient,
+  target: RedisTarget,
+  prefix: string,
+  orgs: readonly string[],
+): Promise<void> {
+  const checks = neededChecks(prefix, orgs[0] ?? 'acl-check', isCluster(redis));
+  for (const node of masters(redis)) {
+    const denials = await refusedOn(node, checks);
+    if (denials.length > 0) {
+      const address = `${node.options.host ?? ''}:${node.options.port ?? ''}`;
+      throw permissionError(redisUser(target), denials, prefix, {
+        node: isCluster(redis) ? address : undefined,
+      });
+    }
+  }
+}
+
+async function refusedOn(node: Redis, checks: Check[]): Promise<PermissionDenial[]> {
+  let reply: unknown;
+  try {
+    reply = await node.eval(SCRIPT, 0, JSON.stringify(checks));
+  } catch (err) {
+    // EVAL itself refused: that is the rule to name (the tool's scripts need it too).
+    const denial = permissionDenial(err);
+    return denial ? [denial] : probe(node, checks);
+  }
+  const denials: PermissionDenial[] = [];
+  for (const entry of Array.isArray(reply) ? (reply as unknown[]) : []) {
+    const [index, commandAllowed] = entry as [number, number];
+    const check = checks[index - 1];
+    if (!check) continue;
+    if (commandAllowed === 1 && check.args) denials.push({ kind: check.args });
+    else denials.push({ kind: 'command', command: check.argv.slice(0, check.name).join('|') });
+  }
+  return denials;
+}
+
+/**
+ * Without acl_check_cmd (Redis before 7), the commands whose refusal would hurt first, sent for real:
+ * all harmless (EVALSHA of a script that does not exist answers NOSCRIPT when it is allowed; nothing
+ * listens on the probe's channel). Anything else is caught when it is refused (permissionDenial).
+ */
+async function probe(node: Redis, checks: Check[]): Promise<PermissionDenial[]> {
+  const argvOf = (command: string) => checks.find((c) => c.argv[0] === command)?.argv.slice(1) ?? [];
+  const sends: (() => Promise<unknown>)[] = [
+    () => node.info('server'),
+    () => node.time(),
+    () => node.call('evalsha', ...argvOf('evalsha')),
+    () => node.call('publish', argvOf('publish')[0] ?? '', ''),
+  ];
+  const denials: PermissionDenial[] = [];
+  for (const send of sends) {
+    await send().catch((err: unknown) => {
+      const denial = permissionDenial(err);
+      if (denial) denials.push(denial);
+    });
+  }
+  return denials;
+}
