@@ -1,5 +1,6 @@
 // A redis-server of a test's own, on its own free port and data directory, for faults the shared Redis
-// must not suffer (restart, eviction policy). Started from PATH; a missing binary fails the test loudly.
+// must not suffer (restart, eviction policy, a crash, a freeze). Started from PATH; a missing binary fails
+// the test loudly.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { freePort } from '../../src/demo/throwaway-redis.ts';
@@ -7,6 +8,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+
+// A test that times out must not leave a server running: the process kills what it started on its exit.
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) {
+    c.kill('SIGCONT');
+    c.kill('SIGKILL');
+  }
+});
 
 export interface OwnRedis {
   port: number;
@@ -17,6 +27,14 @@ export interface OwnRedis {
   stop(): Promise<void>;
   /** Stops it for good and removes its directory. */
   close(): Promise<void>;
+  /** Kills it (SIGKILL: no AOF rewrite, no goodbye) and waits for the exit; start() brings it back. */
+  crash(): Promise<void>;
+  /** Starts it again on the same port and directory after stop() or crash() (it loads its AOF). */
+  start(): Promise<void>;
+  /** SIGSTOP (true) or SIGCONT (false): a frozen server keeps its sockets open and answers nothing. */
+  freeze(frozen: boolean): void;
+  /** Whether a server process is running (possibly frozen). */
+  readonly running: boolean;
 }
 
 export { freePort };
@@ -74,6 +92,9 @@ export async function startOwnRedis(extraArgs: string[] = [], fixedPort?: number
       ].concat(extraArgs),
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    const started = child;
+    live.add(started);
+    started.once('exit', () => live.delete(started));
     child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
     child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
     try {
@@ -82,12 +103,16 @@ export async function startOwnRedis(extraArgs: string[] = [], fixedPort?: number
       throw new Error(`${(err as Error).message}\n${log}`);
     }
   };
-  const stop = async () => {
+  const alive = (c: ChildProcess | undefined): c is ChildProcess =>
+    c !== undefined && c.exitCode === null && c.signalCode === null;
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const c = child;
     child = undefined;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    if (!alive(c)) return;
     const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    c.kill('SIGTERM');
+    // A frozen server would hold SIGTERM until it runs again.
+    c.kill('SIGCONT');
+    c.kill(signal);
     const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
@@ -102,10 +127,20 @@ export async function startOwnRedis(extraArgs: string[] = [], fixedPort?: number
       await sleep(downMs);
       await start();
     },
-    stop,
+    stop: () => stop(),
     async close() {
       await stop();
       rmSync(dir, { recursive: true, force: true });
+    },
+    crash: () => stop('SIGKILL'),
+    async start() {
+      if (!alive(child)) await start();
+    },
+    freeze(frozen) {
+      if (alive(child)) child.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+    },
+    get running() {
+      return alive(child);
     },
   };
 }
