@@ -14,6 +14,7 @@ import {
 import { scrubSecrets } from '../log.ts';
 import { forTerminal } from '../terminal-safe.ts';
 import { permissionDenial, permissionSentence } from '../redis-noperm.ts';
+import { DEFAULT_HIGH_WATER, isWriteRefusal, writeMessage } from '../redis-writes.ts';
 
 /** Exit codes, documented in the README. */
 export const EXIT = {
@@ -91,6 +92,15 @@ export function reportCliError(err: unknown): number {
       case 'LT_ORG_ID_TAKEN':
         return EXIT.usage;
     }
+  }
+  // Redis refusing the write (out of memory, a read-only replica...) is a state of Redis, said as such
+  // (a MULTI refused as a whole, EXECABORT, is judged by its commands' errors), not a stack trace.
+  const refusal = isWriteRefusal(err);
+  if (refusal) {
+    write(
+      `learner-transfer: ${writeMessage(refusal.cause, null, DEFAULT_HIGH_WATER)}; nothing was changed\n`,
+    );
+    return EXIT.redis;
   }
   // A rule the check at start does not cover (or one revoked since): the same sentence, not a stack.
   const denial = permissionDenial(err);

@@ -426,4 +426,21 @@ describe('surfaces', () => {
       await app.close();
     }
   });
+
+  it('a command that must write while Redis is full says so in one sentence, exit 4, no stack trace', async () => {
+    const env = { REDIS_URL: main.url, QUEUE_PREFIX: prefix, LEARNER_API_TOKENS: 'acme:ui-tok-1' };
+    expect(isWriteRefusal(await fillUntilOom())).toEqual({ cause: 'OOM' });
+    try {
+      // pause and resume write the policy in one MULTI: Redis refuses it whole (EXECABORT).
+      for (const command of ['pause', 'resume']) {
+        const r2 = await runCli([command, '--org', 'acme'], env);
+        expect(r2.code, r2.stderr).toBe(4);
+        expect(r2.stderr).toMatch(/^learner-transfer: Redis refuses writes: out of memory/m);
+        expect(r2.stderr).toContain('nothing was changed');
+        expect(r2.stderr).not.toMatch(/unexpected error|EXECABORT|\n\s+at /);
+      }
+    } finally {
+      await undoOom();
+    }
+  });
 });
