@@ -75,8 +75,9 @@ function timeoutError(ms: number, stalledMs: number): Error {
 export function startDeadline(ms: number, stalls: Stalls, hardMs = 2 * ms): Deadline {
   const controller = new AbortController();
   const start = performance.now();
-  const hardAt = start + Math.max(ms, hardMs);
-  let due = start + ms;
+  // The hard bound wins over the timeout: past it the limiter no longer counts the call in flight.
+  const hardAt = start + Math.max(0, hardMs);
+  let due = Math.min(start + ms, hardAt);
   let stalledMs = 0;
   let progressed = false;
   let timer: NodeJS.Timeout | undefined;
@@ -119,7 +120,7 @@ export function startDeadline(ms: number, stalls: Stalls, hardMs = 2 * ms): Dead
     immediate = setImmediate(decide);
   };
 
-  timer = setTimeout(fire, ms);
+  timer = setTimeout(fire, due - start);
   return {
     signal: controller.signal,
     progress() {

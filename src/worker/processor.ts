@@ -63,6 +63,9 @@ export interface ProcessResult {
 /** Room left between a call's hard end and the in-flight deadline of its permit (clock rates, the abort). */
 const HARD_MARGIN_MS = 250;
 
+/** Less time than this left before the call's hard end: it is not sent (see the check before the call). */
+const MIN_CALL_MS = 250;
+
 /**
  * How long a token is blocked after a 429 without Retry-After: a tenth of its window (the window in
  * effect, from the policy in Redis), at most a minute.
@@ -297,12 +300,25 @@ export function createProcessor(deps: ProcessorDeps) {
         await giveBack();
         throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
       }
+      // However long this process stalls, the call ends while its permit and lease still count it. A
+      // call whose permit ran out before it could be sent (the process stalled between the permit and
+      // the call) is not sent at all: the limiter already stopped counting it in flight, and the lease
+      // may pass to another worker. The permit goes back; the learner waits without using an attempt.
+      const hardMs = budget.options.inflightTtlMs - (performance.now() - askedAt) - HARD_MARGIN_MS;
+      if (hardMs < MIN_CALL_MS) {
+        await giveBack();
+        logger.warn(
+          { org, learnerId, runId, lateMs: Math.round(MIN_CALL_MS - hardMs) },
+          "the permit's in-flight time ran out before the call could be sent (this process stalled): not sent, the learner waits without using an attempt",
+        );
+        await job.moveToDelayed(Date.now(), jobToken);
+        throw new DelayedError();
+      }
       let outcome: TransferOutcome;
       try {
         outcome = await client.transferLearner(learnerId, token.secret, {
           previousTransferId: current?.x,
-          // However long this process stalls, the call ends while its permit and lease still count it.
-          hardMs: budget.options.inflightTtlMs - (performance.now() - askedAt) - HARD_MARGIN_MS,
+          hardMs,
         });
       } catch (err) {
         // The client classifies every failure; reaching here is a bug. The request may have gone out

@@ -144,6 +144,17 @@ describe('a stalled process reads the answers that arrived', () => {
     expect(o.message).toMatch(/after the process woke from a stall of \d+\.\d s/);
   });
 
+  it('a hard bound shorter than the timeout wins: the call ends at the bound', async () => {
+    const c = at(slow, 2000);
+    const started = performance.now();
+    const o = await c.transferLearner(13, TOKEN, { hardMs: 600 });
+    const took = performance.now() - started;
+    expect(o.code).toBe('network-error');
+    // Not before the bound; and well before the timeout (2000 ms) or the answer (2400 ms).
+    expect(took).toBeGreaterThanOrEqual(590);
+    expect(took).toBeLessThan(1900);
+  });
+
   it('without a stall, a slow service times out at REQUEST_TIMEOUT as before', async () => {
     const stalls: number[] = [];
     const c = at(slow, 500, stalls);
