@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { LearnerApiClient } from '../src/api/client.ts';
-import { createKeys } from '../src/keys.ts';
+import { createKeys } from '../src/core/keys.ts';
 import { OutcomeStore } from '../src/outcomes/store.ts';
 import { Runs } from '../src/outcomes/runs.ts';
 import { Claims } from '../src/claims/claims.ts';
@@ -14,7 +14,7 @@ import { Producer } from '../src/queue/producer.ts';
 import { QueueSet } from '../src/queue/queues.ts';
 import { crawl } from '../src/queue/sources/crawl.ts';
 import { createSimulator } from '../src/simulator/index.ts';
-import { deleteKeysUnder as deletePrefix } from '../src/redis.ts';
+import { deleteKeysUnder as deletePrefix } from '../src/redis/client.ts';
 import { isMain, printFigures } from './common.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

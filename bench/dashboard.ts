@@ -6,11 +6,11 @@
 // the run's own is small.
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { createContext } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
+import { createContext } from '../src/app/context.ts';
+import { loadConfig } from '../src/core/config.ts';
 import { buildDashboard } from '../src/dashboard/server.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
-import { deleteKeysUnder } from '../src/redis.ts';
+import { deleteKeysUnder } from '../src/redis/client.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const FAILURES = Number(process.env.BENCH_DASHBOARD_FAILURES ?? 100_000);

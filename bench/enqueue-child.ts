@@ -2,14 +2,14 @@
 //   mode=producer: enqueue --csv through the real producer (CSV stream, validation, dedupe, outcome seed)
 //   mode=raw:      plain addBulk of the same ids with the same job options and ids (the baseline)
 import { Queue } from 'bullmq';
-import { createContext } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
+import { createContext } from '../src/app/context.ts';
+import { loadConfig } from '../src/core/config.ts';
+import { createLogger } from '../src/core/log.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { JOB_NAME, jobIdOf } from '../src/queue/job.ts';
 import { defaultJobOptions } from '../src/queue/queues.ts';
-import { createKeys } from '../src/keys.ts';
-import { createRedis } from '../src/redis.ts';
+import { createKeys } from '../src/core/keys.ts';
+import { createRedis } from '../src/redis/client.ts';
 
 const mode = process.env.BENCH_MODE;
 const rows = Number(process.env.BENCH_ROWS);

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createKeys } from '../src/keys.ts';
+import { createKeys } from '../src/core/keys.ts';
 import { OutcomeStore } from '../src/outcomes/store.ts';
 import { isMain, mb, printFigures, round, type Figures } from './common.ts';
-import { deleteKeysUnder as dropPrefix } from '../src/redis.ts';
+import { deleteKeysUnder as dropPrefix } from '../src/redis/client.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

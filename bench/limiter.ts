@@ -8,11 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { request, type Dispatcher } from 'undici';
-import { tokenFingerprint } from '../src/config.ts';
-import type { Rate } from '../src/duration.ts';
+import { tokenFingerprint } from '../src/core/config.ts';
+import type { Rate } from '../src/core/duration.ts';
 import { TransferBudget, type Acquired } from '../src/limiter/index.ts';
 import { createSimulator } from '../src/simulator/index.ts';
-import { deleteKeysUnder as deletePrefix } from '../src/redis.ts';
+import { deleteKeysUnder as deletePrefix } from '../src/redis/client.ts';
 import { isMain, printFigures, round } from './common.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -6,14 +6,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createContext } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
+import { createContext } from '../src/app/context.ts';
+import { loadConfig } from '../src/core/config.ts';
+import { createLogger } from '../src/core/log.ts';
 import { newRunId } from '../src/outcomes/runs.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { isMain, mb, printFigures, round, type Figures } from './common.ts';
-import { deleteKeysUnder, masters, type RedisClient } from '../src/redis.ts';
+import { deleteKeysUnder, masters, type RedisClient } from '../src/redis/client.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 

@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
 import { Redis } from 'ioredis';
-import { createContext } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
+import { createContext } from '../src/app/context.ts';
+import { loadConfig } from '../src/core/config.ts';
+import { createLogger } from '../src/core/log.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { startWorkers } from '../src/worker/run-workers.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
-import { deleteKeysUnder } from '../src/redis.ts';
+import { deleteKeysUnder } from '../src/redis/client.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

@@ -2,7 +2,7 @@
 // table is tested exhaustively.
 import { transferArrayProblem, transferResultSchema } from './schemas.ts';
 import type { TransferOutcome } from './outcome.ts';
-import type { Scrub } from '../log.ts';
+import type { Scrub } from '../core/log.ts';
 
 const keep: Scrub = (text) => text;
 

@@ -7,7 +7,7 @@ import { startDeadline, Stalls } from './deadline.ts';
 import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
-import { scrubResponseText, secretScrubber, type Scrub } from '../log.ts';
+import { scrubResponseText, secretScrubber, type Scrub } from '../core/log.ts';
 
 export interface ClientOptions {
   baseUrl: string;

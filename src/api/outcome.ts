@@ -1,6 +1,6 @@
 // The result of one transfer call, as one discriminated union. The client never throws for a response
 // or a network failure: every result is one of these, so the worker's switch is exhaustive.
-import type { OutcomeCode } from '../outcome-codes.ts';
+import type { OutcomeCode } from '../outcomes/codes.ts';
 import type { TransferResult } from './schemas.ts';
 
 interface Base {

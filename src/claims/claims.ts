@@ -3,8 +3,8 @@
 // mark a learner queued; the worker checks the claim after it took the learner's lease and before it
 // sends, so a learner moved elsewhere on purpose is never called for by its old organization.
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from '../redis.ts';
-import type { Keys } from '../keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { Keys } from '../core/keys.ts';
 
 const SCRIPT = readFileSync(new URL('./claim.lua', import.meta.url), 'utf8');
 const CHUNK = 1000;

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { exportAudit } from '../outcomes/audit-export.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { exportAudit } from '../ops/audit-export.ts';
 import { learnerIdOption, loadCliConfig, requireReadableRunId } from './shared.ts';
 
 export function register(program: Command): void {

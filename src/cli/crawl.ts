@@ -1,13 +1,13 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg, type AppContext } from '../app.ts';
-import { tokensOf, type Config } from '../config.ts';
-import { LearnerTransferError } from '../errors.ts';
-import { Progress } from '../progress.ts';
+import { createContext, requireOrg, type AppContext } from '../app/context.ts';
+import { tokensOf, type Config } from '../core/config.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { Progress } from './progress-line.ts';
 import { OrgIds } from '../queue/org-ids.ts';
-import { formatPlan, planOrgs } from '../queue/plan.ts';
+import { formatPlan, planOrgs } from '../ops/plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
-import { bindTokens } from '../token-orgs.ts';
+import { bindTokens } from '../limiter/token-orgs.ts';
 import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
 
 export interface CrawlFlags {

@@ -1,10 +1,10 @@
 // `learner-transfer dashboard`: the retry dashboard (src/dashboard). Loopback by default; any other
 // address needs DASHBOARD_TOKEN, since the dashboard can re-queue work and shows every outcome.
 import { InvalidArgumentError, type Command } from 'commander';
-import { createContext } from '../app.ts';
-import { isLoopbackAddress } from '../dashboard/auth.ts';
+import { createContext } from '../app/context.ts';
+import { isLoopbackAddress } from '../core/http-access.ts';
 import { buildDashboard } from '../dashboard/server.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import { loadCliConfig, onShutdown } from './shared.ts';
 
 interface DashboardFlags {

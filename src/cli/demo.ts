@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OUTCOMES, isOutcomeCode } from '../outcome-codes.ts';
+import { OUTCOMES, isOutcomeCode } from '../outcomes/codes.ts';
 import { runDemo } from '../demo/run-demo.ts';
 import { onShutdown } from './shared.ts';
 

@@ -1,17 +1,17 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { fileSize } from '../queue/sources/csv.ts';
 import { newRunId } from '../outcomes/runs.ts';
-import { Progress } from '../progress.ts';
-import { forTerminal } from '../terminal-safe.ts';
-import { assertPrivateTarget } from '../private-file.ts';
+import { Progress } from './progress-line.ts';
+import { forTerminal } from '../core/terminal-safe.ts';
+import { assertPrivateTarget } from '../core/private-file.ts';
 import { EXIT, loadCliConfig, positiveInt, runIdOption } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
-import { appendChange, cliActor } from '../control-log.ts';
+import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { priorityOption, urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
 
 /** What `--priority urgent` did over the whole file. */

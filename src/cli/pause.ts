@@ -2,11 +2,11 @@
 // worker of every host, and start again. The pause is in Redis (the organization's policy), so it
 // outlives restarts, and acquire reads it in its own step: no permit is granted after it.
 import { Command, Option } from 'commander';
-import { createContext } from '../app.ts';
-import { cliActor } from '../control-log.ts';
+import { createContext } from '../app/context.ts';
+import { cliActor } from '../limiter/control-log.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../limiter/policy.ts';
 import { setPaused } from '../limiter/policy-control.ts';
-import { forTerminal } from '../terminal-safe.ts';
+import { forTerminal } from '../core/terminal-safe.ts';
 import { checkOrgAndToken, tokenIdOption } from './limits.ts';
 import { loadCliConfig } from './shared.ts';
 

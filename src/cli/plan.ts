@@ -1,9 +1,9 @@
 import { Command } from 'commander';
 import { basename } from 'node:path';
-import { createContext, requireOrg } from '../app.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import { parseOrgIdPair } from '../queue/org-ids.ts';
-import { formatPlan, planCsv } from '../queue/plan.ts';
+import { formatPlan, planCsv } from '../ops/plan.ts';
 import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
 import { runReconcileCommand } from './reconcile.ts';
 import { EXIT, loadCliConfig } from './shared.ts';

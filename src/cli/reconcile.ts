@@ -1,12 +1,12 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { Progress } from '../progress.ts';
-import { forTerminal } from '../terminal-safe.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { Progress } from './progress-line.ts';
+import { forTerminal } from '../core/terminal-safe.ts';
 import { parseOrgIdPair } from '../queue/org-ids.ts';
-import { formatPlan, planOrgs } from '../queue/plan.ts';
-import { runReconcile } from '../queue/reconcile-run.ts';
+import { formatPlan, planOrgs } from '../ops/plan.ts';
+import { runReconcile } from '../ops/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
-import { bindTokens } from '../token-orgs.ts';
+import { bindTokens } from '../limiter/token-orgs.ts';
 import { EXIT, loadCliConfig, positiveInt, runAbortable, runIdOption } from './shared.ts';
 
 export interface ReconcileFlags {

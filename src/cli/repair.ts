@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { formatRepair, repairOrg } from '../queue/repair.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { formatRepair, repairOrg } from '../ops/repair.ts';
 import { EXIT, loadCliConfig } from './shared.ts';
 
 export function register(program: Command): void {

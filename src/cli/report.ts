@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { writeReport, writeSplit } from '../outcomes/report.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { writeReport, writeSplit } from '../ops/report.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { loadCliConfig, requireReadableRunId } from './shared.ts';
 

@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { retryFailed } from '../queue/retry.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { retryFailed } from '../ops/retry.ts';
 import { BUCKETS } from '../outcomes/record.ts';
-import { forTerminal } from '../terminal-safe.ts';
+import { forTerminal } from '../core/terminal-safe.ts';
 import { learnerIdOption, loadCliConfig, requireReadableRunId } from './shared.ts';
 
 export function register(program: Command): void {

@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
 import { access, constants } from 'node:fs/promises';
 import { basename, extname, resolve } from 'node:path';
-import { createContext, requireOrg } from '../app.ts';
-import { parseDuration } from '../duration.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { parseDuration } from '../core/duration.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import {
   formatSchedules,
   listSchedules,

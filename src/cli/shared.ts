@@ -1,7 +1,7 @@
 // Helpers every command uses: config loading with clear errors, exit codes, graceful signals.
 import { InvalidArgumentError } from 'commander';
-import { loadConfig, type Config, type LoadOptions } from '../config.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { loadConfig, type Config, type LoadOptions } from '../core/config.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import {
   isLearnerId,
   isReadableRunId,
@@ -10,11 +10,12 @@ import {
   parseLearnerId,
   READABLE_RUN_ID_EXPECTED,
   RUN_ID_EXPECTED,
-} from '../ids.ts';
-import { scrubSecrets } from '../log.ts';
-import { forTerminal } from '../terminal-safe.ts';
-import { permissionDenial, permissionSentence } from '../redis-noperm.ts';
-import { DEFAULT_HIGH_WATER, isWriteRefusal, writeMessage } from '../redis-writes.ts';
+} from '../core/ids.ts';
+import { scrubSecrets } from '../core/log.ts';
+import { forTerminal } from '../core/terminal-safe.ts';
+import { permissionDenial, permissionSentence } from '../redis/permission-denial.ts';
+import { isWriteRefusal } from '../redis/refusals.ts';
+import { DEFAULT_HIGH_WATER, writeMessage } from '../redis/writes.ts';
 
 /** Exit codes, documented in the README. */
 export const EXIT = {
@@ -141,7 +142,7 @@ export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
-/** commander argument parser for a learner id (the one rule of src/ids.ts), naming the flag in its error. */
+/** commander argument parser for a learner id (the one rule of src/core/ids.ts), naming the flag in its error. */
 export function learnerIdOption(flag: string) {
   return (value: string): number => {
     const id = parseLearnerId(value);

@@ -1,8 +1,8 @@
 // `learner-transfer simulate`: runs the Learner API simulator in the foreground for the demo and for
 // trying the worker by hand. Prints the URL and the simulator's tokens (fixtures, not secrets).
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { formatRate, parseRate, type Rate } from '../duration.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { formatRate, parseRate, type Rate } from '../core/duration.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import {
   createSimulator,
   DEFAULT_TOKENS,

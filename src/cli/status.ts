@@ -1,11 +1,11 @@
 import { Command } from 'commander';
-import { createContext } from '../app.ts';
-import { collectStatus, type Status } from '../outcomes/status.ts';
-import { formatRate, humanizeMs } from '../duration.ts';
-import { estimate } from '../eta.ts';
+import { createContext } from '../app/context.ts';
+import { collectStatus, type Status } from '../ops/status.ts';
+import { formatRate, humanizeMs } from '../core/duration.ts';
+import { estimate } from '../ops/eta.ts';
 import { paceOf } from '../limiter/policy.ts';
 import type { LearnedView } from '../limiter/types.ts';
-import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
+import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import { loadCliConfig } from './shared.ts';
 
 /** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or '' when nothing is learned. */

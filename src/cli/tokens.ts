@@ -1,8 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
-import { humanizeMs } from '../duration.ts';
-import { isValidOrgKey } from '../keys.ts';
-import { rebindToken, TOKEN_ID_RE } from '../token-orgs.ts';
+import { createContext, requireOrg } from '../app/context.ts';
+import { humanizeMs } from '../core/duration.ts';
+import { isValidOrgKey } from '../core/keys.ts';
+import { rebindToken, TOKEN_ID_RE } from '../limiter/token-orgs.ts';
 import { loadCliConfig } from './shared.ts';
 
 export function register(program: Command): void {

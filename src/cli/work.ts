@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app.ts';
+import { createContext, requireOrg } from '../app/context.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { startControlWorker } from '../worker/control-worker.ts';
-import { LearnerTransferError } from '../errors.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
 import {
   createRegistry,
@@ -11,9 +11,9 @@ import {
   redisWaitCounters,
   serveMetrics,
   transferDurationHistogram,
-} from '../metrics.ts';
-import { bindTokens } from '../token-orgs.ts';
-import { isLoopbackAddress } from '../dashboard/auth.ts';
+} from '../ops/prometheus.ts';
+import { bindTokens } from '../limiter/token-orgs.ts';
+import { isLoopbackAddress } from '../core/http-access.ts';
 
 interface WorkFlags {
   concurrency?: number;

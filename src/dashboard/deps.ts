@@ -1,15 +1,15 @@
 // What every route of the dashboard gets: the app context, the CSRF issuer, the mode, and helpers to
 // parse the shared query parameters with errors that name the parameter.
 import type { FastifyReply } from 'fastify';
-import type { AppContext } from '../app.ts';
+import type { AppContext } from '../app/context.ts';
 import {
   isLearnerId,
   isReadableRunId,
   LEARNER_ID_EXPECTED,
   parseLearnerId,
   READABLE_RUN_ID_EXPECTED,
-} from '../ids.ts';
-import { isValidOrgKey } from '../keys.ts';
+} from '../core/ids.ts';
+import { isValidOrgKey } from '../core/keys.ts';
 import type { Csrf } from './csrf.ts';
 import type { PageContext } from './views/layout.ts';
 import type { Html } from './html.ts';
@@ -68,7 +68,7 @@ export function knownOrg(deps: DashboardDeps, org: string, param = 'org'): strin
   return org;
 }
 
-/** A learner id in a URL, a filter or a body: the rule the CSV and the CLI use (src/ids.ts). */
+/** A learner id in a URL, a filter or a body: the rule the CSV and the CLI use (src/core/ids.ts). */
 export function learnerIdParam(value: string, param = 'learner id'): number {
   const id = parseLearnerId(value);
   if (!isLearnerId(id))
@@ -76,7 +76,7 @@ export function learnerIdParam(value: string, param = 'learner id'): number {
   return id;
 }
 
-/** A run named in a filter: one whose id fits the rule, or a stored run of an earlier release (src/ids.ts). */
+/** A run named in a filter: one whose id fits the rule, or a stored run of an earlier release (src/core/ids.ts). */
 export async function runIdParam(deps: DashboardDeps, value: string, param = 'run'): Promise<string> {
   if (!(await isReadableRunId(value, (id) => deps.ctx.runs.exists(id)))) {
     throw badRequest(`${param}: expected ${READABLE_RUN_ID_EXPECTED}, got '${value.slice(0, 80)}'`);

@@ -4,7 +4,7 @@
 // younger than the interval, or joins the collection under way: a burst of connections costs one
 // collection, not one each. At most `maxClients` streams are open at once (the route answers 503 beyond).
 import type { ServerResponse } from 'node:http';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../core/log.ts';
 
 export class LiveFeed<T> {
   readonly #clients = new Set<ServerResponse>();

@@ -3,22 +3,20 @@
 // Built from an AppContext so tests drive it with inject() against a real Redis.
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import type { AppContext } from '../app.ts';
+import type { AppContext } from '../app/context.ts';
 import {
   FORBIDDEN_HOST,
   isHostAllowed,
-  LoginThrottle,
   presentedCredential,
   PUBLIC_PATHS,
-  refuseThrottled,
-  refuseUnauthorized,
   sameSecret,
-} from './auth.ts';
+} from '../core/http-access.ts';
+import { LoginThrottle, refuseThrottled, refuseUnauthorized } from './auth.ts';
 import { BULL_BOARD_CSP, BULL_BOARD_PATH, localOnlyHtml, mountBullBoard } from './bull-board.ts';
 import { Csrf, CSRF_HEADER, isStateChanging } from './csrf.ts';
 import { DashboardError, type DashboardDeps } from './deps.ts';
 import { escapeHtml } from './html.ts';
-import { registerMetrics } from './metrics.ts';
+import { registerMetrics } from './gauges.ts';
 import { registerAssets } from './routes/assets.ts';
 import { registerControls } from './routes/controls.ts';
 import { registerFailures } from './routes/failures.ts';

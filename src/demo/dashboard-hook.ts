@@ -1,6 +1,6 @@
 // After the demo's run, the dashboard stays up for a look, with workers serving the queue so a retry
 // clicked there is carried out.
-import type { AppContext } from '../app.ts';
+import type { AppContext } from '../app/context.ts';
 import { buildDashboard } from '../dashboard/server.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 

@@ -3,18 +3,18 @@
 // enqueues a CSV, runs workers until idle with progress, and writes the report files.
 import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
-import { createContext, type AppContext } from '../app.ts';
-import { loadConfig, secretsOf } from '../config.ts';
-import { humanizeMs, parseRate, type Rate } from '../duration.ts';
-import { LearnerTransferError } from '../errors.ts';
-import { createLogger } from '../log.ts';
-import { progressOf } from '../outcomes/progress.ts';
-import { writeReport, writeSplit } from '../outcomes/report.ts';
+import { createContext, type AppContext } from '../app/context.ts';
+import { loadConfig, secretsOf } from '../core/config.ts';
+import { humanizeMs, parseRate, type Rate } from '../core/duration.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { createLogger } from '../core/log.ts';
+import { progressOf } from '../outcomes/run-progress.ts';
+import { writeReport, writeSplit } from '../ops/report.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';
 import { startWorkers } from '../worker/run-workers.ts';
-import { bindTokens } from '../token-orgs.ts';
+import { bindTokens } from '../limiter/token-orgs.ts';
 import {
   closeRedis,
   connectRedis,
@@ -22,8 +22,8 @@ import {
   deleteKeysUnder,
   describeRedis,
   safeRedisUrl,
-} from '../redis.ts';
-import { standaloneTarget, type RedisTarget } from '../redis-target.ts';
+} from '../redis/client.ts';
+import { standaloneTarget, type RedisTarget } from '../core/redis-target.ts';
 import {
   redisAnswers,
   redisServerOnPath,

@@ -1,12 +1,12 @@
 // The live controls of an organization's policy: limits set / reset, pause and resume. Each change is
 // one atomic script on the policy hash (policy-change.lua) that also announces it on the limiter events
-// channel; then it is appended to the change log (control-log.ts) with who made it and the values
+// channel; then it is appended to the change log (limiter/control-log.ts) with who made it and the values
 // before and after. The CLI and the dashboard both call these.
-import { appendChange } from '../control-log.ts';
-import { formatRate, rateInBounds, rateMessage, type Rate } from '../duration.ts';
-import { LearnerTransferError } from '../errors.ts';
-import { isValidOrgKey, type Keys } from '../keys.ts';
-import type { RedisClient } from '../redis.ts';
+import { appendChange } from './control-log.ts';
+import { formatRate, rateInBounds, rateMessage, type Rate } from '../core/duration.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { isValidOrgKey, type Keys } from '../core/keys.ts';
+import type { RedisClient } from '../redis/client.ts';
 import { encodeRate, parsePolicy, seedRecord, type FallbackLimits, type LimitPolicy } from './policy.ts';
 import { defineLimiterCommands, run } from './scripts.ts';
 import type { BudgetEvent, PauseInfo } from './types.ts';

@@ -14,10 +14,10 @@
 //   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
 //   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
 // A hash that holds only these is not a stored policy (`stored` is false: LIMIT_* still apply).
-import { formatRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS, rateInBounds, type Rate } from '../duration.ts';
-import type { Keys } from '../keys.ts';
-import type { Logger } from '../log.ts';
-import type { RedisClient } from '../redis.ts';
+import { formatRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS, rateInBounds, type Rate } from '../core/duration.ts';
+import type { Keys } from '../core/keys.ts';
+import type { Logger } from '../core/log.ts';
+import type { RedisClient } from '../redis/client.ts';
 import type { BudgetView, PauseInfo } from './types.ts';
 
 /**

@@ -1,7 +1,7 @@
 // The limiter's Lua scripts, read once at startup from the .lua files beside this module and defined as
 // ioredis commands (EVALSHA, with EVAL on NOSCRIPT), BullMQ style.
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from '../redis.ts';
+import type { RedisClient } from '../redis/client.ts';
 
 function lua(name: string): string {
   return readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');

@@ -4,11 +4,11 @@
 // exact is in acquire.lua's header; this class only checks its inputs, builds the keys and reads the
 // scripts' replies.
 import { randomBytes } from 'node:crypto';
-import type { Rate } from '../duration.ts';
-import { LearnerTransferError } from '../errors.ts';
-import { createKeys, isValidOrgKey, type Keys } from '../keys.ts';
+import type { Rate } from '../core/duration.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { createKeys, isValidOrgKey, type Keys } from '../core/keys.ts';
 import { defineLimiterCommands, run, type LimiterCommands } from './scripts.ts';
-import type { RedisClient } from '../redis.ts';
+import type { RedisClient } from '../redis/client.ts';
 import {
   effectiveLimits,
   parsePause,

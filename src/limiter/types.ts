@@ -1,6 +1,6 @@
 // The transfer budget's public shapes. Times are Redis TIME in ms since the epoch; token ids are the
 // non-secret fingerprints of config.ts (TokenRef.id), never a token.
-import type { Rate } from '../duration.ts';
+import type { Rate } from '../core/duration.ts';
 
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */

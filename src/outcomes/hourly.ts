@@ -2,8 +2,8 @@
 // One small hash per (organization, hour): outcome code -> count, written by the worker after each
 // recorded outcome and expiring after two days, so it stays bounded over a weeks-long migration. The
 // limiter logs cannot serve here: they only hold one window (an hour per token), not a day of outcomes.
-import type { RedisClient } from '../redis.ts';
-import type { Keys } from '../keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { Keys } from '../core/keys.ts';
 
 export const HOUR_MS = 3_600_000;
 const KEEP_MS = 2 * 86_400_000;

@@ -1,7 +1,7 @@
 // The per-learner outcome record, stored as compact JSON in one hash per organization. Short field names
 // because a migration holds a million of them (bytes per learner are measured in bench/).
 import { z } from 'zod';
-import { OUTCOME_CODES, type OutcomeCode } from '../outcome-codes.ts';
+import { OUTCOME_CODES, type OutcomeCode } from './codes.ts';
 
 /**
  * Where a learner stands. `queued` until a worker records something; `retrying` while a failed attempt

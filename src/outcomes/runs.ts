@@ -1,10 +1,10 @@
 // Runs: one enqueue, crawl, reconcile or retry. A run has metadata (what it came from) and, per
 // organization, bucket counters kept by the outcome store.
 import { randomBytes } from 'node:crypto';
-import { LearnerTransferError } from '../errors.ts';
-import { isRunId, RUN_ID_EXPECTED } from '../ids.ts';
-import type { RedisClient } from '../redis.ts';
-import type { Keys } from '../keys.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { isRunId, RUN_ID_EXPECTED } from '../core/ids.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { Keys } from '../core/keys.ts';
 import type { OutcomeStore, RunCounts } from './store.ts';
 
 export interface RunMeta {

@@ -2,8 +2,8 @@
 // producer seeds it (`queued`), and reports, status, retry and the dashboard read it.
 import { readFileSync } from 'node:fs';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '../redis.ts';
-import type { Keys } from '../keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import {

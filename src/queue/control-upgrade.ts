@@ -2,9 +2,9 @@
 // {hash tag}: BullMQ's scripts on it touch keys in many slots, which a Redis Cluster refuses. This release
 // names it `{control}` and moves the schedules (and any control job still waiting) across once, at start.
 import { Queue } from 'bullmq';
-import type { Keys } from '../keys.ts';
-import type { Logger } from '../log.ts';
-import { isCluster, type RedisClient } from '../redis.ts';
+import type { Keys } from '../core/keys.ts';
+import type { Logger } from '../core/log.ts';
+import { isCluster, type RedisClient } from '../redis/client.ts';
 import { controlJobSchema, openControlQueue, upsertSchedule, type ControlJob } from './control.ts';
 
 export interface ControlMove {

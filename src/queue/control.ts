@@ -5,10 +5,10 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Queue, type JobSchedulerJson } from 'bullmq';
-import { LearnerTransferError } from '../errors.ts';
-import type { RedisClient } from '../redis.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import type { RedisClient } from '../redis/client.ts';
 import { z } from 'zod';
-import type { Keys } from '../keys.ts';
+import type { Keys } from '../core/keys.ts';
 
 export const controlJobSchema = z.object({
   kind: z.literal('reconcile'),

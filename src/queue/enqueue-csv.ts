@@ -3,8 +3,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { once } from 'node:events';
-import { csvLine } from '../outcomes/csv-safe.ts';
-import { assertPrivateTarget, PrivateOutput } from '../private-file.ts';
+import { csvLine } from '../core/csv-safe.ts';
+import { assertPrivateTarget, PrivateOutput } from '../core/private-file.ts';
 import type { Runs } from '../outcomes/runs.ts';
 import { addCounts, emptyCounts, type ProduceCounts, type Producer, type ProducerItem } from './producer.ts';
 import { readCsv } from './sources/csv.ts';

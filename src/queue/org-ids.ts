@@ -5,10 +5,10 @@
 // Two keys must never name one organization: each key has its own daily budget, so the organization's
 // would be spent twice over. An id another key has is refused (checked and written in one Lua script).
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from '../redis.ts';
+import type { RedisClient } from '../redis/client.ts';
 import { InvalidArgumentError } from 'commander';
-import { LearnerTransferError } from '../errors.ts';
-import { isValidOrgKey, type Keys } from '../keys.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { isValidOrgKey, type Keys } from '../core/keys.ts';
 
 const SET_SCRIPT = readFileSync(new URL('./org-ids-set.lua', import.meta.url), 'utf8');
 

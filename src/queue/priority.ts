@@ -30,8 +30,8 @@ import type { Job } from 'bullmq';
 import { InvalidArgumentError } from 'commander';
 import { jobIdOf, type TransferJob } from './job.ts';
 import type { TransferQueue } from './queues.ts';
-import type { RedisClient } from '../redis.ts';
-import type { NewChange } from '../control-log.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { NewChange } from '../limiter/control-log.ts';
 
 export const PRIORITIES = ['normal', 'urgent'] as const;
 export type Priority = (typeof PRIORITIES)[number];

@@ -16,8 +16,8 @@ import {
 import type { MarkResult, OutcomeStore } from '../outcomes/store.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { Claims } from '../claims/claims.ts';
-import type { Keys } from '../keys.ts';
-import { faultPoint } from '../fault.ts';
+import type { Keys } from '../core/keys.ts';
+import { faultPoint } from '../core/fault.ts';
 
 export interface ProducerItem {
   org: string;

@@ -1,9 +1,9 @@
 // One BullMQ queue per organization (architecture decision 6): a spent daily budget pauses only that
 // organization's queue. Queue names carry the organization's {hash tag} (see keys.ts).
 import { Queue, type JobsOptions } from 'bullmq';
-import type { RedisClient } from '../redis.ts';
-import type { Config } from '../config.ts';
-import type { Keys } from '../keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { Config } from '../core/config.ts';
+import type { Keys } from '../core/keys.ts';
 import type { TransferJob } from './job.ts';
 
 export type TransferQueue = Queue<TransferJob, unknown, string>;

@@ -1,7 +1,7 @@
 // Enforces the transfer limits the way a real service could: per token and per organization, with a
 // rolling or a fixed window. A request is admitted only when both scopes have room, and only an admitted
 // request uses budget; a refused one gets the wait until a slot frees (the Retry-After of the 429).
-import type { Rate } from '../duration.ts';
+import type { Rate } from '../core/duration.ts';
 import type { RequestRecord, SimLimits } from './types.ts';
 
 export type Admission = { ok: true } | { ok: false; retryAfterMs: number; scope: 'token' | 'org' };

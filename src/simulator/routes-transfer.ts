@@ -2,7 +2,7 @@
 // that does not use budget), then one seeded fault roll, then permission (403), learner (404), the
 // always-failing learners (500), and the repeat rule for a learner already in the caller's organization.
 import type { FastifyInstance } from 'fastify';
-import { formatDuration } from '../duration.ts';
+import { formatDuration } from '../core/duration.ts';
 import { bodies } from './bodies.ts';
 import { identify, isAnswer, sleep, type SimContext } from './context.ts';
 import { emit, type Answer } from './respond.ts';

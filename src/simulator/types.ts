@@ -1,6 +1,6 @@
 // The simulator's public types. Field names of the bodies follow spec/learner-api.md; everything the
 // spec marks "not shown" is a choice of ours, documented where it is made.
-import type { Rate } from '../duration.ts';
+import type { Rate } from '../core/duration.ts';
 
 export interface SimOrg {
   id: number;

@@ -1,7 +1,7 @@
 // Finds the windows in which the counted transfer requests of one token or one organization exceeded the
 // limit: what tests use to prove "no token ever exceeded its window". Sort + two pointers per key, so
 // 100k records take milliseconds.
-import type { Rate } from '../duration.ts';
+import type { Rate } from '../core/duration.ts';
 import type { LimitViolation, RequestRecord, SimLimits } from './types.ts';
 
 /**

@@ -3,7 +3,7 @@
 // is not a transfer result goes as its prefix, length and SHA-256, with the whole of it on disk beside the
 // spool (body-archive.ts), so a service that answers every attempt with a big page cannot fill Redis.
 import type { TransferOutcome } from '../api/outcome.ts';
-import type { Logger, Scrub } from '../log.ts';
+import type { Logger, Scrub } from '../core/log.ts';
 import type { FinishArgs } from '../outcomes/store.ts';
 import { keepOf, type BodyArchive } from './body-archive.ts';
 

@@ -2,15 +2,15 @@
 // whichever worker process BullMQ hands it to, one at a time per process.
 import { basename } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { AppContext } from '../app.ts';
-import { secretsOf } from '../config.ts';
-import { scrubError, secretScrubber } from '../log.ts';
+import type { AppContext } from '../app/context.ts';
+import { secretsOf } from '../core/config.ts';
+import { scrubError, secretScrubber } from '../core/log.ts';
 import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
-import { runReconcile } from '../queue/reconcile-run.ts';
+import { runReconcile } from '../ops/reconcile.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
-import { closeRedis, createRedis } from '../redis.ts';
-import { LogThrottle } from '../log-throttle.ts';
-import { permissionDenial, permissionSentence, redisUser } from '../redis-noperm.ts';
+import { closeRedis, createRedis } from '../redis/client.ts';
+import { LogThrottle } from '../core/log-throttle.ts';
+import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
 import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
 
 export interface ControlResult {

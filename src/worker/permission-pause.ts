@@ -7,7 +7,7 @@
 // tries again after PERMISSION_RETRY_MS: one refused fetch per worker per interval, and a fixed ACL is
 // picked up without a restart.
 import type { Worker } from 'bullmq';
-import { permissionDenial, type PermissionDenial } from '../redis-noperm.ts';
+import { permissionDenial, type PermissionDenial } from '../redis/permission-denial.ts';
 
 /** How long a worker refused by Redis's ACL waits before it fetches again. */
 export const PERMISSION_RETRY_MS = 5_000;

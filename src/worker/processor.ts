@@ -6,19 +6,19 @@ import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
-import type { Config, TokenRef } from '../config.ts';
+import type { Config, TokenRef } from '../core/config.ts';
 import type { TransferBudget } from '../limiter/index.ts';
 import { POLICY_RECHECK_MS } from '../limiter/policy.ts';
-import { scrubError, secretScrubber, type Logger } from '../log.ts';
+import { scrubError, secretScrubber, type Logger } from '../core/log.ts';
 import { MAX_RETRY_AFTER_MS } from '../api/retry-after.ts';
-import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcome-codes.ts';
+import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcomes/codes.ts';
 import { isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import type { FinishArgs, OutcomeStore } from '../outcomes/store.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
 import type { QueueSet } from '../queue/queues.ts';
 import type { ClaimResult, Claims } from '../claims/claims.ts';
 import type { OutcomeRecord } from '../outcomes/record.ts';
-import type { Keys } from '../keys.ts';
+import type { Keys } from '../core/keys.ts';
 import type { Recorder } from './recorder.ts';
 import { auditEntryOf } from './audit-entry.ts';
 import type { BodyArchive } from './body-archive.ts';
@@ -34,7 +34,7 @@ export interface ProcessorDeps {
   recorder: Recorder;
   /** Resolves when Redis takes writes (the write gate): no call is sent that could not be recorded. */
   waitWritable?: () => Promise<void>;
-  /** After the permit and lease are taken: WAIT for a replica (redis-durable.ts), so a failover keeps them. */
+  /** After the permit and lease are taken: WAIT for a replica (redis/durability.ts), so a failover keeps them. */
   replicated?: (org: string) => Promise<unknown>;
   logger: Logger;
   /** Where the whole of an unreadable body is kept, beside the spool (only its prefix goes to Redis). */

@@ -4,12 +4,12 @@
 // connection drops, the attempt keeps trying, its lease held, while the gate stops new calls; a SIGKILL
 // leaves the entry in the spool for the next `work` to replay.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../core/log.ts';
 import type { FinishArgs, FinishResult, OutcomeStore } from '../outcomes/store.ts';
 import { abandonedSpools, readSpool, takeSpool, type Spool } from './spool.ts';
 import { unlink, utimes } from 'node:fs/promises';
-import { faultPoint } from '../fault.ts';
-import { isWriteRefusal } from '../redis-writes.ts';
+import { faultPoint } from '../core/fault.ts';
+import { isWriteRefusal } from '../redis/refusals.ts';
 
 /** What the recorder needs of the write gate: hear a refused write, and say whether to keep sending. */
 export interface WriteGateLike {
@@ -48,7 +48,7 @@ export class Recorder {
     spool?: Spool | undefined;
     logger: Logger;
     gate?: WriteGateLike;
-    /** WAIT for a replica of the org's master (redis-durable.ts) before the spool entry is retired. */
+    /** WAIT for a replica of the org's master (redis/durability.ts) before the spool entry is retired. */
     replicated?: (org: string) => Promise<unknown>;
   }) {
     this.#replicated = deps.replicated;

@@ -1,22 +1,22 @@
 // `work`: one BullMQ Worker per organization queue in this process, sharing one limiter and one client.
 // Any number of such processes on any hosts share the queues and the budget through Redis.
 import { Worker, type Job } from 'bullmq';
-import type { AppContext } from '../app.ts';
+import type { AppContext } from '../app/context.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
-import { progressOf } from '../outcomes/progress.ts';
-import { scrubSecrets } from '../log.ts';
+import { progressOf } from '../outcomes/run-progress.ts';
+import { scrubSecrets } from '../core/log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
-import { closeRedis, createRedis } from '../redis.ts';
+import { closeRedis, createRedis } from '../redis/client.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { Recorder, type WriteGateLike } from './recorder.ts';
 import { Spool } from './spool.ts';
 import { BodyArchive } from './body-archive.ts';
-import { repairOrg, formatRepair } from '../queue/repair.ts';
-import { LogThrottle } from '../log-throttle.ts';
-import { WriteGate, writeProbeKey } from '../redis-writes.ts';
-import { permissionDenial, permissionSentence, redisUser } from '../redis-noperm.ts';
+import { repairOrg, formatRepair } from '../ops/repair.ts';
+import { LogThrottle } from '../core/log-throttle.ts';
+import { WriteGate, writeProbeKey } from '../redis/writes.ts';
+import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
 import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
 
 export interface WorkOptions {
@@ -57,7 +57,7 @@ export interface WorkHandle {
   /** Resolves when the workers stop (idle, stop(), or every remaining org blocked by 401). */
   done: Promise<WorkResult>;
   /** The write gate's state (Redis takes writes?), for metrics. */
-  writeState(): import('../redis-writes.ts').WriteState | undefined;
+  writeState(): import('../redis/writes.ts').WriteState | undefined;
   stop(): Promise<void>;
   workers: Worker[];
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli/shared.ts';
-import { createKeys } from '../../src/keys.ts';
+import { createKeys } from '../../src/core/keys.ts';
 import { runCli, withoutNoPersistenceWarning, type CliResult } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 

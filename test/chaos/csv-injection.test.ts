@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { csvCell, csvLine } from '../../src/outcomes/csv-safe.ts';
+import { csvCell, csvLine } from '../../src/core/csv-safe.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
-import { REPORT_COLUMNS, writeReport } from '../../src/outcomes/report.ts';
+import { REPORT_COLUMNS, writeReport } from '../../src/ops/report.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;

@@ -9,17 +9,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createContext, type AppContext } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
+import { createContext, type AppContext } from '../../src/app/context.ts';
+import { loadConfig } from '../../src/core/config.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { createLogger } from '../../src/log.ts';
-import {
-  checkRedisWrites,
-  isWriteRefusal,
-  WriteGate,
-  writeProbeKey,
-  type WriteState,
-} from '../../src/redis-writes.ts';
+import { createLogger } from '../../src/core/log.ts';
+import { isWriteRefusal } from '../../src/redis/refusals.ts';
+import { checkRedisWrites, WriteGate, writeProbeKey, type WriteState } from '../../src/redis/writes.ts';
 import { runCli } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';

@@ -3,9 +3,9 @@
 // coming up late (the worker waits for it), and an eviction policy that could drop jobs (a warning).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.ts';
-import { connectRedis } from '../../src/redis.ts';
-import { standaloneTarget } from '../../src/redis-target.ts';
+import { createLogger } from '../../src/core/log.ts';
+import { connectRedis } from '../../src/redis/client.ts';
+import { standaloneTarget } from '../../src/core/redis-target.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { Redis } from 'ioredis';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dashboardActor, readChanges } from '../../src/control-log.ts';
+import { dashboardActor, readChanges } from '../../src/limiter/control-log.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readPolicy } from '../../src/limiter/policy.ts';
 import { ROOT } from '../helpers/cli.ts';

@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { readChanges } from '../../src/control-log.ts';
+import { readChanges } from '../../src/limiter/control-log.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';

@@ -1,6 +1,6 @@
 // What a failing seed prints so that a person can see what it did and replay it: the drawn run, the
 // schedule one event a line with its time, and the exact command that runs the seed again.
-import { formatRate } from '../../src/duration.ts';
+import { formatRate } from '../../src/core/duration.ts';
 import type { RunPlan } from './draw-run.ts';
 import type { FaultEvent } from './draw-schedule.ts';
 import type { Applied } from './apply-fault.ts';

@@ -2,7 +2,7 @@
 // PRNG): the learners to move and those the service refuses, the tokens, the limits both sides enforce and
 // their window, the worker processes. The same seed always draws the same run, so a failing seed is
 // replayed by its number alone.
-import type { Rate } from '../../src/duration.ts';
+import type { Rate } from '../../src/core/duration.ts';
 import { stream, type Random } from '../../src/simulator/random.ts';
 import type { RepeatMode } from '../../src/simulator/index.ts';
 

@@ -3,7 +3,7 @@
 // the worker slots; wait for the first transfer call, play the schedule, drain, judge. Everything it
 // started is killed and every directory removed, on success, failure and timeout alike.
 import { rmSync } from 'node:fs';
-import { formatRate } from '../../src/duration.ts';
+import { formatRate } from '../../src/core/duration.ts';
 import type { SimFaults } from '../../src/simulator/index.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';

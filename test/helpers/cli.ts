@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { NO_PERSISTENCE_WARNING } from '../../src/redis.ts';
+import { NO_PERSISTENCE_WARNING } from '../../src/redis/client.ts';
 
 export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'learner-transfer.js');

@@ -3,8 +3,8 @@
 // one call in flight, and every revoked authorization is in the audit stream. Returns the violations as
 // sentences instead of asserting, so that vitest (ledger.ts's expectLedger) and the standalone seeded
 // fault runner (test/faults/) share one set of rules. No vitest import here: the runner runs without it.
-import type { AppContext } from '../../src/app.ts';
-import { OUTCOME_CODES } from '../../src/outcome-codes.ts';
+import type { AppContext } from '../../src/app/context.ts';
+import { OUTCOME_CODES } from '../../src/outcomes/codes.ts';
 import { BUCKETS, isFinalBucket, isIndexedBucket, type Bucket } from '../../src/outcomes/record.ts';
 import type { OutcomeRecord } from '../../src/outcomes/record.ts';
 import { jobCounts } from '../../src/queue/queues.ts';

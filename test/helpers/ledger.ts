@@ -3,7 +3,7 @@
 // most once. Returns the learners per bucket for the test's own assertions. The rules themselves are in
 // ledger-check.ts (as violations, shared with the seeded fault runner); this asserts there are none.
 import { expect } from 'vitest';
-import type { AppContext } from '../../src/app.ts';
+import type { AppContext } from '../../src/app/context.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { checkLedger, type LedgerExpectation, type Tally } from './ledger-check.ts';
 

@@ -4,8 +4,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { tokenFingerprint } from '../../src/config.ts';
-import { parseRate, type Rate } from '../../src/duration.ts';
+import { tokenFingerprint } from '../../src/core/config.ts';
+import { parseRate, type Rate } from '../../src/core/duration.ts';
 import { TransferBudget } from '../../src/limiter/index.ts';
 
 function env(name: string): string {

@@ -3,15 +3,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createContext, type AppContext } from '../../src/app.ts';
+import { createContext, type AppContext } from '../../src/app/context.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../../src/queue/enqueue-csv.ts';
 import { startWorkers, type WorkOptions, type WorkResult } from '../../src/worker/run-workers.ts';
-import { loadConfig, secretsOf, type Config } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
+import { loadConfig, secretsOf, type Config } from '../../src/core/config.ts';
+import { createLogger } from '../../src/core/log.ts';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from './redis.ts';
-import { closeRedis, createRedis } from '../../src/redis.ts';
+import { closeRedis, createRedis } from '../../src/redis/client.ts';
 
 export interface Harness {
   sim: Simulator;

@@ -2,7 +2,7 @@
 // No test ever runs FLUSHALL or FLUSHDB: other runs may share the server.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { deleteKeysUnder, scanKeys, type RedisClient } from '../../src/redis.ts';
+import { deleteKeysUnder, scanKeys, type RedisClient } from '../../src/redis/client.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

@@ -3,11 +3,11 @@
 // another organization is left there (and said so), moved only with { move: true } once it is final
 // there, with the move written in the new organization's audit stream.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createContext, type AppContext } from '../../src/app.ts';
+import { createContext, type AppContext } from '../../src/app/context.ts';
 import { Claims, type ClaimResult } from '../../src/claims/claims.ts';
-import { loadConfig } from '../../src/config.ts';
-import { createKeys } from '../../src/keys.ts';
-import { createLogger } from '../../src/log.ts';
+import { loadConfig } from '../../src/core/config.ts';
+import { createKeys } from '../../src/core/keys.ts';
+import { createLogger } from '../../src/core/log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import type { HeldItem } from '../../src/queue/producer.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';

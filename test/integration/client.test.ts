@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import type { TransferOutcome } from '../../src/api/outcome.ts';
-import { OUTCOME_CODES } from '../../src/outcome-codes.ts';
+import { OUTCOME_CODES } from '../../src/outcomes/codes.ts';
 import { createSimulator, type Simulator } from '../../src/simulator/index.ts';
 
 const TOKEN = 'sim-acme-1';

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dashboardActor, readChanges, type ChangeEntry } from '../../src/control-log.ts';
+import { dashboardActor, readChanges, type ChangeEntry } from '../../src/limiter/control-log.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readPolicy } from '../../src/limiter/policy.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';

@@ -4,7 +4,7 @@
 // written by the previous release are still read, and a finish without an update frees only the permit
 // and the lease.
 import { afterAll, describe, expect, it } from 'vitest';
-import { createKeys } from '../../src/keys.ts';
+import { createKeys } from '../../src/core/keys.ts';
 import { TransferBudget } from '../../src/limiter/index.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';

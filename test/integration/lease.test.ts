@@ -4,7 +4,7 @@
 // Waits are checked exactly against the `now` the scripts return (Redis TIME), never the test's clock.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createKeys } from '../../src/keys.ts';
+import { createKeys } from '../../src/core/keys.ts';
 import { TransferBudget, type Acquired, type Refused } from '../../src/limiter/index.ts';
 import type { LeaseRequest } from '../../src/limiter/types.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';

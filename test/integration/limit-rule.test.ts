@@ -6,10 +6,10 @@
 // malformed stored policy says so in an error line naming the organization and the stored value.
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/core/config.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { parseRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS } from '../../src/duration.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { parseRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS } from '../../src/core/duration.ts';
+import { ConfigError } from '../../src/core/errors.ts';
 import { decodeRate } from '../../src/limiter/policy.ts';
 import { TransferBudget } from '../../src/limiter/transfer-budget.ts';
 import { EXIT } from '../../src/cli/shared.ts';

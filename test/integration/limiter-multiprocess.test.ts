@@ -5,8 +5,8 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Rate } from '../../src/duration.ts';
-import { formatRate } from '../../src/duration.ts';
+import type { Rate } from '../../src/core/duration.ts';
+import { formatRate } from '../../src/core/duration.ts';
 import { createSimulator, type RequestRecord } from '../../src/simulator/index.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 

@@ -4,7 +4,7 @@
 // and when. Compressed windows (2 s), the real CLI, the real simulator.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readChanges, type ChangeEntry } from '../../src/control-log.ts';
+import { readChanges, type ChangeEntry } from '../../src/limiter/control-log.ts';
 import { findViolations } from '../../src/simulator/violations.ts';
 import { runCli, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';

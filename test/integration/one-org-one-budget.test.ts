@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli/shared.ts';
-import { tokenFingerprint } from '../../src/config.ts';
-import { LearnerTransferError } from '../../src/errors.ts';
-import { createKeys } from '../../src/keys.ts';
+import { tokenFingerprint } from '../../src/core/config.ts';
+import { LearnerTransferError } from '../../src/core/errors.ts';
+import { createKeys } from '../../src/core/keys.ts';
 import { OrgIds } from '../../src/queue/org-ids.ts';
-import { bindTokens, tokenBindings, tokenOrgsKey } from '../../src/token-orgs.ts';
+import { bindTokens, tokenBindings, tokenOrgsKey } from '../../src/limiter/token-orgs.ts';
 import { runCli } from '../helpers/cli.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 

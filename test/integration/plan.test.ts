@@ -2,8 +2,8 @@
 // window, learners already queued or done are told apart, and nothing is written to a queue, the
 // outcome store or a run, and no transfer is called.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokensOf } from '../../src/config.ts';
-import { describeEta, planCsv, planOrgs } from '../../src/queue/plan.ts';
+import { tokensOf } from '../../src/core/config.ts';
+import { describeEta, planCsv, planOrgs } from '../../src/ops/plan.ts';
 import { crawl } from '../../src/queue/sources/crawl.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { runCli } from '../helpers/cli.ts';

@@ -4,7 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { register, simulatorOptions, startSimulator, type SimulateFlags } from '../../src/cli/simulate.ts';
-import { LearnerTransferError } from '../../src/errors.ts';
+import { LearnerTransferError } from '../../src/core/errors.ts';
 
 async function parseError(args: string[]): Promise<string> {
   let stderr = '';

@@ -18,8 +18,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createKeys } from '../../src/keys.ts';
-import { createLogger } from '../../src/log.ts';
+import { createKeys } from '../../src/core/keys.ts';
+import { createLogger } from '../../src/core/log.ts';
 import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
 import { Recorder } from '../../src/worker/recorder.ts';
 import {

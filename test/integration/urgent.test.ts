@@ -7,7 +7,7 @@
 import { Worker } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { readChanges } from '../../src/control-log.ts';
+import { readChanges } from '../../src/limiter/control-log.ts';
 import { queuePlace } from '../../src/queue/priority.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { runCli, withoutNoPersistenceWarning } from '../helpers/cli.ts';

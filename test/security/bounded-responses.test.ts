@@ -15,7 +15,7 @@ import { BODY_CAP, LearnerApiClient } from '../../src/api/client.ts';
 import { classifyResponse } from '../../src/api/classify.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { UNREADABLE_PREFIX } from '../../src/worker/body-archive.ts';
-import { scanKeys } from '../../src/redis.ts';
+import { scanKeys } from '../../src/redis/client.ts';
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 

@@ -12,10 +12,10 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isWeakToken } from '../../src/config.ts';
+import { isWeakToken } from '../../src/core/config.ts';
 import { LoginThrottle } from '../../src/dashboard/auth.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { serveMetrics } from '../../src/metrics.ts';
+import { serveMetrics } from '../../src/ops/prometheus.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
 import {

@@ -3,7 +3,7 @@
 // the real CLI with a record whose message holds both.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRunId } from '../../src/outcomes/runs.ts';
-import { forTerminal, jsonForTerminal } from '../../src/terminal-safe.ts';
+import { forTerminal, jsonForTerminal } from '../../src/core/terminal-safe.ts';
 import { runCli } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 

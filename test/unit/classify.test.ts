@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { classifyNetworkError, classifyResponse } from '../../src/api/classify.ts';
 import { parseRetryAfter } from '../../src/api/retry-after.ts';
-import { OUTCOMES, OUTCOME_CODES } from '../../src/outcome-codes.ts';
+import { OUTCOMES, OUTCOME_CODES } from '../../src/outcomes/codes.ts';
 
 const ok = {
   success: true,

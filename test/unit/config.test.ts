@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig, tokenFingerprint } from '../../src/config.ts';
-import { ConfigError } from '../../src/errors.ts';
-import { parseRate, parseDuration, humanizeMs } from '../../src/duration.ts';
+import { loadConfig, tokenFingerprint } from '../../src/core/config.ts';
+import { ConfigError } from '../../src/core/errors.ts';
+import { parseRate, parseDuration, humanizeMs } from '../../src/core/duration.ts';
 
 function problemsOf(env: Record<string, string>, opts = {}): string[] {
   try {

@@ -4,8 +4,8 @@
 // the scripts read Redis's clock, so the probe is checked against peek's own `now`, never a fake clock.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readChanges } from '../../src/control-log.ts';
-import type { Rate } from '../../src/duration.ts';
+import { readChanges } from '../../src/limiter/control-log.ts';
+import type { Rate } from '../../src/core/duration.ts';
 import { TransferBudget, type Acquired } from '../../src/limiter/index.ts';
 import { readPolicy, seedPolicy } from '../../src/limiter/policy.ts';
 import { resetLimits, setLimits } from '../../src/limiter/policy-control.ts';

@@ -2,12 +2,12 @@
 // reserve, pauses, the key TTLs, the fallback without a policy, seeding and the mismatch warning, and the
 // change log. Real Redis, compressed real time, one organization per test.
 import { afterAll, describe, expect, it } from 'vitest';
-import { readChanges } from '../../src/control-log.ts';
-import type { Rate } from '../../src/duration.ts';
+import { readChanges } from '../../src/limiter/control-log.ts';
+import type { Rate } from '../../src/core/duration.ts';
 import { TransferBudget, type BudgetEvent } from '../../src/limiter/index.ts';
 import { envMismatchWarning, readPolicy, seedPolicies, seedPolicy } from '../../src/limiter/policy.ts';
 import { resetLimits, setLimits, setPaused } from '../../src/limiter/policy-control.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/core/log.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { granted, refused } from '../helpers/limiter.ts';
 

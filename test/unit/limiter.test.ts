@@ -2,8 +2,8 @@
 // Waits are checked exactly against the scores in Redis, never against the test's own clock.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { tokenFingerprint } from '../../src/config.ts';
-import type { Rate } from '../../src/duration.ts';
+import { tokenFingerprint } from '../../src/core/config.ts';
+import type { Rate } from '../../src/core/duration.ts';
 import { TransferBudget, type Acquired, type BudgetEvent } from '../../src/limiter/index.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { granted, refused } from '../helpers/limiter.ts';

@@ -2,8 +2,8 @@
 // summary on stop. Through a real pino logger writing JSON lines, as the workers' logger does.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.ts';
-import { LogThrottle, stripNumbers } from '../../src/log-throttle.ts';
+import { createLogger } from '../../src/core/log.ts';
+import { LogThrottle, stripNumbers } from '../../src/core/log-throttle.ts';
 
 interface Line {
   level: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, scrubSecrets } from '../../src/log.ts';
+import { createLogger, scrubSecrets } from '../../src/core/log.ts';
 
 describe('logger redaction', () => {
   it('redacts Authorization headers and token fields, and scrubs secrets anywhere in a line', () => {

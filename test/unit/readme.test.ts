@@ -6,8 +6,8 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../../src/cli/commands.ts';
 import { EXIT } from '../../src/cli/shared.ts';
-import { ENV_VARIABLES } from '../../src/config.ts';
-import { OUTCOME_CODES } from '../../src/outcome-codes.ts';
+import { ENV_VARIABLES } from '../../src/core/config.ts';
+import { OUTCOME_CODES } from '../../src/outcomes/codes.ts';
 import { ROOT } from '../helpers/cli.ts';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');

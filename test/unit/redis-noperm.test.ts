@@ -1,7 +1,7 @@
 // Redis's words for an ACL refusal, as each version and path puts them, and the one sentence they become.
 import { describe, expect, it } from 'vitest';
-import { permissionDenial, permissionSentence, redisUser } from '../../src/redis-noperm.ts';
-import { standaloneTarget } from '../../src/redis-target.ts';
+import { permissionDenial, permissionSentence, redisUser } from '../../src/redis/permission-denial.ts';
+import { standaloneTarget } from '../../src/core/redis-target.ts';
 
 const err = (message: string, extra: object = {}) => Object.assign(new Error(message), extra);
 

@@ -1,8 +1,8 @@
 // Which Redis the environment selects, and how a bad value is reported: the variable and the value, never
 // a password.
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { describeRedis } from '../../src/redis-target.ts';
+import { loadConfig } from '../../src/core/config.ts';
+import { describeRedis } from '../../src/core/redis-target.ts';
 
 function problemsOf(env: Record<string, string>): string {
   try {

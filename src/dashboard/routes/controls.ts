@@ -14,11 +14,12 @@
 // Authentication and the CSRF header are checked for every POST by the server's onRequest hook; a
 // read-only dashboard refuses these POSTs (403) and hides the controls.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { collectLimits, describeChange, type OrgLimits } from '../../cli/limits.ts';
-import { tokensOf, type Config } from '../../config.ts';
-import { dashboardActor, readChanges, type ChangeEntry } from '../../control-log.ts';
-import { formatRate, rateMessage, readRate, type Rate } from '../../duration.ts';
-import { LearnerTransferError } from '../../errors.ts';
+import { collectControls, orgControls, type OrgControls } from '../../ops/controls.ts';
+import { describeChange } from '../../ops/limits.ts';
+import { tokensOf, type Config } from '../../core/config.ts';
+import { dashboardActor } from '../../limiter/control-log.ts';
+import { formatRate, rateMessage, readRate, type Rate } from '../../core/duration.ts';
+import { LearnerTransferError } from '../../core/errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../../limiter/policy.ts';
 import {
   parseReserve,
@@ -29,30 +30,9 @@ import {
   type PolicyChangeResult,
 } from '../../limiter/policy-control.ts';
 import type { PauseInfo } from '../../limiter/types.ts';
-import { TOKEN_ID_RE } from '../../token-orgs.ts';
+import { TOKEN_ID_RE } from '../../limiter/token-orgs.ts';
 import { badRequest, DashboardError, knownOrg, pageContext, sendPage, type DashboardDeps } from '../deps.ts';
 import { CONTROLS_CSS, CONTROLS_JS, controlsPage } from '../views/controls.ts';
-
-/** Change log entries shown per organization, newest first. */
-export const CHANGES_SHOWN = 20;
-
-export interface ChangeRow extends ChangeEntry {
-  /** What changed, in words ("perToken 20/2s -> 5/2s"). */
-  summary: string;
-}
-
-/** One organization on the controls page: `limits show --json`'s fields, and its newest changes. */
-export interface OrgControls extends OrgLimits {
-  changes: ChangeRow[];
-}
-
-export interface ControlsOverview {
-  at: string;
-  readOnly: boolean;
-  /** Every worker applies a change within this (ms). */
-  applyWithinMs: number;
-  orgs: OrgControls[];
-}
 
 /** What a POST answers: what was done, in words, and the organization's controls after it. */
 export interface ControlResult {
@@ -66,41 +46,6 @@ export interface ControlResult {
   message: string;
   warnings: string[];
   controls: OrgControls;
-}
-
-/** A change log entry in words: the before/after of limits and pauses, the learners of an urgent move. */
-export function summarizeChange(e: ChangeEntry): string {
-  const d = e.details;
-  if ('before' in d || 'after' in d) return describeChange(d);
-  return Object.entries(d)
-    .map(
-      ([k, v]) =>
-        `${k} ${Array.isArray(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : String(v)}`,
-    )
-    .join(', ');
-}
-
-async function orgControls(deps: DashboardDeps, org: string): Promise<OrgControls> {
-  const { ctx } = deps;
-  const [limits, changes] = await Promise.all([
-    collectLimits(ctx, org),
-    readChanges(ctx.redis, ctx.keys, { count: CHANGES_SHOWN, org }),
-  ]);
-  return { ...limits, changes: changes.map((e) => ({ ...e, summary: summarizeChange(e) })) };
-}
-
-export async function collectControls(
-  deps: DashboardDeps,
-  orgs: readonly string[],
-): Promise<ControlsOverview> {
-  const out: OrgControls[] = [];
-  for (const org of orgs) out.push(await orgControls(deps, org));
-  return {
-    at: new Date().toISOString(),
-    readOnly: deps.readOnly,
-    applyWithinMs: POLICY_RECHECK_MS,
-    orgs: out,
-  };
 }
 
 /** The user name of a basic-auth header (browsers), for the change log; none for a Bearer token. */
@@ -233,7 +178,10 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
   app.get<{ Querystring: { org?: string } }>('/controls', async (req, reply) =>
     sendPage(
       reply,
-      controlsPage(pageContext(deps, '/controls'), await collectControls(deps, orgsOf(req.query))),
+      controlsPage(
+        pageContext(deps, '/controls'),
+        await collectControls(deps.ctx, orgsOf(req.query), deps.readOnly),
+      ),
     ),
   );
   app.get('/assets/controls.css', async (_req, reply) =>
@@ -246,7 +194,7 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
       .send(CONTROLS_JS),
   );
   app.get<{ Querystring: { org?: string } }>('/api/controls', async (req) =>
-    collectControls(deps, orgsOf(req.query)),
+    collectControls(deps.ctx, orgsOf(req.query), deps.readOnly),
   );
 
   const pauseRoute = (paused: boolean) => async (req: FastifyRequest) => {
@@ -268,7 +216,7 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
       changeId: r.changeId,
       message: pauseMessage(org, tokenId, paused, r),
       warnings: [],
-      controls: await orgControls(deps, org),
+      controls: await orgControls(deps.ctx, org),
     };
     return result;
   };
@@ -315,7 +263,7 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
       changeId: r.changeId,
       message: limitsMessage(org, r),
       warnings,
-      controls: await orgControls(deps, org),
+      controls: await orgControls(deps.ctx, org),
     };
     return result;
   });
@@ -335,7 +283,7 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
       changeId: r.changeId,
       message: `${limitsMessage(org, r)} (reset to this dashboard's LIMIT_PER_TOKEN=${formatRate(ctx.config.limitPerToken)} LIMIT_PER_ORG=${formatRate(ctx.config.limitPerOrg)})`,
       warnings: [],
-      controls: await orgControls(deps, org),
+      controls: await orgControls(deps.ctx, org),
     };
     return result;
   });

@@ -4,7 +4,7 @@
 // many requests arrive; requests during a probe share it.
 import type { FastifyInstance } from 'fastify';
 import type { DashboardDeps } from '../deps.ts';
-import { checkRedisWrites, writeProbeKey } from '../../redis-writes.ts';
+import { checkRedisWrites, writeProbeKey } from '../../redis/writes.ts';
 
 const PING_TIMEOUT_MS = 2000;
 /** How long a probe's answer is served after it arrived. */

@@ -5,7 +5,7 @@
 // outcome record and job id), only for a learner that waits (queued or retrying): any other state is
 // explained with a 409. Authentication and the CSRF header are checked for every POST by the server's
 // onRequest hook; read-only dashboards refuse it (403) and hide the button. Each move is written in the
-// change log (control-log.ts) with the dashboard user and client address.
+// change log (limiter/control-log.ts) with the dashboard user and client address.
 import type { FastifyInstance } from 'fastify';
 import {
   isFinalBucket,
@@ -14,7 +14,7 @@ import {
   type Bucket,
   type LearnerOutcome,
 } from '../../outcomes/record.ts';
-import { appendChange, dashboardActor } from '../../control-log.ts';
+import { appendChange, dashboardActor } from '../../limiter/control-log.ts';
 import { queuePlace, urgentChange, type UrgentBatch } from '../../queue/priority.ts';
 import {
   badRequest,

@@ -3,7 +3,7 @@
 // answer is 503 with Retry-After (the page falls back to reloading).
 import type { FastifyInstance } from 'fastify';
 import { LiveFeed } from '../live.ts';
-import { collectOverview } from '../queries/overview.ts';
+import { collectOverview } from '../../ops/overview.ts';
 import type { DashboardDeps } from '../deps.ts';
 
 export function registerLive(app: FastifyInstance, deps: DashboardDeps): LiveFeed<unknown> {

@@ -1,6 +1,6 @@
 // GET / (page), GET /api/overview, GET /api/runs, GET /api/runs/:id.
 import type { FastifyInstance } from 'fastify';
-import { collectOverview, runOverview } from '../queries/overview.ts';
+import { collectOverview, runOverview } from '../../ops/overview.ts';
 import { notFound, pageContext, runIdParam, sendPage, type DashboardDeps } from '../deps.ts';
 import { overviewPage } from '../views/overview.ts';
 

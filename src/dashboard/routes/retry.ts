@@ -3,9 +3,9 @@
 // scripts the token every POST needs. Refused in read-only mode.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { retryFailed, type RetrySummary } from '../../queue/retry.ts';
+import { retryFailed, type RetrySummary } from '../../ops/retry.ts';
 import { badRequest, DashboardError, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
-import { failurePage } from '../queries/failures.ts';
+import { failurePage } from '../../ops/failures.ts';
 import { filterFields, toFailureFilter } from './failures-query.ts';
 
 const MAX_SELECTED = 10_000;

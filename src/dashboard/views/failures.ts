@@ -2,7 +2,7 @@
 // retry one / selected / all matching (hidden in read-only mode). The script in /assets/app.js posts the
 // retries and follows the retried learners until they reach a new outcome.
 import { html, query, type Html } from '../html.ts';
-import type { FailurePage } from '../queries/failures.ts';
+import type { FailurePage } from '../../ops/failures.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import { layout, type PageContext } from './layout.ts';
 

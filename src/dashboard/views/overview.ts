@@ -1,8 +1,8 @@
 // Overview page: alerts, then per organization (paused or not, the limits in effect, progress, outcomes,
 // budget, chart, ETA), then per run.
-import { formatRate } from '../../duration.ts';
+import { formatRate } from '../../core/duration.ts';
 import { html, query, type Html } from '../html.ts';
-import type { OrgOverview, Overview } from '../queries/overview.ts';
+import type { OrgOverview, Overview } from '../../ops/overview.ts';
 import { layout, type PageContext } from './layout.ts';
 import { alertList, budgetTable, counts, hourlyChart, progressBar } from './parts.ts';
 

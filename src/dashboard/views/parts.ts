@@ -2,8 +2,8 @@
 import type { HourBucket } from '../../outcomes/hourly.ts';
 import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
-import type { RunProgress } from '../../outcomes/progress.ts';
-import type { Alert } from '../queries/overview.ts';
+import type { RunProgress } from '../../outcomes/run-progress.ts';
+import type { Alert } from '../../ops/overview.ts';
 
 function pct(n: number, total: number): string {
   return total > 0 ? ((100 * n) / total).toFixed(2) : '0';

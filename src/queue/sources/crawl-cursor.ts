@@ -7,8 +7,8 @@
 // Bounded: the hash holds a fixed set of fields and the walker's marks as one short string of page ranges
 // (page-marks.ts), however many pages the crawl reads. An earlier release kept one field per page
 // ("p:<page>"); load() turns those into marks and removes them.
-import type { RedisClient } from '../../redis.ts';
-import type { Keys } from '../../keys.ts';
+import type { RedisClient } from '../../redis/client.ts';
+import type { Keys } from '../../core/keys.ts';
 import { decodeMarks, encodeMarks, marksFromPages, type WalkMarks } from './page-marks.ts';
 
 /** Counters kept per crawl; skip reasons are stored as `skip:<reason>`, learners already done as `done:<bucket>`. */

@@ -8,10 +8,10 @@
 // within a run, the crawl's selected set in Redis drops them across a kill, and job ids drop anything
 // left. A --limit counts selected learners exactly, across resumes.
 import { createHash } from 'node:crypto';
-import type { RedisClient } from '../../redis.ts';
+import type { RedisClient } from '../../redis/client.ts';
 import type { Learner } from '../../api/schemas.ts';
-import { LearnerTransferError } from '../../errors.ts';
-import type { Keys } from '../../keys.ts';
+import { LearnerTransferError } from '../../core/errors.ts';
+import type { Keys } from '../../core/keys.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 import type { Runs } from '../../outcomes/runs.ts';
 import { newRunId } from '../../outcomes/runs.ts';

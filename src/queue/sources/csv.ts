@@ -5,9 +5,9 @@ import { stat } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import { parse, type CsvError } from 'csv-parse';
-import { LearnerTransferError } from '../../errors.ts';
-import { parseLearnerId } from '../../ids.ts';
-import { isValidOrgKey } from '../../keys.ts';
+import { LearnerTransferError } from '../../core/errors.ts';
+import { parseLearnerId } from '../../core/ids.ts';
+import { isValidOrgKey } from '../../core/keys.ts';
 
 export type CsvEvent =
   | { kind: 'row'; line: number; learnerId: number; org: string }
@@ -43,7 +43,7 @@ export function printable(text: string, max = 40): string {
 }
 const ORG_HEADERS = new Set(['org', 'organization', 'org_key', 'orgkey']);
 
-/** Checks one learner id cell (the one rule of src/ids.ts). Returns the id or the reason it is not one. */
+/** Checks one learner id cell (the one rule of src/core/ids.ts). Returns the id or the reason it is not one. */
 function parseLearnerIdCell(cell: string | undefined): number | string {
   const text = (cell ?? '').trim();
   return parseLearnerId(text, printable(text));

@@ -18,8 +18,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { capDelayMs } from '../../api/retry-after.ts';
 import type { ListResult } from '../../api/client.ts';
 import type { Learner, ListPage } from '../../api/schemas.ts';
-import { DEFAULT_CRAWL_MAX_PAGES } from '../../config.ts';
-import { LearnerTransferError } from '../../errors.ts';
+import { DEFAULT_CRAWL_MAX_PAGES } from '../../core/config.ts';
+import { LearnerTransferError } from '../../core/errors.ts';
 import { emptyMarks, encodeMarks, suspectPages, type WalkMarks } from './page-marks.ts';
 
 export interface ListReader {

@@ -9,9 +9,9 @@
 // learner, so its re-reads (see page-walker.ts) also correct owners that changed during the walk.
 import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { LearnerTransferError } from '../../errors.ts';
-import { csvLine } from '../../outcomes/csv-safe.ts';
-import { assertPrivateTarget, writePrivateFileSync } from '../../private-file.ts';
+import { LearnerTransferError } from '../../core/errors.ts';
+import { csvLine } from '../../core/csv-safe.ts';
+import { assertPrivateTarget, writePrivateFileSync } from '../../core/private-file.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import type { Runs } from '../../outcomes/runs.ts';

@@ -20,7 +20,7 @@ export interface TokenRef {
 }
 
 export interface Config {
-  /** REDIS_URL, or REDIS_CLUSTER_NODES, or REDIS_SENTINELS + REDIS_SENTINEL_MASTER (see redis-target.ts). */
+  /** REDIS_URL, or REDIS_CLUSTER_NODES, or REDIS_SENTINELS + REDIS_SENTINEL_MASTER (see core/redis-target.ts). */
   redis: RedisTarget;
   queuePrefix: string;
   apiBaseUrl: string | undefined;
@@ -245,7 +245,7 @@ const tokensField = z
 
 const envSchema = z.object({
   REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
-  // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in redis-target.ts).
+  // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in core/redis-target.ts).
   REDIS_CLUSTER_NODES: z.string().optional(),
   REDIS_SENTINELS: z.string().optional(),
   REDIS_SENTINEL_MASTER: z.string().optional(),

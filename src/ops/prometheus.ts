@@ -3,10 +3,9 @@
 // request-duration histogram the worker feeds, and a tiny /metrics server for the worker.
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { DurabilityStats } from './redis-durable.ts';
-import type { WriteState } from './redis-writes.ts';
-import { FORBIDDEN_HOST, isHostAllowed, presentedCredential, sameSecret } from './dashboard/auth.ts';
-import type { OutcomeEvent } from './worker/processor.ts';
+import type { DurabilityStats } from '../redis/durability.ts';
+import type { WriteState } from '../redis/writes.ts';
+import { FORBIDDEN_HOST, isHostAllowed, presentedCredential, sameSecret } from '../core/http-access.ts';
 
 /** Transfer calls take tens of ms to the request timeout (30 s by default). */
 const DURATION_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -29,7 +28,14 @@ export function transferDurationHistogram(registry: Registry): TransferDurationH
   });
 }
 
-export function observeOutcome(h: TransferDurationHistogram, e: OutcomeEvent): void {
+/** What the histogram needs of a transfer's outcome (the worker's OutcomeEvent has it). */
+export interface TimedOutcome {
+  org: string;
+  code: string;
+  durationMs: number;
+}
+
+export function observeOutcome(h: TransferDurationHistogram, e: TimedOutcome): void {
   h.observe({ org: e.org, outcome: e.code }, e.durationMs / 1000);
 }
 
@@ -65,7 +71,7 @@ export function redisWriteGauges(
   });
 }
 
-/** WAITs for a replica after the writes that must survive a failover (redis-durable.ts), by result. */
+/** WAITs for a replica after the writes that must survive a failover (redis/durability.ts), by result. */
 export function redisWaitCounters(registry: Registry, stats: () => DurabilityStats): void {
   new Gauge({
     name: 'learner_transfer_redis_waits_total',

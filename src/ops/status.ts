@@ -1,11 +1,11 @@
 // The status of the whole tool: per organization, learners by state and outcome, queue counts, budget
 // used and remaining per token and organization, and when the remaining work will be done.
-import type { AppContext } from '../app.ts';
-import { estimate, type Eta } from '../eta.ts';
+import type { AppContext } from '../app/context.ts';
+import { estimate, type Eta } from './eta.ts';
 import type { BudgetView } from '../limiter/index.ts';
 import { jobCounts, type JobCounts } from '../queue/queues.ts';
-import { checkRedisWrites, writeProbeKey, type WriteState } from '../redis-writes.ts';
-import type { RunCounts } from './store.ts';
+import { checkRedisWrites, writeProbeKey, type WriteState } from '../redis/writes.ts';
+import type { RunCounts } from '../outcomes/store.ts';
 
 export interface OrgStatus {
   org: string;

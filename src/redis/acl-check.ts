@@ -9,12 +9,12 @@
 // EVAL, which the tool needs anyway. A Redis without acl_check_cmd is probed with harmless commands.
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { createKeys } from './keys.ts';
-import { isCluster, masters, type RedisClient } from './redis.ts';
-import type { RedisTarget } from './redis-target.ts';
-import { permissionDenial, permissionError, redisUser, type PermissionDenial } from './redis-noperm.ts';
+import { createKeys } from '../core/keys.ts';
+import { isCluster, masters, type RedisClient } from './client.ts';
+import type { RedisTarget } from '../core/redis-target.ts';
+import { permissionDenial, permissionError, redisUser, type PermissionDenial } from './permission-denial.ts';
 
-const SCRIPT = readFileSync(new URL('./redis-acl-check.lua', import.meta.url), 'utf8');
+const SCRIPT = readFileSync(new URL('./acl-check.lua', import.meta.url), 'utf8');
 
 /** A command as the check sends it: `argv`, of which the first `name` strings name the command. */
 interface Check {

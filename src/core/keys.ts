@@ -74,11 +74,11 @@ export interface Keys {
    * organization's work under this prefix. Its own slot: claims are taken before the org's records.
    */
   claims(): string;
-  /** Version of the Redis state layout this prefix holds (upgrades run once, see state-upgrade.ts). */
+  /** Version of the Redis state layout this prefix holds (upgrades run once, see app/state-upgrade.ts). */
   stateVersion(): string;
   /**
    * Append-only log of changes made through the live controls (limits, pause, priority): a stream of
-   * who changed what and when (control-log.ts). Never trimmed: a few entries a day.
+   * who changed what and when (limiter/control-log.ts). Never trimmed: a few entries a day.
    */
   changes(): string;
 }

@@ -1,8 +1,8 @@
 // What a Redis ACL refusal (NOPERM) means, in one sentence that names the missing rule and the command
-// that grants it. Used by the check at start (redis-acl.ts), by the workers when a rule is revoked while
+// that grants it. Used by the check at start (redis/acl-check.ts), by the workers when a rule is revoked while
 // they run, and by the CLI for a refusal met later in a command.
-import { LearnerTransferError } from './errors.ts';
-import type { RedisTarget } from './redis-target.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import type { RedisTarget } from '../core/redis-target.ts';
 
 /** Where the least ACL the tool needs is written down. */
 export const ACL_DOC = 'docs/redis-acl.md';

@@ -4,10 +4,10 @@
 import { mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname } from 'node:path';
-import type { OutcomeStore } from './store.ts';
-import { repeatReason } from './repeat-causes.ts';
-import { PrivateOutput } from '../private-file.ts';
-import { jsonForTerminal } from '../terminal-safe.ts';
+import type { OutcomeStore } from '../outcomes/store.ts';
+import { repeatReason } from '../outcomes/repeat-causes.ts';
+import { PrivateOutput } from '../core/private-file.ts';
+import { jsonForTerminal } from '../core/terminal-safe.ts';
 
 export interface AuditFilter {
   orgs: readonly string[];

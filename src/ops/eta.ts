@@ -1,7 +1,7 @@
 // How long remaining work takes at the configured limits, from the budget left now. The limits are
 // sliding windows, so after today's remainder the work proceeds one full window's budget at a time.
-import type { Rate } from './duration.ts';
-import { formatRate, humanizeMs } from './duration.ts';
+import type { Rate } from '../core/duration.ts';
+import { formatRate, humanizeMs } from '../core/duration.ts';
 
 export interface EtaInput {
   remaining: number;

@@ -3,11 +3,11 @@
 // LEARNER_API_TOKENS) would have two windows and spend its hour twice over. So each token id (a
 // fingerprint, not a secret) is bound in Redis to the first org key that used it, and a process whose
 // environment gives it to another key refuses to start.
-import type { RedisClient } from './redis.ts';
-import type { TokenRef } from './config.ts';
-import { LearnerTransferError } from './errors.ts';
-import type { Logger } from './log.ts';
-import { isWriteRefusal } from './redis-writes.ts';
+import type { RedisClient } from '../redis/client.ts';
+import type { TokenRef } from '../core/config.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import { isWriteRefusal } from '../redis/refusals.ts';
 
 /** Hash: token id -> organization key. */
 export function tokenOrgsKey(prefix: string): string {

@@ -5,14 +5,14 @@
 // limiter peek, a read-only script) and the budget already used in the current window. Jobs already waiting in the organization's queue are
 // spent first, so they count toward the ETA.
 import { Queue } from 'bullmq';
-import type { AppContext } from '../app.ts';
-import { tokensOf } from '../config.ts';
-import { formatRate, type Rate } from '../duration.ts';
-import { estimate, type Eta } from '../eta.ts';
+import type { AppContext } from '../app/context.ts';
+import { tokensOf } from '../core/config.ts';
+import { formatRate, type Rate } from '../core/duration.ts';
+import { estimate, type Eta } from './eta.ts';
 import { paceOf } from '../limiter/policy.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
-import { jobCounts } from './queues.ts';
-import { readCsv } from './sources/csv.ts';
+import { jobCounts } from '../queue/queues.ts';
+import { readCsv } from '../queue/sources/csv.ts';
 
 export type PlanDeps = Pick<AppContext, 'config' | 'redis' | 'keys' | 'store' | 'budget'>;
 

@@ -2,8 +2,8 @@
 // learners), who made it and when, appended to one Redis stream (keys.changes()). Append-only: nothing
 // here edits or trims it. Who: the CLI's user and host, or the dashboard's user and client address.
 import { hostname, userInfo } from 'node:os';
-import type { Keys } from './keys.ts';
-import type { RedisClient } from './redis.ts';
+import type { Keys } from '../core/keys.ts';
+import type { RedisClient } from '../redis/client.ts';
 
 export interface ChangeEntry {
   /** Stream id (time-ordered). */

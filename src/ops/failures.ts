@@ -3,14 +3,14 @@
 // Without a run: the organization's per-bucket indexes; order organization, outcome code, newest first
 // (failures grouped by reason). With a run: the run's own failure index (one per organization and run,
 // kept by the script that moves a record between buckets); order organization, newest first.
-import type { OutcomeStore } from '../../outcomes/store.ts';
+import type { OutcomeStore } from '../outcomes/store.ts';
 import {
   toLearnerOutcome,
   type Bucket,
   type LearnerOutcome,
   type OutcomeRecord,
-} from '../../outcomes/record.ts';
-import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
+} from '../outcomes/record.ts';
+import { FAILURE_BUCKETS } from '../outcomes/record.ts';
 
 export interface FailureFilter {
   orgs: readonly string[];

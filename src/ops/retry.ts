@@ -1,8 +1,8 @@
 // retry: re-queue learners whose outcome is final and not a success, with fresh attempts. They keep
 // their run (so its counters show them moving back to waiting) unless the caller names a new one.
-import type { AppContext } from '../app.ts';
+import type { AppContext } from '../app/context.ts';
 import { FAILURE_BUCKETS, type Bucket } from '../outcomes/record.ts';
-import type { ProducerItem } from './producer.ts';
+import type { ProducerItem } from '../queue/producer.ts';
 
 /** Lets the event loop run (probes, other requests) between chunks of a bulk retry. */
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

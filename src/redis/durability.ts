@@ -9,9 +9,9 @@
 // concurrency, one WAIT per round trip serves every attempt that wrote in it.
 import calculateSlot from 'cluster-key-slot';
 import type { Redis } from 'ioredis';
-import type { Logger } from './log.ts';
-import { LogThrottle } from './log-throttle.ts';
-import { isCluster, type RedisClient } from './redis.ts';
+import type { Logger } from '../core/log.ts';
+import { LogThrottle } from '../core/log-throttle.ts';
+import { isCluster, type RedisClient } from './client.ts';
 
 /** How long the number of replicas of a master is trusted before it is read again (INFO replication). */
 const REPLICAS_TTL_MS = 5000;

@@ -10,12 +10,12 @@
 // Records of earlier versions in a failure bucket are added to their run's index.
 // Version 4: the control queue is named `{control}` (a hash tag, for Redis Cluster): the schedules and
 // waiting jobs of the old `control` queue are moved to it.
-import { scanKeys, type RedisClient } from './redis.ts';
-import { moveLegacyControlQueue } from './queue/control-upgrade.ts';
-import type { Keys } from './keys.ts';
-import type { Logger } from './log.ts';
-import { Claims } from './claims/claims.ts';
-import { decodeRecord, FAILURE_BUCKETS, isSuccessBucket, type Bucket } from './outcomes/record.ts';
+import { scanKeys, type RedisClient } from '../redis/client.ts';
+import { moveLegacyControlQueue } from '../queue/control-upgrade.ts';
+import type { Keys } from '../core/keys.ts';
+import type { Logger } from '../core/log.ts';
+import { Claims } from '../claims/claims.ts';
+import { decodeRecord, FAILURE_BUCKETS, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 
 export const STATE_VERSION = 4;
 

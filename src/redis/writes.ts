@@ -4,10 +4,10 @@
 // replicas (min-replicas-to-write); each has its own fix, so each is named, with the fix.
 import type { Cluster, Redis } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import { isCluster, type RedisClient } from './redis.ts';
-import type { Logger } from './log.ts';
+import { isCluster, type RedisClient } from './client.ts';
+import type { Logger } from '../core/log.ts';
 
-export type RefusalCause = 'OOM' | 'READONLY' | 'MISCONF' | 'NOREPLICAS' | 'LOADING' | 'connection';
+import { isWriteRefusal, type RefusalCause } from './refusals.ts';
 export type WriteCause = 'ok' | 'high-water' | RefusalCause;
 
 export interface WriteState {
@@ -24,50 +24,6 @@ export const DEFAULT_HIGH_WATER = 0.9;
 /** The key of the probe write, under the tool's prefix (a string with a 60 s expiry). */
 export function writeProbeKey(prefix: string): string {
   return `${prefix}:redis-write-probe`;
-}
-
-// The error code opens Redis's reply ("OOM command not allowed ..."); Redis 6 and older wrap a script's
-// refused call as "... @user_script: 1: -OOM command not allowed ...", hence the " -" form.
-const REPLY_CODES: readonly (readonly [Exclude<RefusalCause, 'connection'>, RegExp])[] = [
-  ['OOM', /(?:^|\s-)OOM command not allowed/],
-  ['READONLY', /(?:^|\s-)READONLY\b/],
-  ['MISCONF', /(?:^|\s-)MISCONF\b/],
-  ['NOREPLICAS', /(?:^|\s-)NOREPLICAS\b/],
-  ['LOADING', /(?:^|\s-)LOADING\b/],
-];
-
-/** Socket-level codes of a connection lost while a command was on its way. */
-const CONNECTION_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'ENOTCONN',
-  'EHOSTUNREACH',
-]);
-/** ioredis's own texts for a command that a lost connection failed (with maxRetriesPerRequest set). */
-const CONNECTION_TEXTS =
-  /^(?:Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|Command timed out|(?:connect|read|write) (?:ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT))/;
-
-/**
- * The cause when `err` says that Redis refused a write (or that the connection was lost under it), else
- * undefined. A MULTI refused as a whole (EXECABORT) is judged by the errors of its commands.
- */
-export function isWriteRefusal(err: unknown): { cause: RefusalCause } | undefined {
-  if (!err || typeof err !== 'object') return undefined;
-  const e = err as { message?: unknown; code?: unknown; previousErrors?: unknown };
-  const message = typeof e.message === 'string' ? e.message : '';
-  for (const [cause, re] of REPLY_CODES) if (re.test(message)) return { cause };
-  if (Array.isArray(e.previousErrors)) {
-    for (const inner of e.previousErrors) {
-      const found = isWriteRefusal(inner);
-      if (found) return found;
-    }
-  }
-  if ((typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) || CONNECTION_TEXTS.test(message)) {
-    return { cause: 'connection' };
-  }
-  return undefined;
 }
 
 function percent(ratio: number): string {

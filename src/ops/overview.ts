@@ -2,13 +2,13 @@
 // (progress per organization), plus the alerts a person must act on (a token refused with 401, an
 // organization or token paused with `pause` or the Controls page, a Redis that does not take writes or
 // is above its memory high-water mark).
-import type { AppContext } from '../../app.ts';
-import { readHourly, type HourBucket } from '../../outcomes/hourly.ts';
-import type { RunMeta } from '../../outcomes/runs.ts';
-import { collectStatus, type OrgStatus } from '../../outcomes/status.ts';
-import type { WriteState } from '../../redis-writes.ts';
-import type { RunCounts } from '../../outcomes/store.ts';
-import { progressOf, type RunProgress } from '../../outcomes/progress.ts';
+import type { AppContext } from '../app/context.ts';
+import { readHourly, type HourBucket } from '../outcomes/hourly.ts';
+import type { RunMeta } from '../outcomes/runs.ts';
+import { collectStatus, type OrgStatus } from './status.ts';
+import type { WriteState } from '../redis/writes.ts';
+import type { RunCounts } from '../outcomes/store.ts';
+import { progressOf, type RunProgress } from '../outcomes/run-progress.ts';
 
 export interface Alert {
   level: 'error' | 'warning';

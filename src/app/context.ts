@@ -1,23 +1,23 @@
 // The pieces a command needs, built once from a Config: one Redis connection, keys, store, queues,
 // producer, limiter, and (for commands that call the API) the client.
-import type { RedisClient } from './redis.ts';
-import { LearnerApiClient } from './api/client.ts';
-import { secretsOf, type Config } from './config.ts';
-import { createKeys, type Keys } from './keys.ts';
-import { inflightTtlFor, TransferBudget } from './limiter/index.ts';
-import { createLogger, type Logger } from './log.ts';
-import { OutcomeStore } from './outcomes/store.ts';
-import { Runs } from './outcomes/runs.ts';
-import { Producer } from './queue/producer.ts';
-import { QueueSet } from './queue/queues.ts';
-import { closeRedis, connectRedis } from './redis.ts';
-import { checkRedisPermissions } from './redis-acl.ts';
-import { LearnerTransferError } from './errors.ts';
-import { Claims } from './claims/claims.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { LearnerApiClient } from '../api/client.ts';
+import { secretsOf, type Config } from '../core/config.ts';
+import { createKeys, type Keys } from '../core/keys.ts';
+import { inflightTtlFor, TransferBudget } from '../limiter/index.ts';
+import { createLogger, type Logger } from '../core/log.ts';
+import { OutcomeStore } from '../outcomes/store.ts';
+import { Runs } from '../outcomes/runs.ts';
+import { Producer } from '../queue/producer.ts';
+import { QueueSet } from '../queue/queues.ts';
+import { closeRedis, connectRedis } from '../redis/client.ts';
+import { checkRedisPermissions } from '../redis/acl-check.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { Claims } from '../claims/claims.ts';
 import { upgradeState } from './state-upgrade.ts';
-import { Durability } from './redis-durable.ts';
-import { LogThrottle } from './log-throttle.ts';
-import { malformedPolicyError, seedPolicies, warnIfLimitsDiffer } from './limiter/policy.ts';
+import { Durability } from '../redis/durability.ts';
+import { LogThrottle } from '../core/log-throttle.ts';
+import { malformedPolicyError, seedPolicies, warnIfLimitsDiffer } from '../limiter/policy.ts';
 
 export interface AppContext {
   config: Readonly<Config>;

@@ -3,11 +3,11 @@
 // adds the job), a job removed by hand, or a job BullMQ failed without the worker hearing of it leaves
 // one without the other. The sweep finds both and repairs them: a missing job is added again (the job id
 // makes that a no-op if the producer adds it meanwhile), a job without a record gets a `queued` record.
-import type { RedisClient } from '../redis.ts';
+import type { RedisClient } from '../redis/client.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
-import { JOB_NAME, jobIdOf, transferJobSchema } from './job.ts';
-import type { QueueSet } from './queues.ts';
+import { JOB_NAME, jobIdOf, transferJobSchema } from '../queue/job.ts';
+import type { QueueSet } from '../queue/queues.ts';
 
 export interface RepairReport {
   org: string;

@@ -1,9 +1,9 @@
 // A reconcile with everything taken from the context: the CLI and the scheduled (control) job both
 // run it, so a nightly reconcile is the same code as a manual one.
-import type { AppContext } from '../app.ts';
-import { LearnerTransferError } from '../errors.ts';
-import { OrgIds } from './org-ids.ts';
-import { reconcile, type ReconcileOptions, type ReconcileSummary } from './sources/reconcile.ts';
+import type { AppContext } from '../app/context.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { OrgIds } from '../queue/org-ids.ts';
+import { reconcile, type ReconcileOptions, type ReconcileSummary } from '../queue/sources/reconcile.ts';
 
 export interface ReconcileRunOptions extends Omit<ReconcileOptions, 'knownOrgs' | 'orgIds' | 'tokens'> {
   /** Ids given now (--org-id); they are remembered, except in a dry run. */

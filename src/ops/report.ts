@@ -3,17 +3,17 @@
 import { mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
-import type { OutcomeStore } from './store.ts';
+import type { OutcomeStore } from '../outcomes/store.ts';
 import {
   isFinalBucket,
   isSuccessBucket,
   toLearnerOutcome,
   type Bucket,
   type LearnerOutcome,
-} from './record.ts';
-import { csvLine } from './csv-safe.ts';
-import { assertPrivateTarget, PrivateOutput } from '../private-file.ts';
-import { forTerminal, jsonForTerminal } from '../terminal-safe.ts';
+} from '../outcomes/record.ts';
+import { csvLine } from '../core/csv-safe.ts';
+import { assertPrivateTarget, PrivateOutput } from '../core/private-file.ts';
+import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 
 export const REPORT_COLUMNS = [
   'org',

@@ -1,14 +1,14 @@
-// Redis connections: one server, a Redis Cluster or a Sentinel-managed master (redis-target.ts). A clear
+// Redis connections: one server, a Redis Cluster or a Sentinel-managed master (core/redis-target.ts). A clear
 // error when Redis does not answer at start, a warning when its eviction policy could drop queued jobs
 // (BullMQ needs noeviction), and one when it keeps nothing on disk.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { LearnerTransferError } from './errors.ts';
-import { isWriteRefusal } from './redis-writes.ts';
-import type { Logger } from './log.ts';
-import { LogThrottle } from './log-throttle.ts';
-import { describeRedis, redisVariable, safeRedisUrl, type RedisTarget } from './redis-target.ts';
-import { permissionDenial, permissionError, redisUser } from './redis-noperm.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { isWriteRefusal } from './refusals.ts';
+import type { Logger } from '../core/log.ts';
+import { LogThrottle } from '../core/log-throttle.ts';
+import { describeRedis, redisVariable, safeRedisUrl, type RedisTarget } from '../core/redis-target.ts';
+import { permissionDenial, permissionError, redisUser } from './permission-denial.ts';
 
 export { safeRedisUrl, describeRedis };
 

@@ -1,0 +1,62 @@
+// Who may reach an HTTP surface (the dashboard, bull-board, the worker's /metrics): the credential a
+// request presents, compared in constant time, and the Host rule against DNS rebinding. In core so that
+// every surface applies the same rule without importing another's code.
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/** Paths served without authentication: they reveal nothing and orchestrators probe them bare. */
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+export function sameSecret(given: string, expected: string): boolean {
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** The credential a request presents: the Bearer token or the basic-auth password (any user name). */
+export function presentedCredential(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const space = header.indexOf(' ');
+  if (space < 0) return undefined;
+  const scheme = header.slice(0, space).toLowerCase();
+  const rest = header.slice(space + 1).trim();
+  if (scheme === 'bearer') return rest;
+  if (scheme === 'basic') {
+    const decoded = Buffer.from(rest, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon < 0 ? undefined : decoded.slice(colon + 1);
+  }
+  return undefined;
+}
+
+const LOOPBACK_HOSTS = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
+
+/**
+ * Without a token the server only listens on loopback; a page from another site could still reach it
+ * through DNS rebinding (its own name resolving to 127.0.0.1). Such requests carry that site's name in
+ * Host, so without a token only loopback Host names are served.
+ */
+export function isLoopbackHost(host: string | undefined): boolean {
+  return host !== undefined && LOOPBACK_HOSTS.test(host);
+}
+
+/** What a refused Host name gets, from the dashboard and from the worker's /metrics alike. */
+export const FORBIDDEN_HOST = {
+  error: 'forbidden-host',
+  message: 'set DASHBOARD_TOKEN to serve other host names',
+} as const;
+
+/**
+ * The Host rule of every HTTP surface (the dashboard, bull-board, the worker's /metrics): with a token
+ * the token decides (any name; the credential is checked next), without one only loopback names are
+ * served (DNS rebinding, above). The health probes are exempt: they reveal nothing, and orchestrators
+ * probe them by address.
+ */
+export function isHostAllowed(path: string, host: string | undefined, token: string | undefined): boolean {
+  return token !== undefined || PUBLIC_PATHS.has(path) || isLoopbackHost(host);
+}
+
+export function isLoopbackAddress(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

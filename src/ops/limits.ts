@@ -1,0 +1,142 @@
+// The limits of one organization as stored in Redis and in force now (learned limits included), for
+// `limits show` and the dashboard's controls alike; and one line per changed field of a change-log entry.
+import type { AppContext } from '../app/context.ts';
+import { tokensOf, type Config } from '../core/config.ts';
+import { formatDuration, formatRate } from '../core/duration.ts';
+import { envDifferences, type LimitPolicy } from '../limiter/policy.ts';
+import type { BudgetView, LearnedView, PauseInfo } from '../limiter/types.ts';
+
+export interface OrgLimits {
+  org: string;
+  /** Limits are stored in Redis (false: every process uses its own LIMIT_*). */
+  stored: boolean;
+  perOrg: string;
+  perToken: string;
+  reserve: number;
+  reserveShare: string | null;
+  /** What this tool may spend per org window: perOrg less the reserve. */
+  usableOrgLimit: string;
+  paused: PauseInfo | null;
+  /**
+   * The organization's limit learned from the service's 429s, in force now (learned plus the probe
+   * steps since: acquire.lua "Learned limits"), like "40/2s"; null when none holds it below usableOrgLimit.
+   */
+  learned: string | null;
+  learnedDetail: LearnedDetail | null;
+  seededFrom: LimitPolicy['seededFrom'];
+  environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string };
+  /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
+  differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
+  tokens: Array<{
+    tokenId: string;
+    limit: string;
+    override: boolean;
+    paused: PauseInfo | null;
+    /**
+     * The limit learned from the service's 429s, in force now (it probes back up toward `limit`), like
+     * "10/2s"; null when none holds the token below its configured limit.
+     */
+    learned: string | null;
+    learnedDetail: LearnedDetail | null;
+    /** The 429s the service answered on this token (every process together); null when none. */
+    rateLimited: number | null;
+  }>;
+}
+
+/** How a learned limit stands: what the service accepted, when, and the next probe step. */
+export interface LearnedDetail {
+  /** The limit in force now. */
+  limit: number;
+  /** What was learned (the service had accepted this many in its window when it answered 429). */
+  max: number;
+  /** When it was learned (ISO). */
+  at: string;
+  /** When the next probe step raises it (ms from now). */
+  nextProbeInMs: number;
+}
+
+function learnedOf(s: { limit: number; windowMs: number; learned?: LearnedView }): {
+  learned: string | null;
+  learnedDetail: LearnedDetail | null;
+} {
+  if (!s.learned) return { learned: null, learnedDetail: null };
+  return {
+    learned: formatRate({ max: s.limit, windowMs: s.windowMs }),
+    learnedDetail: {
+      limit: s.limit,
+      max: s.learned.max,
+      at: new Date(s.learned.at).toISOString(),
+      nextProbeInMs: s.learned.nextProbeInMs,
+    },
+  };
+}
+
+export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLimits> {
+  const config = ctx.config;
+  const policy = await ctx.budget.policy(org);
+  const ids = tokensOf(config as Config, org).map((t) => t.id);
+  // Tokens with a limit of their own or a pause stored by another host's environment are shown too.
+  for (const id of [...Object.keys(policy.tokens), ...Object.keys(policy.pausedTokens)]) {
+    if (!ids.includes(id)) ids.push(id);
+  }
+  const view: BudgetView = await ctx.budget.peek(org, ids);
+  const perOrg = policy.perOrg ?? config.limitPerOrg;
+  return {
+    org,
+    stored: policy.stored,
+    perOrg: formatRate(perOrg),
+    perToken: formatRate(policy.perToken ?? config.limitPerToken),
+    reserve: policy.reserve,
+    reserveShare: policy.reserveShare === null ? null : `${policy.reserveShare}%`,
+    usableOrgLimit: `${Math.max(0, perOrg.max - policy.reserve)}/${formatDuration(perOrg.windowMs)}`,
+    paused: policy.paused,
+    ...learnedOf(view.org),
+    seededFrom: policy.seededFrom,
+    environment: {
+      LIMIT_PER_TOKEN: formatRate(config.limitPerToken),
+      LIMIT_PER_ORG: formatRate(config.limitPerOrg),
+    },
+    differsFromEnvironment: envDifferences(policy, config),
+    tokens: view.tokens.map((t) => ({
+      tokenId: t.tokenId,
+      // The configured limit; `learned` is the one in force when the service taught a lower one.
+      limit: formatRate({ max: t.learned?.configured ?? t.limit, windowMs: t.windowMs }),
+      override: t.override,
+      paused: t.paused,
+      ...learnedOf(t),
+      rateLimited: t.rateLimited ?? null,
+    })),
+  };
+}
+
+/** One line per changed field: "perToken 20/2s -> 5/2s". */
+export function describeChange(details: Record<string, unknown>): string {
+  const before = (details.before ?? {}) as Record<string, unknown>;
+  const after = (details.after ?? {}) as Record<string, unknown>;
+  const show = (v: unknown) =>
+    v === null || v === undefined
+      ? '-'
+      : typeof v === 'object'
+        ? 'who' in (v as object)
+          ? `by ${(v as PauseInfo).who}`
+          : JSON.stringify(v)
+        : String(v);
+  const parts: string[] = [];
+  for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (JSON.stringify(before[k]) === JSON.stringify(after[k])) continue;
+    if (k === 'tokens' || k === 'learned') {
+      // Token limits of their own, one by one: "token 1a2b3c4d5e6f - -> 5/2s".
+      const b = (before[k] ?? {}) as Record<string, string>;
+      const a = (after[k] ?? {}) as Record<string, string>;
+      for (const id of new Set([...Object.keys(b), ...Object.keys(a)])) {
+        if (b[id] === a[id]) continue;
+        const what =
+          k === 'learned' ? `learned ${id === 'org' ? 'organization' : `token ${id}`}` : `token ${id}`;
+        parts.push(`${what} ${show(b[id])} -> ${show(a[id])}`);
+      }
+      continue;
+    }
+    parts.push(`${k} ${show(before[k])} -> ${show(after[k])}`);
+  }
+  return parts.join(', ') || 'no change';
+}
