@@ -25,6 +25,32 @@ export type OutcomeCode = (typeof OUTCOME_CODES)[number];
  */
 export type OutcomeAction = 'complete' | 'fail' | 'retry' | 'wait' | 'pause-token';
 
+/** What each action means for the learner's place in the ledger and its attempts. */
+export const ACTIONS: Readonly<
+  Record<
+    OutcomeAction,
+    {
+      /** 'always': the code is the learner's final bucket; 'after-attempts': once ATTEMPTS are used up. */
+      final: 'always' | 'after-attempts' | 'never';
+      /** Whether the call counts against the job's ATTEMPTS. */
+      usesAttempt: boolean;
+    }
+  >
+> = Object.freeze({
+  complete: { final: 'always', usesAttempt: true },
+  fail: { final: 'always', usesAttempt: true },
+  retry: { final: 'after-attempts', usesAttempt: true },
+  wait: { final: 'never', usesAttempt: false },
+  'pause-token': { final: 'never', usesAttempt: false },
+});
+
+/**
+ * The audit entry an answer with a body carries: 'transfer' (the verbatim transfer result), 'unexpected'
+ * (a valid 200 that is not this learner's completed transfer), 'unreadable' (a body that is not a
+ * transfer result: its prefix, length and hash), or null (the answer changed nothing: no entry).
+ */
+export type AuditKind = 'transfer' | 'unexpected' | 'unreadable';
+
 export interface OutcomeInfo {
   action: OutcomeAction;
   /**
@@ -35,42 +61,80 @@ export interface OutcomeInfo {
    * service that is down for hours uses up no learner's attempts; one that answers resets the count.
    */
   whenUnreachable?: 'wait-org';
-  /** Final success for exit codes and reports. */
+  /** Final success for exit codes and reports: the learner is in the organization. */
   success: boolean;
+  /** The audit entry of an answer with this code when it brought a body (see AuditKind). */
+  audit: AuditKind | null;
+  /** A list read (crawl, reconcile) answered with this code stops: retrying cannot help. */
+  crawlStops: boolean;
   description: string;
 }
 
 export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freeze({
-  transferred: { action: 'complete', success: true, description: 'transferred into the organization (200)' },
+  transferred: {
+    action: 'complete',
+    success: true,
+    audit: 'transfer',
+    crawlStops: false,
+    description: 'transferred into the organization (200)',
+  },
   'already-in-org': {
     action: 'complete',
     success: true,
+    audit: 'transfer',
+    crawlStops: false,
     description:
       'already in the organization (400 "already associated", or a 200 repeat with no new transfer)',
   },
-  'not-found': { action: 'fail', success: false, description: 'no learner with this id (404)' },
-  forbidden: { action: 'fail', success: false, description: 'the token may not transfer this learner (403)' },
+  'not-found': {
+    action: 'fail',
+    success: false,
+    audit: null,
+    crawlStops: true,
+    description: 'no learner with this id (404)',
+  },
+  forbidden: {
+    action: 'fail',
+    success: false,
+    audit: null,
+    crawlStops: true,
+    description: 'the token may not transfer this learner (403)',
+  },
   'invalid-request': {
     action: 'fail',
     success: false,
+    audit: null,
+    crawlStops: true,
     description: 'the service refused the request for another reason (400 or other 4xx)',
   },
-  'server-error': { action: 'retry', success: false, description: 'the service failed (500 and other 5xx)' },
+  'server-error': {
+    action: 'retry',
+    success: false,
+    audit: null,
+    crawlStops: false,
+    description: 'the service failed (500 and other 5xx)',
+  },
   'network-error': {
     action: 'retry',
     whenUnreachable: 'wait-org',
     success: false,
+    audit: null,
+    crawlStops: false,
     description: 'connection refused, reset or timed out; the transfer may or may not have happened',
   },
   'bad-response': {
     action: 'retry',
     success: false,
+    audit: 'unreadable',
+    crawlStops: false,
     description:
       'a response the schema does not accept (e.g. a cut 200 body): the transfer may have happened',
   },
   'unexpected-result': {
     action: 'fail',
     success: false,
+    audit: 'unexpected',
+    crawlStops: false,
     description:
       'the service answered 200 with a valid body, but not for this learner or not "completed": the ' +
       'transfer may or may not have happened, so a person must look; the body is kept in the audit stream',
@@ -78,14 +142,21 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
   'rate-limited': {
     action: 'wait',
     success: false,
+    audit: null,
+    crawlStops: false,
     description: 'the service said 429: wait for Retry-After without using an attempt',
   },
   unauthorized: {
     action: 'pause-token',
     success: false,
+    audit: null,
+    crawlStops: false,
     description: 'the token was refused (401): the token is paused, the learner waits for another token',
   },
 });
+
+/** The outcome codes that mean the learner is in the organization. */
+export const SUCCESS_CODES: readonly OutcomeCode[] = OUTCOME_CODES.filter((c) => OUTCOMES[c].success);
 
 /** Errors in a row without an answer that make an organization's service count as unreachable. */
 export const UNREACHABLE_STREAK = 3;

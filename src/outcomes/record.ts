@@ -1,7 +1,7 @@
 // The per-learner outcome record, stored as compact JSON in one hash per organization. Short field names
 // because a migration holds a million of them (bytes per learner are measured in bench/).
 import { z } from 'zod';
-import { OUTCOME_CODES, type OutcomeCode } from './codes.ts';
+import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './codes.ts';
 
 /**
  * Where a learner stands. `queued` until a worker records something; `retrying` while a failed attempt
@@ -22,8 +22,9 @@ export function isFinalBucket(bucket: Bucket): boolean {
   return bucket !== 'queued' && bucket !== 'retrying';
 }
 
+/** A bucket whose outcome code the table calls a success: the learner is in the organization. */
 export function isSuccessBucket(bucket: Bucket): boolean {
-  return bucket === 'transferred' || bucket === 'already-in-org';
+  return isOutcomeCode(bucket) && OUTCOMES[bucket].success;
 }
 
 /** Final buckets that are not a success: the failures a person sees, and `retry` re-queues. */

@@ -4,6 +4,7 @@
 // spool (body-archive.ts), so a service that answers every attempt with a big page cannot fill Redis.
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Logger, Scrub } from '../core/log.ts';
+import { OUTCOMES } from '../outcomes/codes.ts';
 import type { FinishArgs } from '../outcomes/store.ts';
 import { keepOf, type BodyArchive } from './body-archive.ts';
 
@@ -26,11 +27,10 @@ export async function auditEntryOf(
     key: transferId ? `t:${transferId}` : `a:${attemptId}`,
     transferId: transferId ?? '',
   };
-  if (outcome.code !== 'bad-response') {
-    const kind =
-      outcome.code === 'transferred' || outcome.code === 'already-in-org' ? 'transfer' : 'unexpected';
-    return { ...base, raw: text, kind };
-  }
+  const kind = OUTCOMES[outcome.code].audit;
+  if (kind === null) return undefined;
+  // Only a body that is not a transfer result is kept as its prefix, length and hash.
+  if (outcome.code !== 'bad-response') return { ...base, raw: text, kind };
   const kept = keepOf(text);
   // Best effort: the prefix, length and hash reach Redis whatever the disk says.
   await deps.archive

@@ -11,7 +11,8 @@ import type { TransferBudget } from '../limiter/index.ts';
 import { POLICY_RECHECK_MS } from '../limiter/policy.ts';
 import { scrubError, secretScrubber, type Logger } from '../core/log.ts';
 import { MAX_RETRY_AFTER_MS } from '../api/retry-after.ts';
-import { OUTCOMES, UNREACHABLE_STREAK, type OutcomeAction } from '../outcomes/codes.ts';
+import { OUTCOMES, UNREACHABLE_STREAK } from '../outcomes/codes.ts';
+import { decide } from '../outcomes/decide.ts';
 import { isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import type { FinishArgs, OutcomeStore } from '../outcomes/store.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
@@ -327,11 +328,15 @@ export function createProcessor(deps: ProcessorDeps) {
         throw err;
       }
 
-      const info = OUTCOMES[outcome.code];
       const downBlockMs = unreachableWait(org, outcome);
-      const action: OutcomeAction = downBlockMs !== undefined ? 'wait' : info.action;
       const attempt = job.attemptsMade + 1;
       const maxAttempts = job.opts.attempts ?? 1;
+      const decision = decide(
+        outcome.code,
+        { attempt, maxAttempts },
+        { unreachable: downBlockMs !== undefined },
+      );
+      const { action } = decision;
       const status = 'status' in outcome ? outcome.status : undefined;
       const rawError =
         'error' in outcome ? outcome.error : outcome.code === 'network-error' ? outcome.errorCode : undefined;
@@ -341,24 +346,8 @@ export function createProcessor(deps: ProcessorDeps) {
       const message = rawMessage === undefined ? undefined : scrub(rawMessage);
       const result = 'result' in outcome ? outcome.result : undefined;
 
-      let bucket: Bucket;
-      let final: boolean;
-      switch (action) {
-        case 'complete':
-        case 'fail':
-          bucket = outcome.code;
-          final = true;
-          break;
-        case 'retry':
-          final = attempt >= maxAttempts;
-          bucket = final ? outcome.code : 'retrying';
-          break;
-        case 'wait':
-        case 'pause-token':
-          bucket = 'retrying';
-          final = false;
-          break;
-      }
+      let bucket: Bucket = decision.bucket;
+      let final = decision.final;
 
       // A request that provably never left returns its budget. One that may have reached the server without
       // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
@@ -394,7 +383,7 @@ export function createProcessor(deps: ProcessorDeps) {
             k: token.id,
             x: transferId,
             d: outcome.durationMs,
-            n: action !== 'wait' && action !== 'pause-token' ? 1 : 0,
+            n: decision.usesAttempt ? 1 : 0,
             ok: status === 200 && OUTCOMES[outcome.code].success ? 1 : 0,
             lost: permit.tookOver ? 1 : 0,
           },

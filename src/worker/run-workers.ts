@@ -4,7 +4,7 @@ import { Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
-import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { isFinalBucket, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
 import { scrubSecrets } from '../core/log.ts';
 import { createProcessor, type OutcomeEvent, type ProcessResult } from './processor.ts';
@@ -106,7 +106,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
         ctx.logger.warn({ err: err.message }, 'hourly count failed'),
       );
       if (e.final) {
-        if (e.bucket === 'transferred' || e.bucket === 'already-in-org') counts.succeeded++;
+        if (isSuccessBucket(e.bucket)) counts.succeeded++;
         else counts.failed++;
       }
       runsServed.add(e.runId);

@@ -20,6 +20,7 @@ import type { ListResult } from '../../api/client.ts';
 import type { Learner, ListPage } from '../../api/schemas.ts';
 import { DEFAULT_CRAWL_MAX_PAGES } from '../../core/config.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
+import { OUTCOMES } from '../../outcomes/codes.ts';
 import { emptyMarks, encodeMarks, suspectPages, type WalkMarks } from './page-marks.ts';
 
 export interface ListReader {
@@ -155,9 +156,6 @@ export function checkPageClaims(page: number, body: ListPage, maxPages = DEFAULT
     );
   }
 }
-
-/** Errors that retrying cannot help on a list read. */
-const FATAL = new Set(['not-found', 'forbidden', 'invalid-request']);
 
 export class PageWalker {
   readonly #o: {
@@ -378,7 +376,8 @@ export class PageWalker {
         if (this.#token === tokenIndex) this.#token++;
         continue;
       }
-      if (FATAL.has(code)) {
+      // Errors that retrying cannot help on a list read (the outcome table says which).
+      if (OUTCOMES[code].crawlStops) {
         throw new LearnerTransferError(
           'LT_INPUT_UNREADABLE',
           `listing learners, page ${page}: the service answered ${code}${
