@@ -56,7 +56,7 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
 async function recordedOrgs(redis: RedisClient, keys: Keys): Promise<string[]> {
   const found = new Set<string>();
   // Every master of a cluster: each organization's keys sit in its own slot.
-  for await (const batch of scanKeys(redis, `${keys.prefix}:{*}:out`)) {
+  for await (const batch of scanKeys(redis, keys.outcomesPattern())) {
     for (const k of batch) {
       const m = /:\{([^}]+)\}:out$/.exec(k);
       if (m?.[1]) found.add(m[1]);

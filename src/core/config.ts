@@ -49,7 +49,7 @@ export interface Config {
   repairIntervalMs: number;
   /**
    * CRAWL_MAX_PAGES: the most pages a crawl or reconcile believes the learner list has; a service that
-   * claims more stops the walk with an error (issue 26: a service claiming a billion pages is not walked).
+   * claims more stops the walk with an error (a service claiming a billion pages is not walked).
    */
   crawlMaxPages: number;
   /** REDIS_CONNECT_TIMEOUT: how long to wait for Redis at start; unset = the command's own default. */

@@ -20,6 +20,23 @@ export interface Keys {
   orgLog(org: string): string;
   orgInflight(org: string): string;
   orgBlock(org: string): string;
+  /**
+   * Limiter: the permits the service answered 429 in a scope (learn.lua keeps them one window, so a later
+   * count of what the service accepted leaves them out), beside the scope's log, in the same slot.
+   */
+  tokenRefused(org: string, tokenId: string): string;
+  orgRefused(org: string): string;
+  /**
+   * The organization key each token id was first used with (hash token id -> org key; ids only, never a
+   * token): one token, one hourly window, whatever key it is configured under.
+   */
+  tokenOrgs(): string;
+  /** The key of the write probe (a string with a 60 s expiry): whether Redis takes writes. */
+  writeProbe(): string;
+  /** SCAN pattern of every organization's outcome hash (the upgrade of older state walks them). */
+  outcomesPattern(): string;
+  /** A key BullMQ keeps for a queue (`${prefix}:${queueName}:${suffix}`, e.g. 'wait', 'meta'). */
+  queueKey(queueName: string, suffix: string): string;
   /** Limiter: pub/sub channel announcing budget returned early (release, unblock), for optional wake-ups. */
   limiterEvents(org: string): string;
   /**
@@ -94,6 +111,12 @@ export function createKeys(prefix: string): Keys {
     orgLog: (org) => `${o(org)}:lim:org:log`,
     orgInflight: (org) => `${o(org)}:lim:org:inflight`,
     orgBlock: (org) => `${o(org)}:lim:org:block`,
+    tokenRefused: (org, t) => `${o(org)}:lim:tok:${t}:refused`,
+    orgRefused: (org) => `${o(org)}:lim:org:refused`,
+    tokenOrgs: () => `${prefix}:token-orgs`,
+    writeProbe: () => `${prefix}:redis-write-probe`,
+    outcomesPattern: () => `${prefix}:{*}:out`,
+    queueKey: (queueName, suffix) => `${prefix}:${queueName}:${suffix}`,
     limiterEvents: (org) => `${o(org)}:lim:events`,
     policy: (org) => `${o(org)}:policy`,
     outcomes: (org) => `${o(org)}:out`,

@@ -6,13 +6,9 @@
 import type { RedisClient } from '../redis/client.ts';
 import type { TokenRef } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
+import { createKeys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import { isWriteRefusal } from '../redis/refusals.ts';
-
-/** Hash: token id -> organization key. */
-export function tokenOrgsKey(prefix: string): string {
-  return `${prefix}:token-orgs`;
-}
 
 export const TOKEN_ID_RE = /^[0-9a-f]{12}$/;
 
@@ -35,7 +31,7 @@ export async function bindTokens(
   options: BindOptions = {},
 ): Promise<void> {
   if (tokens.length === 0) return;
-  const key = tokenOrgsKey(prefix);
+  const key = createKeys(prefix).tokenOrgs();
   const pipeline = redis.pipeline();
   if (!options.dryRun) for (const t of tokens) pipeline.hsetnx(key, t.id, t.org);
   pipeline.hmget(key, ...tokens.map((t) => t.id));
@@ -79,7 +75,7 @@ function tokenBound(conflicts: { token: Pick<TokenRef, 'id' | 'org'>; boundTo: s
 
 /** The organization key each token id is bound to. */
 export async function tokenBindings(redis: RedisClient, prefix: string): Promise<Record<string, string>> {
-  return redis.hgetall(tokenOrgsKey(prefix));
+  return redis.hgetall(createKeys(prefix).tokenOrgs());
 }
 
 /** Binds a token to another organization key; returns the key it was bound to (null: none). */
@@ -89,7 +85,7 @@ export async function rebindToken(
   tokenId: string,
   org: string,
 ): Promise<string | null> {
-  const key = tokenOrgsKey(prefix);
+  const key = createKeys(prefix).tokenOrgs();
   const [[getError, previous] = [], [setError] = []] =
     (await redis.multi().hget(key, tokenId).hset(key, tokenId, org).exec()) ?? [];
   if (getError) throw getError;

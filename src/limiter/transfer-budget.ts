@@ -88,15 +88,6 @@ function list(value: unknown): unknown[] {
   return value;
 }
 
-/**
- * The set of permits the service answered 429 in a scope (learn.lua keeps them one window, so a later
- * count of what the service accepted leaves them out), beside the scope's log, in the same slot.
- */
-function refusedKey(logKey: string): string {
-  if (!logKey.endsWith(':log')) throw new Error(`limiter: unexpected log key ${logKey}`);
-  return `${logKey.slice(0, -':log'.length)}:refused`;
-}
-
 /** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s) for a late count. */
 export function inflightTtlFor(requestTimeoutMs: number): number {
   return requestTimeoutMs + Math.max(1000, requestTimeoutMs);
@@ -307,10 +298,10 @@ export class TransferBudget {
         [
           k.tokenLog(org, tokenId),
           k.tokenInflight(org, tokenId),
-          refusedKey(k.tokenLog(org, tokenId)),
+          k.tokenRefused(org, tokenId),
           k.orgLog(org),
           k.orgInflight(org),
-          refusedKey(k.orgLog(org)),
+          k.orgRefused(org),
           k.policy(org),
         ],
         [

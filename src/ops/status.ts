@@ -4,7 +4,7 @@ import type { AppContext } from '../app/context.ts';
 import { estimate, type Eta } from './eta.ts';
 import type { BudgetView } from '../limiter/index.ts';
 import { jobCounts, type JobCounts } from '../queue/queues.ts';
-import { checkRedisWrites, writeProbeKey, type WriteState } from '../redis/writes.ts';
+import { checkRedisWrites, type WriteState } from '../redis/writes.ts';
 import type { RunCounts } from '../outcomes/store.ts';
 
 export interface OrgStatus {
@@ -27,7 +27,7 @@ export interface Status {
 /** The write state of the context's Redis; null when the check itself failed (not a refusal). */
 export function redisWriteState(ctx: AppContext): Promise<WriteState | null> {
   return checkRedisWrites(ctx.redis, {
-    probeKey: writeProbeKey(ctx.keys.prefix),
+    probeKey: ctx.keys.writeProbe(),
     highWater: ctx.config.redisHighWater,
   }).catch(() => null);
 }

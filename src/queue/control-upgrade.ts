@@ -27,8 +27,9 @@ export async function moveLegacyControlQueue(
   if (isCluster(redis)) return moved;
   // Opening a BullMQ queue writes its meta key: look first, so a prefix with no old queue stays untouched
   // (read-only commands write nothing). Schedules live in `repeat`, jobs due now in `wait`/`prioritized`.
-  const base = `${keys.prefix}:${keys.legacyControlQueueName()}`;
-  if ((await redis.exists(`${base}:repeat`, `${base}:wait`, `${base}:prioritized`)) === 0) return moved;
+  const legacyKey = (suffix: string) => keys.queueKey(keys.legacyControlQueueName(), suffix);
+  if ((await redis.exists(legacyKey('repeat'), legacyKey('wait'), legacyKey('prioritized'))) === 0)
+    return moved;
   const legacy = new Queue<ControlJob, unknown, string>(keys.legacyControlQueueName(), {
     connection: redis,
     prefix: keys.prefix,

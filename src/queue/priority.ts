@@ -1,4 +1,4 @@
-// Urgent learners (issue 13, item 5): `enqueue --priority urgent` and the dashboard's "Move ahead of the
+// Urgent learners: `enqueue --priority urgent` and the dashboard's "Move ahead of the
 // queue" put a learner ahead of its organization's bulk. The budget is untouched: an urgent learner goes
 // through the same limiter as every other, it is only taken from the queue sooner.
 //

@@ -99,7 +99,7 @@ const KEYED: Record<string, string[]> = {
 /** Every check, for the keys and the events channel of `org` under `prefix`. */
 export function neededChecks(prefix: string, org: string, cluster: boolean): Check[] {
   const keys = createKeys(prefix);
-  const queueKey = `${prefix}:${keys.queueName(org)}:wait`;
+  const queueKey = keys.queueKey(keys.queueName(org), 'wait');
   // One key of each family (BullMQ's, the organization's, the cross-organization ones, the control
   // queue's): a key rule narrower than PREFIX:* fails on one of them.
   const everyKind = [
@@ -107,7 +107,7 @@ export function neededChecks(prefix: string, org: string, cluster: boolean): Che
     keys.outcomes(org),
     keys.claims(),
     keys.runs(),
-    `${prefix}:${keys.controlQueueName()}:wait`,
+    keys.queueKey(keys.controlQueueName(), 'wait'),
   ];
   const checks: Check[] = [
     ...['ping', 'info', 'time', 'multi', 'exec', 'scan 0', 'wait 0 0'].map((c) => ({

@@ -21,11 +21,6 @@ export interface WriteState {
 
 export const DEFAULT_HIGH_WATER = 0.9;
 
-/** The key of the probe write, under the tool's prefix (a string with a 60 s expiry). */
-export function writeProbeKey(prefix: string): string {
-  return `${prefix}:redis-write-probe`;
-}
-
 function percent(ratio: number): string {
   return `${Math.floor(ratio * 100)}%`;
 }

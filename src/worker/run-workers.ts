@@ -15,7 +15,7 @@ import { Spool } from './spool.ts';
 import { BodyArchive } from './body-archive.ts';
 import { repairOrg, formatRepair } from '../ops/repair.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
-import { WriteGate, writeProbeKey } from '../redis/writes.ts';
+import { WriteGate } from '../redis/writes.ts';
 import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
 import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
 
@@ -71,7 +71,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   const ownGate = options.gate
     ? undefined
     : new WriteGate(ctx.redis, {
-        probeKey: writeProbeKey(ctx.keys.prefix),
+        probeKey: ctx.keys.writeProbe(),
         highWater: ctx.config.redisHighWater,
         logger: ctx.logger,
       });

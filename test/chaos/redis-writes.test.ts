@@ -14,13 +14,14 @@ import { loadConfig } from '../../src/core/config.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { createLogger } from '../../src/core/log.ts';
 import { isWriteRefusal } from '../../src/redis/refusals.ts';
-import { checkRedisWrites, WriteGate, writeProbeKey, type WriteState } from '../../src/redis/writes.ts';
+import { createKeys } from '../../src/core/keys.ts';
+import { checkRedisWrites, WriteGate, type WriteState } from '../../src/redis/writes.ts';
 import { runCli } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 
 const PREFIX = randomPrefix('writes');
-const PROBE = writeProbeKey(PREFIX);
+const PROBE = createKeys(PREFIX).writeProbe();
 const servers: OwnRedis[] = [];
 const clients: Redis[] = [];
 let main: OwnRedis;

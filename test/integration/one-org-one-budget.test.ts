@@ -10,7 +10,7 @@ import { tokenFingerprint } from '../../src/core/config.ts';
 import { LearnerTransferError } from '../../src/core/errors.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { OrgIds } from '../../src/queue/org-ids.ts';
-import { bindTokens, tokenBindings, tokenOrgsKey } from '../../src/limiter/token-orgs.ts';
+import { bindTokens, tokenBindings } from '../../src/limiter/token-orgs.ts';
 import { runCli } from '../helpers/cli.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
@@ -139,7 +139,7 @@ describe('one token, one organization', () => {
     // ...and binds nothing new.
     const c = { id: tokenFingerprint('bind-tok-c'), org: 'gamma' };
     await bindTokens(redis, prefix, [c], { dryRun: true });
-    expect(await redis.hexists(tokenOrgsKey(prefix), c.id)).toBe(0);
+    expect(await redis.hexists(createKeys(prefix).tokenOrgs(), c.id)).toBe(0);
   });
 
   it('the CLI: work refuses to start (exit 3) with a token bound elsewhere; tokens rebind moves it', async () => {

@@ -1,4 +1,4 @@
-// The live controls of issue 13 on the dashboard: pause and resume an organization or one of its tokens,
+// The live controls on the dashboard: pause and resume an organization or one of its tokens,
 // set and reset its limits, and see per organization whether it is paused (by whom, since when), the
 // limits every worker applies, the learned limit and the 429s per token, and its recent change log.
 //   GET  /controls[?org=KEY]            page (one organization with ?org: the script reloads its section)

@@ -4,7 +4,7 @@
 // many requests arrive; requests during a probe share it.
 import type { FastifyInstance } from 'fastify';
 import type { DashboardDeps } from '../deps.ts';
-import { checkRedisWrites, writeProbeKey } from '../../redis/writes.ts';
+import { checkRedisWrites } from '../../redis/writes.ts';
 
 const PING_TIMEOUT_MS = 2000;
 /** How long a probe's answer is served after it arrived. */
@@ -30,7 +30,7 @@ async function probeReadiness(deps: DashboardDeps): Promise<Readiness> {
     // A Redis that answers but refuses writes cannot record a retry: not ready. The reason is a fixed
     // text (the cause's code), never Redis's reply. Above the high-water mark writes still work: ready.
     const writes = await checkRedisWrites(deps.ctx.redis, {
-      probeKey: writeProbeKey(deps.ctx.keys.prefix),
+      probeKey: deps.ctx.keys.writeProbe(),
       highWater: deps.ctx.config.redisHighWater,
       timeoutMs: PING_TIMEOUT_MS,
     }).catch(() => null);

@@ -1,7 +1,7 @@
 // What the page walker remembers of the pages it read, for change detection (page-walker.ts), in a size
 // that does not grow with the number of pages: a crawl's cursor once kept one hash field per page
-// ("p:<page>" = total:seq), and a service claiming a billion pages grew it by 46,481 fields in 18 s
-// (issue 26). Only one fact about a page's latest read matters: whether it arrived before the last change
+// ("p:<page>" = total:seq), and a service claiming a billion pages grew it by 46,481 fields in 18 s.
+// Only one fact about a page's latest read matters: whether it arrived before the last change
 // of the list's total (the page may be stale: a suspect) or not (fresh). A later change arrives after
 // every read handled so far, so it makes every read page a suspect at once; reading a suspect again makes
 // it fresh. So the marks are two sets of pages, kept as ranges (pass 1 reads pages in order: one range),

@@ -11,7 +11,7 @@
 // be stale: they are read again, and again while reads keep seeing changes, up to `maxPasses`. What
 // totals cannot show (a removal and an insertion between the same two reads) is left to reconcile.
 //
-// What the walk believes of the service is bounded (issue 26): a `last_page` that does not follow from
+// What the walk believes of the service is bounded (a lying service must not hold it): a `last_page` that does not follow from
 // `total` and `per_page`, an empty page inside the claimed total, or more than `maxPages` pages stop it
 // with an error naming the claim; what it remembers of the pages read is a few ranges (page-marks.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -123,7 +123,7 @@ export function checkPageAnswered(page: number, body: ListPage): void {
  * must be ceil(total / per_page) (1 for an empty list, whose last_page 0 is accepted too), a page inside
  * the claimed total must hold learners, and the list may not be longer than `maxPages`. A service that
  * answered every page with {data: [], total: 0, last_page: 1000000000} was asked 46,000 pages in 18 s
- * and would never have been done (issue 26). Retrying does not help; the walk stops with the claim.
+ * and would never have been done. Retrying does not help; the walk stops with the claim.
  */
 export function checkPageClaims(page: number, body: ListPage, maxPages = DEFAULT_CRAWL_MAX_PAGES): void {
   const p = body.pagination;
