@@ -1,4 +1,5 @@
-// The compiled build needs the Lua scripts beside the JavaScript that loads them.
+// The compiled build needs the Lua scripts (and the parts in their includes/ folders) beside the JavaScript
+// that loads them.
 import { cpSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -10,6 +10,7 @@
   Returns one string per pair: 'ok' (claimed now or already this org's), 'held:<org>' (another
   organization holds it; nothing written), 'moved:<org>' (taken from that organization).
 ]]
+--- @keys 1
 local move = ARGV[1] == 'move'
 local out = {}
 for i = 2, #ARGV, 2 do

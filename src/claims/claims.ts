@@ -2,26 +2,22 @@
 // belongs to at most one organization's work, queued, in progress or done. Producers claim before they
 // mark a learner queued; the worker checks the claim after it took the learner's lease and before it
 // sends, so a learner moved elsewhere on purpose is never called for by its old organization.
-import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/client.ts';
+import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
 
-const SCRIPT = readFileSync(new URL('./claim.lua', import.meta.url), 'utf8');
+export const CLAIM_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['claim']);
 const CHUNK = 1000;
 
 export type ClaimResult = { kind: 'ok' } | { kind: 'held'; holder: string } | { kind: 'moved'; from: string };
 
-interface WithClaimCommand {
-  ltClaim: (numKeys: number, ...args: string[]) => Promise<string[]>;
-}
-
 export class Claims {
-  readonly #redis: RedisClient & WithClaimCommand;
+  readonly #redis: RedisClient;
   readonly #key: string;
 
   constructor(redis: RedisClient, keys: Keys) {
-    if (!(redis as Partial<WithClaimCommand>).ltClaim) redis.defineCommand('ltClaim', { lua: SCRIPT });
-    this.#redis = redis as RedisClient & WithClaimCommand;
+    CLAIM_SCRIPTS.define(redis);
+    this.#redis = redis;
     this.#key = keys.claims();
   }
 
@@ -41,7 +37,8 @@ export class Claims {
         const it = items[j] as { org: string; learnerId: number };
         args.push(String(it.learnerId), it.org);
       }
-      for (const r of await this.#redis.ltClaim(1, this.#key, ...args)) out.push(parseClaim(String(r)));
+      const reply = (await CLAIM_SCRIPTS.run(this.#redis, 'claim', [this.#key], args)) as unknown[];
+      for (const r of reply) out.push(parseClaim(String(r)));
     }
     return out;
   }

@@ -22,7 +22,7 @@ export function parseDuration(text: string): number | undefined {
 /**
  * The bounds of a limit: a policy outside them is refused where it is written (LIMIT_*,
  * `limits set`, the dashboard) and where it is read (decodeRate in limiter/policy.ts, lt_rate in
- * limiter/policy-lib.lua, which repeats these two numbers). A window is a whole number of milliseconds:
+ * limiter/includes/policy.lua, which repeats these two numbers). A window is a whole number of ms:
  * the limiter's logs are scored in whole ms, and "5/0.4ms" once rounded to a stored window of 0, which
  * the limiter treats as no limit stored at all. A year bounds the window (a longer one is a typo, and
  * 99999999999999d was stored as 8.64e+21, which no script reads back); a million permits per window

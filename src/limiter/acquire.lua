@@ -32,8 +32,8 @@
         write ever gives a log a shorter life than the window it is counted over needs.
     {0, waitMs, scope, allBlockedIndefinitely (0|1), now}    refused, nothing written but housekeeping
     Both end with one more element: {field, value, ...}, the policy's rate fields that are malformed
-    (policy-lib.lua lt_rate: outside the bounds the parser sets) and were ignored for the fallback; empty
-    when none. A malformed value is never applied, and never silently: the caller logs it.
+    (includes/policy.lua lt_rate: outside the bounds the parser sets) and were ignored for the fallback;
+    empty when none. A malformed value is never applied, and never silently: the caller logs it.
       scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock'
              | 'paused'
       waitMs: no permit can exist before now + waitMs (unless a permit is released, a block lifted or
@@ -129,6 +129,8 @@
   max(org wait, min over tokens not blocked for good of max(token wait, token block ttl)). A policy
   change can make a slot free earlier: callers must not sleep longer than the policy recheck bound.
 ]]
+--- @keys 6+
+--- @include "policy"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -137,7 +139,7 @@ local tokenCount = (#KEYS - 6) / 3
 local policyKey = KEYS[#KEYS]
 local learner, holder, lockToken, leaseGrace = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]) or 0
 
--- The live policy (policy-lib.lua): absent fields fall back to ARGV.
+-- The live policy (includes/policy.lua): absent fields fall back to ARGV.
 local policy = lt_policy(policyKey)
 local function rate(field, max, window)
   local m, w = lt_rate(policy, field, max, window)

@@ -10,6 +10,7 @@
 
   Output: 1 when the block was written, 0 when a longer one was kept.
 ]]
+--- @keys 1
 if ARGV[2] == 'indefinite' then
   redis.call('SET', KEYS[1], ARGV[1])
   return 1

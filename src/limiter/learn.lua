@@ -56,6 +56,8 @@
   learns 10/2s per token, nothing for the organization, 35-38 s at 0.88-0.94. A service that limits the
   organization (12/2s, tokens free) is met by the tokens' limits summing to it (about 5% 429s, 0.88 of its limit).
 ]]
+--- @keys 7
+--- @include "policy"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 

@@ -5,8 +5,10 @@
   the log entries acquire would turn them into, under the same live policy (limits, reserve, pauses).
 
   Input:
-    KEYS: as acquire.lua without the lease and the job lock (org log, org inflight, org block, then per
-          token log, inflight, block), then the policy hash last
+    KEYS: as acquire.lua without the lease and the job lock
+    KEYS[1]  org log          KEYS[2]  org inflight       KEYS[3]  org block
+    KEYS[3i+1..3i+3]   token i's log, inflight and block (i = 1..n), n >= 0
+    KEYS[3n+4]         policy hash
     ARGV[1]  token limit   ARGV[2]  token window (ms)   ARGV[3]  org limit   ARGV[4]  org window (ms)
              (the fallbacks, as in acquire.lua)
     ARGV[4+i] token i's id
@@ -26,6 +28,8 @@
     (blocks and pauses aside: they are reported separately). The org view's limit is what acquire
     grants: the configured limit less the reserve (overridden 1 when a reserve applies).
 ]]
+--- @keys 4+
+--- @include "policy"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 

@@ -1,5 +1,5 @@
 // The live controls of an organization's policy: limits set / reset, pause and resume. Each change is
-// one atomic script on the policy hash (policy-change.lua) that also announces it on the limiter events
+// one atomic script on the policy hash (change-policy.lua) that also announces it on the limiter events
 // channel; then it is appended to the change log (limiter/control-log.ts) with who made it and the values
 // before and after. The CLI and the dashboard both call these.
 import { appendChange } from './control-log.ts';
@@ -8,7 +8,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { isValidOrgKey, type Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { encodeRate, parsePolicy, seedRecord, type FallbackLimits, type LimitPolicy } from './policy.ts';
-import { defineLimiterCommands, run } from './scripts.ts';
+import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { BudgetEvent, PauseInfo } from './types.ts';
 
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -116,9 +116,9 @@ async function apply(
   change: ScriptChange,
 ): Promise<{ before: LimitPolicy; after: LimitPolicy }> {
   const event: BudgetEvent = { event: 'policy', org, tokenId, change: action };
-  const reply = await run(
-    defineLimiterCommands(redis),
-    'ltLimiterPolicyChange',
+  const reply = await LIMITER_SCRIPTS.run(
+    redis,
+    'change-policy',
     [keys.policy(org)],
     [JSON.stringify(change), keys.limiterEvents(org), JSON.stringify(event)],
   );
@@ -136,7 +136,7 @@ export function checkLimitChange(org: string, change: LimitChange): void {
     throw invalid('limits set needs at least one of --per-org, --per-token or --reserve');
   }
   // Rates come from readRate (duration.ts) in the CLI and the dashboard; one built in code is held to
-  // the same bounds, or it would be stored and then ignored by every worker (policy-lib.lua).
+  // the same bounds, or it would be stored and then ignored by every worker (includes/policy.lua).
   for (const [flag, rate] of [
     ['--per-org', change.perOrg],
     ['--per-token', change.perToken],

@@ -93,8 +93,8 @@ export function encodeRate(rate: Rate): string {
 
 /**
  * A stored rate, or null when absent or malformed: outside the bounds every writer checks (duration.ts
- * rateInBounds). policy-lib.lua's lt_rate refuses exactly the same values (a test holds them together),
- * so what a display shows as "not stored" is what the limiter ignores.
+ * rateInBounds). includes/policy.lua's lt_rate refuses exactly the same values (a test holds them
+ * together), so what a display shows as "not stored" is what the limiter ignores.
  */
 export function decodeRate(text: string | undefined): Rate | null {
   const m = /^(\d+)\/(\d+)$/.exec(text ?? '');

@@ -10,6 +10,7 @@
 
   Output: number of entries removed (0, 1 or 2). An event is published when any was.
 ]]
+--- @keys 2
 local removed = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
 if removed > 0 then
   redis.call('PUBLISH', ARGV[2], ARGV[3])

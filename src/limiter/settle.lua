@@ -21,6 +21,7 @@
   on the safe side, the server may have counted it as late as now. Settling twice is harmless.
   Nothing is published: a settle never frees budget earlier than a refusal's wait predicted.
 ]]
+--- @keys 4
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local permitId = ARGV[1]

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../core/keys.ts';
-import { defineLimiterCommands, run, type LimiterCommands } from './scripts.ts';
+import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { RedisClient } from '../redis/client.ts';
 import {
   effectiveLimits,
@@ -97,7 +97,6 @@ export class TransferBudget {
   readonly keys: Keys;
   /** The fallback limits (LIMIT_*) and the in-flight TTL; the limits in effect are the policy's. */
   readonly options: Readonly<BudgetOptions>;
-  private readonly commands: LimiterCommands;
   /** The longest key TTLs any acquire of this process computed (never less than the fallback's). */
   private tokenKeyTtlMs: number;
   private orgKeyTtlMs: number;
@@ -116,7 +115,7 @@ export class TransferBudget {
     }
     this.options = Object.freeze({ ...options });
     this.keys = createKeys(options.prefix);
-    this.commands = defineLimiterCommands(redis);
+    LIMITER_SCRIPTS.define(redis);
     this.tokenKeyTtlMs = options.limitPerToken.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
     this.orgKeyTtlMs = options.limitPerOrg.windowMs + options.inflightTtlMs + KEY_SLACK_MS;
     this.policies = new PolicyCache(redis, this.keys);
@@ -174,7 +173,7 @@ export class TransferBudget {
     keys.splice(3, 0, this.keys.lease(org), lease?.lockKey || this.keys.lease(org));
     keys.push(this.keys.policy(org));
     const reply = list(
-      await run(this.commands, 'ltLimiterAcquire', keys, [
+      await LIMITER_SCRIPTS.run(this.redis, 'acquire', keys, [
         tok.max,
         tok.windowMs,
         perOrg.max,
@@ -244,9 +243,9 @@ export class TransferBudget {
     checkOrg(org);
     checkTokenId(tokenId);
     const event: BudgetEvent = { event: 'release', org, tokenId };
-    await run(
-      this.commands,
-      'ltLimiterRelease',
+    await LIMITER_SCRIPTS.run(
+      this.redis,
+      'release',
       [this.keys.tokenInflight(org, tokenId), this.keys.orgInflight(org)],
       [permitId, this.keys.limiterEvents(org), JSON.stringify(event)],
     );
@@ -274,7 +273,7 @@ export class TransferBudget {
       duration = Math.ceil(durationMs);
     }
     const key = tokenId === null ? this.keys.orgBlock(org) : this.keys.tokenBlock(org, tokenId);
-    await run(this.commands, 'ltLimiterBlock', [key], [reason, duration]);
+    await LIMITER_SCRIPTS.run(this.redis, 'block', [key], [reason, duration]);
   }
 
   /**
@@ -292,9 +291,9 @@ export class TransferBudget {
     const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
     const k = this.keys;
     const reply = list(
-      await run(
-        this.commands,
-        'ltLimiterLearn',
+      await LIMITER_SCRIPTS.run(
+        this.redis,
+        'learn',
         [
           k.tokenLog(org, tokenId),
           k.tokenInflight(org, tokenId),
@@ -348,9 +347,9 @@ export class TransferBudget {
     const pool = this.pool(org, tokenIds);
     const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
     const reply = list(
-      await run(
-        this.commands,
-        'ltLimiterPeek',
+      await LIMITER_SCRIPTS.run(
+        this.redis,
+        'peek',
         [...this.scriptKeys(org, pool), this.keys.policy(org)],
         [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, ...pool],
       ),
@@ -413,9 +412,9 @@ export class TransferBudget {
   ): Promise<void> {
     checkOrg(org);
     checkTokenId(tokenId);
-    await run(
-      this.commands,
-      'ltLimiterSettle',
+    await LIMITER_SCRIPTS.run(
+      this.redis,
+      'settle',
       [
         this.keys.tokenLog(org, tokenId),
         this.keys.tokenInflight(org, tokenId),

@@ -63,7 +63,7 @@ async function byLearner(store: OutcomeStore, filter: FailureFilter, id: number)
 /**
  * Reads `ids` of one organization and keeps the records that still match. An index is a snapshot: a
  * learner retried since the ZREVRANGE has moved on, and a run's index keeps the learners that moved to
- * another run (see record-lib.lua); both are left out.
+ * another run (see includes/record.lua); both are left out.
  */
 async function load(
   store: OutcomeStore,

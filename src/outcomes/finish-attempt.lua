@@ -42,6 +42,8 @@
 
   Returns {auditId ('' when none), bucket written, 1 if the attempt was already merged, pr}
 ]]
+--- @keys 11+
+--- @include "record"
 local learner, runId, now, attemptId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 -- No update: the attempt ended before a call (the learner was found done): free the permit and lease only.
 local u = {}

@@ -22,6 +22,8 @@
   Returns: one string per learner: its old bucket ("" when it had no record), or "skip:<old bucket>" when
   mode "enqueue" kept the old record.
 ]]
+--- @keys 4+
+--- @include "record"
 local runId, now = ARGV[1], ARGV[2]
 local enqueue, forceBefore = ARGV[5] == 'enqueue', tonumber(ARGV[6]) or 0
 local idx = lt_index_keys(ARGV[4], 5)

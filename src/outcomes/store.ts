@@ -1,8 +1,8 @@
 // The outcome store: where every learner stands, per organization, in Redis. The worker writes it, the
 // producer seeds it (`queued`), and reports, status, retry and the dashboard read it.
-import { readFileSync } from 'node:fs';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/client.ts';
+import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
@@ -16,21 +16,18 @@ import {
   type OutcomeRecord,
 } from './record.ts';
 
-const lua = (name: string) => readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
-// The shared functions (bucket moves, indexes, counters) are prepended to each script.
-const LIB = lua('record-lib');
-const RECORD_SCRIPT = `${LIB}\n${lua('record-outcome')}`;
-const FINISH_SCRIPT = `${LIB}\n${lua('finish-attempt')}`;
+// The ledger's scripts, beside this module; both include includes/record.lua (bucket moves, indexes,
+// counters), so a record moves the same way in either.
+export const OUTCOME_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
+  'finish-attempt',
+  'record-outcome',
+]);
 const INDEXED_BUCKETS = BUCKETS.filter(isIndexedBucket);
 const INDEXED = INDEXED_BUCKETS.join(' ');
 const SUCCESS = BUCKETS.filter(isSuccessBucket).join(' ');
 const FAILURE = FAILURE_BUCKETS.join(' ');
 
 type Arg = string | number;
-interface WithRecordCommand {
-  ltRecordOutcome: (numKeys: number, ...args: Arg[]) => Promise<string[]>;
-  ltFinishAttempt: (numKeys: number, ...args: Arg[]) => Promise<unknown[]>;
-}
 
 /**
  * Everything one attempt leaves in Redis, as plain data: the worker writes it to its spool before the
@@ -132,21 +129,19 @@ export interface AttemptUpdate {
 export type RunCounts = Partial<Record<Bucket | 'total', number>>;
 
 export class OutcomeStore {
-  readonly #redis: RedisClient & WithRecordCommand;
+  readonly #redis: RedisClient;
   readonly #keys: Keys;
 
   constructor(redis: RedisClient, keys: Keys) {
-    if (!(redis as Partial<WithRecordCommand>).ltRecordOutcome) {
-      redis.defineCommand('ltRecordOutcome', { lua: RECORD_SCRIPT });
-      redis.defineCommand('ltFinishAttempt', { lua: FINISH_SCRIPT });
-    }
-    this.#redis = redis as RedisClient & WithRecordCommand;
+    // Before any pipeline is made from the client: a pipeline takes the commands its client has.
+    OUTCOME_SCRIPTS.define(redis);
+    this.#redis = redis;
     this.#keys = keys;
   }
 
   /** One script call for records of one organization and one run (a batch, or a single attempt). */
   #call(
-    target: RedisClient | ChainableCommander,
+    pipeline: ChainableCommander,
     org: string,
     runId: string,
     now: number,
@@ -165,9 +160,7 @@ export class OutcomeStore {
       k.runFailures(org, runId),
       ...this.#indexKeys(org),
     ];
-    return (target as unknown as WithRecordCommand).ltRecordOutcome(
-      keys.length,
-      ...keys,
+    return OUTCOME_SCRIPTS.queue(pipeline, 'record-outcome', keys, [
       runId,
       now,
       FAILURE,
@@ -175,7 +168,7 @@ export class OutcomeStore {
       mode,
       String(force === true ? Number.MAX_SAFE_INTEGER : force === false ? 0 : force),
       ...args,
-    );
+    ]);
   }
 
   #indexKeys(org: string): string[] {
@@ -303,9 +296,7 @@ export class OutcomeStore {
       k.runFailures(org, a.runId),
       ...this.#indexKeys(org),
     ];
-    const reply = await this.#redis.ltFinishAttempt(
-      keys.length,
-      ...keys,
+    const reply = (await OUTCOME_SCRIPTS.run(this.#redis, 'finish-attempt', keys, [
       String(a.learnerId),
       a.runId,
       Math.round(a.at),
@@ -328,7 +319,7 @@ export class OutcomeStore {
       FAILURE,
       a.audit?.body ? String(a.audit.body.bytes) : '',
       a.audit?.body?.sha256 ?? '',
-    );
+    ])) as unknown[];
     const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
     return {
       auditId: auditId ? auditId : undefined,

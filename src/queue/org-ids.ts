@@ -4,15 +4,13 @@
 // it is remembered in Redis for later runs, scheduled ones included.
 // Two keys must never name one organization: each key has its own daily budget, so the organization's
 // would be spent twice over. An id another key has is refused (checked and written in one Lua script).
-import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/client.ts';
+import { loadScripts } from '../redis/scripts.ts';
 import { InvalidArgumentError } from 'commander';
 import { LearnerTransferError } from '../core/errors.ts';
 import { isValidOrgKey, type Keys } from '../core/keys.ts';
 
-const SET_SCRIPT = readFileSync(new URL('./org-ids-set.lua', import.meta.url), 'utf8');
-
-type SetCommand = (key: string, mode: 'set' | 'check', ...pairs: string[]) => Promise<string[]>;
+export const ORG_ID_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['set-org-ids']);
 
 export class OrgIds {
   readonly #redis: RedisClient;
@@ -20,7 +18,7 @@ export class OrgIds {
   constructor(redis: RedisClient, keys: Keys) {
     this.#redis = redis;
     this.#key = keys.orgIds();
-    if (!('ltOrgIdsSet' in redis)) redis.defineCommand('ltOrgIdsSet', { numberOfKeys: 1, lua: SET_SCRIPT });
+    ORG_ID_SCRIPTS.define(redis);
   }
 
   async all(): Promise<Record<string, number>> {
@@ -43,8 +41,12 @@ export class OrgIds {
   async #run(mode: 'set' | 'check', ids: Readonly<Record<string, number>>): Promise<void> {
     const pairs = Object.entries(ids).flatMap(([org, id]) => [org, String(id)]);
     if (pairs.length === 0) return;
-    const command = (this.#redis as unknown as { ltOrgIdsSet: SetCommand }).ltOrgIdsSet;
-    const taken = await command.call(this.#redis, this.#key, mode, ...pairs);
+    const taken = (await ORG_ID_SCRIPTS.run(
+      this.#redis,
+      'set-org-ids',
+      [this.#key],
+      [mode, ...pairs],
+    )) as string[];
     const [org, other, id] = taken;
     if (org !== undefined && other !== undefined && id !== undefined)
       throw orgIdTaken(org, other, Number(id));

@@ -7,14 +7,14 @@
 // for each command with its keys and channel whether this user may send it. ACL DRYRUN would say the
 // same, but it is an @admin command that a least-privilege user does not have; the script needs only
 // EVAL, which the tool needs anyway. A Redis without acl_check_cmd is probed with harmless commands.
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { createKeys } from '../core/keys.ts';
 import { isCluster, masters, type RedisClient } from './client.ts';
 import type { RedisTarget } from '../core/redis-target.ts';
 import { permissionDenial, permissionError, redisUser, type PermissionDenial } from './permission-denial.ts';
+import { loadScripts } from './scripts.ts';
 
-const SCRIPT = readFileSync(new URL('./acl-check.lua', import.meta.url), 'utf8');
+export const ACL_CHECK_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['check-acl']);
 
 /** A command as the check sends it: `argv`, of which the first `name` strings name the command. */
 interface Check {
@@ -160,7 +160,9 @@ export async function checkRedisPermissions(
 async function refusedOn(node: Redis, checks: Check[]): Promise<PermissionDenial[]> {
   let reply: unknown;
   try {
-    reply = await node.eval(SCRIPT, 0, JSON.stringify(checks));
+    // EVAL of the text, not a command defined on the node: the check runs once per master at start, and
+    // a refusal must name EVAL, the rule the header above says the check needs.
+    reply = await ACL_CHECK_SCRIPTS.eval(node, 'check-acl', [], [JSON.stringify(checks)]);
   } catch (err) {
     // EVAL itself refused: that is the rule to name (the tool's scripts need it too).
     const denial = permissionDenial(err);

@@ -2,7 +2,7 @@
 // RATE_MAX_COUNT and a window of whole milliseconds from 1 ms to a year. The environment (LIMIT_*),
 // the CLI (`limits set`) and the dashboard (POST /api/controls/limits) read it with one parser, refuse
 // the same texts with a message naming the field and the value, and store nothing then; the limiter's
-// Lua (policy-lib.lua) refuses the same stored values as decodeRate; and a worker that meets a
+// Lua (includes/policy.lua) refuses the same stored values as decodeRate; and a worker that meets a
 // malformed stored policy says so in an error line naming the organization and the stored value.
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,7 +148,7 @@ describe('the stored policy', () => {
     '',
   ];
 
-  it('policy-lib.lua refuses exactly what decodeRate refuses', async () => {
+  it('includes/policy.lua refuses exactly what decodeRate refuses', async () => {
     const prefix = `${h.prefix}-lua`;
     const fallback = { max: 3, windowMs: 7000 };
     const budget = new TransferBudget(h.ctx.redis, {

@@ -1,6 +1,6 @@
 #!lua flags=no-writes
 --[[
-  Which of the commands the tool sends the current ACL user may not run (redis-acl.ts), answered by
+  Which of the commands the tool sends the current ACL user may not run (acl-check.ts), answered by
   Redis itself (redis.acl_check_cmd, Redis 7) in one round trip, with no side effect: the check must
   work for a user without ACL DRYRUN (an @admin command a least-privilege user does not have) and on a
   Redis that refuses writes (hence no-writes).
@@ -16,6 +16,7 @@
   command this Redis does not know is skipped (acl_check_cmd raises an error for it). A Redis before 7
   fails to compile the script (the #!lua line): the caller then probes instead.
 ]]
+--- @keys 0
 local checks = cjson.decode(ARGV[1])
 local refused = {}
 for i, check in ipairs(checks) do

@@ -1,6 +1,7 @@
 --[[
-  Shared by acquire.lua, learn.lua and peek.lua (scripts.ts puts it before each): how the organization's
-  live policy hash is read. One copy, so the three scripts cannot drift apart on what a limit is.
+  Shared by acquire.lua, learn.lua and peek.lua (each has `--- @include "policy"`, where the loader,
+  src/redis/scripts.ts, splices this in): how the organization's live policy hash is read. One copy, so
+  the three scripts cannot drift apart on what a limit is.
 ]]
 
 -- The policy hash at `key` as a table (field -> value); empty when absent.

@@ -20,6 +20,7 @@
 
   Output: {before (flat HGETALL), after (flat HGETALL)}
 ]]
+--- @keys 1
 local key = KEYS[1]
 local change = cjson.decode(ARGV[1])
 local before = redis.call('HGETALL', key)

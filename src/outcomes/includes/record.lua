@@ -1,6 +1,7 @@
 --[[
-  Shared by record-outcome.lua and finish-attempt.lua: prepended to each when it is loaded (store.ts),
-  so the one way a record moves between buckets, indexes and counters is written once.
+  Shared by record-outcome.lua and finish-attempt.lua (each has `--- @include "record"`, where the
+  loader, src/redis/scripts.ts, splices this in), so the one way a record moves between buckets, indexes
+  and counters is written once.
 ]]
 
 -- A record decoded from its JSON, or nil (absent or unreadable).

@@ -9,6 +9,7 @@
   Returns   {} when no other key has a given id (with 'set', the ids are then written);
             {key, other key, id} for the first given id another key would share (nothing written).
 ]]
+--- @keys 1
 local current = redis.call('HGETALL', KEYS[1])
 local after, order = {}, {}
 for i = 1, #current, 2 do
