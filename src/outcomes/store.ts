@@ -15,6 +15,7 @@ import {
   type Bucket,
   type OutcomeRecord,
 } from './record.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 const lua = (name: string) => readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
 // The shared functions (bucket moves, indexes, counters) are prepended to each script.
@@ -224,7 +225,7 @@ export class OutcomeStore {
     ).flat();
     const out: MarkResult[] = new Array(items.length);
     ordered.forEach((g, gi) => {
-      const [err, reply] = replies[gi] ?? [new Error('no reply'), null];
+      const [err, reply] = replies[gi] ?? [new LearnerTransferError('LT_INTERNAL', 'no reply'), null];
       if (err) throw err;
       const texts = reply as string[];
       g.at.forEach((i, j) => {
