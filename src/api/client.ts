@@ -8,6 +8,7 @@ import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
 import { scrubResponseText, secretScrubber, type Scrub } from '../core/log.ts';
+import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -34,7 +35,7 @@ export const BODY_CAP = { transfer: 256 * 1024, list: 512 * 1024 } as const;
 /** The most of a 200's text kept for the audit (the worker's MAX_AUDIT_BODY): all of a body within the cap. */
 const MAX_KEPT_BODY = BODY_CAP.transfer;
 
-const TOO_LARGE = 'LT_BODY_TOO_LARGE';
+const TOO_LARGE: ErrorCode = 'LT_BODY_TOO_LARGE';
 
 function capText(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
@@ -117,9 +118,10 @@ export class LearnerApiClient {
             chunks.push(buf.subarray(0, cap - size));
             size = cap;
             response.body.destroy();
-            throw Object.assign(new Error(`response body over the ${capText(cap)} cap (${cap} bytes)`), {
-              code: TOO_LARGE,
-            });
+            throw new LearnerTransferError(
+              TOO_LARGE,
+              `response body over the ${capText(cap)} cap (${cap} bytes)`,
+            );
           }
           size += buf.length;
           chunks.push(buf);
@@ -267,7 +269,10 @@ export class LearnerApiClient {
         scrub: scrubberFor(token),
       });
       if (outcome.code === 'transferred' || outcome.code === 'already-in-org') {
-        throw new Error('unreachable: a non-200 list answer classified as success');
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          'unreachable: a non-200 list answer classified as success',
+        );
       }
       return { ok: false, outcome };
     } catch (err) {

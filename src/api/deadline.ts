@@ -10,6 +10,7 @@
 //   reported (once per stall, by the caller's Stalls) and the call gets its timeout again from the wake,
 //   never past `hardMs`, the bound its permit and lease were granted for (the limiter's proof needs the
 //   server to have counted the call before the in-flight deadline, and the lease keeps one call in flight).
+import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
 
 /** A timer later than this past its due time means the process was stalled, not busy. */
 export const STALL_MS = 1_000;
@@ -22,7 +23,7 @@ export const STALL_MS = 1_000;
 const QUIET_TURNS = 3;
 
 /** The code of the error a call is aborted with when its timeout (or its hard bound) ran out. */
-export const TIMEOUT_CODE = 'ABORT_ERR';
+export const TIMEOUT_CODE: ErrorCode = 'ABORT_ERR';
 
 export interface Deadline {
   signal: AbortSignal;
@@ -57,15 +58,24 @@ export class Stalls {
   }
 }
 
+/**
+ * The reason a call is aborted with when its deadline runs out: the name and code of Node's own timeout
+ * abort, which the client's classifier branches on (network-error, errorCode ABORT_ERR).
+ */
+class RequestTimeoutError extends LearnerTransferError {
+  constructor(message: string) {
+    super(TIMEOUT_CODE, message);
+    this.name = 'TimeoutError';
+  }
+}
+
 function timeoutError(ms: number, stalledMs: number): Error {
   const base = `The operation was aborted due to timeout (${ms} ms)`;
-  const err = new Error(
+  return new RequestTimeoutError(
     stalledMs > 0
       ? `${base}: no answer had arrived after the process woke from a stall of ${(stalledMs / 1000).toFixed(1)} s`
       : base,
   );
-  err.name = 'TimeoutError';
-  return Object.assign(err, { code: TIMEOUT_CODE });
 }
 
 /**

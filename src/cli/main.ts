@@ -1,6 +1,7 @@
 // The CLI is thin: parse flags, load config, call a function that tests can call too.
 import { Command, CommanderError } from 'commander';
 import { commands } from './commands.ts';
+import { ERRORS } from '../core/errors.ts';
 import { reportCliError } from './shared.ts';
 
 const program = new Command('learner-transfer')
@@ -27,8 +28,8 @@ try {
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
-    // Help and version exit 0; a bad flag exits 2 with commander's message already printed.
-    process.exitCode = err.exitCode === 0 ? 0 : 2;
+    // Help and version exit 0; a bad flag is a usage error, with commander's message already printed.
+    process.exitCode = err.exitCode === 0 ? 0 : ERRORS.LT_USAGE.exit;
   } else {
     process.exitCode = reportCliError(err);
     // The error is said: a connection a library still holds open must not keep the command alive.

@@ -1,7 +1,7 @@
 // Helpers every command uses: config loading with clear errors, exit codes, graceful signals.
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config, type LoadOptions } from '../core/config.ts';
-import { LearnerTransferError } from '../core/errors.ts';
+import { ERRORS, EXIT, LearnerTransferError } from '../core/errors.ts';
 import {
   isLearnerId,
   isReadableRunId,
@@ -17,21 +17,8 @@ import { permissionDenial, permissionSentence } from '../redis/permission-denial
 import { isWriteRefusal } from '../redis/refusals.ts';
 import { DEFAULT_HIGH_WATER, writeMessage } from '../redis/writes.ts';
 
-/** Exit codes, documented in the README. */
-export const EXIT = {
-  ok: 0,
-  /** Some learners ended in a failure outcome (not-found, forbidden, retries exhausted...). */
-  failures: 1,
-  usage: 2,
-  config: 3,
-  redis: 4,
-  input: 5,
-  /** A token was refused (401) or all tokens of an organization are paused. */
-  unauthorized: 6,
-  /** The Redis ACL user may not run a command, or use a key or channel, that the tool needs. */
-  redisPermission: 7,
-  interrupted: 130,
-} as const;
+/** Exit codes, documented in the README and docs/errors.md: each error code's is in the catalogue. */
+export { EXIT };
 
 export function loadCliConfig(options: LoadOptions = {}): Readonly<Config> {
   return loadConfig(process.env, options);
@@ -68,31 +55,20 @@ function urlPasswords(url: string | undefined): string[] {
   }
 }
 
-/** Prints an error for a person (no stack for known errors) and returns the exit code. */
-export function reportCliError(err: unknown): number {
+/**
+ * Prints an error for a person and returns the exit status its code has in the catalogue: one sentence for
+ * every catalogued error, a stack only for an error the catalogue does not know.
+ */
+export function reportCliError(
+  err: unknown,
+  out: (text: string) => void = (text) => process.stderr.write(text),
+): number {
   // An error can quote the service: no token, and nothing a terminal would run.
-  const write = (text: string) => process.stderr.write(forTerminal(scrubSecrets(text, environmentSecrets())));
+  const write = (text: string) => out(forTerminal(scrubSecrets(text, environmentSecrets())));
   if (err instanceof LearnerTransferError) {
-    write(`learner-transfer: ${err.message}\n`);
-    switch (err.code) {
-      case 'LT_CONFIG_INVALID':
-      case 'LT_TOKEN_BOUND':
-        return EXIT.config;
-      case 'LT_REDIS_UNREACHABLE':
-        return EXIT.redis;
-      case 'LT_INPUT_INVALID':
-      case 'LT_INPUT_UNREADABLE':
-        return EXIT.input;
-      case 'LT_NO_TOKEN':
-        return EXIT.unauthorized;
-      case 'LT_REDIS_PERMISSION':
-        return EXIT.redisPermission;
-      case 'LT_USAGE':
-      case 'LT_OUTPUT_UNSAFE':
-      case 'LT_UNKNOWN_ORG':
-      case 'LT_ORG_ID_TAKEN':
-        return EXIT.usage;
-    }
+    const info = ERRORS[err.code];
+    write(`learner-transfer: ${info.kind === 'internal' ? 'internal error: ' : ''}${err.message}\n`);
+    return info.exit;
   }
   // Redis refusing the write (out of memory, a read-only replica...) is a state of Redis, said as such
   // (a MULTI refused as a whole, EXECABORT, is judged by its commands' errors), not a stack trace.
@@ -101,16 +77,16 @@ export function reportCliError(err: unknown): number {
     write(
       `learner-transfer: ${writeMessage(refusal.cause, null, DEFAULT_HIGH_WATER)}; nothing was changed\n`,
     );
-    return EXIT.redis;
+    return ERRORS.LT_REDIS_WRITE_REFUSED.exit;
   }
   // A rule the check at start does not cover (or one revoked since): the same sentence, not a stack.
   const denial = permissionDenial(err);
   if (denial) {
     write(`learner-transfer: ${permissionSentence(environmentRedisUser(), [denial], environmentPrefix())}\n`);
-    return EXIT.redisPermission;
+    return ERRORS.LT_REDIS_PERMISSION.exit;
   }
   write(`learner-transfer: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
-  return 1;
+  return ERRORS.LT_INTERNAL.exit;
 }
 
 /** The Redis user, read directly from the environment (as the secrets are: the config may be what failed). */

@@ -1,28 +1,26 @@
 // Errors carry a stable `code` to branch on (undici's and fastify's style), a `cause`, and never a token.
+// Every code is in one catalogue (error-codes.ts): its kind, its exit status, its HTTP answer.
+import { ERRORS, type ErrorCode } from './error-codes.ts';
 
-export type ErrorCode =
-  | 'LT_CONFIG_INVALID'
-  | 'LT_REDIS_UNREACHABLE'
-  | 'LT_INPUT_INVALID'
-  | 'LT_INPUT_UNREADABLE'
-  | 'LT_UNKNOWN_ORG'
-  | 'LT_NO_TOKEN'
-  | 'LT_USAGE'
-  /** Two organization keys would name one numeric organization (two daily budgets for one). */
-  | 'LT_ORG_ID_TAKEN'
-  /** A token is bound to another organization key in Redis (two hourly windows for one token). */
-  | 'LT_TOKEN_BOUND'
-  /** An output file's path is a symbolic link or not a regular file: nothing is written through it. */
-  | 'LT_OUTPUT_UNSAFE'
-  /** The Redis ACL user lacks a command, key or channel rule the tool needs (docs/redis-acl.md). */
-  | 'LT_REDIS_PERMISSION';
+export { ERRORS, EXIT, httpAnswer } from './error-codes.ts';
+export type {
+  ErrorCode,
+  ErrorInfo,
+  ErrorKind,
+  ExitStatus,
+  HttpAnswer,
+  HttpErrorCode,
+} from './error-codes.ts';
 
 export class LearnerTransferError extends Error {
   readonly code: ErrorCode;
+  /** The HTTP status an HTTP surface answers this error with (fastify reads it); none for most codes. */
+  readonly statusCode: number | undefined;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'LearnerTransferError';
     this.code = code;
+    this.statusCode = ERRORS[code].http?.status;
   }
 }
 

@@ -2,6 +2,7 @@
 // request presents, compared in constant time, and the Host rule against DNS rebinding. In core so that
 // every surface applies the same rule without importing another's code.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { httpAnswer } from './errors.ts';
 
 /** Paths served without authentication: they reveal nothing and orchestrators probe them bare. */
 export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
@@ -43,7 +44,7 @@ export function isLoopbackHost(host: string | undefined): boolean {
 
 /** What a refused Host name gets, from the dashboard and from the worker's /metrics alike. */
 export const FORBIDDEN_HOST = {
-  error: 'forbidden-host',
+  error: httpAnswer('LT_HTTP_FORBIDDEN_HOST').error,
   message: 'set DASHBOARD_TOKEN to serve other host names',
 } as const;
 

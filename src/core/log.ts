@@ -1,6 +1,7 @@
 // pino, with two layers against leaking a token: path redaction of the usual places (Authorization
 // headers, token fields), and a last-resort scrub of every known secret from the serialized line.
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { LearnerTransferError } from './errors.ts';
 
 export type { Logger } from 'pino';
 
@@ -121,7 +122,7 @@ export function scrubResponseText(text: string, scrub: Scrub): string {
  * still tells BullMQ what to do; the stack keeps its frames (code locations) under the scrubbed message.
  */
 export function scrubError(err: unknown, scrub: Scrub): Error {
-  if (!(err instanceof Error)) return new Error(scrub(String(err)));
+  if (!(err instanceof Error)) return new LearnerTransferError('LT_INTERNAL', scrub(String(err)));
   const message = scrub(err.message);
   const frames = (err.stack ?? '')
     .split('\n')
@@ -132,7 +133,7 @@ export function scrubError(err: unknown, scrub: Scrub): Error {
     err.stack = [`${err.name}: ${message}`, ...frames].join('\n');
     return err;
   } catch {
-    const copy = new Error(message);
+    const copy = new LearnerTransferError('LT_INTERNAL', message);
     copy.stack = `Error: ${message}`;
     return copy;
   }

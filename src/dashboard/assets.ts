@@ -95,6 +95,15 @@ export const JS = `
     }
   }
 
+  // A refused request rejects with the dashboard's answer: its message, and its code (docs/errors.md).
+  class ApiError extends Error {
+    constructor(status, body) {
+      super(body.message || ('HTTP ' + status));
+      this.code = body.error;
+      this.status = status;
+    }
+  }
+
   function post(body) {
     return fetch('/api/retry', {
       method: 'POST',
@@ -102,7 +111,7 @@ export const JS = `
       headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
       body: JSON.stringify(body),
     }).then(function (r) {
-      return r.json().then(function (j) { if (!r.ok) throw new Error(j.message || ('HTTP ' + r.status)); return j; });
+      return r.json().then(function (j) { if (!r.ok) throw new ApiError(r.status, j); return j; });
     });
   }
 

@@ -3,6 +3,7 @@
 // the 401 carries WWW-Authenticate, so the browser asks). Compared in constant time over SHA-256
 // digests, so neither the content nor the length of the token leaks through timing.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { httpAnswer } from '../core/errors.ts';
 import { presentedCredential, sameSecret } from '../core/http-access.ts';
 
 export const REALM = 'learner-transfer dashboard';
@@ -14,11 +15,12 @@ export function isAuthorized(request: FastifyRequest, token: string | undefined)
 }
 
 export function refuseUnauthorized(reply: FastifyReply): FastifyReply {
+  const refused = httpAnswer('LT_HTTP_UNAUTHORIZED');
   return reply
-    .code(401)
+    .code(refused.status)
     .header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`)
     .header('cache-control', 'no-store')
-    .send({ error: 'unauthorized', message: 'DASHBOARD_TOKEN required (Bearer, or basic auth password)' });
+    .send({ error: refused.error, message: 'DASHBOARD_TOKEN required (Bearer, or basic auth password)' });
 }
 
 /** Failed logins per client address before the throttle answers 429. */
@@ -74,9 +76,10 @@ export class LoginThrottle {
 
 export function refuseThrottled(reply: FastifyReply, waitMs: number): FastifyReply {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  const refused = httpAnswer('LT_HTTP_TOO_MANY_FAILURES');
   return reply
-    .code(429)
+    .code(refused.status)
     .header('retry-after', String(seconds))
     .header('cache-control', 'no-store')
-    .send({ error: 'too-many-failures', message: `too many failed logins: retry in ${seconds} s` });
+    .send({ error: refused.error, message: `too many failed logins: retry in ${seconds} s` });
 }

@@ -2,6 +2,7 @@
 // parse the shared query parameters with errors that name the parameter.
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../app/context.ts';
+import { httpAnswer, LearnerTransferError, type HttpErrorCode } from '../core/errors.ts';
 import {
   isLearnerId,
   isReadableRunId,
@@ -23,22 +24,27 @@ export interface DashboardDeps {
   liveMaxConnections: number;
 }
 
-export class DashboardError extends Error {
-  readonly statusCode: number;
-  readonly code: string;
-  constructor(statusCode: number, code: string, message: string) {
-    super(message);
-    this.statusCode = statusCode;
-    this.code = code;
+/** An error the dashboard answers with: its status and its JSON `error` string are the catalogue's. */
+export class DashboardError extends LearnerTransferError {
+  declare readonly code: HttpErrorCode;
+  declare readonly statusCode: number;
+  constructor(code: HttpErrorCode, message: string) {
+    super(code, message);
+    this.name = 'DashboardError';
+  }
+
+  /** The `error` string of the JSON answer (docs/dashboard-api.md). */
+  get answer(): string {
+    return httpAnswer(this.code).error;
   }
 }
 
 export function badRequest(message: string): DashboardError {
-  return new DashboardError(400, 'bad-request', message);
+  return new DashboardError('LT_HTTP_BAD_REQUEST', message);
 }
 
 export function notFound(message: string): DashboardError {
-  return new DashboardError(404, 'not-found', message);
+  return new DashboardError('LT_HTTP_NOT_FOUND', message);
 }
 
 export function pageContext(deps: DashboardDeps, path: string): PageContext {

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
+import { httpAnswer, LearnerTransferError } from '../core/errors.ts';
 import {
   FORBIDDEN_HOST,
   isHostAllowed,
@@ -55,9 +56,11 @@ function tlsFromConfig(ctx: AppContext): DashboardOptions['tls'] {
     try {
       return readFileSync(path);
     } catch (err) {
-      throw new Error(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, {
-        cause: err,
-      });
+      throw new LearnerTransferError(
+        'LT_CONFIG_INVALID',
+        `${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        { cause: err },
+      );
     }
   };
   return { cert: read(cert, 'DASHBOARD_TLS_CERT'), key: read(key, 'DASHBOARD_TLS_KEY') };
@@ -93,7 +96,8 @@ export async function buildDashboard(
   app.addHook('onRequest', async (req, reply) => {
     const path = pathOf(req.url);
     // Without a token only loopback names are served (DNS rebinding: see auth.ts).
-    if (!isHostAllowed(path, req.headers.host, token)) return reply.code(403).send(FORBIDDEN_HOST);
+    if (!isHostAllowed(path, req.headers.host, token))
+      return reply.code(httpAnswer('LT_HTTP_FORBIDDEN_HOST').status).send(FORBIDDEN_HOST);
     if (PUBLIC_PATHS.has(path)) return;
     if (token !== undefined) {
       // Throttled per client address: a refused client is not even checked (see LoginThrottle).
@@ -108,8 +112,9 @@ export async function buildDashboard(
       throttle.succeeded(req.ip);
     }
     if (isStateChanging(req.method) && !deps.csrf.verify(req.headers[CSRF_HEADER] as string | undefined)) {
-      return reply.code(403).send({
-        error: 'csrf',
+      const refused = httpAnswer('LT_HTTP_CSRF');
+      return reply.code(refused.status).send({
+        error: refused.error,
         message: `missing or invalid ${CSRF_HEADER} header (read it from the page's csrf-token meta, or GET /api/csrf)`,
       });
     }
@@ -134,7 +139,10 @@ export async function buildDashboard(
     if (status >= 500)
       ctx.logger.error({ err: err.message, url: pathOf(req.url) }, 'dashboard request failed');
     const message = status >= 500 ? 'internal error (see the dashboard log)' : err.message;
-    const code = err instanceof DashboardError ? err.code : status >= 500 ? 'internal' : 'bad-request';
+    const code =
+      err instanceof DashboardError
+        ? err.answer
+        : httpAnswer(status >= 500 ? 'LT_HTTP_INTERNAL' : 'LT_HTTP_BAD_REQUEST').error;
     if (pathOf(req.url).startsWith('/api/') || req.headers.accept?.includes('application/json')) {
       return reply.code(status).send({ error: code, message });
     }

@@ -3,6 +3,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export async function redisAnswers(url: string, timeoutMs = 1500): Promise<boolean> {
   const r = new Redis(url, {
@@ -77,5 +78,5 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');
-  throw new Error(`redis-server did not answer on port ${port}`);
+  throw new LearnerTransferError('LT_REDIS_UNREACHABLE', `redis-server did not answer on port ${port}`);
 }

@@ -19,6 +19,7 @@ import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { RedisClient } from '../redis/client.ts';
 import type { BudgetView, PauseInfo } from './types.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 /**
  * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
@@ -242,7 +243,7 @@ export async function seedPolicy(
     .hsetnx(key, 'seededFrom', seedRecord(limits))
     .hgetall(key)
     .exec();
-  if (!replies) throw new Error('limits: the seed transaction was aborted');
+  if (!replies) throw new LearnerTransferError('LT_INTERNAL', 'limits: the seed transaction was aborted');
   for (const [err] of replies) if (err) throw err;
   const seeded = replies.slice(0, 2).some(([, v]) => Number(v) === 1);
   return { seeded, policy: parsePolicy(replies[3]?.[1] as Record<string, string>) };

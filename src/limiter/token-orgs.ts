@@ -37,7 +37,7 @@ export async function bindTokens(
   pipeline.hmget(key, ...tokens.map((t) => t.id));
   const results = (await pipeline.exec()) ?? [];
   const last = results.at(-1);
-  if (!last) throw new Error('bindTokens: no reply from Redis');
+  if (!last) throw new LearnerTransferError('LT_INTERNAL', 'bindTokens: no reply from Redis');
   const [readError, bound] = last;
   if (readError) throw readError;
   for (const [err] of results.slice(0, -1)) {

@@ -75,7 +75,8 @@ function checkTokenId(tokenId: string): void {
 
 function num(value: unknown): number {
   const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isFinite(n)) throw new Error(`limiter: unexpected script reply ${String(value)}`);
+  if (!Number.isFinite(n))
+    throw new LearnerTransferError('LT_INTERNAL', `limiter: unexpected script reply ${String(value)}`);
   return n;
 }
 
@@ -84,7 +85,8 @@ function text(value: unknown): string {
 }
 
 function list(value: unknown): unknown[] {
-  if (!Array.isArray(value)) throw new Error('limiter: unexpected script reply (not an array)');
+  if (!Array.isArray(value))
+    throw new LearnerTransferError('LT_INTERNAL', 'limiter: unexpected script reply (not an array)');
   return value;
 }
 
@@ -193,7 +195,8 @@ export class TransferBudget {
     if (Array.isArray(malformed) && malformed.length > 0) this.reportMalformed(org, malformed);
     if (granted) {
       const tokenId = pool[num(reply[2]) - 1];
-      if (tokenId === undefined) throw new Error('limiter: acquire granted a token outside the pool');
+      if (tokenId === undefined)
+        throw new LearnerTransferError('LT_INTERNAL', 'limiter: acquire granted a token outside the pool');
       const keyTtls = { tokenMs: num(reply[5]), orgMs: num(reply[6]) };
       // Settles of this process keep every log at least as long as the windows in effect need.
       this.tokenKeyTtlMs = Math.max(this.tokenKeyTtlMs, keyTtls.tokenMs);
@@ -208,7 +211,8 @@ export class TransferBudget {
       };
     }
     const scope = text(reply[2]) as RefusalScope;
-    if (!SCOPES.includes(scope)) throw new Error(`limiter: unexpected refusal scope '${scope}'`);
+    if (!SCOPES.includes(scope))
+      throw new LearnerTransferError('LT_INTERNAL', `limiter: unexpected refusal scope '${scope}'`);
     return {
       ok: false,
       waitMs: Math.max(1, num(reply[1])),
@@ -317,7 +321,7 @@ export class TransferBudget {
     const learnedOrNull = (v: unknown) => (num(v) > 0 ? num(v) : null);
     const cause = text(reply[7]);
     if (cause !== 'token' && cause !== 'org' && cause !== 'repeat') {
-      throw new Error(`limiter: unexpected learn cause '${cause}'`);
+      throw new LearnerTransferError('LT_INTERNAL', `limiter: unexpected learn cause '${cause}'`);
     }
     return {
       rateLimited: num(reply[0]),

@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DurabilityStats } from '../redis/durability.ts';
 import type { WriteState } from '../redis/writes.ts';
+import { httpAnswer } from '../core/errors.ts';
 import { FORBIDDEN_HOST, isHostAllowed, presentedCredential, sameSecret } from '../core/http-access.ts';
 
 /** Transfer calls take tens of ms to the request timeout (30 s by default). */
@@ -109,7 +110,10 @@ export async function serveMetrics(
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (!isHostAllowed(path, req.headers.host, token)) {
       res
-        .writeHead(403, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .writeHead(httpAnswer('LT_HTTP_FORBIDDEN_HOST').status, {
+          'content-type': 'application/json',
+          'cache-control': 'no-store',
+        })
         .end(JSON.stringify(FORBIDDEN_HOST));
       return;
     }

@@ -15,6 +15,7 @@ import {
   type Bucket,
   type OutcomeRecord,
 } from './record.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 // The ledger's scripts, beside this module; both include includes/record.lua (bucket moves, indexes,
 // counters), so a record moves the same way in either.
@@ -217,7 +218,7 @@ export class OutcomeStore {
     ).flat();
     const out: MarkResult[] = new Array(items.length);
     ordered.forEach((g, gi) => {
-      const [err, reply] = replies[gi] ?? [new Error('no reply'), null];
+      const [err, reply] = replies[gi] ?? [new LearnerTransferError('LT_INTERNAL', 'no reply'), null];
       if (err) throw err;
       const texts = reply as string[];
       g.at.forEach((i, j) => {

@@ -217,7 +217,10 @@ export async function connectRedis(
       : undefined;
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(lastError || 'timed out')), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new LearnerTransferError('LT_REDIS_UNREACHABLE', lastError || 'timed out')),
+        timeoutMs,
+      );
       refused = (err) => {
         clearTimeout(timer);
         reject(err);

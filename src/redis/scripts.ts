@@ -25,6 +25,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChainableCommander, Redis } from 'ioredis';
+import { LearnerTransferError } from '../core/errors.ts';
 import type { RedisClient } from './client.ts';
 
 export type ScriptArg = string | number;
@@ -87,20 +88,34 @@ function splice(dir: string, file: string, text: string, state: Splice, part: bo
     }
     const [, kind, value = ''] = tag;
     if (kind === 'keys') {
-      if (part) throw new Error(`${file}: an include declares no key count (--- @keys is the command's)`);
+      if (part)
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          `${file}: an include declares no key count (--- @keys is the command's)`,
+        );
       const m = KEYS_RE.exec(value);
-      if (!m) throw new Error(`${file}: expected --- @keys N or --- @keys N+, got '${line.trim()}'`);
-      if (state.keys) throw new Error(`${file}: declares its key count twice`);
+      if (!m)
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          `${file}: expected --- @keys N or --- @keys N+, got '${line.trim()}'`,
+        );
+      if (state.keys) throw new LearnerTransferError('LT_INTERNAL', `${file}: declares its key count twice`);
       state.keys = { count: Number(m[1]), variadic: m[2] === '+' };
       out.push(line);
     } else if (kind === 'include') {
       const name = INCLUDE_RE.exec(value)?.[1];
       if (!name || !NAME_RE.test(name)) {
-        throw new Error(`${file}: expected --- @include "<kebab-case name>", got '${line.trim()}'`);
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          `${file}: expected --- @include "<kebab-case name>", got '${line.trim()}'`,
+        );
       }
       if (state.stack.includes(name)) {
         const path = [...state.stack.slice(state.stack.indexOf(name)), name].join(' -> ');
-        throw new Error(`${state.root}: include loop ${path} (in includes/ of ${dir})`);
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          `${state.root}: include loop ${path} (in includes/ of ${dir})`,
+        );
       }
       if (state.done.has(name)) continue;
       const partFile = join(dir, 'includes', `${name}.lua`);
@@ -109,10 +124,14 @@ function splice(dir: string, file: string, text: string, state: Splice, part: bo
         partText = readFileSync(partFile, 'utf8');
       } catch (err) {
         if ((err as { code?: string }).code !== 'ENOENT') throw err;
-        throw new Error(`${file}: includes "${name}", but there is no ${partFile}`);
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          `${file}: includes "${name}", but there is no ${partFile}`,
+        );
       }
       // A `#!lua` line must be the script's first line; a part spliced below the header cannot carry one.
-      if (partText.startsWith('#!')) throw new Error(`${partFile}: an include cannot have a #! line`);
+      if (partText.startsWith('#!'))
+        throw new LearnerTransferError('LT_INTERNAL', `${partFile}: an include cannot have a #! line`);
       state.stack.push(name);
       const body = splice(dir, partFile, partText, state, true);
       state.stack.pop();
@@ -120,7 +139,10 @@ function splice(dir: string, file: string, text: string, state: Splice, part: bo
       state.order.push(name);
       out.push(body.endsWith('\n') ? body.slice(0, -1) : body);
     } else {
-      throw new Error(`${file}: unknown tag '${line.trim()}' (a script knows --- @keys and --- @include)`);
+      throw new LearnerTransferError(
+        'LT_INTERNAL',
+        `${file}: unknown tag '${line.trim()}' (a script knows --- @keys and --- @include)`,
+      );
     }
   }
   return out.join('\n');
@@ -129,10 +151,12 @@ function splice(dir: string, file: string, text: string, state: Splice, part: bo
 /** Reads one command and splices its includes in; throws on anything the naming rule refuses. */
 export function readScript(dir: string, name: string): LuaScript {
   const file = join(dir, `${name}.lua`);
-  if (!NAME_RE.test(name)) throw new Error(`${file}: a script's name is kebab-case, verb(-noun)`);
+  if (!NAME_RE.test(name))
+    throw new LearnerTransferError('LT_INTERNAL', `${file}: a script's name is kebab-case, verb(-noun)`);
   const state: Splice = { root: file, done: new Set(), stack: [], order: [] };
   const lua = splice(dir, file, readFileSync(file, 'utf8'), state, false);
-  if (!state.keys) throw new Error(`${file}: no --- @keys line after its header`);
+  if (!state.keys)
+    throw new LearnerTransferError('LT_INTERNAL', `${file}: no --- @keys line after its header`);
   return {
     name,
     command: commandName(name),
@@ -164,7 +188,7 @@ export class ScriptSet<Name extends string> {
 
   get(name: Name): LuaScript {
     const script = this.#scripts.get(name);
-    if (!script) throw new Error(`no script '${name}' in ${this.dir}`);
+    if (!script) throw new LearnerTransferError('LT_INTERNAL', `no script '${name}' in ${this.dir}`);
     return script;
   }
 
@@ -198,7 +222,10 @@ export class ScriptSet<Name extends string> {
   ): ChainableCommander {
     const script = this.get(name);
     if (!(script.command in pipeline)) {
-      throw new Error(`${script.command} is not defined on the client this pipeline was made from`);
+      throw new LearnerTransferError(
+        'LT_INTERNAL',
+        `${script.command} is not defined on the client this pipeline was made from`,
+      );
     }
     return this.#send(pipeline, script, keys, args) as ChainableCommander;
   }
@@ -224,7 +251,8 @@ export class ScriptSet<Name extends string> {
 function checkKeys(script: LuaScript, keys: readonly string[]): readonly string[] {
   const ok = script.variadic ? keys.length >= script.keys : keys.length === script.keys;
   if (!ok) {
-    throw new Error(
+    throw new LearnerTransferError(
+      'LT_INTERNAL',
       `${script.file} takes ${script.keys}${script.variadic ? ' or more' : ''} keys ` +
         `(--- @keys ${script.keys}${script.variadic ? '+' : ''}), given ${keys.length}`,
     );
@@ -255,9 +283,11 @@ export function loadScripts<const Name extends string>(
     .map((f) => f.slice(0, -'.lua'.length));
   const missing = names.filter((n) => !present.includes(n));
   const unnamed = present.filter((n) => !(names as readonly string[]).includes(n));
-  if (missing.length > 0) throw new Error(`${dir}: no ${missing.map((n) => `${n}.lua`).join(', ')}`);
+  if (missing.length > 0)
+    throw new LearnerTransferError('LT_INTERNAL', `${dir}: no ${missing.map((n) => `${n}.lua`).join(', ')}`);
   if (unnamed.length > 0) {
-    throw new Error(
+    throw new LearnerTransferError(
+      'LT_INTERNAL',
       `${dir}: ${unnamed.map((n) => `${n}.lua`).join(', ')} not in the folder's list of scripts ` +
         `(a shared part belongs in includes/)`,
     );
@@ -267,7 +297,10 @@ export function loadScripts<const Name extends string>(
     const script = readScript(dir, name);
     const owner = OWNERS.get(script.command);
     if (owner !== undefined && owner !== script.file) {
-      throw new Error(`${script.file} and ${owner} would both be ${script.command}: rename one`);
+      throw new LearnerTransferError(
+        'LT_INTERNAL',
+        `${script.file} and ${owner} would both be ${script.command}: rename one`,
+      );
     }
     OWNERS.set(script.command, script.file);
     scripts.set(name, script);

@@ -6,6 +6,7 @@ import type { Cluster, Redis } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { isCluster, type RedisClient } from './client.ts';
 import type { Logger } from '../core/log.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 import { isWriteRefusal, type RefusalCause } from './refusals.ts';
 export type WriteCause = 'ok' | 'high-water' | RefusalCause;
@@ -63,12 +64,16 @@ export interface CheckOptions {
   timeoutMs?: number;
 }
 
-class CheckTimeout extends Error {}
+class CheckTimeout extends LearnerTransferError {
+  constructor(ms: number) {
+    super('LT_REDIS_UNREACHABLE', `the write check got no answer within ${ms} ms`);
+  }
+}
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CheckTimeout()), ms);
+    timer = setTimeout(() => reject(new CheckTimeout(ms)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
@@ -187,9 +192,10 @@ export interface WriteGateOptions extends CheckOptions {
 
 export type WriteGateListener = (state: WriteState, previous: WriteState) => void;
 
-class AbortedWait extends Error {
+/** Named and coded as Node's own abort (AbortError, ABORT_ERR). */
+class AbortedWait extends LearnerTransferError {
   constructor() {
-    super('waiting for Redis to take writes was aborted');
+    super('ABORT_ERR', 'waiting for Redis to take writes was aborted');
     this.name = 'AbortError';
   }
 }

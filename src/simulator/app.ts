@@ -1,16 +1,12 @@
 // The fastify app: record on arrival, the "service down" fault, a lenient JSON body parser, and error
 // answers in the spec's error shape for whatever fastify itself refuses.
 import Fastify, { type FastifyInstance } from 'fastify';
+import { LearnerTransferError } from '../core/errors.ts';
 import { bodies } from './bodies.ts';
 import type { SimContext } from './context.ts';
 import { emit, resetSocket } from './respond.ts';
 import { registerListRoute } from './routes-list.ts';
 import { registerTransferRoute } from './routes-transfer.ts';
-
-class BodyError extends Error {
-  readonly statusCode = 400;
-  readonly code = 'SIM_BAD_JSON';
-}
 
 export function buildApp(ctx: SimContext, logger: boolean): FastifyInstance {
   const app = Fastify({ logger, routerOptions: { ignoreTrailingSlash: true } });
@@ -41,7 +37,10 @@ export function buildApp(ctx: SimContext, logger: boolean): FastifyInstance {
     try {
       done(null, JSON.parse(text));
     } catch {
-      done(new BodyError('The request body is not valid JSON'), undefined);
+      done(
+        new LearnerTransferError('LT_SIMULATOR_BAD_JSON', 'The request body is not valid JSON'),
+        undefined,
+      );
     }
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));

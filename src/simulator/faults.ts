@@ -1,13 +1,15 @@
 // Seeded fault injection: latency around the moment of counting, 500s, socket resets before or after the
 // effect, and 200 bodies cut in the middle. One roll per counted transfer picks at most one fault.
 import { stream, between, type Random } from './random.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import type { FaultKind, SimFaults } from './types.ts';
 
 function checkRange(name: string, range: [number, number] | undefined): void {
   if (range === undefined) return;
   const [min, max] = range;
   if (!Number.isFinite(min) || !Number.isFinite(max) || min < 0 || max < min) {
-    throw new Error(
+    throw new LearnerTransferError(
+      'LT_SIMULATOR_OPTIONS',
       `simulator faults.${name}: expected [min, max] with 0 <= min <= max, got [${min}, ${max}]`,
     );
   }
@@ -16,7 +18,10 @@ function checkRange(name: string, range: [number, number] | undefined): void {
 function checkRate(name: string, rate: number | undefined): void {
   if (rate === undefined) return;
   if (!Number.isFinite(rate) || rate < 0 || rate > 1) {
-    throw new Error(`simulator faults.${name}: expected a share from 0 to 1, got ${rate}`);
+    throw new LearnerTransferError(
+      'LT_SIMULATOR_OPTIONS',
+      `simulator faults.${name}: expected a share from 0 to 1, got ${rate}`,
+    );
   }
 }
 
@@ -29,7 +34,10 @@ export function validateFaults(f: SimFaults): void {
   checkRate('truncateRate', f.truncateRate);
   const sum = (f.errorRate ?? 0) + (f.resetRate ?? 0) + (f.truncateRate ?? 0);
   if (sum > 1 + 1e-9) {
-    throw new Error(`simulator faults: errorRate + resetRate + truncateRate must not exceed 1, got ${sum}`);
+    throw new LearnerTransferError(
+      'LT_SIMULATOR_OPTIONS',
+      `simulator faults: errorRate + resetRate + truncateRate must not exceed 1, got ${sum}`,
+    );
   }
 }
 

@@ -34,6 +34,7 @@ export {
   DEFAULT_TOKENS,
   PER_PAGE,
 } from './defaults.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export interface Simulator {
   /** Base URL after listen(), like http://127.0.0.1:PORT (no trailing slash); '' before. */
@@ -74,11 +75,15 @@ export interface Simulator {
 }
 
 function checkOrganizations(orgs: readonly SimOrg[]): void {
-  if (orgs.length === 0) throw new Error('simulator: organizations must not be empty');
+  if (orgs.length === 0)
+    throw new LearnerTransferError('LT_SIMULATOR_OPTIONS', 'simulator: organizations must not be empty');
   const ids = new Set(orgs.map((o) => o.id));
   const keys = new Set(orgs.map((o) => o.key));
   if (ids.size !== orgs.length || keys.size !== orgs.length) {
-    throw new Error('simulator: organization ids and keys must be unique');
+    throw new LearnerTransferError(
+      'LT_SIMULATOR_OPTIONS',
+      'simulator: organization ids and keys must be unique',
+    );
   }
 }
 
@@ -88,7 +93,8 @@ function checkLimits(limits: SimLimits | undefined): void {
     ['perOrg', limits?.perOrg],
   ] as const) {
     if (rate && (!Number.isSafeInteger(rate.max) || rate.max < 1 || !(rate.windowMs > 0))) {
-      throw new Error(
+      throw new LearnerTransferError(
+        'LT_SIMULATOR_OPTIONS',
         `simulator limits.${name}: expected max >= 1 and windowMs > 0, got ${JSON.stringify(rate)}`,
       );
     }
@@ -101,7 +107,10 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   checkOrganizations(orgs);
   const count = options.learners ?? DEFAULT_LEARNERS;
   if (!Number.isSafeInteger(count) || count < 0) {
-    throw new Error(`simulator learners: expected a whole number >= 0, got ${count}`);
+    throw new LearnerTransferError(
+      'LT_SIMULATOR_OPTIONS',
+      `simulator learners: expected a whole number >= 0, got ${count}`,
+    );
   }
   const log = new RequestLog();
   const limiter = new SimLimiter();
@@ -155,7 +164,11 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     tokenOrg: (token) => ctx.tokens.orgOf(token),
     insertLearner(o) {
       const org = orgs.find((x) => x.key === o.org);
-      if (!org) throw new Error(`simulator insertLearner: unknown organization '${o.org}'`);
+      if (!org)
+        throw new LearnerTransferError(
+          'LT_SIMULATOR_OPTIONS',
+          `simulator insertLearner: unknown organization '${o.org}'`,
+        );
       return ctx.state.insertLearner(o.position ?? ctx.state.total, {
         organizationId: org.id,
         isActive: o.isActive ?? 1,

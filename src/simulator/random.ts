@@ -1,5 +1,6 @@
 // A small seeded PRNG (mulberry32): the same seed gives the same learners and the same fault choices,
 // so a failing test can be replayed. Separate streams keep the data independent of the faults asked for.
+import { LearnerTransferError } from '../core/errors.ts';
 
 export interface Random {
   /** Uniform in [0, 1). */
@@ -28,7 +29,7 @@ export function createRandom(seed: number): Random {
     int,
     pick<T>(items: readonly T[]): T {
       const item = items[Math.floor(next() * items.length)];
-      if (item === undefined) throw new Error('pick from an empty list');
+      if (item === undefined) throw new LearnerTransferError('LT_INTERNAL', 'pick from an empty list');
       return item;
     },
     chance: (p) => next() < p,

@@ -3,6 +3,7 @@
 import { formatDate, formatDateTime, formatMicroIso } from './format.ts';
 import { stream, type Random } from './random.ts';
 import type { LearnerGroup, RevokedAuthorization, SimLearner, SimOrg } from './types.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 const FIRST = [
   'Ada',
@@ -75,7 +76,7 @@ export function seedLearners(seed: number, count: number, orgs: readonly SimOrg[
   const learners: SimLearner[] = [];
   for (let id = 1; id <= count; id++) {
     const org = orgs[(id - 1) % orgs.length];
-    if (!org) throw new Error('seedLearners: no organization');
+    if (!org) throw new LearnerTransferError('LT_INTERNAL', 'seedLearners: no organization');
     const [main, cohort] = groupsOf(org);
     const created = CREATED_FROM + random.int(0, Math.floor((CREATED_TO - CREATED_FROM) / 1000)) * 1000;
     const updated = created + random.int(0, 200) * DAY + random.int(0, DAY / 1000 - 1) * 1000;

@@ -5,6 +5,7 @@ import { formatDateTime, formatMicroIso } from './format.ts';
 import { stream, type Random } from './random.ts';
 import { groupsOf } from './seed.ts';
 import type { LearnerListItem, SimLearner, SimOrg, TransferDetails, TransferResultBody } from './types.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export type TransferOutcome =
   | { kind: 'transferred'; body: TransferResultBody }
@@ -129,7 +130,11 @@ export class SimState {
     fields: Pick<SimLearner, 'organizationId' | 'isActive'> & { userId?: number | null | undefined },
   ): number {
     const model = this.learners[0];
-    if (!model) throw new Error('simulator: insertLearner needs at least one seeded learner');
+    if (!model)
+      throw new LearnerTransferError(
+        'LT_SIMULATOR_OPTIONS',
+        'simulator: insertLearner needs at least one seeded learner',
+      );
     const id = this.learners.reduce((max, l) => Math.max(max, l.id), 0) + 1;
     const learner: SimLearner = {
       ...structuredClone(model),

@@ -1,6 +1,7 @@
 // Token registry: which organization a token belongs to, its non-secret label for the record
 // ('acme#2' = second token of acme), its permission, and revocation.
 import type { SimOrg, SimToken } from './types.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export interface TokenInfo {
   org: SimOrg;
@@ -21,8 +22,16 @@ export class TokenRegistry {
     const perOrg = new Map<string, number>();
     for (const t of tokens) {
       const org = orgs.find((o) => o.key === t.org);
-      if (!org) throw new Error(`simulator: token for unknown organization '${t.org}'`);
-      if (this.byToken.has(t.token)) throw new Error(`simulator: a token of '${t.org}' is given twice`);
+      if (!org)
+        throw new LearnerTransferError(
+          'LT_SIMULATOR_OPTIONS',
+          `simulator: token for unknown organization '${t.org}'`,
+        );
+      if (this.byToken.has(t.token))
+        throw new LearnerTransferError(
+          'LT_SIMULATOR_OPTIONS',
+          `simulator: a token of '${t.org}' is given twice`,
+        );
       const n = (perOrg.get(org.key) ?? 0) + 1;
       perOrg.set(org.key, n);
       this.byToken.set(t.token, { org, label: `${org.key}#${n}`, canTransfer: t.canTransfer !== false });

@@ -23,6 +23,7 @@ import type { Keys } from '../core/keys.ts';
 import type { Recorder } from './recorder.ts';
 import { auditEntryOf } from './audit-entry.ts';
 import type { BodyArchive } from './body-archive.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export interface ProcessorDeps {
   config: Readonly<Config>;
@@ -198,7 +199,10 @@ export function createProcessor(deps: ProcessorDeps) {
             { org, learnerId, runId, jobId: job.id },
             'job lock lost before sending (another worker has the job): nothing sent',
           );
-          throw new Error(`job ${job.id} lost its lock before the call: nothing was sent`);
+          throw new LearnerTransferError(
+            'LT_ATTEMPT_FAILED',
+            `job ${job.id} lost its lock before the call: nothing was sent`,
+          );
         }
         if (permit.scope === 'lease') {
           // Another attempt holds the learner (in flight, or its response waits to be recorded): come
@@ -299,7 +303,10 @@ export function createProcessor(deps: ProcessorDeps) {
       const token = tokens.find((t) => t.id === permit.tokenId);
       if (!token) {
         await giveBack();
-        throw new Error(`limiter granted unknown token id ${permit.tokenId} for '${org}'`);
+        throw new LearnerTransferError(
+          'LT_INTERNAL',
+          `limiter granted unknown token id ${permit.tokenId} for '${org}'`,
+        );
       }
       // However long this process stalls, the call ends while its permit and lease still count it. A
       // call whose permit ran out before it could be sent (the process stalled between the permit and
@@ -437,7 +444,7 @@ export function createProcessor(deps: ProcessorDeps) {
           throw new UnrecoverableError(scrub(describe(outcome)));
         case 'retry':
           logger.warn({ ...logLine, error, message }, 'transfer outcome');
-          throw new Error(scrub(describe(outcome)));
+          throw new LearnerTransferError('LT_ATTEMPT_FAILED', scrub(describe(outcome)));
         case 'wait': {
           if (downBlockMs !== undefined) {
             await budget.block(org, null, downBlockMs, 'unreachable');

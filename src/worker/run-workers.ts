@@ -18,6 +18,7 @@ import { LogThrottle } from '../core/log-throttle.ts';
 import { WriteGate } from '../redis/writes.ts';
 import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
 import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -63,7 +64,8 @@ export interface WorkHandle {
 }
 
 export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle {
-  if (!ctx.client) throw new Error('startWorkers needs LEARNER_API_BASE_URL');
+  if (!ctx.client)
+    throw new LearnerTransferError('LT_CONFIG_INVALID', 'startWorkers needs LEARNER_API_BASE_URL');
   const counts = { succeeded: 0, failed: 0 };
   const runsServed = new Set<string>();
   let runFailures = 0;

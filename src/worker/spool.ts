@@ -13,6 +13,7 @@ import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promise
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { FinishArgs } from '../outcomes/store.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 
 export interface SpoolEntry {
   id: string;
@@ -110,7 +111,8 @@ export class Spool {
   }
 
   #write(line: string, sync: boolean): Promise<void> {
-    if (this.#closed) return Promise.reject(new Error(`spool ${this.path} is closed`));
+    if (this.#closed)
+      return Promise.reject(new LearnerTransferError('LT_INTERNAL', `spool ${this.path} is closed`));
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ line, sync, resolve, reject });
       this.#kick();

@@ -123,8 +123,7 @@ function reserveField(value: unknown): LimitChange['reserve'] {
 function refuseReadOnly(deps: DashboardDeps): void {
   if (deps.readOnly) {
     throw new DashboardError(
-      403,
-      'read-only',
+      'LT_HTTP_READ_ONLY',
       'this dashboard runs with --read-only: pause, resume and limits are off',
     );
   }

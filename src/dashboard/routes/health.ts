@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { DashboardDeps } from '../deps.ts';
 import { checkRedisWrites } from '../../redis/writes.ts';
+import { LearnerTransferError } from '../../core/errors.ts';
 
 const PING_TIMEOUT_MS = 2000;
 /** How long a probe's answer is served after it arrived. */
@@ -22,7 +23,10 @@ async function probeReadiness(deps: DashboardDeps): Promise<Readiness> {
       deps.ctx.redis.ping(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new Error(`no answer within ${PING_TIMEOUT_MS} ms`)),
+          () =>
+            reject(
+              new LearnerTransferError('LT_REDIS_UNREACHABLE', `no answer within ${PING_TIMEOUT_MS} ms`),
+            ),
           PING_TIMEOUT_MS,
         );
       }),

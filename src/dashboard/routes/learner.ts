@@ -83,8 +83,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
   app.post<{ Params: { org: string; id: string } }>('/api/learners/:org/:id/urgent', async (req, reply) => {
     if (deps.readOnly) {
       throw new DashboardError(
-        403,
-        'read-only',
+        'LT_HTTP_READ_ONLY',
         'this dashboard runs with --read-only: moving learners ahead of the queue is off',
       );
     }
@@ -93,7 +92,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
     const record = await ctx.store.get(org, id);
     if (!record) throw notFound(`no record of learner ${id} in ${org}`);
     if (isFinalBucket(record.b as Bucket)) {
-      throw new DashboardError(409, 'not-waiting', notWaiting(id, record.b as Bucket));
+      throw new DashboardError('LT_HTTP_NOT_WAITING', notWaiting(id, record.b as Bucket));
     }
     // Through the producer, as `enqueue --priority urgent` does: its claim, its outcome record (kept as
     // it is: the learner waits) and its job id; a learner that finished meanwhile is not re-queued.
@@ -108,14 +107,13 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
         held = h.reason;
       },
     });
-    if (held !== undefined) throw new DashboardError(409, 'held-elsewhere', held);
+    if (held !== undefined) throw new DashboardError('LT_HTTP_HELD_ELSEWHERE', held);
     const done = batch as UrgentBatch | undefined;
     if (!done || done.gone.length > 0) {
       const now = await ctx.store.get(org, id);
       const state = (now?.b ?? record.b) as Bucket;
       throw new DashboardError(
-        409,
-        'not-waiting',
+        'LT_HTTP_NOT_WAITING',
         isFinalBucket(state)
           ? notWaiting(id, state)
           : `learner ${id} left the queue meanwhile: nothing moved`,
@@ -123,8 +121,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
     }
     if (done.inFlight.length > 0) {
       throw new DashboardError(
-        409,
-        'in-flight',
+        'LT_HTTP_IN_FLIGHT',
         `learner ${id} is being transferred right now: there is nothing to move ahead`,
       );
     }

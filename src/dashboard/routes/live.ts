@@ -2,6 +2,7 @@
 // All streams share one collection per interval (see LiveFeed); beyond the cap of open streams the
 // answer is 503 with Retry-After (the page falls back to reloading).
 import type { FastifyInstance } from 'fastify';
+import { httpAnswer } from '../../core/errors.ts';
 import { LiveFeed } from '../live.ts';
 import { collectOverview } from '../../ops/overview.ts';
 import type { DashboardDeps } from '../deps.ts';
@@ -16,11 +17,12 @@ export function registerLive(app: FastifyInstance, deps: DashboardDeps): LiveFee
   app.addHook('onClose', async () => feed.close());
   app.get('/api/live', (_req, reply) => {
     if (feed.full) {
+      const refused = httpAnswer('LT_HTTP_TOO_MANY_STREAMS');
       return reply
-        .code(503)
+        .code(refused.status)
         .header('retry-after', String(Math.max(1, Math.ceil(deps.liveIntervalMs / 1000))))
         .send({
-          error: 'too-many-streams',
+          error: refused.error,
           message: `at most ${feed.maxClients} live streams at once: close another tab, or poll /api/overview`,
         });
     }

@@ -27,7 +27,7 @@ export function registerRetry(app: FastifyInstance, deps: DashboardDeps): void {
 
   app.post('/api/retry', async (req) => {
     if (deps.readOnly)
-      throw new DashboardError(403, 'read-only', 'this dashboard runs with --read-only: retries are off');
+      throw new DashboardError('LT_HTTP_READ_ONLY', 'this dashboard runs with --read-only: retries are off');
     const parsed = bodySchema.safeParse(req.body);
     if (!parsed.success) {
       throw badRequest(
