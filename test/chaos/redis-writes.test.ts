@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../../src/app/context.ts';
 import { loadConfig } from '../../src/core/config.ts';
+import { READY_PROBE_INTERVAL_MS } from '../../src/dashboard/routes/health.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { createLogger } from '../../src/core/log.ts';
 import { isWriteRefusal } from '../../src/redis/refusals.ts';
@@ -391,6 +392,8 @@ describe('surfaces', () => {
         'REDIS: Redis has fewer replicas than min-replicas-to-write and refuses writes',
       );
 
+      // /readyz answers from a probe at most READY_PROBE_INTERVAL_MS old: the first one may be younger.
+      await sleep(READY_PROBE_INTERVAL_MS + 100);
       const ready = await app.inject({ url: '/readyz' });
       expect(ready.statusCode).toBe(503);
       expect(ready.json()).toEqual({ status: 'unavailable', redis: 'refusing writes (NOREPLICAS)' });
@@ -418,6 +421,8 @@ describe('surfaces', () => {
         /^learner_transfer_redis_memory_ratio 0\.[1-4]\d*$/m,
       );
     } finally {
+      // Whatever failed above, the next test starts from a Redis that takes writes.
+      await r.config('SET', 'min-replicas-to-write', '0');
       await r.config('SET', 'maxmemory', '0');
       await app.close();
     }

@@ -41,6 +41,11 @@ async function main(argv: string[]): Promise<number> {
   for (const seed of seeds) {
     if (stop.signal.aborted) break;
     const report = await runSeed(seed, { signal: stop.signal });
+    // Ctrl-C cut this seed short: it was not judged, so it is neither a pass nor a failure.
+    if (stop.signal.aborted) {
+      console.log(`seed ${seed} interrupted: not judged`);
+      break;
+    }
     ran++;
     console.log(line(report));
     for (const p of nothingAtStake(report)) console.log(`  nothing at stake: ${p}`);
