@@ -16,3 +16,5 @@ export const APP_JS = publicFile('app.js');
 export const CONTROLS_CSS = publicFile('controls.css');
 /** /assets/controls.js: posts a change with the page's CSRF token, then reloads that organization's section. */
 export const CONTROLS_JS = publicFile('controls.js');
+/** /assets/learner.js: the learner page's "Move ahead of the queue": posts the move with the page's CSRF token. */
+export const LEARNER_JS = publicFile('learner.js');
