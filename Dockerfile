@@ -1,5 +1,5 @@
-# learner-transfer: multi-stage build. The runtime image holds the compiled JavaScript, the Lua scripts
-# and production dependencies only, and runs as a non-root user.
+# learner-transfer: multi-stage build. The runtime image holds the compiled JavaScript, the Lua scripts and
+# the dashboard's browser files (all in dist/), and production dependencies only, and runs as a non-root user.
 # syntax=docker/dockerfile:1
 
 FROM node:20-bookworm-slim AS build

@@ -32,7 +32,8 @@ import {
 import type { PauseInfo } from '../../limiter/types.ts';
 import { TOKEN_ID_RE } from '../../limiter/token-orgs.ts';
 import { badRequest, DashboardError, knownOrg, pageContext, sendPage, type DashboardDeps } from '../deps.ts';
-import { CONTROLS_CSS, CONTROLS_JS, controlsPage } from '../views/controls.ts';
+import { CONTROLS_CSS, CONTROLS_JS } from '../assets.ts';
+import { controlsPage } from '../views/controls.ts';
 
 /** What a POST answers: what was done, in words, and the organization's controls after it. */
 export interface ControlResult {

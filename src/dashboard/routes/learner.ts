@@ -27,7 +27,8 @@ import {
   type DashboardDeps,
 } from '../deps.ts';
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
-import { describePlace, LEARNER_JS, learnerPage } from '../views/learner.ts';
+import { LEARNER_JS } from '../assets.ts';
+import { describePlace, learnerPage } from '../views/learner.ts';
 
 const MAX_IDS = 500;
 

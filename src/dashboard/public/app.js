@@ -1,0 +1,263 @@
+(function () {
+  'use strict';
+  var meta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = meta ? meta.getAttribute('content') : '';
+  var FINAL_WAIT = ['queued', 'retrying'];
+
+  function $(sel, root) {
+    return (root || document).querySelector(sel);
+  }
+  function $all(sel, root) {
+    return Array.prototype.slice.call((root || document).querySelectorAll(sel));
+  }
+  function text(el, value) {
+    if (el) el.textContent = String(value);
+  }
+
+  function setProgress(id, p) {
+    var box = $all('[data-progress]').filter(function (e) {
+      return e.getAttribute('data-progress') === id;
+    })[0];
+    if (!box) return;
+    var t = p.total || 0;
+    var pc = function (n) {
+      return t > 0 ? (100 * n) / t : 0;
+    };
+    var rects = $all('rect', box);
+    var d = pc(p.done),
+      f = pc(p.failed),
+      w = pc(p.waiting);
+    if (rects[1]) rects[1].setAttribute('width', d);
+    if (rects[2]) {
+      rects[2].setAttribute('x', d);
+      rects[2].setAttribute('width', f);
+    }
+    if (rects[3]) {
+      rects[3].setAttribute('x', d + f);
+      rects[3].setAttribute('width', w);
+    }
+    ['done', 'failed', 'waiting', 'total'].forEach(function (k) {
+      text($('[data-k="' + k + '"]', box), p[k]);
+    });
+  }
+
+  function renderAlerts(alerts) {
+    var box = $('#alerts');
+    if (!box) return;
+    box.textContent = '';
+    alerts.forEach(function (a) {
+      var p = document.createElement('p');
+      p.className = 'alert alert-' + a.level;
+      p.textContent = a.message;
+      box.appendChild(p);
+    });
+  }
+
+  function applyOverview(o) {
+    text($('#updated-at'), o.at);
+    renderAlerts(o.alerts || []);
+    (o.orgs || []).forEach(function (org) {
+      setProgress('org:' + org.org, org.progress);
+      $all('[data-remaining]').forEach(function (e) {
+        if (e.getAttribute('data-remaining') === org.org) text(e, org.remaining);
+      });
+      $all('[data-eta]').forEach(function (e) {
+        if (e.getAttribute('data-eta') === org.org) text(e, org.eta.text);
+      });
+    });
+    (o.runs || []).forEach(function (r) {
+      setProgress('run:' + r.id, r.progress);
+      Object.keys(r.byOrg || {}).forEach(function (org) {
+        setProgress('run:' + r.id + ':' + org, r.byOrg[org].progress);
+      });
+    });
+  }
+
+  function live() {
+    if (!$('#updated-at')) return;
+    var state = $('#live-state');
+    var poll = function () {
+      fetch('/api/overview', { credentials: 'same-origin' })
+        .then(function (r) {
+          return r.json();
+        })
+        .then(applyOverview)
+        .catch(function () {});
+    };
+    if (window.EventSource) {
+      var es = new EventSource('/api/live');
+      es.addEventListener('overview', function (ev) {
+        applyOverview(JSON.parse(ev.data));
+        text(state, '(live)');
+      });
+      es.onerror = function () {
+        text(state, '(reconnecting)');
+      };
+    } else {
+      setInterval(poll, 5000);
+    }
+  }
+
+  // A refused request rejects with the dashboard's answer: its message, and its code (docs/errors.md).
+  class ApiError extends Error {
+    constructor(status, body) {
+      super(body.message || 'HTTP ' + status);
+      this.code = body.error;
+      this.status = status;
+    }
+  }
+
+  function post(body) {
+    return fetch('/api/retry', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+      body: JSON.stringify(body),
+    }).then(function (r) {
+      return r.json().then(function (j) {
+        if (!r.ok) throw new ApiError(r.status, j);
+        return j;
+      });
+    });
+  }
+
+  function setState(el, state) {
+    if (!el) return;
+    el.textContent = state;
+    el.className = 'code code-' + state;
+  }
+
+  // Follows retried learners: back to waiting at once, then to their new outcome as workers record it.
+  function follow(keys) {
+    if (!keys.length) return;
+    var started = Date.now();
+    var tick = function () {
+      var ids = keys.slice(0, 500).join(',');
+      fetch('/api/learners?ids=' + encodeURIComponent(ids), { credentials: 'same-origin' })
+        .then(function (r) {
+          return r.json();
+        })
+        .then(function (j) {
+          var pending = 0;
+          (j.learners || []).forEach(function (l) {
+            var key = l.org + ':' + l.learnerId;
+            $all('[data-learner]').forEach(function (row) {
+              if (row.tagName === 'TR' && row.getAttribute('data-learner') === key)
+                setState($('[data-state]', row), l.state);
+            });
+            if (keys.length === 1) setState($('main > p [data-state]'), l.state);
+            if (FINAL_WAIT.indexOf(l.state) >= 0) pending++;
+          });
+          if (pending > 0 && Date.now() - started < 30 * 60 * 1000) setTimeout(tick, 1000);
+        })
+        .catch(function () {
+          setTimeout(tick, 3000);
+        });
+    };
+    tick();
+  }
+
+  function result(msg) {
+    text($('#retry-result'), msg);
+  }
+
+  function summary(s) {
+    return (
+      're-queued ' +
+      s.requeued +
+      (s.skipped && s.skipped.length ? ', ' + s.skipped.length + ' not retryable' : '')
+    );
+  }
+
+  function retryKeys(keys) {
+    post({ learners: keys })
+      .then(function (s) {
+        result(summary(s));
+        keys.forEach(function (k) {
+          $all('tr[data-learner]').forEach(function (row) {
+            if (row.getAttribute('data-learner') === k) setState($('[data-state]', row), 'queued');
+          });
+        });
+        follow(keys);
+      })
+      .catch(function (e) {
+        result('retry failed: ' + e.message);
+      });
+  }
+
+  function failures() {
+    var boxes = $all('input[name="learner"]');
+    var selAll = $('#select-all');
+    var btnSel = $('#retry-selected');
+    var count = function () {
+      var n = boxes.filter(function (b) {
+        return b.checked;
+      }).length;
+      text($('#selected-count'), n);
+      if (btnSel) btnSel.disabled = n === 0;
+    };
+    boxes.forEach(function (b) {
+      b.addEventListener('change', count);
+    });
+    if (selAll)
+      selAll.addEventListener('change', function () {
+        boxes.forEach(function (b) {
+          b.checked = selAll.checked;
+        });
+        count();
+      });
+    if (btnSel)
+      btnSel.addEventListener('click', function () {
+        var keys = boxes
+          .filter(function (b) {
+            return b.checked;
+          })
+          .map(function (b) {
+            return b.value;
+          });
+        if (
+          keys.length &&
+          window.confirm('Retry ' + keys.length + ' selected learner' + (keys.length === 1 ? '' : 's') + '?')
+        )
+          retryKeys(keys);
+      });
+    $all('button.retry-one').forEach(function (b) {
+      b.addEventListener('click', function () {
+        retryKeys([b.getAttribute('data-learner')]);
+      });
+    });
+    var all = $('#retry-all');
+    var actions = $('#retry-actions');
+    if (all && actions)
+      all.addEventListener('click', function () {
+        var total = Number(actions.getAttribute('data-total'));
+        var filter = JSON.parse(actions.getAttribute('data-filter') || '{}');
+        if (!window.confirm('Retry all ' + total + ' learners that match this filter?')) return;
+        var body = { all: true };
+        Object.keys(filter).forEach(function (k) {
+          if (filter[k]) body[k] = filter[k];
+        });
+        post(body)
+          .then(function (s) {
+            result(summary(s));
+            var keys = $all('tr[data-learner]').map(function (row) {
+              return row.getAttribute('data-learner');
+            });
+            keys.forEach(function (k) {
+              $all('tr[data-learner]').forEach(function (row) {
+                if (row.getAttribute('data-learner') === k) setState($('[data-state]', row), 'queued');
+              });
+            });
+            follow(keys);
+          })
+          .catch(function (e) {
+            result('retry failed: ' + e.message);
+          });
+      });
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    live();
+    failures();
+  });
+})();
