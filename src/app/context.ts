@@ -76,33 +76,8 @@ export async function createContext(
   // A malformed stored limit is ignored by every acquire: an error line at once, then one a minute
   // (with the count) while acquires keep meeting it, per organization, field and value.
   const policyErrors = new LogThrottle(logger, { intervalMs: 60_000 });
-  const budget = new TransferBudget(redis, {
-    prefix: config.queuePrefix,
-    limitPerToken: config.limitPerToken,
-    limitPerOrg: config.limitPerOrg,
-    inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
-    seed: (org) => seedPolicies(redis, keys, [org], config, logger, limitsWarned),
-    onMalformedPolicy: (org, fields) => {
-      for (const { field, value } of fields) {
-        const e = malformedPolicyError(org, field, value, config);
-        policyErrors.error(e.fields, e.msg, `${org}\u0000${field}\u0000${value}`);
-      }
-    },
-  });
-  const client = config.apiBaseUrl
-    ? new LearnerApiClient({
-        baseUrl: config.apiBaseUrl,
-        userAgent: config.userAgent,
-        requestTimeoutMs: config.requestTimeoutMs,
-        connectTimeoutMs: config.connectTimeoutMs,
-        onStall: (stalledMs) =>
-          logger.warn(
-            { stalledMs },
-            `this process was stalled for ${(stalledMs / 1000).toFixed(1)} s (a VM pause, a long GC pause or SIGSTOP), ` +
-              'not the service being slow: the calls in flight read the answers that arrived meanwhile before their timeouts decided',
-          ),
-      })
-    : undefined;
+  const budget = createBudget(redis, keys, config, logger, limitsWarned, policyErrors);
+  const client = config.apiBaseUrl ? createApiClient(config, config.apiBaseUrl, logger) : undefined;
   const ownsRedis = !options.redis;
   const durability = new Durability(redis, config.redisWaitTimeoutMs, logger);
   // State written by an earlier release is brought up to this one's layout once (claims from records).
@@ -131,6 +106,46 @@ export async function createContext(
       if (ownsRedis) await closeRedis(redis);
     },
   };
+}
+
+/** The budget every acquire goes through; a malformed stored limit is logged, throttled. */
+function createBudget(
+  redis: RedisClient,
+  keys: Keys,
+  config: Readonly<Config>,
+  logger: Logger,
+  limitsWarned: Set<string>,
+  policyErrors: LogThrottle,
+): TransferBudget {
+  return new TransferBudget(redis, {
+    prefix: config.queuePrefix,
+    limitPerToken: config.limitPerToken,
+    limitPerOrg: config.limitPerOrg,
+    inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
+    seed: (org) => seedPolicies(redis, keys, [org], config, logger, limitsWarned),
+    onMalformedPolicy: (org, fields) => {
+      for (const { field, value } of fields) {
+        const e = malformedPolicyError(org, field, value, config);
+        policyErrors.error(e.fields, e.msg, `${org}\u0000${field}\u0000${value}`);
+      }
+    },
+  });
+}
+
+/** The Learner API client: a stall of this process is logged as such, not blamed on the service. */
+function createApiClient(config: Readonly<Config>, baseUrl: string, logger: Logger): LearnerApiClient {
+  return new LearnerApiClient({
+    baseUrl,
+    userAgent: config.userAgent,
+    requestTimeoutMs: config.requestTimeoutMs,
+    connectTimeoutMs: config.connectTimeoutMs,
+    onStall: (stalledMs) =>
+      logger.warn(
+        { stalledMs },
+        `this process was stalled for ${(stalledMs / 1000).toFixed(1)} s (a VM pause, a long GC pause or SIGSTOP), ` +
+          'not the service being slow: the calls in flight read the answers that arrived meanwhile before their timeouts decided',
+      ),
+  });
 }
 
 /** Checks that an org key from a flag has a token; the message lists the ones that do. */

@@ -13,8 +13,27 @@ const SNAPSHOT_MS = 1000;
 
 export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDuration: Histogram<string> } {
   const registry = createRegistry();
+  const snapshot = statusSnapshot(ctx);
+  learnerGauge(registry, snapshot);
+  budgetGauges(registry, snapshot);
+  jobGauge(registry, snapshot);
+  redisWriteGauges(registry, async () => (await snapshot()).redis ?? undefined);
+  const httpDuration = new Histogram({
+    name: 'lt_dashboard_http_request_duration_seconds',
+    help: 'Duration of dashboard HTTP requests by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  return { registry, httpDuration };
+}
+
+type Snapshot = () => Promise<Status>;
+
+/** One status read shared by every gauge of a scrape (and by scrapes within SNAPSHOT_MS). */
+function statusSnapshot(ctx: AppContext): Snapshot {
   let cached: { at: number; status: Promise<Status> } | undefined;
-  const snapshot = () => {
+  return () => {
     const now = Date.now();
     if (!cached || now - cached.at > SNAPSHOT_MS) {
       cached = { at: now, status: collectStatus(ctx) };
@@ -22,7 +41,9 @@ export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDu
     }
     return cached.status;
   };
+}
 
+function learnerGauge(registry: Registry, snapshot: Snapshot): void {
   new Gauge({
     name: 'lt_learners',
     help: 'Learners per organization and state or outcome code (queued, retrying, transferred, not-found, ...)',
@@ -34,6 +55,9 @@ export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDu
         for (const [outcome, n] of Object.entries(o.learners)) this.set({ org: o.org, outcome }, n ?? 0);
     },
   });
+}
+
+function budgetGauges(registry: Registry, snapshot: Snapshot): void {
   new Gauge({
     name: 'lt_budget_remaining',
     help: 'Transfer calls left in the current window: per token (scope=token) and per organization (scope=org)',
@@ -73,6 +97,9 @@ export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDu
           this.set({ org: o.org, token: t.tokenId }, t.blocked?.reason === '401' ? 1 : 0);
     },
   });
+}
+
+function jobGauge(registry: Registry, snapshot: Snapshot): void {
   new Gauge({
     name: 'lt_jobs',
     help: 'BullMQ jobs per organization queue and state',
@@ -84,15 +111,6 @@ export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDu
         for (const [state, n] of Object.entries(o.jobs)) this.set({ org: o.org, state }, n);
     },
   });
-  redisWriteGauges(registry, async () => (await snapshot()).redis ?? undefined);
-  const httpDuration = new Histogram({
-    name: 'lt_dashboard_http_request_duration_seconds',
-    help: 'Duration of dashboard HTTP requests by method, route and status',
-    labelNames: ['method', 'route', 'status'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  return { registry, httpDuration };
 }
 
 export function registerMetrics(app: FastifyInstance, ctx: AppContext): void {

@@ -93,6 +93,34 @@ export async function buildDashboard(
     ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
   }) as unknown as FastifyInstance;
 
+  guardRequests(app, deps, token, throttle);
+  secureResponses(app);
+  answerErrors(app, ctx);
+
+  registerHealth(app, deps);
+  registerAssets(app);
+  registerMetrics(app, ctx);
+  registerOverview(app, deps);
+  registerFailures(app, deps);
+  registerLearner(app, deps);
+  registerRetry(app, deps);
+  registerControls(app, deps);
+  registerLive(app, deps);
+  if (options.bullBoard ?? true) await mountBullBoard(app, ctx);
+  await app.ready();
+  return app;
+}
+
+/**
+ * Every request: a Host the dashboard answers to (DNS rebinding), then the token (throttled per client
+ * address) unless the path is public, then the CSRF header on a request that changes state.
+ */
+function guardRequests(
+  app: FastifyInstance,
+  deps: DashboardDeps,
+  token: string | undefined,
+  throttle: LoginThrottle,
+): void {
   app.addHook('onRequest', async (req, reply) => {
     const path = pathOf(req.url);
     // Without a token only loopback names are served (DNS rebinding: see auth.ts).
@@ -119,6 +147,10 @@ export async function buildDashboard(
       });
     }
   });
+}
+
+/** Security headers on every answer, and bull-board's page kept to this origin. */
+function secureResponses(app: FastifyInstance): void {
   app.addHook('onSend', async (req, reply, payload) => {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
@@ -134,6 +166,10 @@ export async function buildDashboard(
     }
     return payload;
   });
+}
+
+/** An error answers JSON to the API and a short page to a browser; a 5xx is logged and not detailed. */
+function answerErrors(app: FastifyInstance, ctx: AppContext): void {
   app.setErrorHandler((err: FastifyError | DashboardError, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
     if (status >= 500)
@@ -153,17 +189,4 @@ export async function buildDashboard(
         `<!doctype html><meta charset="utf-8"><title>${status}</title><p>${escapeHtml(message)}</p><p><a href="/">overview</a></p>`,
       );
   });
-
-  registerHealth(app, deps);
-  registerAssets(app);
-  registerMetrics(app, ctx);
-  registerOverview(app, deps);
-  registerFailures(app, deps);
-  registerLearner(app, deps);
-  registerRetry(app, deps);
-  registerControls(app, deps);
-  registerLive(app, deps);
-  if (options.bullBoard ?? true) await mountBullBoard(app, ctx);
-  await app.ready();
-  return app;
 }

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
 import { createContext, type AppContext } from '../app/context.ts';
-import { loadConfig, secretsOf } from '../core/config.ts';
+import { loadConfig, secretsOf, type Config } from '../core/config.ts';
 import { humanizeMs, parseRate, type Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { createLogger } from '../core/log.ts';
@@ -171,80 +171,15 @@ async function startDemo(
   cleanups.push(() => sim.close());
   print(`simulator ${sim.url} (the Learner API of the spec, 300 learners in acme, beta and gamma)`);
 
-  const config = loadConfig(
-    {
-      ...redisEnv,
-      QUEUE_PREFIX: prefix,
-      LEARNER_API_BASE_URL: sim.url,
-      LEARNER_API_TOKENS: DEMO_TOKENS,
-      LIMIT_PER_TOKEN: options.limitPerToken,
-      LIMIT_PER_ORG: options.limitPerOrg,
-      REQUEST_TIMEOUT: '2s',
-      CONNECT_TIMEOUT: '1s',
-      BACKOFF: '200ms',
-      ATTEMPTS: '3',
-      CONCURRENCY: '8',
-      LOG_LEVEL: process.env.LOG_LEVEL || 'error',
-    },
-    { requireBaseUrl: true, requireTokens: true },
-  );
+  const config = demoConfig(options, redisEnv, prefix, sim.url);
   const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
   const ctx = await createContext(config, { logger });
   cleanups.push(() => ctx.close());
   await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger });
   print(`limits    ${options.limitPerToken} per token (2 tokens), ${options.limitPerOrg} per organization`);
 
-  const runId = newRunId();
-  await ctx.runs.create({ id: runId, kind: 'csv', source: options.csv, orgs: ['acme'] });
-  const enqueue = await enqueueCsv(
-    { producer: ctx.producer, runs: ctx.runs },
-    {
-      file: options.csv,
-      defaultOrg: 'acme',
-      knownOrgs: config.orgs,
-      runId,
-      rejectsFile: join(options.outDir, 'rejects.csv'),
-      onReject: (line, reason) =>
-        print(`reject    ${relative(process.cwd(), options.csv)}:${line}: ${reason}`),
-    },
-  );
-  print(
-    `enqueue   run ${runId}: ${enqueue.read} rows read, ${enqueue.enqueued} enqueued, ${enqueue.rejected} rejected`,
-  );
-
-  const started = Date.now();
-  const handle = startWorkers(ctx, {
-    orgs: ['acme'],
-    concurrency: config.concurrency,
-    untilIdle: true,
-    idleCheckMs: 250,
-  });
-  const tick = setInterval(() => {
-    void (async () => {
-      const c = await ctx.store.runCounts('acme', runId);
-      const view = await ctx.budget.peek(
-        'acme',
-        config.tokens.map((t) => t.id),
-      );
-      const { done, failed, waiting } = progressOf(c);
-      const wait =
-        view.org.remaining === 0 || view.tokens.every((t) => t.remaining === 0)
-          ? ` (budget spent: next permit in ${humanizeMs(Math.max(view.org.nextFreeInMs, Math.min(...view.tokens.map((t) => t.nextFreeInMs))))})`
-          : '';
-      options.live(
-        `work      ${done} done, ${failed} failed, ${waiting} waiting | budget: org ${view.org.remaining}/${view.org.limit}, tokens ${view.tokens.map((t) => `${t.remaining}/${t.limit}`).join(' ')}${wait}`,
-      );
-    })().catch(() => {});
-  }, 500);
-  const result = await handle.done;
-  clearInterval(tick);
-
-  const counts = await ctx.store.runCounts('acme', runId);
-  const final: Record<string, number> = {};
-  for (const [k, v] of Object.entries(counts)) if (k !== 'total' && v) final[k] = v;
-  print(
-    `work      finished in ${((Date.now() - started) / 1000).toFixed(1)} s: ${result.succeeded} succeeded, ${result.failed} failed`,
-  );
+  const { runId, enqueue } = await enqueueDemoCsv(ctx, options);
+  const final = await workUntilIdle(ctx, options, runId);
 
   const report = join(options.outDir, 'report.csv');
   await writeReport(ctx.store, { orgs: ['acme'], runId }, { format: 'csv', out: report });
@@ -263,4 +198,101 @@ async function startDemo(
     tooManyRequests,
     close: cleanup,
   };
+}
+
+/** The demo's config: its own prefix, the simulator, two tokens of acme, short timeouts and backoff. */
+function demoConfig(
+  options: DemoOptions,
+  redisEnv: Record<string, string>,
+  prefix: string,
+  simUrl: string,
+): Config {
+  return loadConfig(
+    {
+      ...redisEnv,
+      QUEUE_PREFIX: prefix,
+      LEARNER_API_BASE_URL: simUrl,
+      LEARNER_API_TOKENS: DEMO_TOKENS,
+      LIMIT_PER_TOKEN: options.limitPerToken,
+      LIMIT_PER_ORG: options.limitPerOrg,
+      REQUEST_TIMEOUT: '2s',
+      CONNECT_TIMEOUT: '1s',
+      BACKOFF: '200ms',
+      ATTEMPTS: '3',
+      CONCURRENCY: '8',
+      LOG_LEVEL: process.env.LOG_LEVEL || 'error',
+    },
+    { requireBaseUrl: true, requireTokens: true },
+  );
+}
+
+/** A run of the demo's CSV for acme, its rejects printed as they are found. */
+async function enqueueDemoCsv(
+  ctx: AppContext,
+  options: DemoOptions,
+): Promise<{ runId: string; enqueue: EnqueueCsvSummary }> {
+  const { print } = options;
+  const runId = newRunId();
+  await ctx.runs.create({ id: runId, kind: 'csv', source: options.csv, orgs: ['acme'] });
+  const enqueue = await enqueueCsv(
+    { producer: ctx.producer, runs: ctx.runs },
+    {
+      file: options.csv,
+      defaultOrg: 'acme',
+      knownOrgs: ctx.config.orgs,
+      runId,
+      rejectsFile: join(options.outDir, 'rejects.csv'),
+      onReject: (line, reason) =>
+        print(`reject    ${relative(process.cwd(), options.csv)}:${line}: ${reason}`),
+    },
+  );
+  print(
+    `enqueue   run ${runId}: ${enqueue.read} rows read, ${enqueue.enqueued} enqueued, ${enqueue.rejected} rejected`,
+  );
+  return { runId, enqueue };
+}
+
+/** Workers until the queue is idle, with a live line of progress and budget; the run's final counts. */
+async function workUntilIdle(
+  ctx: AppContext,
+  options: DemoOptions,
+  runId: string,
+): Promise<Record<string, number>> {
+  const { config } = ctx;
+  const started = Date.now();
+  const handle = startWorkers(ctx, {
+    orgs: ['acme'],
+    concurrency: config.concurrency,
+    untilIdle: true,
+    idleCheckMs: 250,
+  });
+  const tick = setInterval(() => {
+    void showProgress(ctx, options, runId).catch(() => {});
+  }, 500);
+  const result = await handle.done;
+  clearInterval(tick);
+
+  const counts = await ctx.store.runCounts('acme', runId);
+  const final: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counts)) if (k !== 'total' && v) final[k] = v;
+  options.print(
+    `work      finished in ${((Date.now() - started) / 1000).toFixed(1)} s: ${result.succeeded} succeeded, ${result.failed} failed`,
+  );
+  return final;
+}
+
+async function showProgress(ctx: AppContext, options: DemoOptions, runId: string): Promise<void> {
+  const c = await ctx.store.runCounts('acme', runId);
+  const view = await ctx.budget.peek(
+    'acme',
+    ctx.config.tokens.map((t) => t.id),
+  );
+  const { done, failed, waiting } = progressOf(c);
+  const wait =
+    view.org.remaining === 0 || view.tokens.every((t) => t.remaining === 0)
+      ? ` (budget spent: next permit in ${humanizeMs(Math.max(view.org.nextFreeInMs, Math.min(...view.tokens.map((t) => t.nextFreeInMs))))})`
+      : '';
+  options.live(
+    `work      ${done} done, ${failed} failed, ${waiting} waiting | budget: org ${view.org.remaining}/${view.org.limit}, tokens ${view.tokens.map((t) => `${t.remaining}/${t.limit}`).join(' ')}${wait}`,
+  );
 }

@@ -72,122 +72,163 @@ export async function enqueueCsv(
   deps: { producer: Producer; runs: Runs },
   options: EnqueueCsvOptions,
 ): Promise<EnqueueCsvSummary> {
+  const enqueue = new CsvEnqueue(deps, options);
   const batchSize = options.batchSize ?? 1000;
-  const counts = emptyCounts();
-  const rejects = new RejectsWriter(options.rejectsFile);
+  const source = basename(options.file);
   // First line of each (org, learner) seen: duplicates are rejected with a pointer to it.
   const seen = new Map<string, IdLineMap>();
-  const byOrg: Record<string, number> = {};
-  const source = basename(options.file);
-  let read = 0;
-  let valid = 0;
-  let rejected = 0;
-  let bytes = 0;
   let batch: ProducerItem[] = [];
-  const orgsTouched = new Set<string>();
-
-  // Up to MAX_IN_FLIGHT batches go to Redis at once, so reading the file, the outcome seeding and
-  // addBulk overlap. Batches are disjoint (in-file duplicates are rejected above), so order is free.
-  const inFlight: Promise<void>[] = [];
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const items = batch;
-    batch = [];
-    const newOrgs = [...new Set(items.map((b) => b.org))].filter((o) => !orgsTouched.has(o));
-    if (newOrgs.length > 0) {
-      newOrgs.forEach((o) => orgsTouched.add(o));
-      await deps.runs.addOrgs(options.runId, newOrgs);
-    }
-    const p = deps.producer
-      .add(items, options.runId, {
-        move: options.move === true,
-        onHeld: (h) => {
-          // Counted valid when read: it is a reject now.
-          valid--;
-          byOrg[h.item.org] = (byOrg[h.item.org] ?? 1) - 1;
-          return reject(h.item.line ?? 0, h.reason, String(h.item.learnerId));
-        },
-      })
-      .then((c) => {
-        addCounts(counts, c);
-        options.onProgress?.(read, bytes, { ...counts, rejected });
-      });
-    inFlight.push(p);
-    p.then(
-      () => inFlight.splice(inFlight.indexOf(p), 1),
-      () => {},
-    );
-    if (inFlight.length >= MAX_IN_FLIGHT) await Promise.race(inFlight);
-  };
-  const reject = async (line: number, reason: string, raw: string) => {
-    rejected++;
-    options.onReject?.(line, reason);
-    await rejects.write(line, reason, raw);
-  };
-
   try {
     for await (const ev of readCsv({
       file: options.file,
       defaultOrg: options.defaultOrg,
       knownOrgs: options.knownOrgs,
       onBytes: (b) => {
-        bytes = b;
+        enqueue.bytes = b;
       },
     })) {
-      read++;
+      enqueue.read++;
       if (ev.kind === 'reject') {
-        await reject(ev.line, ev.reason, ev.raw);
+        await enqueue.reject(ev.line, ev.reason, ev.raw);
         continue;
       }
-      let orgSeen = seen.get(ev.org);
-      if (!orgSeen) seen.set(ev.org, (orgSeen = new IdLineMap()));
-      const firstLine = orgSeen.get(ev.learnerId);
-      if (firstLine !== undefined) {
-        await reject(
-          ev.line,
-          `duplicate of line ${firstLine} (learner ${ev.learnerId} in ${ev.org})`,
-          String(ev.learnerId),
-        );
+      const repeated = repeatOf(seen, ev, source);
+      if (repeated !== undefined) {
+        await enqueue.reject(ev.line, repeated, String(ev.learnerId));
         continue;
       }
-      // One learner, one organization: a later row naming it under another organization is refused.
-      let elsewhere: [string, number] | undefined;
-      for (const [org, map] of seen) {
-        const line = org === ev.org ? undefined : map.get(ev.learnerId);
-        if (line !== undefined) elsewhere = [org, line];
-      }
-      if (elsewhere) {
-        await reject(
-          ev.line,
-          `learner ${ev.learnerId} is claimed by organization '${elsewhere[0]}' on line ${elsewhere[1]} of ${source}: one learner, one organization`,
-          String(ev.learnerId),
-        );
-        continue;
-      }
-      orgSeen.set(ev.learnerId, ev.line);
-      valid++;
-      byOrg[ev.org] = (byOrg[ev.org] ?? 0) + 1;
+      enqueue.valid++;
+      enqueue.byOrg[ev.org] = (enqueue.byOrg[ev.org] ?? 0) + 1;
       batch.push({ org: ev.org, learnerId: ev.learnerId, source: `${source}:${ev.line}`, line: ev.line });
-      if (batch.length >= batchSize) await flush();
-      else if (read % 1000 === 0) options.onProgress?.(read, bytes, { ...counts, rejected });
+      if (batch.length >= batchSize) {
+        await enqueue.send(batch);
+        batch = [];
+      } else if (enqueue.read % 1000 === 0) enqueue.progress();
     }
-    await flush();
-    await Promise.all(inFlight);
+    await enqueue.send(batch);
+    await enqueue.drain();
   } catch (err) {
-    // A failed batch must not leave others writing after we return.
-    await Promise.allSettled(inFlight);
-    await rejects.close(false);
+    await enqueue.abort();
     throw err;
   }
-  await rejects.close(true);
-  return {
-    ...counts,
-    runId: options.runId,
-    file: options.file,
-    read,
-    valid,
-    rejected,
-    rejectsFile: rejects.path,
-    byOrg,
-  };
+  return enqueue.finish();
+}
+
+/**
+ * Why a row repeats an earlier one (the same learner twice in its organization, or already named under
+ * another: one learner, one organization), or undefined: the row is then remembered as the first.
+ */
+function repeatOf(
+  seen: Map<string, IdLineMap>,
+  ev: { line: number; learnerId: number; org: string },
+  source: string,
+): string | undefined {
+  let orgSeen = seen.get(ev.org);
+  if (!orgSeen) seen.set(ev.org, (orgSeen = new IdLineMap()));
+  const firstLine = orgSeen.get(ev.learnerId);
+  if (firstLine !== undefined) {
+    return `duplicate of line ${firstLine} (learner ${ev.learnerId} in ${ev.org})`;
+  }
+  // One learner, one organization: a later row naming it under another organization is refused.
+  let elsewhere: [string, number] | undefined;
+  for (const [org, map] of seen) {
+    const line = org === ev.org ? undefined : map.get(ev.learnerId);
+    if (line !== undefined) elsewhere = [org, line];
+  }
+  if (elsewhere) {
+    return `learner ${ev.learnerId} is claimed by organization '${elsewhere[0]}' on line ${elsewhere[1]} of ${source}: one learner, one organization`;
+  }
+  orgSeen.set(ev.learnerId, ev.line);
+  return undefined;
+}
+
+/** One enqueue's counters, its rejects file and its batches in flight. */
+class CsvEnqueue {
+  read = 0;
+  valid = 0;
+  rejected = 0;
+  bytes = 0;
+  readonly byOrg: Record<string, number> = {};
+  readonly #counts = emptyCounts();
+  readonly #rejects: RejectsWriter;
+  readonly #orgsTouched = new Set<string>();
+  readonly #inFlight: Promise<void>[] = [];
+  readonly #deps: { producer: Producer; runs: Runs };
+  readonly #options: EnqueueCsvOptions;
+
+  constructor(deps: { producer: Producer; runs: Runs }, options: EnqueueCsvOptions) {
+    this.#deps = deps;
+    this.#options = options;
+    this.#rejects = new RejectsWriter(options.rejectsFile);
+  }
+
+  progress(): void {
+    this.#options.onProgress?.(this.read, this.bytes, { ...this.#counts, rejected: this.rejected });
+  }
+
+  async reject(line: number, reason: string, raw: string): Promise<void> {
+    this.rejected++;
+    this.#options.onReject?.(line, reason);
+    await this.#rejects.write(line, reason, raw);
+  }
+
+  /**
+   * Up to MAX_IN_FLIGHT batches go to Redis at once, so reading the file, the outcome seeding and
+   * addBulk overlap. Batches are disjoint (in-file duplicates are rejected), so order is free.
+   */
+  async send(items: ProducerItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const { runs, producer } = this.#deps;
+    const { runId } = this.#options;
+    const newOrgs = [...new Set(items.map((b) => b.org))].filter((o) => !this.#orgsTouched.has(o));
+    if (newOrgs.length > 0) {
+      newOrgs.forEach((o) => this.#orgsTouched.add(o));
+      await runs.addOrgs(runId, newOrgs);
+    }
+    const p = producer
+      .add(items, runId, {
+        move: this.#options.move === true,
+        onHeld: (h) => {
+          // Counted valid when read: it is a reject now.
+          this.valid--;
+          this.byOrg[h.item.org] = (this.byOrg[h.item.org] ?? 1) - 1;
+          return this.reject(h.item.line ?? 0, h.reason, String(h.item.learnerId));
+        },
+      })
+      .then((c) => {
+        addCounts(this.#counts, c);
+        this.progress();
+      });
+    const inFlight = this.#inFlight;
+    inFlight.push(p);
+    p.then(
+      () => inFlight.splice(inFlight.indexOf(p), 1),
+      () => {},
+    );
+    if (inFlight.length >= MAX_IN_FLIGHT) await Promise.race(inFlight);
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all(this.#inFlight);
+  }
+
+  /** A failed batch must not leave others writing after we return. */
+  async abort(): Promise<void> {
+    await Promise.allSettled(this.#inFlight);
+    await this.#rejects.close(false);
+  }
+
+  async finish(): Promise<EnqueueCsvSummary> {
+    await this.#rejects.close(true);
+    return {
+      ...this.#counts,
+      runId: this.#options.runId,
+      file: this.#options.file,
+      read: this.read,
+      valid: this.valid,
+      rejected: this.rejected,
+      rejectsFile: this.#rejects.path,
+      byOrg: this.byOrg,
+    };
+  }
 }

@@ -243,52 +243,68 @@ export async function connectRedis(
   } catch (err) {
     clearTimeout(diagnosis);
     redis.disconnect();
-    const denial = permissionDenial(err);
-    if (denial) throw permissionError(redisUser(target), [denial], 'QUEUE_PREFIX', { cause: err });
-    const words = credentialRefusal(err);
-    if (words) {
-      throw new LearnerTransferError(
-        'LT_CONFIG_INVALID',
-        `${credentialVariable(target, words)}: Redis at ${describeRedis(target)} refused the credentials ` +
-          `(${words.replace(/^All sentinels are unreachable\..*Last error: /, 'a sentinel: ')})`,
-        { cause: err },
-      );
-    }
-    throw new LearnerTransferError(
-      'LT_REDIS_UNREACHABLE',
-      `Redis at ${describeRedis(target)} did not answer within ${timeoutMs} ms (${(err as Error).message}). ` +
-        `Start Redis, set ${redisVariable(target)}, or wait longer with REDIS_CONNECT_TIMEOUT.`,
-      { cause: err },
-    );
+    throw connectError(target, timeoutMs, err);
   }
   clearTimeout(diagnosis);
   redis.off('error', onError);
-  // Later errors (a restart mid-run) are reconnected by ioredis; log them rather than crash, and once per
-  // interval rather than at every reconnection attempt.
-  if (options.logger) {
-    const errors = new LogThrottle(options.logger);
+  keepLoggingErrors(redis, options.logger);
+  await warnIfNotDurable(redis, options.logger);
+  return redis;
+}
+
+/** Why the connection failed, for an operator: the rule or the variable to fix, or Redis is not there. */
+function connectError(target: RedisTarget, timeoutMs: number, err: unknown): LearnerTransferError {
+  const denial = permissionDenial(err);
+  if (denial) return permissionError(redisUser(target), [denial], 'QUEUE_PREFIX', { cause: err });
+  const words = credentialRefusal(err);
+  if (words) {
+    return new LearnerTransferError(
+      'LT_CONFIG_INVALID',
+      `${credentialVariable(target, words)}: Redis at ${describeRedis(target)} refused the credentials ` +
+        `(${words.replace(/^All sentinels are unreachable\..*Last error: /, 'a sentinel: ')})`,
+      { cause: err },
+    );
+  }
+  return new LearnerTransferError(
+    'LT_REDIS_UNREACHABLE',
+    `Redis at ${describeRedis(target)} did not answer within ${timeoutMs} ms (${(err as Error).message}). ` +
+      `Start Redis, set ${redisVariable(target)}, or wait longer with REDIS_CONNECT_TIMEOUT.`,
+    { cause: err },
+  );
+}
+
+/**
+ * Later errors (a restart mid-run) are reconnected by ioredis; log them rather than crash, and once per
+ * interval rather than at every reconnection attempt.
+ */
+function keepLoggingErrors(redis: RedisClient, logger: Logger | undefined): void {
+  if (logger) {
+    const errors = new LogThrottle(logger);
     redis.on('error', (err) => errors.warn({ err: err.message }, 'redis connection error'));
     redis.once('end', () => errors.stop());
   } else {
     redis.on('error', () => {});
   }
+}
+
+/** Warns when Redis may evict queued jobs (maxmemory-policy), and when it keeps nothing on disk. */
+async function warnIfNotDurable(redis: RedisClient, logger: Logger | undefined): Promise<void> {
   const policy = await evictionPolicy(redis);
   if (policy !== undefined && policy !== 'noeviction') {
-    options.logger?.warn(
+    logger?.warn(
       { maxmemoryPolicy: policy },
       `Redis maxmemory-policy is '${policy}': under memory pressure Redis may evict queued jobs and outcome ` +
         `records. Set maxmemory-policy noeviction.`,
     );
   }
   if ((await persistence(redis)) === 'none') {
-    options.logger?.warn(
+    logger?.warn(
       { appendonly: 'no', save: '' },
       `${NO_PERSISTENCE_WARNING} (appendonly no, save ""): a Redis restart would lose the queues, the ` +
         `transfer budget log (the service's limits could then be overrun) and the audit of what each ` +
         `transfer deleted. Set appendonly yes (in redis.conf, or CONFIG SET appendonly yes and CONFIG REWRITE).`,
     );
   }
-  return redis;
 }
 
 /** How long a cluster may take to become ready before a seed node is asked why (clusterRefusal). */

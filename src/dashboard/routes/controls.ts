@@ -197,7 +197,16 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
     collectControls(deps.ctx, orgsOf(req.query), deps.readOnly),
   );
 
-  const pauseRoute = (paused: boolean) => async (req: FastifyRequest) => {
+  app.post('/api/controls/pause', pauseRoute(deps, true));
+  app.post('/api/controls/resume', pauseRoute(deps, false));
+  app.post('/api/controls/limits', async (req) => setLimitsRoute(deps, req));
+  app.post('/api/controls/limits/reset', async (req) => resetLimitsRoute(deps, req));
+}
+
+/** POST /api/controls/pause and /resume: an organization, or one of its tokens. */
+function pauseRoute(deps: DashboardDeps, paused: boolean) {
+  const { ctx } = deps;
+  return async (req: FastifyRequest): Promise<ControlResult> => {
     refuseReadOnly(deps);
     const b = bodyOf(req.body, ['org', 'token']);
     const org = orgField(deps, b);
@@ -220,71 +229,73 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
     };
     return result;
   };
-  app.post('/api/controls/pause', pauseRoute(true));
-  app.post('/api/controls/resume', pauseRoute(false));
+}
 
-  app.post('/api/controls/limits', async (req) => {
-    refuseReadOnly(deps);
-    const b = bodyOf(req.body, ['org', 'perOrg', 'perToken', 'token', 'reserve']);
-    const org = orgField(deps, b);
-    const perOrg = rateField('perOrg', b.perOrg);
-    const perToken = rateField('perToken', b.perToken);
-    const reserve = reserveField(b.reserve);
-    const tokenId = await tokenField(deps, org, b.token);
-    if (tokenId !== undefined && !perToken) {
-      throw badRequest('perToken: required with token (the limit of that one token, like 5/2s)');
-    }
-    if (!perOrg && !perToken && !reserve) {
-      throw badRequest('perOrg, perToken, reserve: give at least one (nothing to change)');
-    }
-    const change: LimitChange = {
-      ...(perOrg ? { perOrg } : {}),
-      ...(perToken ? { perToken } : {}),
-      ...(tokenId !== undefined ? { tokenId } : {}),
-      ...(reserve ? { reserve } : {}),
-    };
-    const who = actorOf(req);
-    // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first.
-    await seedPolicy(ctx.redis, ctx.keys, org, ctx.config);
-    const r = await core(() => setLimits(ctx.redis, ctx.keys, org, change, ctx.config, who));
-    const warnings: string[] = [];
-    const usable = r.after.perOrg ?? ctx.config.limitPerOrg;
-    if (r.after.reserve >= usable.max) {
-      warnings.push(
-        `the reserve (${r.after.reserve}) leaves nothing of ${formatRate(usable)} to this tool: no transfer of '${org}' will be sent`,
-      );
-    }
-    ctx.logger.info({ org, tokenId, changed: r.changeId !== null, who }, 'dashboard limits set');
-    const result: ControlResult = {
-      action: 'limits.set',
-      org,
-      tokenId: tokenId ?? null,
-      changed: r.changeId !== null,
-      changeId: r.changeId,
-      message: limitsMessage(org, r),
-      warnings,
-      controls: await orgControls(deps.ctx, org),
-    };
-    return result;
-  });
+/** POST /api/controls/limits: the organization's, one token's or the reserve, checked field by field. */
+async function setLimitsRoute(deps: DashboardDeps, req: FastifyRequest): Promise<ControlResult> {
+  const { ctx } = deps;
+  refuseReadOnly(deps);
+  const b = bodyOf(req.body, ['org', 'perOrg', 'perToken', 'token', 'reserve']);
+  const org = orgField(deps, b);
+  const perOrg = rateField('perOrg', b.perOrg);
+  const perToken = rateField('perToken', b.perToken);
+  const reserve = reserveField(b.reserve);
+  const tokenId = await tokenField(deps, org, b.token);
+  if (tokenId !== undefined && !perToken) {
+    throw badRequest('perToken: required with token (the limit of that one token, like 5/2s)');
+  }
+  if (!perOrg && !perToken && !reserve) {
+    throw badRequest('perOrg, perToken, reserve: give at least one (nothing to change)');
+  }
+  const change: LimitChange = {
+    ...(perOrg ? { perOrg } : {}),
+    ...(perToken ? { perToken } : {}),
+    ...(tokenId !== undefined ? { tokenId } : {}),
+    ...(reserve ? { reserve } : {}),
+  };
+  const who = actorOf(req);
+  // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first.
+  await seedPolicy(ctx.redis, ctx.keys, org, ctx.config);
+  const r = await core(() => setLimits(ctx.redis, ctx.keys, org, change, ctx.config, who));
+  const warnings: string[] = [];
+  const usable = r.after.perOrg ?? ctx.config.limitPerOrg;
+  if (r.after.reserve >= usable.max) {
+    warnings.push(
+      `the reserve (${r.after.reserve}) leaves nothing of ${formatRate(usable)} to this tool: no transfer of '${org}' will be sent`,
+    );
+  }
+  ctx.logger.info({ org, tokenId, changed: r.changeId !== null, who }, 'dashboard limits set');
+  const result: ControlResult = {
+    action: 'limits.set',
+    org,
+    tokenId: tokenId ?? null,
+    changed: r.changeId !== null,
+    changeId: r.changeId,
+    message: limitsMessage(org, r),
+    warnings,
+    controls: await orgControls(deps.ctx, org),
+  };
+  return result;
+}
 
-  app.post('/api/controls/limits/reset', async (req) => {
-    refuseReadOnly(deps);
-    const b = bodyOf(req.body, ['org']);
-    const org = orgField(deps, b);
-    const who = actorOf(req);
-    const r = await core(() => resetLimits(ctx.redis, ctx.keys, org, ctx.config, who));
-    ctx.logger.info({ org, changed: r.changeId !== null, who }, 'dashboard limits reset');
-    const result: ControlResult = {
-      action: 'limits.reset',
-      org,
-      tokenId: null,
-      changed: r.changeId !== null,
-      changeId: r.changeId,
-      message: `${limitsMessage(org, r)} (reset to this dashboard's LIMIT_PER_TOKEN=${formatRate(ctx.config.limitPerToken)} LIMIT_PER_ORG=${formatRate(ctx.config.limitPerOrg)})`,
-      warnings: [],
-      controls: await orgControls(deps.ctx, org),
-    };
-    return result;
-  });
+/** POST /api/controls/limits/reset: back to this dashboard's LIMIT_*. */
+async function resetLimitsRoute(deps: DashboardDeps, req: FastifyRequest): Promise<ControlResult> {
+  const { ctx } = deps;
+  refuseReadOnly(deps);
+  const b = bodyOf(req.body, ['org']);
+  const org = orgField(deps, b);
+  const who = actorOf(req);
+  const r = await core(() => resetLimits(ctx.redis, ctx.keys, org, ctx.config, who));
+  ctx.logger.info({ org, changed: r.changeId !== null, who }, 'dashboard limits reset');
+  const result: ControlResult = {
+    action: 'limits.reset',
+    org,
+    tokenId: null,
+    changed: r.changeId !== null,
+    changeId: r.changeId,
+    message: `${limitsMessage(org, r)} (reset to this dashboard's LIMIT_PER_TOKEN=${formatRate(ctx.config.limitPerToken)} LIMIT_PER_ORG=${formatRate(ctx.config.limitPerOrg)})`,
+    warnings: [],
+    controls: await orgControls(deps.ctx, org),
+  };
+  return result;
 }

@@ -6,7 +6,7 @@
 // explained with a 409. Authentication and the CSRF header are checked for every POST by the server's
 // onRequest hook; read-only dashboards refuse it (403) and hide the button. Each move is written in the
 // change log (limiter/control-log.ts) with the dashboard user and client address.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   isFinalBucket,
   isSuccessBucket,
@@ -15,7 +15,7 @@ import {
   type LearnerOutcome,
 } from '../../outcomes/record.ts';
 import { appendChange, dashboardActor } from '../../limiter/control-log.ts';
-import { queuePlace, urgentChange, type UrgentBatch } from '../../queue/priority.ts';
+import { queuePlace, urgentChange, type QueuePlace, type UrgentBatch } from '../../queue/priority.ts';
 import {
   badRequest,
   DashboardError,
@@ -81,86 +81,111 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       .header('cache-control', 'public, max-age=300')
       .send(LEARNER_JS),
   );
-  app.post<{ Params: { org: string; id: string } }>('/api/learners/:org/:id/urgent', async (req, reply) => {
-    if (deps.readOnly) {
-      throw new DashboardError(
-        'LT_HTTP_READ_ONLY',
-        'this dashboard runs with --read-only: moving learners ahead of the queue is off',
-      );
-    }
-    const org = knownOrg(deps, req.params.org);
-    const id = learnerIdParam(req.params.id);
-    const record = await ctx.store.get(org, id);
-    if (!record) throw notFound(`no record of learner ${id} in ${org}`);
-    if (isFinalBucket(record.b as Bucket)) {
-      throw new DashboardError('LT_HTTP_NOT_WAITING', notWaiting(id, record.b as Bucket));
-    }
-    // Through the producer, as `enqueue --priority urgent` does: its claim, its outcome record (kept as
-    // it is: the learner waits) and its job id; a learner that finished meanwhile is not re-queued.
-    let batch: UrgentBatch | undefined;
-    let held: string | undefined;
-    await ctx.producer.add([{ org, learnerId: id, source: 'dashboard' }], record.r, {
-      priority: 'urgent',
-      onUrgent: (b) => {
-        batch = b;
-      },
-      onHeld: (h) => {
-        held = h.reason;
-      },
-    });
-    if (held !== undefined) throw new DashboardError('LT_HTTP_HELD_ELSEWHERE', held);
-    const done = batch as UrgentBatch | undefined;
-    if (!done || done.gone.length > 0) {
-      const now = await ctx.store.get(org, id);
-      const state = (now?.b ?? record.b) as Bucket;
-      throw new DashboardError(
-        'LT_HTTP_NOT_WAITING',
-        isFinalBucket(state)
-          ? notWaiting(id, state)
-          : `learner ${id} left the queue meanwhile: nothing moved`,
-      );
-    }
-    if (done.inFlight.length > 0) {
-      throw new DashboardError(
-        'LT_HTTP_IN_FLIGHT',
-        `learner ${id} is being transferred right now: there is nothing to move ahead`,
-      );
-    }
-    const who = dashboardActor(basicUser(req.headers.authorization), req.ip);
-    await appendChange(ctx.redis, ctx.keys, urgentChange(done, who, 'dashboard'));
-    const place = await queuePlace(ctx.redis, ctx.queues.get(org), id);
-    const result = done.added.length > 0 ? 'added' : 'moved';
-    ctx.logger.info({ org, learnerId: id, result, who }, 'dashboard: learner moved ahead of the queue');
-    return reply.send({
-      learner: `${org}:${id}`,
-      result,
-      place,
-      placeText: describePlace(place),
-      message: `learner ${id} moved ahead of the queue: ${describePlace(place)}`,
-    });
+  app.post<{ Params: { org: string; id: string } }>('/api/learners/:org/:id/urgent', async (req, reply) =>
+    reply.send(await moveAhead(deps, req.params.org, req.params.id, actorOf(req))),
+  );
+  app.get<{ Querystring: { ids?: string } }>('/api/learners', async (req) =>
+    learnerStates(deps, req.query.ids),
+  );
+}
+
+/** Who asked, for the change log: the basic-auth user name (none for a Bearer token) and the address. */
+function actorOf(req: FastifyRequest): string {
+  return dashboardActor(basicUser(req.headers.authorization), req.ip);
+}
+
+/**
+ * Moves a waiting learner ahead of its organization's queue, through the producer as `enqueue --priority
+ * urgent` does; any other state is refused with its reason.
+ */
+async function moveAhead(
+  deps: DashboardDeps,
+  orgParam: string,
+  idParam: string,
+  who: string,
+): Promise<{ learner: string; result: string; place: QueuePlace; placeText: string; message: string }> {
+  const { ctx } = deps;
+  if (deps.readOnly) {
+    throw new DashboardError(
+      'LT_HTTP_READ_ONLY',
+      'this dashboard runs with --read-only: moving learners ahead of the queue is off',
+    );
+  }
+  const org = knownOrg(deps, orgParam);
+  const id = learnerIdParam(idParam);
+  const record = await ctx.store.get(org, id);
+  if (!record) throw notFound(`no record of learner ${id} in ${org}`);
+  if (isFinalBucket(record.b as Bucket)) {
+    throw new DashboardError('LT_HTTP_NOT_WAITING', notWaiting(id, record.b as Bucket));
+  }
+  // Through the producer, as `enqueue --priority urgent` does: its claim, its outcome record (kept as
+  // it is: the learner waits) and its job id; a learner that finished meanwhile is not re-queued.
+  let batch: UrgentBatch | undefined;
+  let held: string | undefined;
+  await ctx.producer.add([{ org, learnerId: id, source: 'dashboard' }], record.r, {
+    priority: 'urgent',
+    onUrgent: (b) => {
+      batch = b;
+    },
+    onHeld: (h) => {
+      held = h.reason;
+    },
   });
-  app.get<{ Querystring: { ids?: string } }>('/api/learners', async (req) => {
-    const keys = (req.query.ids ?? '').split(',').filter(Boolean);
-    if (keys.length === 0) throw badRequest('ids: expected org:learnerId pairs separated by commas');
-    if (keys.length > MAX_IDS) throw badRequest(`ids: at most ${MAX_IDS} learners per request`);
-    const byOrg = new Map<string, number[]>();
-    for (const key of keys) {
-      const colon = key.lastIndexOf(':');
-      if (colon < 1) throw badRequest(`ids: '${key.slice(0, 80)}' is not org:learnerId`);
-      const org = knownOrg(deps, key.slice(0, colon), 'ids');
-      const id = learnerIdParam(key.slice(colon + 1), 'ids');
-      const ids = byOrg.get(org);
-      if (ids) ids.push(id);
-      else byOrg.set(org, [id]);
-    }
-    const learners: LearnerOutcome[] = [];
-    for (const [org, ids] of byOrg) {
-      const records = await ctx.store.getMany(org, ids);
-      ids.forEach((id, i) => {
-        const r = records[i];
-        if (r) learners.push(toLearnerOutcome(org, id, r));
-      });
-    }
-    return { learners };
-  });
+  if (held !== undefined) throw new DashboardError('LT_HTTP_HELD_ELSEWHERE', held);
+  const done = batch as UrgentBatch | undefined;
+  if (!done || done.gone.length > 0) {
+    const now = await ctx.store.get(org, id);
+    const state = (now?.b ?? record.b) as Bucket;
+    throw new DashboardError(
+      'LT_HTTP_NOT_WAITING',
+      isFinalBucket(state) ? notWaiting(id, state) : `learner ${id} left the queue meanwhile: nothing moved`,
+    );
+  }
+  if (done.inFlight.length > 0) {
+    throw new DashboardError(
+      'LT_HTTP_IN_FLIGHT',
+      `learner ${id} is being transferred right now: there is nothing to move ahead`,
+    );
+  }
+  await appendChange(ctx.redis, ctx.keys, urgentChange(done, who, 'dashboard'));
+  const place = await queuePlace(ctx.redis, ctx.queues.get(org), id);
+  const result = done.added.length > 0 ? 'added' : 'moved';
+  ctx.logger.info({ org, learnerId: id, result, who }, 'dashboard: learner moved ahead of the queue');
+  return {
+    learner: `${org}:${id}`,
+    result,
+    place,
+    placeText: describePlace(place),
+    message: `learner ${id} moved ahead of the queue: ${describePlace(place)}`,
+  };
+}
+
+/** The states of many learners (org:id,...), for following retried rows live. */
+async function learnerStates(
+  deps: DashboardDeps,
+  idsParam: string | undefined,
+): Promise<{ learners: LearnerOutcome[] }> {
+  const { ctx } = deps;
+  const keys = (idsParam ?? '').split(',').filter(Boolean);
+  if (keys.length === 0) throw badRequest('ids: expected org:learnerId pairs separated by commas');
+  if (keys.length > MAX_IDS) throw badRequest(`ids: at most ${MAX_IDS} learners per request`);
+  const byOrg = new Map<string, number[]>();
+  for (const key of keys) {
+    const colon = key.lastIndexOf(':');
+    if (colon < 1) throw badRequest(`ids: '${key.slice(0, 80)}' is not org:learnerId`);
+    const org = knownOrg(deps, key.slice(0, colon), 'ids');
+    const id = learnerIdParam(key.slice(colon + 1), 'ids');
+    const ids = byOrg.get(org);
+    if (ids) ids.push(id);
+    else byOrg.set(org, [id]);
+  }
+  const learners: LearnerOutcome[] = [];
+  for (const [org, ids] of byOrg) {
+    const records = await ctx.store.getMany(org, ids);
+    ids.forEach((id, i) => {
+      const r = records[i];
+      if (r) learners.push(toLearnerOutcome(org, id, r));
+    });
+  }
+  return { learners };
 }

@@ -16,7 +16,7 @@ import type { Bucket } from '../../outcomes/record.ts';
 import type { Runs } from '../../outcomes/runs.ts';
 import { newRunId } from '../../outcomes/runs.ts';
 import { addCounts, emptyCounts, type ProduceCounts, type Producer } from '../producer.ts';
-import { CrawlCursor, type CursorCounter } from './crawl-cursor.ts';
+import { CrawlCursor, type CursorCounter, type CursorState } from './crawl-cursor.ts';
 import { PageWalker, type ListReader, type PageRead, type WalkResult } from './page-walker.ts';
 
 export interface CrawlFilters {
@@ -126,10 +126,88 @@ export interface CrawlSummary extends ProduceCounts {
 export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<CrawlSummary> {
   const { filters } = options;
   const crawlId = options.crawlId ?? defaultCrawlId(options.targetOrgId, filters);
-  const filtersJson = JSON.stringify({ targetOrgId: options.targetOrgId, ...filters });
   const dry = Boolean(options.dryRun);
   const cursor = dry ? undefined : new CrawlCursor(deps.redis, deps.keys, options.org, crawlId);
+  const { state, resumedAt, runId } = await resumeOrStart(deps, options, crawlId, cursor);
+  const tally = tallyFrom(state);
+  const run: CrawlRun = { deps, options, cursor, runId, dry };
+  const onPage = (read: PageRead) => handlePage(run, tally, read);
 
+  let result: WalkResult;
+  if (limitReached(filters, tally)) {
+    result = {
+      requests: 0,
+      pass1Pages: 0,
+      rereads: 0,
+      passes: 0,
+      lastPage: 0,
+      total: 0,
+      stopped: true,
+      unsettledPages: [],
+    };
+  } else {
+    result = await walkFrom(run, state, tally, crawlId, onPage);
+  }
+  await cursor?.finish();
+  const { counts } = tally;
+  const summary: CrawlSummary = {
+    crawlId,
+    runId,
+    resumedAt,
+    lastPage: result.lastPage || tally.lastPage,
+    total: result.total,
+    requests: result.requests,
+    rereads: result.rereads,
+    seen: tally.seen,
+    selected: tally.selected,
+    skipped: tally.skipped,
+    stoppedByLimit: result.stopped,
+    unsettledPages: result.unsettledPages,
+    enqueued: counts.enqueued,
+    alreadyQueued: counts.alreadyQueued,
+    alreadyDone: counts.alreadyDone,
+    heldElsewhere: counts.heldElsewhere,
+    moved: counts.moved,
+  };
+  if (dry) summary.selectedIds = tally.selectedIds;
+  return summary;
+}
+
+/** One crawl's fixed parts, shared by the handling of each page. */
+interface CrawlRun {
+  deps: CrawlDeps;
+  options: CrawlOptions;
+  /** Undefined on a dry run: nothing is written. */
+  cursor: CrawlCursor | undefined;
+  runId: string;
+  dry: boolean;
+}
+
+/** What the crawl has counted so far, from the cursor's counters on a resume. */
+interface CrawlTally {
+  counts: ProduceCounts;
+  skipped: Record<SkipReason, number>;
+  seen: number;
+  selected: number;
+  pagesDone: number;
+  lastPage: number;
+  /** Learners met in this process: a learner is decided on its first sight. */
+  firstSight: Set<number>;
+  /** Dry run: the learners selected, in list order. */
+  selectedIds: number[];
+}
+
+/**
+ * The unfinished crawl of this id, when there is one and no --restart (refused when its filters differ),
+ * or a new one: its cursor started and its run created.
+ */
+async function resumeOrStart(
+  deps: CrawlDeps,
+  options: CrawlOptions,
+  crawlId: string,
+  cursor: CrawlCursor | undefined,
+): Promise<{ state: CursorState | undefined; resumedAt: number | null; runId: string }> {
+  const filtersJson = JSON.stringify({ targetOrgId: options.targetOrgId, ...options.filters });
   let state = cursor && !options.restart ? await cursor.load() : undefined;
   if (state && state.status === 'running' && state.filters !== filtersJson) {
     throw new LearnerTransferError(
@@ -147,143 +225,146 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
       await deps.runs.create({
         id: runId,
         kind: 'crawl',
-        source: `crawl ${options.org} (${describeFilters(filters)})`,
+        source: `crawl ${options.org} (${describeFilters(options.filters)})`,
         orgs: [options.org],
       });
     }
   }
+  return { state, resumedAt, runId };
+}
 
+function tallyFrom(state: CursorState | undefined): CrawlTally {
   const counts = emptyCounts();
   const skipped = Object.fromEntries(SKIP_REASONS.map((r) => [r, state?.skipped[r] ?? 0])) as Record<
     SkipReason,
     number
   >;
-  let seen = state?.counters.seen ?? 0;
-  let selected = state?.counters.selected ?? 0;
   counts.enqueued = state?.counters.enqueued ?? 0;
   counts.alreadyQueued = state?.counters.alreadyQueued ?? 0;
   for (const [b, n] of Object.entries(state?.done ?? {})) counts.alreadyDone[b as Bucket] = n;
-  let pagesDone = state ? state.next - 1 : 0;
-  let lastPage = 0;
-  const firstSight = new Set<number>();
-  const selectedIds: number[] = [];
-  const limit = filters.limit;
+  return {
+    counts,
+    skipped,
+    seen: state?.counters.seen ?? 0,
+    selected: state?.counters.selected ?? 0,
+    pagesDone: state ? state.next - 1 : 0,
+    lastPage: 0,
+    firstSight: new Set<number>(),
+    selectedIds: [],
+  };
+}
 
-  const onPage = async (read: PageRead): Promise<'stop' | void> => {
-    lastPage = read.lastPage;
-    const pageSkipped: Record<string, number> = {};
-    let pageSeen = 0;
-    const candidates: Learner[] = [];
-    for (const l of read.learners) {
-      if (firstSight.has(l.id)) continue;
-      firstSight.add(l.id);
-      pageSeen++;
-      const reason = skipReason(l, filters, options.targetOrgId);
-      if (reason) pageSkipped[reason] = (pageSkipped[reason] ?? 0) + 1;
-      else candidates.push(l);
-    }
-    const before = cursor ? await cursor.selectedBefore(candidates.map((l) => l.id)) : new Set<number>();
-    let chosen = candidates.filter((l) => !before.has(l.id)).map((l) => l.id);
-    if (limit !== undefined) chosen = chosen.slice(0, Math.max(0, limit - selected));
-    const pageCounts = emptyCounts();
-    if (!dry && chosen.length > 0) {
-      addCounts(
-        pageCounts,
-        await deps.producer.add(
-          chosen.map((learnerId) => ({ org: options.org, learnerId, source: `crawl:page ${read.page}` })),
-          runId,
-        ),
+function limitReached(filters: CrawlFilters, tally: CrawlTally): boolean {
+  return filters.limit !== undefined && tally.selected >= filters.limit;
+}
+
+/** Walks the list from the cursor's page; a list the walk cannot believe says what was kept. */
+async function walkFrom(
+  run: CrawlRun,
+  state: CursorState | undefined,
+  tally: CrawlTally,
+  crawlId: string,
+  onPage: (read: PageRead) => Promise<'stop' | void>,
+): Promise<WalkResult> {
+  const { deps, options } = run;
+  const walker = new PageWalker({
+    client: deps.client,
+    tokens: options.tokens,
+    concurrency: options.concurrency,
+    retries: options.retries,
+    backoffMs: options.backoffMs,
+    maxPages: options.maxPages,
+    startPage: state?.next ?? 1,
+    history: state?.marks,
+    signal: options.signal,
+    onPage,
+    onRetry: options.onRetry,
+  });
+  try {
+    return await walker.walk();
+  } catch (err) {
+    // A list the walk cannot believe (page-walker.ts): what was handled stays enqueued and in the
+    // cursor, and the message says so.
+    if (err instanceof LearnerTransferError && err.code === 'LT_INPUT_UNREADABLE' && !run.dry) {
+      const { pagesDone } = tally;
+      const { enqueued } = tally.counts;
+      throw new LearnerTransferError(
+        err.code,
+        `${err.message} (crawl '${crawlId}': ${pagesDone} page${pagesDone === 1 ? '' : 's'} handled, ` +
+          `${enqueued} learner${enqueued === 1 ? '' : 's'} enqueued and kept; ` +
+          `the same command resumes at page ${pagesDone + 1})`,
+        { cause: err },
       );
     }
-    if (dry) selectedIds.push(...chosen);
-    const delta: Partial<Record<CursorCounter, number>> = {
-      seen: pageSeen,
-      selected: chosen.length,
-      enqueued: pageCounts.enqueued,
-      alreadyQueued: pageCounts.alreadyQueued,
-    };
-    await cursor?.commitPage({
-      page: read.page,
-      marks: read.marks,
-      next: read.pass === 1 ? read.page + 1 : undefined,
-      selected: chosen,
-      counters: delta,
-      skipped: pageSkipped,
-      done: pageCounts.alreadyDone,
-    });
-    addCounts(counts, pageCounts);
-    for (const [r, n] of Object.entries(pageSkipped)) skipped[r as SkipReason] += n;
-    seen += pageSeen;
-    selected += chosen.length;
-    if (read.pass === 1) pagesDone = read.page;
-    options.onProgress?.({ pagesDone, lastPage, seen, selected });
-    await options.onPage?.(read);
-    if (limit !== undefined && selected >= limit) return 'stop';
-  };
-
-  let result: WalkResult;
-  if (limit !== undefined && selected >= limit) {
-    result = {
-      requests: 0,
-      pass1Pages: 0,
-      rereads: 0,
-      passes: 0,
-      lastPage: 0,
-      total: 0,
-      stopped: true,
-      unsettledPages: [],
-    };
-  } else {
-    const walker = new PageWalker({
-      client: deps.client,
-      tokens: options.tokens,
-      concurrency: options.concurrency,
-      retries: options.retries,
-      backoffMs: options.backoffMs,
-      maxPages: options.maxPages,
-      startPage: state?.next ?? 1,
-      history: state?.marks,
-      signal: options.signal,
-      onPage,
-      onRetry: options.onRetry,
-    });
-    try {
-      result = await walker.walk();
-    } catch (err) {
-      // A list the walk cannot believe (page-walker.ts): what was handled stays enqueued and in the
-      // cursor, and the message says so.
-      if (err instanceof LearnerTransferError && err.code === 'LT_INPUT_UNREADABLE' && !dry) {
-        throw new LearnerTransferError(
-          err.code,
-          `${err.message} (crawl '${crawlId}': ${pagesDone} page${pagesDone === 1 ? '' : 's'} handled, ` +
-            `${counts.enqueued} learner${counts.enqueued === 1 ? '' : 's'} enqueued and kept; ` +
-            `the same command resumes at page ${pagesDone + 1})`,
-          { cause: err },
-        );
-      }
-      throw err;
-    }
+    throw err;
   }
-  await cursor?.finish();
-  const summary: CrawlSummary = {
-    crawlId,
-    runId,
-    resumedAt,
-    lastPage: result.lastPage || lastPage,
-    total: result.total,
-    requests: result.requests,
-    rereads: result.rereads,
-    seen,
-    selected,
-    skipped,
-    stoppedByLimit: result.stopped,
-    unsettledPages: result.unsettledPages,
-    enqueued: counts.enqueued,
-    alreadyQueued: counts.alreadyQueued,
-    alreadyDone: counts.alreadyDone,
-    heldElsewhere: counts.heldElsewhere,
-    moved: counts.moved,
+}
+
+/** The learners of a page met for the first time: those the filters skip (by reason), and the rest. */
+function sortPage(
+  read: PageRead,
+  tally: CrawlTally,
+  options: CrawlOptions,
+): { pageSeen: number; pageSkipped: Record<string, number>; candidates: Learner[] } {
+  const pageSkipped: Record<string, number> = {};
+  let pageSeen = 0;
+  const candidates: Learner[] = [];
+  for (const l of read.learners) {
+    if (tally.firstSight.has(l.id)) continue;
+    tally.firstSight.add(l.id);
+    pageSeen++;
+    const reason = skipReason(l, options.filters, options.targetOrgId);
+    if (reason) pageSkipped[reason] = (pageSkipped[reason] ?? 0) + 1;
+    else candidates.push(l);
+  }
+  return { pageSeen, pageSkipped, candidates };
+}
+
+/**
+ * One page: its new candidates (none selected before a kill, none past --limit) enqueued, then the
+ * page committed to the cursor with its counts, then counted here. 'stop' once --limit is reached.
+ */
+async function handlePage(run: CrawlRun, tally: CrawlTally, read: PageRead): Promise<'stop' | void> {
+  const { deps, options, cursor, runId, dry } = run;
+  const limit = options.filters.limit;
+  tally.lastPage = read.lastPage;
+  const { pageSeen, pageSkipped, candidates } = sortPage(read, tally, options);
+  const before = cursor ? await cursor.selectedBefore(candidates.map((l) => l.id)) : new Set<number>();
+  let chosen = candidates.filter((l) => !before.has(l.id)).map((l) => l.id);
+  if (limit !== undefined) chosen = chosen.slice(0, Math.max(0, limit - tally.selected));
+  const pageCounts = emptyCounts();
+  if (!dry && chosen.length > 0) {
+    addCounts(
+      pageCounts,
+      await deps.producer.add(
+        chosen.map((learnerId) => ({ org: options.org, learnerId, source: `crawl:page ${read.page}` })),
+        runId,
+      ),
+    );
+  }
+  if (dry) tally.selectedIds.push(...chosen);
+  const delta: Partial<Record<CursorCounter, number>> = {
+    seen: pageSeen,
+    selected: chosen.length,
+    enqueued: pageCounts.enqueued,
+    alreadyQueued: pageCounts.alreadyQueued,
   };
-  if (dry) summary.selectedIds = selectedIds;
-  return summary;
+  await cursor?.commitPage({
+    page: read.page,
+    marks: read.marks,
+    next: read.pass === 1 ? read.page + 1 : undefined,
+    selected: chosen,
+    counters: delta,
+    skipped: pageSkipped,
+    done: pageCounts.alreadyDone,
+  });
+  addCounts(tally.counts, pageCounts);
+  for (const [r, n] of Object.entries(pageSkipped)) tally.skipped[r as SkipReason] += n;
+  tally.seen += pageSeen;
+  tally.selected += chosen.length;
+  if (read.pass === 1) tally.pagesDone = read.page;
+  const { pagesDone, lastPage, seen, selected } = tally;
+  options.onProgress?.({ pagesDone, lastPage, seen, selected });
+  await options.onPage?.(read);
+  if (limitReached(options.filters, tally)) return 'stop';
 }

@@ -212,7 +212,57 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
     );
   }
   const maxRecord = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
-  const input = createReadStream(file);
+  const { records, skipped } = openRecords(options, maxRecord);
+
+  let columns: Columns = { idCol: 0, orgCol: -1 };
+  let first = true;
+  for (;;) {
+    const next = await nextRecord(records, file);
+    if (next.done) break;
+    const rec = next.value;
+    while (skipped.length > 0) yield skipped.shift() as CsvEvent;
+    const cells = rec.record;
+    const line = rec.info.lines;
+    const guarded = guardReject(cells[0], line, maxRecord);
+    if (guarded) {
+      yield guarded;
+      continue;
+    }
+    if (first) {
+      first = false;
+      const header = headerColumns(cells, line, options);
+      if (header) {
+        columns = header;
+        continue;
+      }
+      // No header: the first column holds the ids and this line is data.
+    }
+    yield rowEvent(rec, line, columns, options);
+  }
+  while (skipped.length > 0) yield skipped.shift() as CsvEvent;
+}
+
+interface CsvRecord {
+  record: string[];
+  info: { lines: number };
+  raw: string;
+}
+
+/** Where the learner id and the organization are (-1: no organization column). */
+interface Columns {
+  idCol: number;
+  orgCol: number;
+}
+
+/**
+ * The file's records, read through the UTF-16 decoder and the line guard, and the records csv-parse
+ * could not read (as rejects, in the order it met them).
+ */
+function openRecords(
+  options: CsvSourceOptions,
+  maxRecord: number,
+): { records: AsyncIterator<CsvRecord>; skipped: CsvEvent[] } {
+  const input = createReadStream(options.file);
   let bytes = 0;
   input.on('data', (chunk) => {
     bytes += chunk.length;
@@ -245,82 +295,69 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
   });
   input.on('error', (err) => parser.destroy(err));
   input.pipe(new Utf16Decoder()).pipe(new LineGuard(maxRecord)).pipe(parser);
+  const records = parser as AsyncIterable<CsvRecord>;
+  return { records: records[Symbol.asyncIterator](), skipped };
+}
 
-  let idCol = 0;
-  let orgCol = -1;
-  let first = true;
-  const records = parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>;
-  const iterator = records[Symbol.asyncIterator]();
-  for (;;) {
-    let next: IteratorResult<{ record: string[]; info: { lines: number }; raw: string }>;
-    try {
-      next = await iterator.next();
-    } catch (err) {
-      // A read error mid-file (EISDIR, EIO): a message for the operator, not a stack trace.
-      throw new LearnerTransferError(
-        'LT_INPUT_UNREADABLE',
-        `${file}: cannot be read (${printable((err as Error).message, 200)})`,
-        { cause: err },
-      );
-    }
-    if (next.done) break;
-    const rec = next.value;
-    while (skipped.length > 0) yield skipped.shift() as CsvEvent;
-    const cells = rec.record;
-    const line = rec.info.lines;
-    const guarded = guardReject(cells[0], line, maxRecord);
-    if (guarded) {
-      yield guarded;
-      continue;
-    }
-    if (first) {
-      first = false;
-      const norm = cells.map((c) => c.trim().toLowerCase());
-      const found = norm.findIndex((c) => ID_HEADERS.has(c));
-      if (found >= 0) {
-        idCol = found;
-        orgCol = norm.findIndex((c) => ORG_HEADERS.has(c));
-        continue;
-      }
-      if (typeof parseLearnerIdCell(cells[0]) !== 'number' && !/^\s*[+-]?\d/.test(cells[0] ?? '')) {
-        const shownCells = cells
-          .slice(0, 5)
-          .map((c) => `'${printable(c, 30)}'`)
-          .join(', ');
-        throw new LearnerTransferError(
-          'LT_INPUT_INVALID',
-          `${file}:${line}: no learner id column: the header must name one of learnerId, learner_id or id ` +
-            `(any case); found ${
-              options.quoteCells === false
-                ? `${cells.length} cell(s), none of them a learner id or a header (contents not shown)`
-                : shownCells || 'nothing'
-            }`,
-        );
-      }
-      // No header: the first column holds the ids and this line is data.
-    }
-    const raw = rec.raw.replace(/\r?\n$/, '').slice(0, 200);
-    const id = parseLearnerIdCell(cells[idCol]);
-    if (typeof id === 'string') {
-      yield { kind: 'reject', line, reason: id, raw };
-      continue;
-    }
-    const orgCell = orgCol >= 0 ? (cells[orgCol] ?? '').trim() : '';
-    const org = orgCell || options.defaultOrg || '';
-    if (!org) {
-      yield { kind: 'reject', line, reason: 'no organization: give --org or fill the org column', raw };
-      continue;
-    }
-    if (!isValidOrgKey(org) || !options.knownOrgs.includes(org)) {
-      yield {
-        kind: 'reject',
-        line,
-        reason: `organization '${printable(org, 64)}' has no token in LEARNER_API_TOKENS`,
-        raw,
-      };
-      continue;
-    }
-    yield { kind: 'row', line, learnerId: id, org };
+async function nextRecord(
+  records: AsyncIterator<CsvRecord>,
+  file: string,
+): Promise<IteratorResult<CsvRecord>> {
+  try {
+    return await records.next();
+  } catch (err) {
+    // A read error mid-file (EISDIR, EIO): a message for the operator, not a stack trace.
+    throw new LearnerTransferError(
+      'LT_INPUT_UNREADABLE',
+      `${file}: cannot be read (${printable((err as Error).message, 200)})`,
+      { cause: err },
+    );
   }
-  while (skipped.length > 0) yield skipped.shift() as CsvEvent;
+}
+
+/**
+ * The columns a header line names, or undefined when the first line is data (it starts with a number).
+ * A first line that is neither is refused: the file is not a list of learner ids.
+ */
+function headerColumns(cells: string[], line: number, options: CsvSourceOptions): Columns | undefined {
+  const norm = cells.map((c) => c.trim().toLowerCase());
+  const found = norm.findIndex((c) => ID_HEADERS.has(c));
+  if (found >= 0) return { idCol: found, orgCol: norm.findIndex((c) => ORG_HEADERS.has(c)) };
+  if (typeof parseLearnerIdCell(cells[0]) !== 'number' && !/^\s*[+-]?\d/.test(cells[0] ?? '')) {
+    const shownCells = cells
+      .slice(0, 5)
+      .map((c) => `'${printable(c, 30)}'`)
+      .join(', ');
+    throw new LearnerTransferError(
+      'LT_INPUT_INVALID',
+      `${options.file}:${line}: no learner id column: the header must name one of learnerId, learner_id or id ` +
+        `(any case); found ${
+          options.quoteCells === false
+            ? `${cells.length} cell(s), none of them a learner id or a header (contents not shown)`
+            : shownCells || 'nothing'
+        }`,
+    );
+  }
+  return undefined;
+}
+
+/** A data line: its learner and organization, or why it is rejected. */
+function rowEvent(rec: CsvRecord, line: number, columns: Columns, options: CsvSourceOptions): CsvEvent {
+  const cells = rec.record;
+  const raw = rec.raw.replace(/\r?\n$/, '').slice(0, 200);
+  const id = parseLearnerIdCell(cells[columns.idCol]);
+  if (typeof id === 'string') return { kind: 'reject', line, reason: id, raw };
+  const orgCell = columns.orgCol >= 0 ? (cells[columns.orgCol] ?? '').trim() : '';
+  const org = orgCell || options.defaultOrg || '';
+  if (!org)
+    return { kind: 'reject', line, reason: 'no organization: give --org or fill the org column', raw };
+  if (!isValidOrgKey(org) || !options.knownOrgs.includes(org)) {
+    return {
+      kind: 'reject',
+      line,
+      reason: `organization '${printable(org, 64)}' has no token in LEARNER_API_TOKENS`,
+      raw,
+    };
+  }
+  return { kind: 'row', line, learnerId: id, org };
 }

@@ -27,7 +27,7 @@ import {
 } from '../producer.ts';
 import { unknownOrgId } from '../org-ids.ts';
 import { readCsv } from './csv.ts';
-import { PageWalker, type ListReader } from './page-walker.ts';
+import { PageWalker, type ListReader, type WalkResult } from './page-walker.ts';
 
 export interface ReconcileDeps {
   producer: Producer;
@@ -100,10 +100,67 @@ interface Desired {
   line: number;
 }
 
+interface Reject {
+  line: number;
+  reason: string;
+  raw: string;
+}
+
 export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileSummary> {
-  const dry = Boolean(options.dryRun);
+  const { desired, rejects } = await readDesired(options);
+  const { actual, walk, walkStartedAt } = await walkActual(deps, options, desired);
+  const { drift, inPlace } = findDrift(desired, actual, options.orgIds);
+  const toMove = drift.filter((r) => r.kind === 'wrong-org');
+  const { byOrg, driftIds, rowsByOrg } = groupByOrg(toMove);
+  await fillStateBefore(deps.store, driftIds, rowsByOrg);
+
+  const base = {
+    file: options.file,
+    desired: desired.size,
+    rejected: rejects.length,
+    inPlace,
+    wrongOrg: toMove.length,
+    notFound: drift.length - toMove.length,
+    byOrg,
+    requests: walk.requests,
+    rereads: walk.rereads,
+    unsettledPages: walk.unsettledPages,
+  };
+  if (options.dryRun) {
+    return { ...base, ...emptyCounts(), runId: null, driftFile: null, summaryFile: null, driftIds };
+  }
+
+  const runId = options.runId ?? newRunId();
+  const outDir = options.outDir ?? join('out', runId);
+  const driftFile = join(outDir, 'drift.csv');
+  const summaryFile = join(outDir, 'drift-summary.json');
+  // Refused before anything is enqueued: a planted link at a report's path is not written through.
+  assertPrivateTarget(driftFile);
+  assertPrivateTarget(summaryFile);
+  const counts = await enqueueDrift(deps, options, runId, toMove, byOrg, walkStartedAt);
+
+  mkdirSync(outDir, { recursive: true });
+  writePrivateFileSync(driftFile, driftCsv(drift, rejects));
+  const summary: ReconcileSummary = {
+    ...base,
+    ...counts,
+    runId,
+    driftFile,
+    summaryFile,
+  };
+  writePrivateFileSync(
+    summary.summaryFile as string,
+    `${JSON.stringify({ ...summary, createdAt: new Date().toISOString() }, null, 2)}\n`,
+  );
+  return summary;
+}
+
+/** The desired state: each learner's organization (its first line), and the rows refused. */
+async function readDesired(
+  options: ReconcileOptions,
+): Promise<{ desired: Map<number, Desired>; rejects: Reject[] }> {
   const desired = new Map<number, Desired>();
-  const rejects: { line: number; reason: string; raw: string }[] = [];
+  const rejects: Reject[] = [];
   const reject = (line: number, reason: string, raw: string) => {
     rejects.push({ line, reason, raw });
     options.onReject?.(line, reason);
@@ -135,8 +192,15 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   if (missing.length > 0) {
     throw unknownOrgId(missing.join(', '), missing.map((o) => `--org-id ${o}=N`).join(' '));
   }
+  return { desired, rejects };
+}
 
-  // The actual owner of every desired learner, latest sight wins.
+/** The actual owner of every desired learner, read from the list: latest sight wins. */
+async function walkActual(
+  deps: ReconcileDeps,
+  options: ReconcileOptions,
+  desired: ReadonlyMap<number, Desired>,
+): Promise<{ actual: Map<number, number>; walk: WalkResult; walkStartedAt: number }> {
   const actual = new Map<number, number>();
   let pagesDone = 0;
   const walker = new PageWalker({
@@ -157,11 +221,19 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   // the walk's view of them is stale, so they are not re-opened (no second irreversible call).
   const walkStartedAt = Date.now();
   const walk = await walker.walk();
+  return { actual, walk, walkStartedAt };
+}
 
+/** Every desired learner not in its organization, in the file's order, and how many are in place. */
+function findDrift(
+  desired: ReadonlyMap<number, Desired>,
+  actual: ReadonlyMap<number, number>,
+  orgIds: Readonly<Record<string, number>>,
+): { drift: DriftRow[]; inPlace: number } {
   const drift: DriftRow[] = [];
   let inPlace = 0;
   for (const [learnerId, d] of desired) {
-    const desiredOrgId = options.orgIds[d.org] as number;
+    const desiredOrgId = orgIds[d.org] as number;
     const current = actual.get(learnerId);
     if (current === desiredOrgId) {
       inPlace++;
@@ -177,7 +249,15 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
       before: '',
     });
   }
-  const toMove = drift.filter((r) => r.kind === 'wrong-org');
+  return { drift, inPlace };
+}
+
+/** The learners to move, counted, listed and kept as rows per organization. */
+function groupByOrg(toMove: readonly DriftRow[]): {
+  byOrg: Record<string, number>;
+  driftIds: Map<string, number[]>;
+  rowsByOrg: Map<string, DriftRow[]>;
+} {
   const byOrg: Record<string, number> = {};
   const driftIds = new Map<string, number[]>();
   // Rows per organization, built with push: a drift of 100,000 learners must not copy its list each time.
@@ -195,42 +275,37 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     ids.push(r.learnerId);
     rows.push(r);
   }
-  // The state each learner had before, for the report (a re-opened `transferred` is the interesting one).
+  return { byOrg, driftIds, rowsByOrg };
+}
+
+/** The state each learner had before, for the report (a re-opened `transferred` is the interesting one). */
+async function fillStateBefore(
+  store: OutcomeStore,
+  driftIds: ReadonlyMap<string, number[]>,
+  rowsByOrg: ReadonlyMap<string, DriftRow[]>,
+): Promise<void> {
   for (const [org, ids] of driftIds) {
     const rows = rowsByOrg.get(org) ?? [];
     for (let i = 0; i < ids.length; i += 1000) {
-      const records = await deps.store.getMany(org, ids.slice(i, i + 1000));
+      const records = await store.getMany(org, ids.slice(i, i + 1000));
       records.forEach((rec, j) => {
         const row = rows[i + j];
         if (row && rec) row.before = rec.b as Bucket;
       });
     }
   }
+}
 
+/** The run (created when new) and the learners in the wrong organization, enqueued in batches. */
+async function enqueueDrift(
+  deps: ReconcileDeps,
+  options: ReconcileOptions,
+  runId: string,
+  toMove: readonly DriftRow[],
+  byOrg: Record<string, number>,
+  walkStartedAt: number,
+): Promise<ProduceCounts> {
   const counts = emptyCounts();
-  const base = {
-    file: options.file,
-    desired: desired.size,
-    rejected: rejects.length,
-    inPlace,
-    wrongOrg: toMove.length,
-    notFound: drift.length - toMove.length,
-    byOrg,
-    requests: walk.requests,
-    rereads: walk.rereads,
-    unsettledPages: walk.unsettledPages,
-  };
-  if (dry) {
-    return { ...base, ...counts, runId: null, driftFile: null, summaryFile: null, driftIds };
-  }
-
-  const runId = options.runId ?? newRunId();
-  const outDir = options.outDir ?? join('out', runId);
-  const driftFile = join(outDir, 'drift.csv');
-  const summaryFile = join(outDir, 'drift-summary.json');
-  // Refused before anything is enqueued: a planted link at a report's path is not written through.
-  assertPrivateTarget(driftFile);
-  assertPrivateTarget(summaryFile);
   if (!(await deps.runs.get(runId))) {
     await deps.runs.create({
       id: runId,
@@ -250,8 +325,11 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     // (once it is done or failed there): each move is written in the audit stream.
     addCounts(counts, await deps.producer.add(items, runId, { force: walkStartedAt, move: true }));
   }
+  return counts;
+}
 
-  mkdirSync(outDir, { recursive: true });
+/** The drift report: one line per drifted learner, then one per rejected row. */
+function driftCsv(drift: readonly DriftRow[], rejects: readonly Reject[]): string {
   const lines = [
     csvLine([
       'learnerId',
@@ -279,19 +357,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     );
   }
   for (const r of rejects) lines.push(csvLine([r.raw, r.line, 'rejected', '', '', '', '', r.reason]));
-  writePrivateFileSync(driftFile, lines.join(''));
-  const summary: ReconcileSummary = {
-    ...base,
-    ...counts,
-    runId,
-    driftFile,
-    summaryFile,
-  };
-  writePrivateFileSync(
-    summary.summaryFile as string,
-    `${JSON.stringify({ ...summary, createdAt: new Date().toISOString() }, null, 2)}\n`,
-  );
-  return summary;
+  return lines.join('');
 }
 
 export function formatReconcileSummary(s: ReconcileSummary): string {
