@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { httpAnswer } from '../core/errors.ts';
 import { presentedCredential, sameSecret } from '../core/http-access.ts';
+import { dashboardActor } from '../limiter/control-log.ts';
 
 export const REALM = 'learner-transfer dashboard';
 
@@ -82,4 +83,18 @@ export function refuseThrottled(reply: FastifyReply, waitMs: number): FastifyRep
     .header('retry-after', String(seconds))
     .header('cache-control', 'no-store')
     .send({ error: refused.error, message: `too many failed logins: retry in ${seconds} s` });
+}
+
+/** The user name of a basic-auth header (browsers), for the change log; none for a Bearer token. */
+function basicUser(header: string | undefined): string | undefined {
+  if (!header || !/^basic /i.test(header)) return undefined;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  // Control characters would only garble the log: a user name is printable.
+  return colon > 0 ? decoded.slice(0, Math.min(colon, 64)).replace(/[^\x20-\x7e]/g, '?') : undefined;
+}
+
+/** Who asked, for the change log: the basic-auth user name (none for a Bearer token) and the address. */
+export function actorOf(req: FastifyRequest): string {
+  return dashboardActor(basicUser(req.headers.authorization), req.ip);
 }

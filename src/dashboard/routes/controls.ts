@@ -17,7 +17,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { collectControls, orgControls, type OrgControls } from '../../ops/controls.ts';
 import { describeChange } from '../../ops/limits.ts';
 import { tokensOf, type Config } from '../../core/config.ts';
-import { dashboardActor } from '../../limiter/control-log.ts';
+import { actorOf } from '../auth.ts';
 import { formatRate, rateMessage, readRate, type Rate } from '../../core/duration.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../../limiter/policy.ts';
@@ -47,19 +47,6 @@ export interface ControlResult {
   message: string;
   warnings: string[];
   controls: OrgControls;
-}
-
-/** The user name of a basic-auth header (browsers), for the change log; none for a Bearer token. */
-function basicUser(header: string | undefined): string | undefined {
-  if (!header || !/^basic /i.test(header)) return undefined;
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  // Control characters would only garble the log: a user name is printable.
-  return colon > 0 ? decoded.slice(0, Math.min(colon, 64)).replace(/[^\x20-\x7e]/g, '?') : undefined;
-}
-
-export function actorOf(req: FastifyRequest): string {
-  return dashboardActor(basicUser(req.headers.authorization), req.ip);
 }
 
 // ---- request bodies: every error names the field --------------------------------------------------

@@ -6,7 +6,7 @@
 // explained with a 409. Authentication and the CSRF header are checked for every POST by the server's
 // onRequest hook; read-only dashboards refuse it (403) and hide the button. Each move is written in the
 // change log (limiter/control-log.ts) with the dashboard user and client address.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import {
   isFinalBucket,
   isSuccessBucket,
@@ -14,7 +14,8 @@ import {
   type Bucket,
   type LearnerOutcome,
 } from '../../outcomes/record.ts';
-import { appendChange, dashboardActor } from '../../limiter/control-log.ts';
+import { appendChange } from '../../limiter/control-log.ts';
+import { actorOf } from '../auth.ts';
 import { queuePlace, urgentChange, type QueuePlace, type UrgentBatch } from '../../queue/priority.ts';
 import {
   badRequest,
@@ -31,15 +32,6 @@ import { LEARNER_JS } from '../assets.ts';
 import { describePlace, learnerPage } from '../views/learner.ts';
 
 const MAX_IDS = 500;
-
-/** The user name of a basic-auth header (browsers), for the change log; none for a Bearer token. */
-function basicUser(header: string | undefined): string | undefined {
-  if (!header || !/^basic /i.test(header)) return undefined;
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  // Control characters would only garble the log: a user name is printable.
-  return colon > 0 ? decoded.slice(0, Math.min(colon, 64)).replace(/[^\x20-\x7e]/g, '?') : undefined;
-}
 
 /** Why a learner in this state is not moved ahead. */
 function notWaiting(learnerId: number, state: Bucket): string {
@@ -87,11 +79,6 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
   app.get<{ Querystring: { ids?: string } }>('/api/learners', async (req) =>
     learnerStates(deps, req.query.ids),
   );
-}
-
-/** Who asked, for the change log: the basic-auth user name (none for a Bearer token) and the address. */
-function actorOf(req: FastifyRequest): string {
-  return dashboardActor(basicUser(req.headers.authorization), req.ip);
 }
 
 /**
