@@ -25,10 +25,61 @@ export interface ControlHandle {
   close(): Promise<void>;
 }
 
-export function startControlWorker(
+export interface ControlWorkerOptions {
+  onRun?: (summary: ReconcileSummary) => void;
+}
+
+/** One scheduled reconcile: the job read, its file found inside SCHEDULE_DIR, the reconcile run. */
+async function runScheduledReconcile(
   ctx: AppContext,
-  options: { onRun?: (summary: ReconcileSummary) => void } = {},
-): ControlHandle {
+  options: ControlWorkerOptions,
+  job: Job<ControlJob>,
+): Promise<ControlResult> {
+  const parsed = controlJobSchema.safeParse(job.data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UnrecoverableError(
+      `malformed control job ${job.id}: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid data'}`,
+    );
+  }
+  const data = parsed.data;
+  // Only a file inside SCHEDULE_DIR (symlinks resolved) is read: anyone who can write a job to Redis
+  // must not make a worker read /etc/passwd or an env file into a run or an error.
+  let file: string;
+  try {
+    file = await resolveScheduleFile(ctx.config.scheduleDir, data.desired);
+  } catch (err) {
+    throw new UnrecoverableError(`schedule ${data.scheduleId}: ${(err as Error).message}`);
+  }
+  ctx.logger.info({ schedule: data.scheduleId, desired: file }, 'scheduled reconcile starting');
+  const summary = await runReconcile(ctx, {
+    file,
+    defaultOrg: data.defaultOrg,
+    orgIds: data.orgIds,
+    sourceLabel: `schedule ${data.scheduleId}: reconcile ${basename(data.desired)}`,
+    // Its errors go to Redis: they name the file, the line and the problem, never the file's cells.
+    quoteCells: false,
+  });
+  ctx.logger.info(
+    {
+      schedule: data.scheduleId,
+      runId: summary.runId,
+      enqueued: summary.enqueued,
+      wrongOrg: summary.wrongOrg,
+      notFound: summary.notFound,
+    },
+    'scheduled reconcile done',
+  );
+  options.onRun?.(summary);
+  return {
+    runId: summary.runId,
+    enqueued: summary.enqueued,
+    wrongOrg: summary.wrongOrg,
+    notFound: summary.notFound,
+  };
+}
+
+export function startControlWorker(ctx: AppContext, options: ControlWorkerOptions = {}): ControlHandle {
   const connection = createRedis(ctx.config.redis, 'learner-transfer-control');
   // A Redis that refuses writes makes BullMQ's loop fail many times a second: one line per interval.
   const errors = new LogThrottle(ctx.logger);
@@ -39,55 +90,11 @@ export function startControlWorker(
     ...secretsOf(ctx.config),
     ...(ctx.config.dashboardToken ? [ctx.config.dashboardToken] : []),
   ]);
-  const run = async (job: Job<ControlJob>): Promise<ControlResult> => {
-    const parsed = controlJobSchema.safeParse(job.data);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new UnrecoverableError(
-        `malformed control job ${job.id}: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid data'}`,
-      );
-    }
-    const data = parsed.data;
-    // Only a file inside SCHEDULE_DIR (symlinks resolved) is read: anyone who can write a job to Redis
-    // must not make a worker read /etc/passwd or an env file into a run or an error.
-    let file: string;
-    try {
-      file = await resolveScheduleFile(ctx.config.scheduleDir, data.desired);
-    } catch (err) {
-      throw new UnrecoverableError(`schedule ${data.scheduleId}: ${(err as Error).message}`);
-    }
-    ctx.logger.info({ schedule: data.scheduleId, desired: file }, 'scheduled reconcile starting');
-    const summary = await runReconcile(ctx, {
-      file,
-      defaultOrg: data.defaultOrg,
-      orgIds: data.orgIds,
-      sourceLabel: `schedule ${data.scheduleId}: reconcile ${basename(data.desired)}`,
-      // Its errors go to Redis: they name the file, the line and the problem, never the file's cells.
-      quoteCells: false,
-    });
-    ctx.logger.info(
-      {
-        schedule: data.scheduleId,
-        runId: summary.runId,
-        enqueued: summary.enqueued,
-        wrongOrg: summary.wrongOrg,
-        notFound: summary.notFound,
-      },
-      'scheduled reconcile done',
-    );
-    options.onRun?.(summary);
-    return {
-      runId: summary.runId,
-      enqueued: summary.enqueued,
-      wrongOrg: summary.wrongOrg,
-      notFound: summary.notFound,
-    };
-  };
   const worker = new Worker<ControlJob, ControlResult>(
     ctx.keys.controlQueueName(),
     async (job: Job<ControlJob>) => {
       try {
-        return await run(job);
+        return await runScheduledReconcile(ctx, options, job);
       } catch (err) {
         throw scrubError(err, scrub);
       }

@@ -1,0 +1,79 @@
+// What every step of a transfer shares within one process: its dependencies, the tokens of this process's
+// config by organization, the scrubber of those tokens, what it knows of an unreachable service, and when
+// it last said that an organization waits. Tokens are looked up here by the non-secret id the limiter
+// chose; the job never carries one.
+import type { LearnerApiClient } from '../api/client.ts';
+import type { TransferOutcome } from '../api/outcome.ts';
+import type { Config, TokenRef } from '../core/config.ts';
+import { secretScrubber, type Logger, type Scrub } from '../core/log.ts';
+import type { Keys } from '../core/keys.ts';
+import type { TransferBudget } from '../limiter/index.ts';
+import type { Bucket } from '../outcomes/record.ts';
+import type { OutcomeStore } from '../outcomes/store.ts';
+import type { QueueSet } from '../queue/queues.ts';
+import type { Claims } from '../claims/claims.ts';
+import type { Recorder } from './recorder.ts';
+import type { BodyArchive } from './body-archive.ts';
+import { Unreachable } from './unreachable.ts';
+
+export interface ProcessorDeps {
+  config: Readonly<Config>;
+  client: LearnerApiClient;
+  budget: TransferBudget;
+  store: OutcomeStore;
+  claims: Claims;
+  keys: Keys;
+  queues: QueueSet;
+  recorder: Recorder;
+  /** Resolves when Redis takes writes (the write gate): no call is sent that could not be recorded. */
+  waitWritable?: () => Promise<void>;
+  /** After the permit and lease are taken: WAIT for a replica (redis/durability.ts), so a failover keeps them. */
+  replicated?: (org: string) => Promise<unknown>;
+  logger: Logger;
+  /** Where the whole of an unreadable body is kept, beside the spool (only its prefix goes to Redis). */
+  archive?: BodyArchive;
+  /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
+  onOutcome?: (event: OutcomeEvent) => void;
+}
+
+export interface OutcomeEvent {
+  org: string;
+  learnerId: number;
+  runId: string;
+  code: TransferOutcome['code'];
+  bucket: Bucket;
+  final: boolean;
+  tokenId: string;
+  durationMs: number;
+}
+
+/** What a finished job returns (kept by BullMQ only until removeOnComplete). */
+export interface ProcessResult {
+  code: 'transferred' | 'already-in-org';
+  transferId: string | null;
+}
+
+export interface ProcessorContext {
+  deps: ProcessorDeps;
+  tokensByOrg: ReadonlyMap<string, TokenRef[]>;
+  scrub: Scrub;
+  unreachable: Unreachable;
+  /** When each organization was last said to have every token refused (401): once a minute. */
+  lastAlert: Map<string, number>;
+  /** When each organization was last said to be paused: once a minute. */
+  lastPauseNote: Map<string, number>;
+}
+
+export function processorContext(deps: ProcessorDeps): ProcessorContext {
+  const { config } = deps;
+  const tokensByOrg = new Map<string, TokenRef[]>();
+  for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
+  return {
+    deps,
+    tokensByOrg,
+    scrub: secretScrubber(config.tokens.map((t) => t.secret)),
+    unreachable: new Unreachable(config),
+    lastAlert: new Map(),
+    lastPauseNote: new Map(),
+  };
+}

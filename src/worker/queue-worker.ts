@@ -1,0 +1,121 @@
+// One BullMQ Worker for one organization's queue, and what it does with its events: a refused write closes
+// the write gate, a refusal by Redis's ACL pauses it, and a job BullMQ failed on its own is recorded.
+import { Worker, type Job } from 'bullmq';
+import type { AppContext } from '../app/context.ts';
+import { scrubSecrets } from '../core/log.ts';
+import type { LogThrottle } from '../core/log-throttle.ts';
+import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { transferJobSchema, type TransferJob } from '../queue/job.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
+import type { WriteGate } from '../redis/writes.ts';
+import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
+import type { ProcessResult } from './processor.ts';
+import type { WriteGateLike } from './recorder.ts';
+import type { WorkOptions } from './work-options.ts';
+
+export interface QueueWorkerDeps {
+  processor: (job: Job<TransferJob>, token?: string) => Promise<ProcessResult>;
+  connection: RedisClient;
+  options: WorkOptions;
+  gate: WriteGateLike;
+  /** This process's own write gate, when it has one (it resumes the workers itself). */
+  ownGate: WriteGate | undefined;
+  errors: LogThrottle;
+  permissionPauses: { stop(): void }[];
+  /** Records of jobs that BullMQ failed on its own, still being written. */
+  pending: Set<Promise<void>>;
+  counts: { failed: number };
+}
+
+export function queueWorker(ctx: AppContext, org: string, deps: QueueWorkerDeps): Worker {
+  const { options } = deps;
+  const w = new Worker<TransferJob, ProcessResult>(
+    ctx.keys.queueName(org),
+    (job: Job<TransferJob>, token) => deps.processor(job, token),
+    {
+      connection: deps.connection,
+      prefix: ctx.keys.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs ?? 30_000,
+      stalledInterval: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
+      // A learner whose worker was killed comes back; many kills in a row must not fail it.
+      maxStalledCount: 20,
+      // A wait for budget is one sleep, however long (BullMQ caps it at 30 s by default, which would
+      // wake every worker twice a minute through a day-long wait). close() cuts the sleep short.
+      maximumRateLimitDelay: 86_400_000,
+      // Started once the spools of earlier processes are replayed (work-session.ts, boot).
+      autorun: false,
+    },
+  );
+  onQueueWorkerEvents(ctx, org, w, deps);
+  return w;
+}
+
+function onQueueWorkerEvents(
+  ctx: AppContext,
+  org: string,
+  w: Worker<TransferJob, ProcessResult>,
+  deps: QueueWorkerDeps,
+): void {
+  const { errors, pending, counts } = deps;
+  w.on('error', (err) => {
+    deps.gate.noteError(err);
+    // A refusal by Redis's ACL is said by the permission pause below, with the rule to grant.
+    if (!permissionDenial(err)) errors.warn({ org, err: err.message }, 'worker error');
+  });
+  deps.permissionPauses.push(
+    pauseOnPermissionError(w, {
+      onDenied: (err, denial) =>
+        errors.log(
+          'error',
+          { org, err: err.message },
+          `${permissionSentence(redisUser(ctx.config.redis), [denial], ctx.keys.prefix)}; ` +
+            `the worker tries again every ${PERMISSION_RETRY_MS / 1000} s`,
+        ),
+      // The write gate may hold the workers too: it resumes them itself when Redis takes writes again.
+      mayResume: () => deps.ownGate?.state.writable ?? true,
+    }),
+  );
+  w.on('failed', (job, err) => {
+    if (!job) return;
+    const p = finalizeStranded(ctx, job, err)
+      .then((finalized) => {
+        if (finalized) counts.failed++;
+      })
+      .catch((e: Error) =>
+        ctx.logger.warn({ org, jobId: job.id, err: e.message }, 'could not record a failed job'),
+      )
+      .finally(() => pending.delete(p));
+    pending.add(p);
+  });
+}
+
+/**
+ * BullMQ fails a job on its own when it stalled more than maxStalledCount times, or when the processor
+ * threw something that is not a classified outcome (a Redis error inside the job, a bug) until its
+ * attempts ran out. Its learner would stay `queued` or `retrying` with no job to move it: give it the
+ * final state `worker-error`, which a person sees on the dashboard and can retry. Returns true when it did.
+ */
+async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Error): Promise<boolean> {
+  const parsed = transferJobSchema.safeParse(job.data);
+  if (!parsed.success) return false;
+  if ((await job.getState()) !== 'failed') return false; // it will be retried
+  const { org, learnerId, runId } = parsed.data;
+  const record = await ctx.store.get(org, learnerId);
+  if (record && isFinalBucket(record.b as Bucket)) return false; // the processor recorded it
+  const secrets = ctx.config.tokens.map((t) => t.secret);
+  await ctx.store.recordAttempt(org, learnerId, runId, {
+    bucket: 'worker-error',
+    code: 'worker-error',
+    error: 'worker',
+    message: scrubSecrets(`the worker could not finish this job: ${err.message}`, secrets).slice(0, 1000),
+    durationMs: 0,
+    countsAsAttempt: false,
+  });
+  ctx.logger.error(
+    { org, learnerId, runId, reason: err.message },
+    'job failed in the worker: learner marked worker-error',
+  );
+  return true;
+}

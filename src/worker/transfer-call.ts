@@ -1,0 +1,42 @@
+// The call of an admitted transfer: sent only while its permit and lease still count it in flight, and
+// bounded so that it ends before they stop counting it.
+import { DelayedError } from 'bullmq';
+import type { TransferOutcome } from '../api/outcome.ts';
+import type { Admitted } from './admission.ts';
+import type { ProcessorContext } from './processor-context.ts';
+
+/** Room left between a call's hard end and the in-flight deadline of its permit (clock rates, the abort). */
+const HARD_MARGIN_MS = 250;
+
+/** Less time than this left before the call's hard end: it is not sent (see the check before the call). */
+const MIN_CALL_MS = 250;
+
+export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): Promise<TransferOutcome> {
+  const { client, budget, logger } = ctx.deps;
+  const { job, jobToken, org, learnerId, runId, held, token, current } = admitted;
+  // However long this process stalls, the call ends while its permit and lease still count it. A
+  // call whose permit ran out before it could be sent (the process stalled between the permit and
+  // the call) is not sent at all: the limiter already stopped counting it in flight, and the lease
+  // may pass to another worker. The permit goes back; the learner waits without using an attempt.
+  const hardMs = budget.options.inflightTtlMs - (performance.now() - held.askedAt) - HARD_MARGIN_MS;
+  if (hardMs < MIN_CALL_MS) {
+    await held.giveBack();
+    logger.warn(
+      { org, learnerId, runId, lateMs: Math.round(MIN_CALL_MS - hardMs) },
+      "the permit's in-flight time ran out before the call could be sent (this process stalled): not sent, the learner waits without using an attempt",
+    );
+    await job.moveToDelayed(Date.now(), jobToken);
+    throw new DelayedError();
+  }
+  try {
+    return await client.transferLearner(learnerId, token.secret, {
+      previousTransferId: current?.x,
+      hardMs,
+    });
+  } catch (err) {
+    // The client classifies every failure; reaching here is a bug. The request may have gone out
+    // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
+    await held.endWithoutAnswer(undefined, 'abandon');
+    throw err;
+  }
+}

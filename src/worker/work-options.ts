@@ -1,0 +1,37 @@
+// What `work` is asked to do (WorkOptions) and what it says when it stops (WorkResult).
+import type { OutcomeEvent } from './processor-context.ts';
+import type { WriteGateLike } from './recorder.ts';
+
+export interface WorkOptions {
+  orgs: readonly string[];
+  concurrency: number;
+  /** Exit when no job is waiting, delayed or active in the served queues. */
+  untilIdle: boolean;
+  idleCheckMs?: number;
+  /** BullMQ lock: a job whose worker died is taken back after about this long. */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  onOutcome?: (e: OutcomeEvent) => void;
+  /**
+   * The write gate (Redis takes writes?): no call is sent while it is closed, and refused writes close it.
+   * Absent: only the recorder's own retries stand between a refusing Redis and a lost response.
+   */
+  gate?: (WriteGateLike & { waitOpen(): Promise<void> }) | undefined;
+  /** false: no write-ahead spool (the benchmark's baseline only; a response could then be lost). */
+  spool?: boolean;
+}
+
+export interface WorkResult {
+  /** Final outcomes this process recorded. */
+  succeeded: number;
+  failed: number;
+  /** Organizations that stopped because every token was refused (401) while work waited. */
+  unauthorizedOrgs: string[];
+  reason: 'idle' | 'stopped' | 'unauthorized';
+  /**
+   * With untilIdle, at idle: learners in a failure state in the runs this process worked on (those with
+   * learners waiting when it started, and those it recorded outcomes for), in the organizations it
+   * served, whichever process finished them. A nightly `work --until-idle` exits non-zero on these.
+   */
+  runFailures: number;
+}
