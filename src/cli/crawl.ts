@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg, type AppContext } from '../app/context.ts';
+import { requireOrg, type AppContext } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { Progress } from './progress-line.ts';
@@ -8,7 +8,8 @@ import { formatPlan, planOrgs } from '../ops/plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
-import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
+import { EXIT, positiveInt, runAbortable } from './shared.ts';
+import type { Cli } from './io.ts';
 
 export interface CrawlFlags {
   org: string;
@@ -99,12 +100,13 @@ export function formatCrawlSummary(s: CrawlSummary, org: string): string {
   ].join('\n');
 }
 
-export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
-  const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void> {
+  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   const org = crawlOrgOf(config, opts);
   const dry = Boolean(opts.dryRun);
-  const ctx = await createContext(config);
+  const ctx = await cli.context(config);
   await runAbortable(
+    cli,
     ctx,
     'crawl interrupted: the cursor keeps the pages done; run the same command to resume',
     async (signal) => {
@@ -116,7 +118,12 @@ export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
         dry,
       );
       const filters = filtersOf(opts);
-      const progress = new Progress({ label: `crawl ${org}`, unit: 'pages', enabled: !opts.quiet });
+      const progress = new Progress({
+        label: `crawl ${org}`,
+        unit: 'pages',
+        stream: cli.stderr,
+        enabled: !opts.quiet,
+      });
       const summary = await crawl(
         {
           redis: ctx.redis,
@@ -148,16 +155,16 @@ export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
       progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
       if (dry) {
         const plans = await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]));
-        console.log(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
+        cli.print(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
       } else {
-        console.log(formatCrawlSummary(summary, org));
+        cli.print(formatCrawlSummary(summary, org));
       }
-      process.exitCode = EXIT.ok;
+      cli.exitCode = EXIT.ok;
     },
   );
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   addCrawlOptions(
     program
       .command('crawl')
@@ -169,5 +176,5 @@ export function register(program: Command): void {
     .option('--restart', 'start over even if an unfinished crawl with this id exists')
     .option('--dry-run', 'only plan: count and ETA, no queue writes, no transfers')
     .option('--quiet', 'no progress output')
-    .action(runCrawlCommand);
+    .action((opts: CrawlFlags) => runCrawlCommand(cli, opts));
 }

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { fileSize } from '../queue/sources/csv.ts';
@@ -7,12 +7,13 @@ import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { assertPrivateTarget } from '../core/private-file.ts';
-import { EXIT, loadCliConfig, positiveInt, runIdOption } from './shared.ts';
+import { EXIT, positiveInt, runIdOption } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { priorityOption, urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
+import type { Cli } from './io.ts';
 
 /** What `--priority urgent` did over the whole file. */
 interface UrgentTotals {
@@ -53,7 +54,7 @@ export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
   ].join('\n');
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('enqueue')
     .description('Enqueue learner ids from a CSV file (header learnerId/learner_id/id, optional org column)')
@@ -94,11 +95,11 @@ export function register(program: Command): void {
         dryRun?: boolean;
         move?: boolean;
       }) => {
-        if (opts.dryRun) return runCsvPlan(opts);
-        const config = loadCliConfig({ requireTokens: true });
+        if (opts.dryRun) return runCsvPlan(cli, opts);
+        const config = cli.config({ requireTokens: true });
         if (opts.org) requireOrg(config, opts.org);
         const total = await fileSize(opts.csv);
-        const ctx = await createContext(config);
+        const ctx = await cli.context(config);
         try {
           const runId = opts.run ?? newRunId();
           const rejectsFile = opts.rejects ?? join('out', runId, 'rejects.csv');
@@ -117,6 +118,7 @@ export function register(program: Command): void {
           const progress = new Progress({
             label: `enqueue ${basename(opts.csv)}`,
             total,
+            stream: cli.stderr,
             enabled: !opts.quiet,
           });
           let shown = 0;
@@ -156,23 +158,23 @@ export function register(program: Command): void {
                 ),
               onReject: (line, reason) => {
                 if (shown++ < 10)
-                  process.stderr.write(
+                  cli.stderr.write(
                     `${forTerminal(`${opts.csv}:${line}: ${reason}`, { singleLine: true })}\n`,
                   );
-                else if (shown === 11) process.stderr.write(`(more rejects: see the rejects file)\n`);
+                else if (shown === 11) cli.stderr.write(`(more rejects: see the rejects file)\n`);
               },
             },
           );
           progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
-          console.log(formatEnqueueSummary(summary));
-          if (opts.priority === 'urgent') console.log(formatUrgent(urgent));
+          cli.print(formatEnqueueSummary(summary));
+          if (opts.priority === 'urgent') cli.print(formatUrgent(urgent));
           if (summary.valid === 0) {
             throw new LearnerTransferError(
               'LT_INPUT_INVALID',
               `${opts.csv}: no valid learner id was read${summary.read === 0 ? ' (the file has no data rows)' : ''}`,
             );
           }
-          process.exitCode = EXIT.ok;
+          cli.exitCode = EXIT.ok;
         } finally {
           await ctx.close();
         }

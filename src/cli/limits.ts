@@ -1,7 +1,7 @@
 // `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
 // live, every change in the change log with who made it.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
 import { formatRate, humanizeMs, rateMessage, readRate, type Rate } from '../core/duration.ts';
@@ -18,8 +18,9 @@ import {
 import type { PauseInfo } from '../limiter/types.ts';
 import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
-import { loadCliConfig, positiveInt } from './shared.ts';
+import { positiveInt } from './shared.ts';
 import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/limits.ts';
+import type { Cli } from './io.ts';
 
 export function rateOption(flag: string) {
   return (value: string): Rate => {
@@ -136,7 +137,7 @@ interface SetFlags {
   reserve?: LimitChange['reserve'];
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   const limits = program
     .command('limits')
     .description(
@@ -150,13 +151,13 @@ export function register(program: Command): void {
     .option('--org <key>', 'one organization (default: every organization with a token)')
     .option('--json', 'machine-readable output')
     .action(async (opts: { org?: string; json?: boolean }) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         const out: OrgLimits[] = [];
         for (const org of orgs) out.push(await collectLimits(ctx, org));
-        console.log(
+        cli.print(
           opts.json
             ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
             : forTerminal(out.map(formatLimits).join('\n\n')),
@@ -194,7 +195,7 @@ export function register(program: Command): void {
       ).argParser(reserveOption),
     )
     .action(async (opts: SetFlags) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       checkOrgAndToken(config, opts.org, opts.token);
       const change: LimitChange = {
         ...(opts.perOrg ? { perOrg: opts.perOrg } : {}),
@@ -203,19 +204,19 @@ export function register(program: Command): void {
         ...(opts.reserve ? { reserve: opts.reserve } : {}),
       };
       checkLimitChange(opts.org, change);
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
         await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
         const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
-        console.log(forTerminal(summary(opts.org, r.before, r.after)));
+        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
         const perOrg = r.after.perOrg ?? config.limitPerOrg;
         if (r.after.reserve >= perOrg.max) {
-          console.log(
+          cli.print(
             `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
           );
         }
-        console.log(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
       } finally {
         await ctx.close();
       }
@@ -227,20 +228,20 @@ export function register(program: Command): void {
     )
     .requiredOption('--org <key>', 'organization')
     .action(async (opts: { org: string }) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       requireOrg(config, opts.org);
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         const r = await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
-        console.log(forTerminal(summary(opts.org, r.before, r.after)));
-        console.log(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
       } finally {
         await ctx.close();
       }
     });
 }
 
-export function registerChanges(program: Command): void {
+export function registerChanges(program: Command, cli: Cli): void {
   program
     .command('changes')
     .description('The log of changes made through the live controls (limits, pause, resume): who, what, when')
@@ -248,16 +249,16 @@ export function registerChanges(program: Command): void {
     .option('--limit <n>', 'how many, newest first (default 50)', positiveInt('--limit', 100_000))
     .option('--json', 'machine-readable output')
     .action(async (opts: { org?: string; limit?: number; json?: boolean }) => {
-      const config = loadCliConfig();
-      const ctx = await createContext(config);
+      const config = cli.config();
+      const ctx = await cli.context(config);
       try {
         const entries = await readChanges(ctx.redis, ctx.keys, {
           count: opts.limit ?? 50,
           ...(opts.org ? { org: opts.org } : {}),
         });
-        if (opts.json) console.log(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
-        else if (entries.length === 0) console.log('no change recorded');
-        else console.log(forTerminal(entries.map(formatChange).join('\n')));
+        if (opts.json) cli.print(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
+        else if (entries.length === 0) cli.print('no change recorded');
+        else cli.print(forTerminal(entries.map(formatChange).join('\n')));
       } finally {
         await ctx.close();
       }

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { parseOrgIdPair } from '../queue/org-ids.ts';
@@ -7,7 +7,8 @@ import { formatPlan, planOrgs } from '../ops/plan.ts';
 import { runReconcile } from '../ops/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
-import { EXIT, loadCliConfig, positiveInt, runAbortable, runIdOption } from './shared.ts';
+import { EXIT, positiveInt, runAbortable, runIdOption } from './shared.ts';
+import type { Cli } from './io.ts';
 
 export interface ReconcileFlags {
   desired: string;
@@ -36,14 +37,19 @@ export function addReconcileOptions(cmd: Command): Command {
     );
 }
 
-export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
-  const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promise<void> {
+  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
   const dry = Boolean(opts.dryRun);
-  const ctx = await createContext(config);
-  await runAbortable(ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
+  const ctx = await cli.context(config);
+  await runAbortable(cli, ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
     await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
-    const progress = new Progress({ label: 'reconcile', unit: 'pages', enabled: !opts.quiet });
+    const progress = new Progress({
+      label: 'reconcile',
+      unit: 'pages',
+      stream: cli.stderr,
+      enabled: !opts.quiet,
+    });
     let shown = 0;
     const summary = await runReconcile(ctx, {
       file: opts.desired,
@@ -58,22 +64,18 @@ export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
         progress.update(done, `page ${done}/${last}, ${matched} desired found`),
       onReject: (line, reason) => {
         if (shown++ < 10)
-          process.stderr.write(
-            `${forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true })}\n`,
-          );
+          cli.stderr.write(`${forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true })}\n`);
       },
     });
     progress.end(`${summary.requests} page reads`);
-    console.log(formatReconcileSummary(summary));
+    cli.print(formatReconcileSummary(summary));
     if (dry)
-      console.log(
-        formatPlan(await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }), 'reconcile'),
-      );
-    process.exitCode = EXIT.ok;
+      cli.print(formatPlan(await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }), 'reconcile'));
+    cli.exitCode = EXIT.ok;
   });
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   addReconcileOptions(
     program
       .command('reconcile')
@@ -90,5 +92,5 @@ export function register(program: Command): void {
     )
     .option('--dry-run', 'only plan: drift, counts and ETA; no queue writes, no report, no transfers')
     .option('--quiet', 'no progress output')
-    .action(runReconcileCommand);
+    .action((opts: ReconcileFlags) => runReconcileCommand(cli, opts));
 }

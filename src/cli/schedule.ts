@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { access, constants } from 'node:fs/promises';
 import { basename, extname, resolve } from 'node:path';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { parseDuration } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import {
@@ -13,7 +13,8 @@ import {
 } from '../queue/control.ts';
 import { OrgIds, parseOrgIdPair, unknownOrgId } from '../queue/org-ids.ts';
 import { readCsv } from '../queue/sources/csv.ts';
-import { EXIT, loadCliConfig } from './shared.ts';
+import { EXIT } from './shared.ts';
+import type { Cli } from './io.ts';
 
 interface WhenFlags {
   cron?: string;
@@ -33,7 +34,7 @@ function addWhenOptions(cmd: Command): Command {
     .option('--id <id>', 'schedule id (default reconcile-<file name>); the same id replaces a schedule');
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   const schedule = addWhenOptions(
     program
       .command('schedule')
@@ -74,7 +75,7 @@ export function register(program: Command): void {
           `--every expects a duration like 1h or 30s, got '${when.every}'`,
         );
       }
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       if (opts.org) requireOrg(config, opts.org);
       // Only a file inside SCHEDULE_DIR (symlinks resolved): the workers refuse any other.
       const desired = await resolveScheduleFile(config.scheduleDir, resolve(opts.desired));
@@ -89,7 +90,7 @@ export function register(program: Command): void {
           },
         );
       }
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       const queue = openControlQueue(ctx.redis, ctx.keys);
       try {
         // Check now what would fail at 02:00: every organization of the file needs its numeric id.
@@ -124,9 +125,9 @@ export function register(program: Command): void {
           });
         }
         const [saved] = (await listSchedules(queue)).filter((s) => s.key === id);
-        console.log(`schedule ${id} saved: the \`work\` processes run it`);
-        if (saved) console.log(formatSchedules([saved]));
-        process.exitCode = EXIT.ok;
+        cli.print(`schedule ${id} saved: the \`work\` processes run it`);
+        if (saved) cli.print(formatSchedules([saved]));
+        cli.exitCode = EXIT.ok;
       } finally {
         await queue.close();
         await ctx.close();
@@ -138,10 +139,10 @@ export function register(program: Command): void {
     .command('list')
     .description('List schedules with their next run')
     .action(async () => {
-      const ctx = await createContext(loadCliConfig());
+      const ctx = await cli.context(cli.config());
       const queue = openControlQueue(ctx.redis, ctx.keys);
       try {
-        console.log(formatSchedules(await listSchedules(queue)));
+        cli.print(formatSchedules(await listSchedules(queue)));
       } finally {
         await queue.close();
         await ctx.close();
@@ -153,7 +154,7 @@ export function register(program: Command): void {
     .description('Remove a schedule (a run in progress finishes)')
     .argument('<id>', 'schedule id, as `schedule list` shows it')
     .action(async (id: string) => {
-      const ctx = await createContext(loadCliConfig());
+      const ctx = await cli.context(cli.config());
       const queue = openControlQueue(ctx.redis, ctx.keys);
       try {
         if (!(await queue.removeJobScheduler(id))) {
@@ -162,7 +163,7 @@ export function register(program: Command): void {
             `no schedule '${id}' (see: learner-transfer schedule list)`,
           );
         }
-        console.log(`schedule ${id} removed`);
+        cli.print(`schedule ${id} removed`);
       } finally {
         await queue.close();
         await ctx.close();

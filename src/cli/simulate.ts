@@ -11,7 +11,7 @@ import {
   type Simulator,
   type SimulatorOptions,
 } from '../simulator/index.ts';
-import { onShutdown } from './shared.ts';
+import type { Cli } from './io.ts';
 
 export interface SimulateFlags {
   port: number;
@@ -104,7 +104,7 @@ export function simulatorOptions(flags: SimulateFlags): SimulatorOptions {
 /** Starts the simulator and prints how to point the worker at it. Returns it running. */
 export async function startSimulator(
   flags: SimulateFlags,
-  print: (line: string) => void = (line) => console.log(line),
+  print: (line: string) => void,
 ): Promise<Simulator> {
   const options = simulatorOptions(flags);
   const sim = createSimulator(options);
@@ -151,7 +151,7 @@ export async function startSimulator(
   return sim;
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('simulate')
     .description('Run the Learner API simulator (seeded learners, optional limits and faults) until Ctrl-C')
@@ -196,10 +196,10 @@ export function register(program: Command): void {
       share('--truncate-rate'),
     )
     .action(async (flags: SimulateFlags) => {
-      const sim = await startSimulator(flags);
-      onShutdown(async () => {
+      const sim = await startSimulator(flags, (line) => cli.print(line));
+      cli.onShutdown(async () => {
         await sim.close();
-        console.log('Simulator stopped.');
+        cli.print('Simulator stopped.');
       }, 5_000);
     });
 }

@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { startControlWorker } from '../worker/control-worker.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+import { EXIT, positiveInt } from './shared.ts';
 import {
   createRegistry,
   observeOutcome,
@@ -14,6 +14,7 @@ import {
 } from '../ops/prometheus.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
+import type { Cli } from './io.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -24,7 +25,7 @@ interface WorkFlags {
   control?: boolean;
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('work')
     .description(
@@ -52,7 +53,7 @@ export function register(program: Command): void {
     )
     .option('--no-control', 'do not serve the control queue (scheduled reconciles)')
     .action(async (opts: WorkFlags) => {
-      const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+      const config = cli.config({ requireBaseUrl: true, requireTokens: true });
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
       // Metrics name organizations, runs and budgets: beyond loopback only with the dashboard's token.
       const metricsOpen = isLoopbackAddress(opts.metricsHost);
@@ -64,7 +65,7 @@ export function register(program: Command): void {
         );
       }
       // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
-      const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
+      const ctx = await cli.context(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
       // One token, one organization: refuse to start when Redis binds a token to another org key.
       await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger: ctx.logger }).catch(
         async (err: unknown) => {
@@ -112,7 +113,7 @@ export function register(program: Command): void {
         { orgs, concurrency: opts.concurrency ?? config.concurrency, untilIdle: Boolean(opts.untilIdle) },
         'workers started',
       );
-      const off = onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
+      const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
       // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
       // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
       // hand) and exit 4, so that the supervisor starts a fresh process.
@@ -122,7 +123,7 @@ export function register(program: Command): void {
         ctx.logger.error('the Redis connection ended and will not reconnect: stopping this worker (exit 4)');
         void handle.stop();
         // Jobs in hand end on the closed connection's errors; should the stop itself hang, go anyway.
-        setTimeout(() => process.exit(EXIT.redis), config.requestTimeoutMs + 10_000).unref();
+        cli.hooks.exitAfter(config.requestTimeoutMs + 10_000, EXIT.redis);
       };
       ctx.redis.once('end', onEnd);
       const result = await handle.done;
@@ -131,7 +132,7 @@ export function register(program: Command): void {
       off();
       await metrics?.close();
       await ctx.close();
-      console.error(
+      cli.warn(
         `workers stopped (${result.reason}): ${result.succeeded} succeeded, ${result.failed} failed` +
           (result.runFailures > 0
             ? `; ${result.runFailures} learners of the runs worked on are in a failure state`
@@ -141,13 +142,11 @@ export function register(program: Command): void {
             : ''),
       );
       // bench/load.ts reads the peak memory of each worker process from this line.
-      if (process.env.LT_REPORT_RSS) {
-        console.error(
-          `lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`,
-        );
+      if (cli.env.LT_REPORT_RSS) {
+        cli.warn(`lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`);
       }
       // A signal stopped the work before it was done: say so (130), whatever the outcomes so far.
-      process.exitCode = lostRedis
+      cli.exitCode = lostRedis
         ? EXIT.redis
         : result.reason === 'unauthorized'
           ? EXIT.unauthorized
@@ -158,6 +157,6 @@ export function register(program: Command): void {
               : EXIT.ok;
       // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
       // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
-      setTimeout(() => process.exit(), 3000).unref();
+      cli.hooks.exitAfter(3000);
     });
 }
