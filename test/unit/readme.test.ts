@@ -43,7 +43,8 @@ describe('README', () => {
 
   it('names only commands that exist, and documents every command', () => {
     const program = new Command();
-    for (const register of commands) register(program, new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
+    for (const register of commands)
+      register(program, new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
     const names = program.commands.map((c) => c.name());
     const mentioned = new Set(
       [...readme.matchAll(/(?:npx |`)learner-transfer ([a-z][a-z-]+)/g)].map((m) => m[1] as string),
