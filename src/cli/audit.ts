@@ -1,8 +1,9 @@
 import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { exportAudit } from '../ops/audit-export.ts';
-import { learnerIdOption, requireReadableRunId } from './shared.ts';
+import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
+import { learnerIdOption } from './parsers.ts';
 
 export function register(program: Command, cli: Cli): void {
   program

@@ -8,8 +8,9 @@ import { formatPlan, planOrgs } from '../ops/plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
-import { EXIT, positiveInt, runAbortable } from './shared.ts';
+import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
+import { positiveInt } from './parsers.ts';
 
 export interface CrawlFlags {
   org: string;

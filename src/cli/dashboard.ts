@@ -1,11 +1,12 @@
 // `learner-transfer dashboard`: the retry dashboard (src/dashboard). Loopback by default; any other
 // address needs DASHBOARD_TOKEN, since the dashboard can re-queue work and shows every outcome.
-import { InvalidArgumentError, type Command } from 'commander';
+import { type Command } from 'commander';
 
 import { isLoopbackAddress } from '../core/http-access.ts';
 import { buildDashboard } from '../dashboard/server.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { Cli } from './io.ts';
+import { portOption } from './parsers.ts';
 
 interface DashboardFlags {
   port: number;
@@ -13,19 +14,11 @@ interface DashboardFlags {
   readOnly?: boolean;
 }
 
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n > 65535) {
-    throw new InvalidArgumentError(`--port expects a whole number from 0 to 65535, got '${value}'`);
-  }
-  return n;
-}
-
 export function register(program: Command, cli: Cli): void {
   program
     .command('dashboard')
     .description('Serve the retry dashboard: failures by reason, one-click retry, live budgets, /metrics')
-    .option('--port <n>', 'port to listen on (0 picks a free one)', port, 8080)
+    .option('--port <n>', 'port to listen on (0 picks a free one)', portOption('--port'), 8080)
     .option('--host <h>', 'address to listen on (not loopback: needs DASHBOARD_TOKEN)', '127.0.0.1')
     .option('--read-only', 'hide and refuse retries')
     .action(async (flags: DashboardFlags) => {

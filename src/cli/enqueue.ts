@@ -7,13 +7,14 @@ import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { assertPrivateTarget } from '../core/private-file.ts';
-import { EXIT, positiveInt, runIdOption } from './shared.ts';
+import { EXIT } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { appendChange, cliActor } from '../limiter/control-log.ts';
-import { priorityOption, urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
+import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
 import type { Cli } from './io.ts';
+import { positiveInt, runIdOption, priorityOption } from './parsers.ts';
 
 /** What `--priority urgent` did over the whole file. */
 interface UrgentTotals {

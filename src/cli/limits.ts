@@ -1,52 +1,24 @@
 // `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
 // live, every change in the change log with who made it.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
-import { formatRate, humanizeMs, rateMessage, readRate, type Rate } from '../core/duration.ts';
+import { formatRate, humanizeMs, type Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from '../limiter/policy.ts';
 import {
   checkLimitChange,
   describeLimits,
-  parseReserve,
   resetLimits,
   setLimits,
   type LimitChange,
 } from '../limiter/policy-control.ts';
 import type { PauseInfo } from '../limiter/types.ts';
-import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
-import { positiveInt } from './shared.ts';
 import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/limits.ts';
 import type { Cli } from './io.ts';
-
-export function rateOption(flag: string) {
-  return (value: string): Rate => {
-    // The same parser and message as LIMIT_* and the dashboard (duration.ts readRate): exit 2.
-    const read = readRate(value);
-    if (!read.ok) throw new InvalidArgumentError(rateMessage(flag, value, read.why));
-    return read.rate;
-  };
-}
-
-export function tokenIdOption(value: string): string {
-  if (!TOKEN_ID_RE.test(value)) {
-    throw new InvalidArgumentError(
-      `--token expects a token id of 12 hex digits (see tokens list), got '${value}'`,
-    );
-  }
-  return value;
-}
-
-function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
-  const reserve = parseReserve(value);
-  if (reserve) return reserve;
-  throw new InvalidArgumentError(
-    `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
-  );
-}
+import { positiveInt, rateOption, tokenIdOption, reserveOption } from './parsers.ts';
 
 /** The org must be one of this environment's; a token given must be one of that org's. */
 export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?: string): void {

@@ -7,8 +7,9 @@ import { cliActor } from '../limiter/control-log.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../limiter/policy.ts';
 import { setPaused } from '../limiter/policy-control.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { checkOrgAndToken, tokenIdOption } from './limits.ts';
+import { checkOrgAndToken } from './limits.ts';
 import type { Cli } from './io.ts';
+import { tokenIdOption } from './parsers.ts';
 
 function command(program: Command, cli: Cli, paused: boolean): void {
   const name = paused ? 'pause' : 'resume';

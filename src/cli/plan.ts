@@ -2,12 +2,12 @@ import { Command } from 'commander';
 import { basename } from 'node:path';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { parseOrgIdPair } from '../queue/org-ids.ts';
 import { formatPlan, planCsv } from '../ops/plan.ts';
 import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
 import { runReconcileCommand } from './reconcile.ts';
 import { EXIT } from './shared.ts';
 import type { Cli } from './io.ts';
+import { orgIdPairOption } from './parsers.ts';
 
 /** enqueue --dry-run and plan --csv: the CSV read as enqueue reads it, then planned. */
 export async function runCsvPlan(cli: Cli, opts: { csv: string; org?: string | undefined }): Promise<void> {
@@ -52,7 +52,7 @@ export function register(program: Command, cli: Cli): void {
     .option(
       '--org-id <key=n>',
       'with --desired: numeric id of an organization key (repeatable)',
-      parseOrgIdPair,
+      orgIdPairOption,
     )
     .option('--quiet', 'no progress output')
     .action(async (opts: PlanFlags) => {

@@ -2,13 +2,13 @@ import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { parseOrgIdPair } from '../queue/org-ids.ts';
 import { formatPlan, planOrgs } from '../ops/plan.ts';
 import { runReconcile } from '../ops/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
-import { EXIT, positiveInt, runAbortable, runIdOption } from './shared.ts';
+import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
+import { positiveInt, runIdOption, orgIdPairOption } from './parsers.ts';
 
 export interface ReconcileFlags {
   desired: string;
@@ -28,7 +28,7 @@ export function addReconcileOptions(cmd: Command): Command {
     .option(
       '--org-id <key=n>',
       'numeric id of an organization key as the list shows it (repeatable; remembered in Redis)',
-      parseOrgIdPair,
+      orgIdPairOption,
     )
     .addOption(
       new Option('--concurrency <n>', 'pages read at once')

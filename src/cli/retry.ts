@@ -3,8 +3,9 @@ import { requireOrg } from '../app/context.ts';
 import { retryFailed } from '../ops/retry.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { learnerIdOption, requireReadableRunId } from './shared.ts';
+import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
+import { learnerIdOption } from './parsers.ts';
 
 export function register(program: Command, cli: Cli): void {
   program

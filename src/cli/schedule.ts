@@ -11,10 +11,11 @@ import {
   resolveScheduleFile,
   upsertSchedule,
 } from '../queue/control.ts';
-import { OrgIds, parseOrgIdPair, unknownOrgId } from '../queue/org-ids.ts';
+import { OrgIds, unknownOrgId } from '../queue/org-ids.ts';
 import { readCsv } from '../queue/sources/csv.ts';
 import { EXIT } from './shared.ts';
 import type { Cli } from './io.ts';
+import { orgIdPairOption } from './parsers.ts';
 
 interface WhenFlags {
   cron?: string;
@@ -53,7 +54,7 @@ export function register(program: Command, cli: Cli): void {
       .option('--org <key>', 'organization for rows without an org column')
       .addOption(
         new Option('--org-id <key=n>', 'numeric id of an organization key (repeatable)').argParser(
-          parseOrgIdPair,
+          orgIdPairOption,
         ),
       ),
   ).action(

@@ -1,15 +1,6 @@
 // Helpers every command uses: errors said for a person with their exit codes, abortable long commands.
-import { InvalidArgumentError } from 'commander';
 import { ERRORS, EXIT, LearnerTransferError } from '../core/errors.ts';
-import {
-  isLearnerId,
-  isReadableRunId,
-  isRunId,
-  LEARNER_ID_EXPECTED,
-  parseLearnerId,
-  READABLE_RUN_ID_EXPECTED,
-  RUN_ID_EXPECTED,
-} from '../core/ids.ts';
+import { isReadableRunId, READABLE_RUN_ID_EXPECTED } from '../core/ids.ts';
 import { scrubSecrets } from '../core/log.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { permissionDenial, permissionSentence } from '../redis/permission-denial.ts';
@@ -103,35 +94,6 @@ function environmentRedisUser(env: Env): string {
 
 function environmentPrefix(env: Env): string {
   return env.QUEUE_PREFIX?.trim() || 'ltx';
-}
-
-/** commander argument parser for positive integers that names the flag in its error. */
-export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1 || n > max) {
-      throw new InvalidArgumentError(`${flag} expects a whole number from 1 to ${max}, got '${value}'`);
-    }
-    return n;
-  };
-}
-
-/** commander argument parser for a learner id (the one rule of src/core/ids.ts), naming the flag in its error. */
-export function learnerIdOption(flag: string) {
-  return (value: string): number => {
-    const id = parseLearnerId(value);
-    if (!isLearnerId(id))
-      throw new InvalidArgumentError(`${flag} expects ${LEARNER_ID_EXPECTED}, got '${value}'`);
-    return id;
-  };
-}
-
-/** commander argument parser for the id of a run to create or add to: only ids that fit the rule. */
-export function runIdOption(flag: string) {
-  return (value: string): string => {
-    if (!isRunId(value)) throw new InvalidArgumentError(`${flag} expects ${RUN_ID_EXPECTED}, got '${value}'`);
-    return value;
-  };
 }
 
 /**

@@ -1,8 +1,8 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { humanizeMs } from '../core/duration.ts';
-import { isValidOrgKey } from '../core/keys.ts';
-import { rebindToken, TOKEN_ID_RE } from '../limiter/token-orgs.ts';
+import { rebindToken } from '../limiter/token-orgs.ts';
+import { orgKeyOption, tokenIdOption } from './parsers.ts';
 import type { Cli } from './io.ts';
 
 export function register(program: Command, cli: Cli): void {
@@ -57,22 +57,8 @@ export function register(program: Command, cli: Cli): void {
     .description(
       'Bind a token to another organization key in Redis (after it moved in LEARNER_API_TOKENS): one token, one organization',
     )
-    .requiredOption('--token <id>', 'token id (12 hex digits, as tokens list shows it)', (v: string) => {
-      if (!TOKEN_ID_RE.test(v)) {
-        throw new InvalidArgumentError(
-          `--token expects a token id of 12 hex digits (see tokens list), got '${v}'`,
-        );
-      }
-      return v;
-    })
-    .requiredOption('--org <key>', 'the organization key the token belongs to now', (v: string) => {
-      if (!isValidOrgKey(v)) {
-        throw new InvalidArgumentError(
-          `--org expects an organization key (letters, digits, _ or -), got '${v}'`,
-        );
-      }
-      return v;
-    })
+    .requiredOption('--token <id>', 'token id (12 hex digits, as tokens list shows it)', tokenIdOption)
+    .requiredOption('--org <key>', 'the organization key the token belongs to now', orgKeyOption)
     .action(async (opts: { token: string; org: string }) => {
       const config = cli.config();
       const ctx = await cli.context(config);

@@ -3,7 +3,7 @@ import { requireOrg } from '../app/context.ts';
 import { startWorkers } from '../worker/run-workers.ts';
 import { startControlWorker } from '../worker/control-worker.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { EXIT, positiveInt } from './shared.ts';
+import { EXIT } from './shared.ts';
 import {
   createRegistry,
   observeOutcome,
@@ -15,6 +15,7 @@ import {
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
+import { positiveInt } from './parsers.ts';
 
 interface WorkFlags {
   concurrency?: number;
