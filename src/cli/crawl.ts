@@ -1,13 +1,12 @@
 import { Command, Option } from 'commander';
-import { requireOrg, type AppContext } from '../app/context.ts';
-import { tokensOf, type Config } from '../core/config.ts';
+import { requireOrg } from '../app/context.ts';
+import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { Progress } from './progress-line.ts';
-import { OrgIds } from '../queue/org-ids.ts';
-import { formatPlan, planOrgs } from '../ops/plan.ts';
+import { runCrawl } from '../ops/crawl.ts';
+import { formatPlan } from '../ops/plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
-import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
-import { bindTokens } from '../limiter/token-orgs.ts';
+import { describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
 import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
@@ -65,12 +64,6 @@ export function filtersOf(opts: CrawlFlags): CrawlFilters {
   };
 }
 
-export function requireClient(ctx: AppContext) {
-  if (!ctx.client)
-    throw new LearnerTransferError('LT_USAGE', 'LEARNER_API_BASE_URL is required to read the learner list');
-  return ctx.client;
-}
-
 export function crawlOrgOf(config: Readonly<Config>, opts: { org?: string }): string {
   if (!opts.org)
     throw new LearnerTransferError(
@@ -104,20 +97,13 @@ export function formatCrawlSummary(s: CrawlSummary, org: string): string {
 export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void> {
   const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   const org = crawlOrgOf(config, opts);
-  const dry = Boolean(opts.dryRun);
+  const dryRun = Boolean(opts.dryRun);
   const ctx = await cli.context(config);
   await runAbortable(
     cli,
     ctx,
     'crawl interrupted: the cursor keeps the pages done; run the same command to resume',
     async (signal) => {
-      await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
-      const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
-        org,
-        opts.targetOrgId,
-        '--target-org-id N',
-        dry,
-      );
       const filters = filtersOf(opts);
       const progress = new Progress({
         label: `crawl ${org}`,
@@ -125,41 +111,29 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
         stream: cli.stderr,
         enabled: !opts.quiet,
       });
-      const summary = await crawl(
-        {
-          redis: ctx.redis,
-          keys: ctx.keys,
-          producer: ctx.producer,
-          runs: ctx.runs,
-          client: requireClient(ctx),
-        },
-        {
-          org,
-          targetOrgId,
-          tokens: tokensOf(config, org).map((t) => t.secret),
-          filters,
-          crawlId: opts.crawlId,
-          restart: opts.restart,
-          dryRun: dry,
-          concurrency: opts.concurrency,
-          maxPages: config.crawlMaxPages,
-          signal: signal,
-          onProgress: (p) =>
-            progress.update(
-              p.pagesDone,
-              `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
-            ),
-          onRetry: (page, code, waitMs) =>
-            ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
-        },
-      );
+      const { summary, plans } = await runCrawl(ctx, {
+        org,
+        targetOrgId: opts.targetOrgId,
+        filters,
+        crawlId: opts.crawlId,
+        restart: opts.restart,
+        dryRun,
+        concurrency: opts.concurrency,
+        signal,
+        onProgress: (p) =>
+          progress.update(
+            p.pagesDone,
+            `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
+          ),
+        onRetry: (page, code, waitMs) =>
+          ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
+      });
       progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
-      if (dry) {
-        const plans = await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]));
-        cli.print(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
-      } else {
-        cli.print(formatCrawlSummary(summary, org));
-      }
+      cli.print(
+        plans
+          ? formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`)
+          : formatCrawlSummary(summary, org),
+      );
       cli.exitCode = EXIT.ok;
     },
   );

@@ -2,10 +2,9 @@ import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { formatPlan, planOrgs } from '../ops/plan.ts';
-import { runReconcile } from '../ops/reconcile.ts';
+import { formatPlan } from '../ops/plan.ts';
+import { reconcileAndPlan } from '../ops/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
-import { bindTokens } from '../limiter/token-orgs.ts';
 import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
 import { positiveInt, runIdOption, orgIdPairOption } from './parsers.ts';
@@ -40,10 +39,8 @@ export function addReconcileOptions(cmd: Command): Command {
 export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promise<void> {
   const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
-  const dry = Boolean(opts.dryRun);
   const ctx = await cli.context(config);
   await runAbortable(cli, ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
-    await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
     const progress = new Progress({
       label: 'reconcile',
       unit: 'pages',
@@ -51,26 +48,24 @@ export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promi
       enabled: !opts.quiet,
     });
     let shown = 0;
-    const summary = await runReconcile(ctx, {
+    const { summary, plans } = await reconcileAndPlan(ctx, {
       file: opts.desired,
       defaultOrg: opts.org,
       orgIds: opts.orgId,
       runId: opts.run,
       outDir: opts.out,
-      dryRun: dry,
+      dryRun: Boolean(opts.dryRun),
       concurrency: opts.concurrency,
-      signal: signal,
+      signal,
       onProgress: (done, last, matched) =>
         progress.update(done, `page ${done}/${last}, ${matched} desired found`),
       onReject: (line, reason) => {
-        if (shown++ < 10)
-          cli.stderr.write(`${forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true })}\n`);
+        if (shown++ < 10) cli.warn(forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true }));
       },
     });
     progress.end(`${summary.requests} page reads`);
     cli.print(formatReconcileSummary(summary));
-    if (dry)
-      cli.print(formatPlan(await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }), 'reconcile'));
+    if (plans) cli.print(formatPlan(plans, 'reconcile'));
     cli.exitCode = EXIT.ok;
   });
 }
