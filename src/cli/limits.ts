@@ -115,6 +115,12 @@ export function register(program: Command, cli: Cli): void {
     .description(
       "The fleet's limits per organization and per token, stored in Redis: show them, change them live, reset them to LIMIT_*",
     );
+  registerShow(limits, cli);
+  registerSet(limits, cli);
+  registerReset(limits, cli);
+}
+
+function registerShow(limits: Command, cli: Cli): void {
   limits
     .command('show')
     .description(
@@ -138,6 +144,9 @@ export function register(program: Command, cli: Cli): void {
         await ctx.close();
       }
     });
+}
+
+function registerSet(limits: Command, cli: Cli): void {
   limits
     .command('set')
     .description(
@@ -193,6 +202,9 @@ export function register(program: Command, cli: Cli): void {
         await ctx.close();
       }
     });
+}
+
+function registerReset(limits: Command, cli: Cli): void {
   limits
     .command('reset')
     .description(
