@@ -4,10 +4,15 @@
 import { Command, CommanderError } from 'commander';
 import { ERRORS } from '../core/errors.ts';
 import { commands } from './commands.ts';
-import { Cli, type CliIo } from './io.ts';
+import { Cli, type CliIo, type Output } from './io.ts';
 import { reportCliError } from './shared.ts';
 
 export type { CliIo } from './io.ts';
+
+/** A terminal's width; elsewhere commander's own 80. */
+function widthOf(stream: Output): number {
+  return (stream.isTTY ? (stream as { columns?: number }).columns : undefined) ?? 80;
+}
 
 /** The program of one run, its output going to the run's streams. */
 export function buildProgram(cli: Cli): Command {
@@ -19,6 +24,9 @@ export function buildProgram(cli: Cli): Command {
     .configureOutput({
       writeOut: (text) => void cli.stdout.write(text),
       writeErr: (text) => void cli.stderr.write(text),
+      // Help wraps at the width of the run's own terminal, if it writes to one.
+      getOutHelpWidth: () => widthOf(cli.stdout),
+      getErrHelpWidth: () => widthOf(cli.stderr),
     })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
