@@ -6,6 +6,7 @@ import { secretsOf, type Config } from '../core/config.ts';
 import { createKeys, type Keys } from '../core/keys.ts';
 import { inflightTtlFor, TransferBudget } from '../limiter/index.ts';
 import { createLogger, type Logger } from '../core/log.ts';
+import type { DestinationStream } from 'pino';
 import { OutcomeStore } from '../outcomes/store.ts';
 import { Runs } from '../outcomes/runs.ts';
 import { Producer } from '../queue/producer.ts';
@@ -39,12 +40,19 @@ export interface AppContext {
 
 export async function createContext(
   config: Readonly<Config>,
-  options: { logger?: Logger; redis?: RedisClient; redisTimeoutMs?: number } = {},
+  options: {
+    logger?: Logger;
+    redis?: RedisClient;
+    redisTimeoutMs?: number;
+    /** Where the logger built here writes (default: stderr). */
+    logDestination?: DestinationStream | undefined;
+  } = {},
 ): Promise<AppContext> {
   const logger =
     options.logger ??
     createLogger({
       level: config.logLevel,
+      ...(options.logDestination ? { destination: options.logDestination } : {}),
       secrets: [...secretsOf(config), ...(config.dashboardToken ? [config.dashboardToken] : [])],
     });
   const redis =

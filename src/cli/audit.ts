@@ -1,9 +1,11 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { exportAudit } from '../ops/audit-export.ts';
-import { learnerIdOption, loadCliConfig, requireReadableRunId } from './shared.ts';
+import { requireReadableRunId } from './shared.ts';
+import type { Cli } from './io.ts';
+import { learnerIdOption } from './parsers.ts';
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('audit')
     .description(
@@ -14,13 +16,18 @@ export function register(program: Command): void {
     .addOption(new Option('--learner <id>', 'only this learner').argParser(learnerIdOption('--learner')))
     .option('--out <file>', 'write here instead of stdout')
     .action(async (opts: { org?: string[]; run?: string; learner?: number; out?: string }) => {
-      const config = loadCliConfig();
+      const config = cli.config();
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         await requireReadableRunId(ctx.runs, '--run', opts.run);
-        const n = await exportAudit(ctx.store, { orgs, runId: opts.run, learnerId: opts.learner }, opts.out);
-        if (opts.out) console.log(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
+        const n = await exportAudit(
+          ctx.store,
+          { orgs, runId: opts.run, learnerId: opts.learner },
+          opts.out,
+          cli.stdout,
+        );
+        if (opts.out) cli.print(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
       } finally {
         await ctx.close();
       }

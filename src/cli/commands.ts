@@ -1,5 +1,6 @@
 // The list of commands. Each command lives in its own file and exports a `register(program)`.
 import type { Command } from 'commander';
+import type { Cli } from './io.ts';
 import { register as audit } from './audit.ts';
 import { register as demo } from './demo.ts';
 import { register as dashboard } from './dashboard.ts';
@@ -18,7 +19,7 @@ import { register as status } from './status.ts';
 import { register as tokens } from './tokens.ts';
 import { register as work } from './work.ts';
 
-export type Register = (program: Command) => void;
+export type Register = (program: Command, cli: Cli) => void;
 
 export const commands: Register[] = [
   demo,

@@ -1,14 +1,15 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg, type AppContext } from '../app/context.ts';
-import { tokensOf, type Config } from '../core/config.ts';
+import { requireOrg } from '../app/context.ts';
+import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { Progress } from './progress-line.ts';
-import { OrgIds } from '../queue/org-ids.ts';
-import { formatPlan, planOrgs } from '../ops/plan.ts';
+import { runCrawl } from '../ops/crawl.ts';
+import { formatPlan } from '../ops/plan.ts';
 import { formatHeld, heldTotal } from '../queue/producer.ts';
-import { crawl, describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
-import { bindTokens } from '../limiter/token-orgs.ts';
-import { EXIT, loadCliConfig, positiveInt, runAbortable } from './shared.ts';
+import { describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
+import { EXIT, runAbortable } from './shared.ts';
+import type { Cli } from './io.ts';
+import { positiveInt } from './parsers.ts';
 
 export interface CrawlFlags {
   org: string;
@@ -63,12 +64,6 @@ export function filtersOf(opts: CrawlFlags): CrawlFilters {
   };
 }
 
-export function requireClient(ctx: AppContext) {
-  if (!ctx.client)
-    throw new LearnerTransferError('LT_USAGE', 'LEARNER_API_BASE_URL is required to read the learner list');
-  return ctx.client;
-}
-
 export function crawlOrgOf(config: Readonly<Config>, opts: { org?: string }): string {
   if (!opts.org)
     throw new LearnerTransferError(
@@ -99,65 +94,52 @@ export function formatCrawlSummary(s: CrawlSummary, org: string): string {
   ].join('\n');
 }
 
-export async function runCrawlCommand(opts: CrawlFlags): Promise<void> {
-  const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void> {
+  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   const org = crawlOrgOf(config, opts);
-  const dry = Boolean(opts.dryRun);
-  const ctx = await createContext(config);
+  const dryRun = Boolean(opts.dryRun);
+  const ctx = await cli.context(config);
   await runAbortable(
+    cli,
     ctx,
     'crawl interrupted: the cursor keeps the pages done; run the same command to resume',
     async (signal) => {
-      await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
-      const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
-        org,
-        opts.targetOrgId,
-        '--target-org-id N',
-        dry,
-      );
       const filters = filtersOf(opts);
-      const progress = new Progress({ label: `crawl ${org}`, unit: 'pages', enabled: !opts.quiet });
-      const summary = await crawl(
-        {
-          redis: ctx.redis,
-          keys: ctx.keys,
-          producer: ctx.producer,
-          runs: ctx.runs,
-          client: requireClient(ctx),
-        },
-        {
-          org,
-          targetOrgId,
-          tokens: tokensOf(config, org).map((t) => t.secret),
-          filters,
-          crawlId: opts.crawlId,
-          restart: opts.restart,
-          dryRun: dry,
-          concurrency: opts.concurrency,
-          maxPages: config.crawlMaxPages,
-          signal: signal,
-          onProgress: (p) =>
-            progress.update(
-              p.pagesDone,
-              `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
-            ),
-          onRetry: (page, code, waitMs) =>
-            ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
-        },
-      );
+      const progress = new Progress({
+        label: `crawl ${org}`,
+        unit: 'pages',
+        stream: cli.stderr,
+        enabled: !opts.quiet,
+      });
+      const { summary, plans } = await runCrawl(ctx, {
+        org,
+        targetOrgId: opts.targetOrgId,
+        filters,
+        crawlId: opts.crawlId,
+        restart: opts.restart,
+        dryRun,
+        concurrency: opts.concurrency,
+        signal,
+        onProgress: (p) =>
+          progress.update(
+            p.pagesDone,
+            `page ${p.pagesDone}/${p.lastPage}, ${p.seen} seen, ${p.selected} selected`,
+          ),
+        onRetry: (page, code, waitMs) =>
+          ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
+      });
       progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
-      if (dry) {
-        const plans = await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]));
-        console.log(formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`));
-      } else {
-        console.log(formatCrawlSummary(summary, org));
-      }
-      process.exitCode = EXIT.ok;
+      cli.print(
+        plans
+          ? formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`)
+          : formatCrawlSummary(summary, org),
+      );
+      cli.exitCode = EXIT.ok;
     },
   );
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   addCrawlOptions(
     program
       .command('crawl')
@@ -169,5 +151,5 @@ export function register(program: Command): void {
     .option('--restart', 'start over even if an unfinished crawl with this id exists')
     .option('--dry-run', 'only plan: count and ETA, no queue writes, no transfers')
     .option('--quiet', 'no progress output')
-    .action(runCrawlCommand);
+    .action((opts: CrawlFlags) => runCrawlCommand(cli, opts));
 }

@@ -1,11 +1,12 @@
 // `learner-transfer dashboard`: the retry dashboard (src/dashboard). Loopback by default; any other
 // address needs DASHBOARD_TOKEN, since the dashboard can re-queue work and shows every outcome.
-import { InvalidArgumentError, type Command } from 'commander';
-import { createContext } from '../app/context.ts';
+import { type Command } from 'commander';
+
 import { isLoopbackAddress } from '../core/http-access.ts';
 import { buildDashboard } from '../dashboard/server.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { loadCliConfig, onShutdown } from './shared.ts';
+import type { Cli } from './io.ts';
+import { portOption } from './parsers.ts';
 
 interface DashboardFlags {
   port: number;
@@ -13,23 +14,15 @@ interface DashboardFlags {
   readOnly?: boolean;
 }
 
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n > 65535) {
-    throw new InvalidArgumentError(`--port expects a whole number from 0 to 65535, got '${value}'`);
-  }
-  return n;
-}
-
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('dashboard')
     .description('Serve the retry dashboard: failures by reason, one-click retry, live budgets, /metrics')
-    .option('--port <n>', 'port to listen on (0 picks a free one)', port, 8080)
+    .option('--port <n>', 'port to listen on (0 picks a free one)', portOption('--port'), 8080)
     .option('--host <h>', 'address to listen on (not loopback: needs DASHBOARD_TOKEN)', '127.0.0.1')
     .option('--read-only', 'hide and refuse retries')
     .action(async (flags: DashboardFlags) => {
-      const config = loadCliConfig();
+      const config = cli.config();
       if (!isLoopbackAddress(flags.host) && !config.dashboardToken) {
         throw new LearnerTransferError(
           'LT_USAGE',
@@ -39,12 +32,12 @@ export function register(program: Command): void {
       }
       const https = Boolean(config.dashboardTlsCert && config.dashboardTlsKey);
       if (!isLoopbackAddress(flags.host) && !https) {
-        console.warn(
+        cli.warn(
           `warning: --host ${flags.host} without TLS: DASHBOARD_TOKEN and every page cross the network in clear; ` +
             `set DASHBOARD_TLS_CERT and DASHBOARD_TLS_KEY, or serve it behind a TLS proxy`,
         );
       }
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       const app = await buildDashboard(ctx, { readOnly: Boolean(flags.readOnly) }).catch(
         async (err: unknown) => {
           await ctx.close();
@@ -66,15 +59,15 @@ export function register(program: Command): void {
       const address = app.server.address();
       const actual = typeof address === 'object' && address ? address.port : flags.port;
       const shown = flags.host.includes(':') ? `[${flags.host}]` : flags.host;
-      console.log(
+      cli.print(
         `dashboard on ${https ? 'https' : 'http'}://${shown}:${actual}/` +
           (config.dashboardToken ? ' (DASHBOARD_TOKEN required)' : ' (no DASHBOARD_TOKEN: loopback only)') +
           (flags.readOnly ? ', read-only' : ''),
       );
-      onShutdown(async () => {
+      cli.onShutdown(async () => {
         await app.close();
         await ctx.close();
-        console.log('dashboard stopped');
+        cli.print('dashboard stopped');
       }, 5_000);
     });
 }

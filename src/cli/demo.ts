@@ -3,11 +3,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OUTCOMES, isOutcomeCode } from '../outcomes/codes.ts';
 import { runDemo } from '../demo/run-demo.ts';
-import { onShutdown } from './shared.ts';
+import type { Cli } from './io.ts';
 
 const EXAMPLE = resolve(fileURLToPath(new URL('../../jobs.example.csv', import.meta.url)));
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('demo')
     .description(
@@ -28,21 +28,21 @@ export function register(program: Command): void {
         dashboard: boolean;
         dashboardPort: string;
       }) => {
-        const tty = Boolean(process.stdout.isTTY);
+        const tty = Boolean(cli.stdout.isTTY);
         let liveShown = false;
         const print = (line: string) => {
-          if (liveShown && tty) process.stdout.write('\r\x1b[2K');
+          if (liveShown && tty) cli.stdout.write('\r\x1b[2K');
           liveShown = false;
-          console.log(line);
+          cli.print(line);
         };
         let lastPlain = 0;
         const live = (line: string) => {
           if (tty) {
-            process.stdout.write(`\r\x1b[2K${line}`);
+            cli.stdout.write(`\r\x1b[2K${line}`);
             liveShown = true;
           } else if (Date.now() - lastPlain > 2000) {
             lastPlain = Date.now();
-            console.log(line);
+            cli.print(line);
           }
         };
         const outDir =
@@ -54,6 +54,7 @@ export function register(program: Command): void {
           outDir,
           print,
           live,
+          env: cli.env,
         });
         try {
           print('');
@@ -73,7 +74,7 @@ export function register(program: Command): void {
             const { startDemoDashboard } = await import('../demo/dashboard-hook.ts');
             const dashboard = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));
             print(`dashboard ${dashboard.url} (Ctrl-C to stop)`);
-            await new Promise<void>((resolveStop) => onShutdown(() => resolveStop(), 10_000));
+            await new Promise<void>((resolveStop) => cli.onShutdown(() => resolveStop(), 10_000));
             await dashboard.close();
           }
         } finally {

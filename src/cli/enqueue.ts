@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg, type AppContext } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { fileSize } from '../queue/sources/csv.ts';
@@ -7,12 +7,14 @@ import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { assertPrivateTarget } from '../core/private-file.ts';
-import { EXIT, loadCliConfig, positiveInt, runIdOption } from './shared.ts';
+import { EXIT } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
-import { formatHeld, heldTotal } from '../queue/producer.ts';
+import { formatHeld, heldTotal, type Producer } from '../queue/producer.ts';
 import { appendChange, cliActor } from '../limiter/control-log.ts';
-import { priorityOption, urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
+import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
+import type { Cli } from './io.ts';
+import { positiveInt, runIdOption, priorityOption } from './parsers.ts';
 
 /** What `--priority urgent` did over the whole file. */
 interface UrgentTotals {
@@ -53,7 +55,111 @@ export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
   ].join('\n');
 }
 
-export function register(program: Command): void {
+interface EnqueueFlags {
+  csv: string;
+  org?: string;
+  rejects?: string;
+  run?: string;
+  batch: number;
+  priority: Priority;
+  quiet?: boolean;
+  dryRun?: boolean;
+  move?: boolean;
+}
+
+/** The run the file's learners join, made when it does not exist yet. */
+async function openRun(ctx: AppContext, runId: string, opts: EnqueueFlags): Promise<void> {
+  if (!(await ctx.runs.get(runId))) {
+    await ctx.runs.create({
+      id: runId,
+      kind: 'csv',
+      source: basename(opts.csv),
+      orgs: opts.org ? [opts.org] : [],
+    });
+  }
+}
+
+/**
+ * --priority urgent: every add of this file goes on the head of its queue, and each batch is written in
+ * the change log (who, which learners) as soon as it is done. Returns the producer and what it did.
+ */
+function urgentProducer(ctx: AppContext, opts: EnqueueFlags): { producer: Producer; urgent: UrgentTotals } {
+  const urgent: UrgentTotals = { added: 0, moved: 0, inFlight: 0, finished: 0 };
+  if (opts.priority !== 'urgent') return { producer: ctx.producer, urgent };
+  const who = cliActor();
+  const onUrgent = async (b: UrgentBatch) => {
+    urgent.added += b.added.length;
+    urgent.moved += b.moved.length;
+    urgent.inFlight += b.inFlight.length;
+    urgent.finished += b.gone.length;
+    await appendChange(ctx.redis, ctx.keys, urgentChange(b, who, `cli enqueue --csv ${basename(opts.csv)}`));
+  };
+  return { producer: ctx.producer.withDefaults({ priority: 'urgent', onUrgent }), urgent };
+}
+
+/** The first ten rejected rows on stderr, then a pointer to the rejects file. */
+function rejectPrinter(cli: Cli, csv: string): (line: number, reason: string) => void {
+  let shown = 0;
+  return (line, reason) => {
+    if (shown++ < 10) cli.warn(forTerminal(`${csv}:${line}: ${reason}`, { singleLine: true }));
+    else if (shown === 11) cli.warn('(more rejects: see the rejects file)');
+  };
+}
+
+async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
+  if (opts.dryRun) return runCsvPlan(cli, opts);
+  const config = cli.config({ requireTokens: true });
+  if (opts.org) requireOrg(config, opts.org);
+  const total = await fileSize(opts.csv);
+  const ctx = await cli.context(config);
+  try {
+    const runId = opts.run ?? newRunId();
+    const rejectsFile = opts.rejects ?? join('out', runId, 'rejects.csv');
+    // A link planted at the rejects path refuses the command before it writes anything, a run too.
+    assertPrivateTarget(rejectsFile);
+    await openRun(ctx, runId, opts);
+    const started = Date.now();
+    const progress = new Progress({
+      label: `enqueue ${basename(opts.csv)}`,
+      total,
+      stream: cli.stderr,
+      enabled: !opts.quiet,
+    });
+    const { producer, urgent } = urgentProducer(ctx, opts);
+    const summary = await enqueueCsv(
+      { producer, runs: ctx.runs },
+      {
+        file: opts.csv,
+        defaultOrg: opts.org,
+        knownOrgs: config.orgs,
+        runId,
+        rejectsFile,
+        batchSize: opts.batch,
+        move: opts.move === true,
+        onProgress: (rows, bytes, c) =>
+          progress.update(
+            bytes,
+            `${rows} rows (${Math.round(rows / Math.max(0.001, (Date.now() - started) / 1000))}/s), ${c.enqueued} enqueued, ${c.rejected} rejected`,
+          ),
+        onReject: rejectPrinter(cli, opts.csv),
+      },
+    );
+    progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
+    cli.print(formatEnqueueSummary(summary));
+    if (opts.priority === 'urgent') cli.print(formatUrgent(urgent));
+    if (summary.valid === 0) {
+      throw new LearnerTransferError(
+        'LT_INPUT_INVALID',
+        `${opts.csv}: no valid learner id was read${summary.read === 0 ? ' (the file has no data rows)' : ''}`,
+      );
+    }
+    cli.exitCode = EXIT.ok;
+  } finally {
+    await ctx.close();
+  }
+}
+
+export function register(program: Command, cli: Cli): void {
   program
     .command('enqueue')
     .description('Enqueue learner ids from a CSV file (header learnerId/learner_id/id, optional org column)')
@@ -82,100 +188,5 @@ export function register(program: Command): void {
       '--move',
       "move learners claimed by another organization to this row's organization (written in the audit); only learners done or failed there move",
     )
-    .action(
-      async (opts: {
-        csv: string;
-        org?: string;
-        rejects?: string;
-        run?: string;
-        batch: number;
-        priority: Priority;
-        quiet?: boolean;
-        dryRun?: boolean;
-        move?: boolean;
-      }) => {
-        if (opts.dryRun) return runCsvPlan(opts);
-        const config = loadCliConfig({ requireTokens: true });
-        if (opts.org) requireOrg(config, opts.org);
-        const total = await fileSize(opts.csv);
-        const ctx = await createContext(config);
-        try {
-          const runId = opts.run ?? newRunId();
-          const rejectsFile = opts.rejects ?? join('out', runId, 'rejects.csv');
-          // A link planted at the rejects path refuses the command before it writes anything, a run too.
-          assertPrivateTarget(rejectsFile);
-          const existing = await ctx.runs.get(runId);
-          if (!existing) {
-            await ctx.runs.create({
-              id: runId,
-              kind: 'csv',
-              source: basename(opts.csv),
-              orgs: opts.org ? [opts.org] : [],
-            });
-          }
-          const started = Date.now();
-          const progress = new Progress({
-            label: `enqueue ${basename(opts.csv)}`,
-            total,
-            enabled: !opts.quiet,
-          });
-          let shown = 0;
-          // --priority urgent: every add of this file goes on the head of its queue, and each batch is
-          // written in the change log (who, which learners) as soon as it is done.
-          const urgent: UrgentTotals = { added: 0, moved: 0, inFlight: 0, finished: 0 };
-          const who = cliActor();
-          const onUrgent = async (b: UrgentBatch) => {
-            urgent.added += b.added.length;
-            urgent.moved += b.moved.length;
-            urgent.inFlight += b.inFlight.length;
-            urgent.finished += b.gone.length;
-            await appendChange(
-              ctx.redis,
-              ctx.keys,
-              urgentChange(b, who, `cli enqueue --csv ${basename(opts.csv)}`),
-            );
-          };
-          const producer =
-            opts.priority === 'urgent'
-              ? ctx.producer.withDefaults({ priority: 'urgent', onUrgent })
-              : ctx.producer;
-          const summary = await enqueueCsv(
-            { producer, runs: ctx.runs },
-            {
-              file: opts.csv,
-              defaultOrg: opts.org,
-              knownOrgs: config.orgs,
-              runId,
-              rejectsFile,
-              batchSize: opts.batch,
-              move: opts.move === true,
-              onProgress: (rows, bytes, c) =>
-                progress.update(
-                  bytes,
-                  `${rows} rows (${Math.round(rows / Math.max(0.001, (Date.now() - started) / 1000))}/s), ${c.enqueued} enqueued, ${c.rejected} rejected`,
-                ),
-              onReject: (line, reason) => {
-                if (shown++ < 10)
-                  process.stderr.write(
-                    `${forTerminal(`${opts.csv}:${line}: ${reason}`, { singleLine: true })}\n`,
-                  );
-                else if (shown === 11) process.stderr.write(`(more rejects: see the rejects file)\n`);
-              },
-            },
-          );
-          progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
-          console.log(formatEnqueueSummary(summary));
-          if (opts.priority === 'urgent') console.log(formatUrgent(urgent));
-          if (summary.valid === 0) {
-            throw new LearnerTransferError(
-              'LT_INPUT_INVALID',
-              `${opts.csv}: no valid learner id was read${summary.read === 0 ? ' (the file has no data rows)' : ''}`,
-            );
-          }
-          process.exitCode = EXIT.ok;
-        } finally {
-          await ctx.close();
-        }
-      },
-    );
+    .action((opts: EnqueueFlags) => enqueueCommand(cli, opts));
 }

@@ -1,51 +1,24 @@
 // `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
 // live, every change in the change log with who made it.
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { Command, Option } from 'commander';
+import { requireOrg } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
-import { formatRate, humanizeMs, rateMessage, readRate, type Rate } from '../core/duration.ts';
+import { formatRate, humanizeMs, type Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from '../limiter/policy.ts';
 import {
   checkLimitChange,
   describeLimits,
-  parseReserve,
   resetLimits,
   setLimits,
   type LimitChange,
 } from '../limiter/policy-control.ts';
 import type { PauseInfo } from '../limiter/types.ts';
-import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
-import { loadCliConfig, positiveInt } from './shared.ts';
 import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/limits.ts';
-
-export function rateOption(flag: string) {
-  return (value: string): Rate => {
-    // The same parser and message as LIMIT_* and the dashboard (duration.ts readRate): exit 2.
-    const read = readRate(value);
-    if (!read.ok) throw new InvalidArgumentError(rateMessage(flag, value, read.why));
-    return read.rate;
-  };
-}
-
-export function tokenIdOption(value: string): string {
-  if (!TOKEN_ID_RE.test(value)) {
-    throw new InvalidArgumentError(
-      `--token expects a token id of 12 hex digits (see tokens list), got '${value}'`,
-    );
-  }
-  return value;
-}
-
-function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
-  const reserve = parseReserve(value);
-  if (reserve) return reserve;
-  throw new InvalidArgumentError(
-    `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
-  );
-}
+import type { Cli } from './io.ts';
+import { positiveInt, rateOption, tokenIdOption, reserveOption } from './parsers.ts';
 
 /** The org must be one of this environment's; a token given must be one of that org's. */
 export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?: string): void {
@@ -136,12 +109,18 @@ interface SetFlags {
   reserve?: LimitChange['reserve'];
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   const limits = program
     .command('limits')
     .description(
       "The fleet's limits per organization and per token, stored in Redis: show them, change them live, reset them to LIMIT_*",
     );
+  registerShow(limits, cli);
+  registerSet(limits, cli);
+  registerReset(limits, cli);
+}
+
+function registerShow(limits: Command, cli: Cli): void {
   limits
     .command('show')
     .description(
@@ -150,13 +129,13 @@ export function register(program: Command): void {
     .option('--org <key>', 'one organization (default: every organization with a token)')
     .option('--json', 'machine-readable output')
     .action(async (opts: { org?: string; json?: boolean }) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         const out: OrgLimits[] = [];
         for (const org of orgs) out.push(await collectLimits(ctx, org));
-        console.log(
+        cli.print(
           opts.json
             ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
             : forTerminal(out.map(formatLimits).join('\n\n')),
@@ -165,6 +144,9 @@ export function register(program: Command): void {
         await ctx.close();
       }
     });
+}
+
+function registerSet(limits: Command, cli: Cli): void {
   limits
     .command('set')
     .description(
@@ -194,7 +176,7 @@ export function register(program: Command): void {
       ).argParser(reserveOption),
     )
     .action(async (opts: SetFlags) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       checkOrgAndToken(config, opts.org, opts.token);
       const change: LimitChange = {
         ...(opts.perOrg ? { perOrg: opts.perOrg } : {}),
@@ -203,23 +185,26 @@ export function register(program: Command): void {
         ...(opts.reserve ? { reserve: opts.reserve } : {}),
       };
       checkLimitChange(opts.org, change);
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
         await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
         const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
-        console.log(forTerminal(summary(opts.org, r.before, r.after)));
+        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
         const perOrg = r.after.perOrg ?? config.limitPerOrg;
         if (r.after.reserve >= perOrg.max) {
-          console.log(
+          cli.print(
             `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
           );
         }
-        console.log(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
       } finally {
         await ctx.close();
       }
     });
+}
+
+function registerReset(limits: Command, cli: Cli): void {
   limits
     .command('reset')
     .description(
@@ -227,20 +212,20 @@ export function register(program: Command): void {
     )
     .requiredOption('--org <key>', 'organization')
     .action(async (opts: { org: string }) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       requireOrg(config, opts.org);
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         const r = await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
-        console.log(forTerminal(summary(opts.org, r.before, r.after)));
-        console.log(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
       } finally {
         await ctx.close();
       }
     });
 }
 
-export function registerChanges(program: Command): void {
+export function registerChanges(program: Command, cli: Cli): void {
   program
     .command('changes')
     .description('The log of changes made through the live controls (limits, pause, resume): who, what, when')
@@ -248,16 +233,16 @@ export function registerChanges(program: Command): void {
     .option('--limit <n>', 'how many, newest first (default 50)', positiveInt('--limit', 100_000))
     .option('--json', 'machine-readable output')
     .action(async (opts: { org?: string; limit?: number; json?: boolean }) => {
-      const config = loadCliConfig();
-      const ctx = await createContext(config);
+      const config = cli.config();
+      const ctx = await cli.context(config);
       try {
         const entries = await readChanges(ctx.redis, ctx.keys, {
           count: opts.limit ?? 50,
           ...(opts.org ? { org: opts.org } : {}),
         });
-        if (opts.json) console.log(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
-        else if (entries.length === 0) console.log('no change recorded');
-        else console.log(forTerminal(entries.map(formatChange).join('\n')));
+        if (opts.json) cli.print(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
+        else if (entries.length === 0) cli.print('no change recorded');
+        else cli.print(forTerminal(entries.map(formatChange).join('\n')));
       } finally {
         await ctx.close();
       }

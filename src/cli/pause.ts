@@ -2,15 +2,16 @@
 // worker of every host, and start again. The pause is in Redis (the organization's policy), so it
 // outlives restarts, and acquire reads it in its own step: no permit is granted after it.
 import { Command, Option } from 'commander';
-import { createContext } from '../app/context.ts';
+
 import { cliActor } from '../limiter/control-log.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../limiter/policy.ts';
 import { setPaused } from '../limiter/policy-control.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { checkOrgAndToken, tokenIdOption } from './limits.ts';
-import { loadCliConfig } from './shared.ts';
+import { checkOrgAndToken } from './limits.ts';
+import type { Cli } from './io.ts';
+import { tokenIdOption } from './parsers.ts';
 
-function command(program: Command, paused: boolean): void {
+function command(program: Command, cli: Cli, paused: boolean): void {
   const name = paused ? 'pause' : 'resume';
   program
     .command(name)
@@ -24,9 +25,9 @@ function command(program: Command, paused: boolean): void {
       new Option('--token <id>', 'only this token (as tokens list shows it)').argParser(tokenIdOption),
     )
     .action(async (opts: { org: string; token?: string }) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       checkOrgAndToken(config, opts.org, opts.token);
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         const tokenId = opts.token ?? null;
         // Never stored yet: the limits are seeded from LIMIT_* first, as a worker would.
@@ -35,24 +36,24 @@ function command(program: Command, paused: boolean): void {
         const what = tokenId === null ? `organization '${opts.org}'` : `token ${tokenId} of '${opts.org}'`;
         const before = tokenId === null ? r.before.paused : r.before.pausedTokens[tokenId];
         if (paused && before) {
-          console.log(forTerminal(`${what} was already paused by ${before.who} since ${before.at}`));
+          cli.print(forTerminal(`${what} was already paused by ${before.who} since ${before.at}`));
         } else if (paused) {
-          console.log(
+          cli.print(
             forTerminal(
               `paused ${what}: no worker sends a new transfer for it from now on; calls in flight finish`,
             ),
           );
         } else if (!before) {
-          console.log(forTerminal(`${what} was not paused`));
+          cli.print(forTerminal(`${what} was not paused`));
         } else {
-          console.log(
+          cli.print(
             forTerminal(
               `resumed ${what} (paused by ${before.who} since ${before.at}): workers go on within ${POLICY_RECHECK_MS / 1000} s`,
             ),
           );
         }
         if (!paused && tokenId !== null && r.after.paused) {
-          console.log(forTerminal(`note: organization '${opts.org}' itself is still paused`));
+          cli.print(forTerminal(`note: organization '${opts.org}' itself is still paused`));
         }
       } finally {
         await ctx.close();
@@ -60,10 +61,10 @@ function command(program: Command, paused: boolean): void {
     });
 }
 
-export function register(program: Command): void {
-  command(program, true);
+export function register(program: Command, cli: Cli): void {
+  command(program, cli, true);
 }
 
-export function registerResume(program: Command): void {
-  command(program, false);
+export function registerResume(program: Command, cli: Cli): void {
+  command(program, cli, false);
 }

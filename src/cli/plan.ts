@@ -1,21 +1,22 @@
 import { Command } from 'commander';
 import { basename } from 'node:path';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { parseOrgIdPair } from '../queue/org-ids.ts';
 import { formatPlan, planCsv } from '../ops/plan.ts';
 import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
 import { runReconcileCommand } from './reconcile.ts';
-import { EXIT, loadCliConfig } from './shared.ts';
+import { EXIT } from './shared.ts';
+import type { Cli } from './io.ts';
+import { orgIdPairOption } from './parsers.ts';
 
 /** enqueue --dry-run and plan --csv: the CSV read as enqueue reads it, then planned. */
-export async function runCsvPlan(opts: { csv: string; org?: string | undefined }): Promise<void> {
-  const config = loadCliConfig({ requireTokens: true });
+export async function runCsvPlan(cli: Cli, opts: { csv: string; org?: string | undefined }): Promise<void> {
+  const config = cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
-  const ctx = await createContext(config);
+  const ctx = await cli.context(config);
   try {
     const p = await planCsv(ctx, { file: opts.csv, defaultOrg: opts.org, knownOrgs: config.orgs });
-    console.log(
+    cli.print(
       formatPlan(
         p.plans,
         `${basename(opts.csv)}: ${p.valid} learners (${p.rejected} rows rejected or repeated)`,
@@ -24,7 +25,7 @@ export async function runCsvPlan(opts: { csv: string; org?: string | undefined }
     if (p.valid === 0) {
       throw new LearnerTransferError('LT_INPUT_INVALID', `${opts.csv}: no valid learner id was read`);
     }
-    process.exitCode = EXIT.ok;
+    cli.exitCode = EXIT.ok;
   } finally {
     await ctx.close();
   }
@@ -37,7 +38,7 @@ type PlanFlags = CrawlFlags & {
   orgId?: Record<string, number>;
 };
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   addCrawlOptions(
     program
       .command('plan')
@@ -51,7 +52,7 @@ export function register(program: Command): void {
     .option(
       '--org-id <key=n>',
       'with --desired: numeric id of an organization key (repeatable)',
-      parseOrgIdPair,
+      orgIdPairOption,
     )
     .option('--quiet', 'no progress output')
     .action(async (opts: PlanFlags) => {
@@ -62,9 +63,9 @@ export function register(program: Command): void {
           'plan needs exactly one of --csv FILE, --crawl or --desired FILE',
         );
       }
-      if (opts.csv) return runCsvPlan({ csv: opts.csv, org: opts.org });
+      if (opts.csv) return runCsvPlan(cli, { csv: opts.csv, org: opts.org });
       if (opts.desired) {
-        return runReconcileCommand({
+        return runReconcileCommand(cli, {
           desired: opts.desired,
           org: opts.org,
           orgId: opts.orgId,
@@ -73,6 +74,6 @@ export function register(program: Command): void {
           quiet: opts.quiet,
         });
       }
-      return runCrawlCommand({ ...opts, dryRun: true });
+      return runCrawlCommand(cli, { ...opts, dryRun: true });
     });
 }

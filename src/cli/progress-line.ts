@@ -1,12 +1,14 @@
 // Progress for long commands: a live line on a terminal (rate and ETA), plain periodic lines otherwise
-// (logs of a nightly job). Writes to stderr so stdout stays for results.
+// (logs of a nightly job). Written to the command's stderr so stdout stays for results.
+import type { Output } from './io.ts';
 
 export interface ProgressOptions {
   label: string;
   /** Total units when known (bytes of a file, pages of a crawl), for ETA. */
   total?: number | undefined;
   unit?: string;
-  stream?: NodeJS.WriteStream;
+  /** The command's stderr. */
+  stream: Output;
   /** Interval between plain lines when not a terminal. */
   plainEveryMs?: number;
   enabled?: boolean;
@@ -24,7 +26,6 @@ export class Progress {
   constructor(options: ProgressOptions) {
     this.#opts = {
       unit: 'rows',
-      stream: process.stderr,
       plainEveryMs: 5000,
       enabled: true,
       ...options,

@@ -1,13 +1,13 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { parseOrgIdPair } from '../queue/org-ids.ts';
-import { formatPlan, planOrgs } from '../ops/plan.ts';
-import { runReconcile } from '../ops/reconcile.ts';
+import { formatPlan } from '../ops/plan.ts';
+import { reconcileAndPlan } from '../ops/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
-import { bindTokens } from '../limiter/token-orgs.ts';
-import { EXIT, loadCliConfig, positiveInt, runAbortable, runIdOption } from './shared.ts';
+import { EXIT, runAbortable } from './shared.ts';
+import type { Cli } from './io.ts';
+import { positiveInt, runIdOption, orgIdPairOption } from './parsers.ts';
 
 export interface ReconcileFlags {
   desired: string;
@@ -27,7 +27,7 @@ export function addReconcileOptions(cmd: Command): Command {
     .option(
       '--org-id <key=n>',
       'numeric id of an organization key as the list shows it (repeatable; remembered in Redis)',
-      parseOrgIdPair,
+      orgIdPairOption,
     )
     .addOption(
       new Option('--concurrency <n>', 'pages read at once')
@@ -36,44 +36,41 @@ export function addReconcileOptions(cmd: Command): Command {
     );
 }
 
-export async function runReconcileCommand(opts: ReconcileFlags): Promise<void> {
-  const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
+export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promise<void> {
+  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
-  const dry = Boolean(opts.dryRun);
-  const ctx = await createContext(config);
-  await runAbortable(ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
-    await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { dryRun: dry, logger: ctx.logger });
-    const progress = new Progress({ label: 'reconcile', unit: 'pages', enabled: !opts.quiet });
+  const ctx = await cli.context(config);
+  await runAbortable(cli, ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
+    const progress = new Progress({
+      label: 'reconcile',
+      unit: 'pages',
+      stream: cli.stderr,
+      enabled: !opts.quiet,
+    });
     let shown = 0;
-    const summary = await runReconcile(ctx, {
+    const { summary, plans } = await reconcileAndPlan(ctx, {
       file: opts.desired,
       defaultOrg: opts.org,
       orgIds: opts.orgId,
       runId: opts.run,
       outDir: opts.out,
-      dryRun: dry,
+      dryRun: Boolean(opts.dryRun),
       concurrency: opts.concurrency,
-      signal: signal,
+      signal,
       onProgress: (done, last, matched) =>
         progress.update(done, `page ${done}/${last}, ${matched} desired found`),
       onReject: (line, reason) => {
-        if (shown++ < 10)
-          process.stderr.write(
-            `${forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true })}\n`,
-          );
+        if (shown++ < 10) cli.warn(forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true }));
       },
     });
     progress.end(`${summary.requests} page reads`);
-    console.log(formatReconcileSummary(summary));
-    if (dry)
-      console.log(
-        formatPlan(await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }), 'reconcile'),
-      );
-    process.exitCode = EXIT.ok;
+    cli.print(formatReconcileSummary(summary));
+    if (plans) cli.print(formatPlan(plans, 'reconcile'));
+    cli.exitCode = EXIT.ok;
   });
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   addReconcileOptions(
     program
       .command('reconcile')
@@ -90,5 +87,5 @@ export function register(program: Command): void {
     )
     .option('--dry-run', 'only plan: drift, counts and ETA; no queue writes, no report, no transfers')
     .option('--quiet', 'no progress output')
-    .action(runReconcileCommand);
+    .action((opts: ReconcileFlags) => runReconcileCommand(cli, opts));
 }

@@ -1,10 +1,11 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { writeReport, writeSplit } from '../ops/report.ts';
 import { BUCKETS } from '../outcomes/record.ts';
-import { loadCliConfig, requireReadableRunId } from './shared.ts';
+import { requireReadableRunId } from './shared.ts';
+import type { Cli } from './io.ts';
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('report')
     .description('One row per learner with its outcome code and details, or split result files')
@@ -23,20 +24,24 @@ export function register(program: Command): void {
         split?: string;
         org?: string[];
       }) => {
-        const config = loadCliConfig();
+        const config = cli.config();
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-        const ctx = await createContext(config);
+        const ctx = await cli.context(config);
         try {
           await requireReadableRunId(ctx.runs, '--run', opts.run);
           const filter = { orgs, runId: opts.run, status: opts.status };
           if (opts.split) {
             const s = await writeSplit(ctx.store, filter, opts.split);
-            console.log(
+            cli.print(
               `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}`,
             );
           } else {
-            const rows = await writeReport(ctx.store, filter, { format: opts.format, out: opts.out });
-            if (opts.out) console.log(`${rows} rows -> ${opts.out}`);
+            const rows = await writeReport(ctx.store, filter, {
+              format: opts.format,
+              out: opts.out,
+              stdout: cli.stdout,
+            });
+            if (opts.out) cli.print(`${rows} rows -> ${opts.out}`);
           }
         } finally {
           await ctx.close();

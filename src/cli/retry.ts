@@ -1,11 +1,13 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/context.ts';
 import { retryFailed } from '../ops/retry.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { learnerIdOption, loadCliConfig, requireReadableRunId } from './shared.ts';
+import { requireReadableRunId } from './shared.ts';
+import type { Cli } from './io.ts';
+import { learnerIdOption } from './parsers.ts';
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('retry')
     .description('Re-queue failed learners with fresh attempts (all failures, or by outcome, learner or run)')
@@ -29,9 +31,9 @@ export function register(program: Command): void {
     )
     .action(
       async (opts: { status?: string; learner?: number[]; run?: string; org?: string[]; move?: boolean }) => {
-        const config = loadCliConfig({ requireTokens: true });
+        const config = cli.config({ requireTokens: true });
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-        const ctx = await createContext(config);
+        const ctx = await cli.context(config);
         try {
           await requireReadableRunId(ctx.runs, '--run', opts.run);
           const s = await retryFailed(ctx, {
@@ -41,7 +43,7 @@ export function register(program: Command): void {
             runId: opts.run,
             move: opts.move,
           });
-          console.log(
+          cli.print(
             `re-queued ${s.requeued} learner${s.requeued === 1 ? '' : 's'}` +
               (Object.keys(s.byOrg).length
                 ? ` (${Object.entries(s.byOrg)
@@ -50,7 +52,7 @@ export function register(program: Command): void {
                 : ''),
           );
           for (const k of s.skipped)
-            console.error(
+            cli.warn(
               forTerminal(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`, {
                 singleLine: true,
               }),

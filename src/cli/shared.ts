@@ -1,43 +1,30 @@
-// Helpers every command uses: config loading with clear errors, exit codes, graceful signals.
-import { InvalidArgumentError } from 'commander';
-import { loadConfig, type Config, type LoadOptions } from '../core/config.ts';
+// Helpers every command uses: errors said for a person with their exit codes, abortable long commands.
 import { ERRORS, EXIT, LearnerTransferError } from '../core/errors.ts';
-import {
-  isLearnerId,
-  isReadableRunId,
-  isRunId,
-  LEARNER_ID_EXPECTED,
-  parseLearnerId,
-  READABLE_RUN_ID_EXPECTED,
-  RUN_ID_EXPECTED,
-} from '../core/ids.ts';
+import { isReadableRunId, READABLE_RUN_ID_EXPECTED } from '../core/ids.ts';
 import { scrubSecrets } from '../core/log.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { permissionDenial, permissionSentence } from '../redis/permission-denial.ts';
 import { isWriteRefusal } from '../redis/refusals.ts';
 import { DEFAULT_HIGH_WATER, writeMessage } from '../redis/writes.ts';
+import type { Cli, Env } from './io.ts';
 
 /** Exit codes, documented in the README and docs/errors.md: each error code's is in the catalogue. */
 export { EXIT };
-
-export function loadCliConfig(options: LoadOptions = {}): Readonly<Config> {
-  return loadConfig(process.env, options);
-}
 
 /**
  * The secrets of the environment, read directly (not through the config, which may be what failed):
  * an error message can quote the service, and the service may echo what it was sent.
  */
-function environmentSecrets(): string[] {
-  const tokens = (process.env.LEARNER_API_TOKENS ?? '')
+function environmentSecrets(env: Env): string[] {
+  const tokens = (env.LEARNER_API_TOKENS ?? '')
     .split(',')
     .map((pair) => pair.slice(pair.indexOf(':') + 1).trim())
     .filter((t) => t.length >= 4);
   const others = [
-    process.env.DASHBOARD_TOKEN,
-    process.env.REDIS_PASSWORD,
-    process.env.REDIS_SENTINEL_PASSWORD,
-    ...urlPasswords(process.env.REDIS_URL),
+    env.DASHBOARD_TOKEN,
+    env.REDIS_PASSWORD,
+    env.REDIS_SENTINEL_PASSWORD,
+    ...urlPasswords(env.REDIS_URL),
   ]
     .map((v) => v?.trim())
     .filter((v): v is string => v !== undefined && v.length >= 4);
@@ -62,9 +49,10 @@ function urlPasswords(url: string | undefined): string[] {
 export function reportCliError(
   err: unknown,
   out: (text: string) => void = (text) => process.stderr.write(text),
+  env: Env = process.env,
 ): number {
   // An error can quote the service: no token, and nothing a terminal would run.
-  const write = (text: string) => out(forTerminal(scrubSecrets(text, environmentSecrets())));
+  const write = (text: string) => out(forTerminal(scrubSecrets(text, environmentSecrets(env))));
   if (err instanceof LearnerTransferError) {
     const info = ERRORS[err.code];
     write(`learner-transfer: ${info.kind === 'internal' ? 'internal error: ' : ''}${err.message}\n`);
@@ -82,7 +70,9 @@ export function reportCliError(
   // A rule the check at start does not cover (or one revoked since): the same sentence, not a stack.
   const denial = permissionDenial(err);
   if (denial) {
-    write(`learner-transfer: ${permissionSentence(environmentRedisUser(), [denial], environmentPrefix())}\n`);
+    write(
+      `learner-transfer: ${permissionSentence(environmentRedisUser(env), [denial], environmentPrefix(env))}\n`,
+    );
     return ERRORS.LT_REDIS_PERMISSION.exit;
   }
   write(`learner-transfer: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
@@ -90,8 +80,7 @@ export function reportCliError(
 }
 
 /** The Redis user, read directly from the environment (as the secrets are: the config may be what failed). */
-function environmentRedisUser(): string {
-  const env = process.env;
+function environmentRedisUser(env: Env): string {
   let fromUrl = '';
   if (!env.REDIS_CLUSTER_NODES && !env.REDIS_SENTINELS) {
     try {
@@ -103,37 +92,8 @@ function environmentRedisUser(): string {
   return fromUrl || env.REDIS_USERNAME?.trim() || 'default';
 }
 
-function environmentPrefix(): string {
-  return process.env.QUEUE_PREFIX?.trim() || 'ltx';
-}
-
-/** commander argument parser for positive integers that names the flag in its error. */
-export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1 || n > max) {
-      throw new InvalidArgumentError(`${flag} expects a whole number from 1 to ${max}, got '${value}'`);
-    }
-    return n;
-  };
-}
-
-/** commander argument parser for a learner id (the one rule of src/core/ids.ts), naming the flag in its error. */
-export function learnerIdOption(flag: string) {
-  return (value: string): number => {
-    const id = parseLearnerId(value);
-    if (!isLearnerId(id))
-      throw new InvalidArgumentError(`${flag} expects ${LEARNER_ID_EXPECTED}, got '${value}'`);
-    return id;
-  };
-}
-
-/** commander argument parser for the id of a run to create or add to: only ids that fit the rule. */
-export function runIdOption(flag: string) {
-  return (value: string): string => {
-    if (!isRunId(value)) throw new InvalidArgumentError(`${flag} expects ${RUN_ID_EXPECTED}, got '${value}'`);
-    return value;
-  };
+function environmentPrefix(env: Env): string {
+  return env.QUEUE_PREFIX?.trim() || 'ltx';
 }
 
 /**
@@ -151,63 +111,23 @@ export async function requireReadableRunId(
 }
 
 /**
- * Runs `stop` on the first SIGINT/SIGTERM; a second signal, or `forceAfterMs` passing, exits at once.
- * Returns a function that removes the handlers.
- */
-export function onShutdown(
-  stop: (signal: string) => Promise<void> | void,
-  forceAfterMs = 30_000,
-): () => void {
-  let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      process.stderr.write(`learner-transfer: second ${signal}, exiting now\n`);
-      process.exit(EXIT.interrupted);
-    }
-    stopping = true;
-    process.stderr.write(`learner-transfer: ${signal} received, shutting down (again to force)\n`);
-    const timer = setTimeout(() => {
-      process.stderr.write(`learner-transfer: shutdown took over ${forceAfterMs} ms, exiting\n`);
-      process.exit(EXIT.interrupted);
-    }, forceAfterMs);
-    timer.unref();
-    // A stop that fails (Redis gone while closing) is reported and ends the process, not left as an
-    // unhandled rejection.
-    void Promise.resolve()
-      .then(() => stop(signal))
-      .catch((err: unknown) => {
-        process.stderr.write(
-          `learner-transfer: error while shutting down: ${(err as Error)?.message ?? String(err)}\n`,
-        );
-        process.exit(EXIT.interrupted);
-      })
-      .finally(() => clearTimeout(timer));
-  };
-  process.on('SIGINT', handler);
-  process.on('SIGTERM', handler);
-  return () => {
-    process.off('SIGINT', handler);
-    process.off('SIGTERM', handler);
-  };
-}
-
-/**
- * Runs a command body that walks for a long time (crawl, reconcile): SIGINT/SIGTERM abort its signal,
+ * Runs a command body that walks for a long time (crawl, reconcile): a shutdown (SIGINT/SIGTERM) aborts its signal,
  * an interrupted run prints `interrupted` and exits 130, and the context is closed either way.
  */
 export async function runAbortable(
+  cli: Cli,
   ctx: { close(): Promise<void> },
   interrupted: string,
   body: (signal: AbortSignal) => Promise<void>,
 ): Promise<void> {
   const abort = new AbortController();
-  const off = onShutdown(() => abort.abort(), 10_000);
+  const off = cli.onShutdown(() => abort.abort(), 10_000);
   try {
     await body(abort.signal);
   } catch (err) {
     if (!abort.signal.aborted) throw err;
-    process.stderr.write(`${interrupted}\n`);
-    process.exitCode = EXIT.interrupted;
+    cli.warn(interrupted);
+    cli.exitCode = EXIT.interrupted;
   } finally {
     off();
     await ctx.close();

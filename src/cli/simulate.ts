@@ -1,7 +1,7 @@
 // `learner-transfer simulate`: runs the Learner API simulator in the foreground for the demo and for
 // trying the worker by hand. Prints the URL and the simulator's tokens (fixtures, not secrets).
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { formatRate, parseRate, type Rate } from '../core/duration.ts';
+import { Option, type Command } from 'commander';
+import { formatRate, type Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import {
   createSimulator,
@@ -11,7 +11,8 @@ import {
   type Simulator,
   type SimulatorOptions,
 } from '../simulator/index.ts';
-import { onShutdown } from './shared.ts';
+import type { Cli } from './io.ts';
+import { wholeNumber, serviceRateOption, shareOption, latencyRangeOption } from './parsers.ts';
 
 export interface SimulateFlags {
   port: number;
@@ -26,46 +27,6 @@ export interface SimulateFlags {
   errorRate?: number;
   resetRate?: number;
   truncateRate?: number;
-}
-
-function wholeNumber(flag: string, min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`${flag} expects a whole number from ${min} to ${max}, got '${value}'`);
-    }
-    return n;
-  };
-}
-
-function rate(flag: string) {
-  return (value: string): Rate => {
-    const r = parseRate(value);
-    if (!r)
-      throw new InvalidArgumentError(`${flag} expects N/DURATION like 100/1h or 100/4s, got '${value}'`);
-    return r;
-  };
-}
-
-function share(flag: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) {
-      throw new InvalidArgumentError(`${flag} expects a share from 0 to 1 like 0.05, got '${value}'`);
-    }
-    return n;
-  };
-}
-
-/** "20-200" (milliseconds) or a single "50". */
-function latencyRange(value: string): [number, number] {
-  const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(value);
-  const min = Number(m?.[1]);
-  const max = m?.[2] === undefined ? min : Number(m[2]);
-  if (!m || !(min <= max)) {
-    throw new InvalidArgumentError(`--latency expects MIN-MAX in milliseconds like 20-200, got '${value}'`);
-  }
-  return [min, max];
 }
 
 /**
@@ -104,7 +65,7 @@ export function simulatorOptions(flags: SimulateFlags): SimulatorOptions {
 /** Starts the simulator and prints how to point the worker at it. Returns it running. */
 export async function startSimulator(
   flags: SimulateFlags,
-  print: (line: string) => void = (line) => console.log(line),
+  print: (line: string) => void,
 ): Promise<Simulator> {
   const options = simulatorOptions(flags);
   const sim = createSimulator(options);
@@ -151,7 +112,7 @@ export async function startSimulator(
   return sim;
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('simulate')
     .description('Run the Learner API simulator (seeded learners, optional limits and faults) until Ctrl-C')
@@ -173,12 +134,12 @@ export function register(program: Command): void {
     .option(
       '--limit-per-token <N/DURATION>',
       'enforce a transfer limit per token, like 100/1h',
-      rate('--limit-per-token'),
+      serviceRateOption('--limit-per-token'),
     )
     .option(
       '--limit-per-org <N/DURATION>',
       'enforce a transfer limit per organization, like 1000/1d',
-      rate('--limit-per-org'),
+      serviceRateOption('--limit-per-org'),
     )
     .addOption(
       new Option('--window <kind>', 'window of the limits').choices(['rolling', 'fixed']).default('rolling'),
@@ -186,20 +147,24 @@ export function register(program: Command): void {
     .option(
       '--latency <min-max>',
       'service latency in ms, half before counting and half after, like 20-200',
-      latencyRange,
+      latencyRangeOption,
     )
-    .option('--error-rate <share>', 'share of transfers answering 500', share('--error-rate'))
-    .option('--reset-rate <share>', 'share of transfers whose connection is reset', share('--reset-rate'))
+    .option('--error-rate <share>', 'share of transfers answering 500', shareOption('--error-rate'))
+    .option(
+      '--reset-rate <share>',
+      'share of transfers whose connection is reset',
+      shareOption('--reset-rate'),
+    )
     .option(
       '--truncate-rate <share>',
       'share of successful transfers with a cut body',
-      share('--truncate-rate'),
+      shareOption('--truncate-rate'),
     )
     .action(async (flags: SimulateFlags) => {
-      const sim = await startSimulator(flags);
-      onShutdown(async () => {
+      const sim = await startSimulator(flags, (line) => cli.print(line));
+      cli.onShutdown(async () => {
         await sim.close();
-        console.log('Simulator stopped.');
+        cli.print('Simulator stopped.');
       }, 5_000);
     });
 }

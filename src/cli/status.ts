@@ -1,12 +1,12 @@
 import { Command } from 'commander';
-import { createContext } from '../app/context.ts';
+
 import { collectStatus, type Status } from '../ops/status.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
 import { estimate } from '../ops/eta.ts';
 import { paceOf } from '../limiter/policy.ts';
 import type { LearnedView } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
-import { loadCliConfig } from './shared.ts';
+import type { Cli } from './io.ts';
 
 /** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or '' when nothing is learned. */
 function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView }): string {
@@ -66,7 +66,7 @@ export function formatStatus(s: Status): string {
   return lines.join('\n');
 }
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   program
     .command('status')
     .description(
@@ -74,8 +74,8 @@ export function register(program: Command): void {
     )
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
-      const config = loadCliConfig();
-      const ctx = await createContext(config);
+      const config = cli.config();
+      const ctx = await cli.context(config);
       try {
         const status = await collectStatus(ctx);
         // The ETA at the limits every worker applies (the policy in Redis), not this environment's LIMIT_*.
@@ -99,7 +99,7 @@ export function register(program: Command): void {
           });
         }
         // Redis's and the service's words are in it: nothing a terminal would run.
-        console.log(
+        cli.print(
           opts.json ? jsonForTerminal(JSON.stringify(status, null, 2)) : forTerminal(formatStatus(status)),
         );
       } finally {

@@ -1,11 +1,11 @@
-import { Command, InvalidArgumentError } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
+import { Command } from 'commander';
+import { requireOrg } from '../app/context.ts';
 import { humanizeMs } from '../core/duration.ts';
-import { isValidOrgKey } from '../core/keys.ts';
-import { rebindToken, TOKEN_ID_RE } from '../limiter/token-orgs.ts';
-import { loadCliConfig } from './shared.ts';
+import { rebindToken } from '../limiter/token-orgs.ts';
+import { orgKeyOption, tokenIdOption } from './parsers.ts';
+import type { Cli } from './io.ts';
 
-export function register(program: Command): void {
+export function register(program: Command, cli: Cli): void {
   const tokens = program
     .command('tokens')
     .description(
@@ -15,8 +15,8 @@ export function register(program: Command): void {
     .command('list')
     .description('Token ids per organization with their budget state')
     .action(async () => {
-      const config = loadCliConfig({ requireTokens: true });
-      const ctx = await createContext(config);
+      const config = cli.config({ requireTokens: true });
+      const ctx = await cli.context(config);
       try {
         for (const org of config.orgs) {
           const view = await ctx.budget.peek(
@@ -24,7 +24,7 @@ export function register(program: Command): void {
             config.tokens.filter((t) => t.org === org).map((t) => t.id),
           );
           for (const t of view.tokens) {
-            console.log(
+            cli.print(
               `${org} ${t.tokenId} ${t.remaining}/${t.limit} left${t.blocked ? ` blocked (${t.blocked.reason})` : ''}`,
             );
           }
@@ -39,15 +39,15 @@ export function register(program: Command): void {
     .requiredOption('--org <key>', 'organization')
     .option('--token <id>', 'one token id (default: every token of the organization)')
     .action(async (opts: { org: string; token?: string }) => {
-      const config = loadCliConfig({ requireTokens: true });
+      const config = cli.config({ requireTokens: true });
       requireOrg(config, opts.org);
-      const ctx = await createContext(config);
+      const ctx = await cli.context(config);
       try {
         const ids = opts.token
           ? [opts.token]
           : config.tokens.filter((t) => t.org === opts.org).map((t) => t.id);
         for (const id of ids) await ctx.budget.unblock(opts.org, id);
-        console.log(`unpaused ${ids.length} token${ids.length === 1 ? '' : 's'} of ${opts.org}`);
+        cli.print(`unpaused ${ids.length} token${ids.length === 1 ? '' : 's'} of ${opts.org}`);
       } finally {
         await ctx.close();
       }
@@ -57,34 +57,20 @@ export function register(program: Command): void {
     .description(
       'Bind a token to another organization key in Redis (after it moved in LEARNER_API_TOKENS): one token, one organization',
     )
-    .requiredOption('--token <id>', 'token id (12 hex digits, as tokens list shows it)', (v: string) => {
-      if (!TOKEN_ID_RE.test(v)) {
-        throw new InvalidArgumentError(
-          `--token expects a token id of 12 hex digits (see tokens list), got '${v}'`,
-        );
-      }
-      return v;
-    })
-    .requiredOption('--org <key>', 'the organization key the token belongs to now', (v: string) => {
-      if (!isValidOrgKey(v)) {
-        throw new InvalidArgumentError(
-          `--org expects an organization key (letters, digits, _ or -), got '${v}'`,
-        );
-      }
-      return v;
-    })
+    .requiredOption('--token <id>', 'token id (12 hex digits, as tokens list shows it)', tokenIdOption)
+    .requiredOption('--org <key>', 'the organization key the token belongs to now', orgKeyOption)
     .action(async (opts: { token: string; org: string }) => {
-      const config = loadCliConfig();
-      const ctx = await createContext(config);
+      const config = cli.config();
+      const ctx = await cli.context(config);
       try {
         const previous = await rebindToken(ctx.redis, ctx.keys.prefix, opts.token, opts.org);
-        console.log(
+        cli.print(
           `token ${opts.token} is bound to '${opts.org}'` +
             (previous === null ? ' (it was bound to none)' : ` (it was bound to '${previous}')`),
         );
         if (previous !== null && previous !== opts.org) {
           // The limiter keeps a token's window under its organization: the new one starts empty.
-          console.log(
+          cli.print(
             `note: what the token spent under '${previous}' in the last ${humanizeMs(config.limitPerToken.windowMs)} ` +
               `does not count under '${opts.org}': if it was used lately, the service may answer 429 for a ` +
               `while (waited out, no attempt lost)`,

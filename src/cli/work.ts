@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
-import { createContext, requireOrg } from '../app/context.ts';
-import { startWorkers } from '../worker/run-workers.ts';
+import { requireOrg, type AppContext } from '../app/context.ts';
+import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
 import { startControlWorker } from '../worker/control-worker.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { EXIT, loadCliConfig, onShutdown, positiveInt } from './shared.ts';
+import { EXIT } from './shared.ts';
 import {
   createRegistry,
   observeOutcome,
@@ -14,6 +14,8 @@ import {
 } from '../ops/prometheus.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
+import type { Cli } from './io.ts';
+import { positiveInt } from './parsers.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -24,7 +26,125 @@ interface WorkFlags {
   control?: boolean;
 }
 
-export function register(program: Command): void {
+/** Metrics name organizations, runs and budgets: beyond loopback only with the dashboard's token. */
+function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): boolean {
+  const metricsOpen = isLoopbackAddress(opts.metricsHost);
+  if (opts.metricsPort && !metricsOpen && !dashboardToken) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `--metrics-host ${opts.metricsHost} is not a loopback address: set DASHBOARD_TOKEN (16 or more ` +
+        `characters) so that /metrics asks for it (Authorization: Bearer), or keep the default 127.0.0.1`,
+    );
+  }
+  return metricsOpen;
+}
+
+/** The /metrics server of --metrics-port, or nothing; the context is closed when it cannot listen. */
+async function startMetrics(ctx: AppContext, opts: WorkFlags, metricsOpen: boolean) {
+  const registry = opts.metricsPort ? createRegistry() : undefined;
+  if (!registry) return undefined;
+  const histogram = transferDurationHistogram(registry);
+  try {
+    const server = await serveMetrics(
+      registry,
+      opts.metricsPort ?? 0,
+      opts.metricsHost,
+      metricsOpen ? undefined : ctx.config.dashboardToken,
+    );
+    ctx.logger.info({ url: `${server.url}/metrics` }, 'metrics served');
+    return { registry, histogram, server };
+  } catch (err) {
+    // Nothing started yet but the context: close it, or its connections would keep the process up.
+    await ctx.close();
+    const code = (err as { code?: string }).code;
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `--metrics-port: cannot listen on ${opts.metricsHost}:${opts.metricsPort} (${code ?? (err as Error).message})`,
+      { cause: err },
+    );
+  }
+}
+
+function stoppedLine(result: WorkResult): string {
+  return (
+    `workers stopped (${result.reason}): ${result.succeeded} succeeded, ${result.failed} failed` +
+    (result.runFailures > 0
+      ? `; ${result.runFailures} learners of the runs worked on are in a failure state`
+      : '') +
+    (result.unauthorizedOrgs.length
+      ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
+      : '')
+  );
+}
+
+/** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
+function exitStatus(result: WorkResult, lostRedis: boolean): number {
+  if (lostRedis) return EXIT.redis;
+  if (result.reason === 'unauthorized') return EXIT.unauthorized;
+  if (result.reason === 'stopped') return EXIT.interrupted;
+  return result.failed > 0 || result.runFailures > 0 ? EXIT.failures : EXIT.ok;
+}
+
+async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
+  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
+  const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+  const metricsOpen = checkMetricsHost(opts, config.dashboardToken);
+  // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
+  const ctx = await cli.context(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
+  // One token, one organization: refuse to start when Redis binds a token to another org key.
+  await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger: ctx.logger }).catch(
+    async (err: unknown) => {
+      await ctx.close();
+      throw err;
+    },
+  );
+  const metrics = await startMetrics(ctx, opts, metricsOpen);
+  const concurrency = opts.concurrency ?? config.concurrency;
+  const handle = startWorkers(ctx, {
+    ...(metrics ? { onOutcome: (e) => observeOutcome(metrics.histogram, e) } : {}),
+    orgs,
+    concurrency,
+    untilIdle: Boolean(opts.untilIdle),
+    lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
+  });
+  if (metrics) {
+    redisWriteGauges(metrics.registry, () => handle.writeState());
+    redisWaitCounters(metrics.registry, () => ctx.durability.stats);
+  }
+  // Scheduled reconciles (schedule command) run in whichever work process takes them.
+  const control = opts.control === false ? undefined : startControlWorker(ctx);
+  ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
+  const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
+  // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
+  // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
+  // hand) and exit 4, so that the supervisor starts a fresh process.
+  let lostRedis = false;
+  const onEnd = () => {
+    lostRedis = true;
+    ctx.logger.error('the Redis connection ended and will not reconnect: stopping this worker (exit 4)');
+    void handle.stop();
+    // Jobs in hand end on the closed connection's errors; should the stop itself hang, go anyway.
+    cli.hooks.exitAfter(config.requestTimeoutMs + 10_000, EXIT.redis);
+  };
+  ctx.redis.once('end', onEnd);
+  const result = await handle.done;
+  ctx.redis.off('end', onEnd);
+  await control?.close();
+  off();
+  await metrics?.server.close();
+  await ctx.close();
+  cli.warn(stoppedLine(result));
+  // bench/load.ts reads the peak memory of each worker process from this line.
+  if (cli.env.LT_REPORT_RSS) {
+    cli.warn(`lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`);
+  }
+  cli.exitCode = exitStatus(result, lostRedis);
+  // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
+  // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
+  cli.hooks.exitAfter(3000);
+}
+
+export function register(program: Command, cli: Cli): void {
   program
     .command('work')
     .description(
@@ -51,113 +171,5 @@ export function register(program: Command): void {
       '127.0.0.1',
     )
     .option('--no-control', 'do not serve the control queue (scheduled reconciles)')
-    .action(async (opts: WorkFlags) => {
-      const config = loadCliConfig({ requireBaseUrl: true, requireTokens: true });
-      const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-      // Metrics name organizations, runs and budgets: beyond loopback only with the dashboard's token.
-      const metricsOpen = isLoopbackAddress(opts.metricsHost);
-      if (opts.metricsPort && !metricsOpen && !config.dashboardToken) {
-        throw new LearnerTransferError(
-          'LT_USAGE',
-          `--metrics-host ${opts.metricsHost} is not a loopback address: set DASHBOARD_TOKEN (16 or more ` +
-            `characters) so that /metrics asks for it (Authorization: Bearer), or keep the default 127.0.0.1`,
-        );
-      }
-      // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
-      const ctx = await createContext(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
-      // One token, one organization: refuse to start when Redis binds a token to another org key.
-      await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger: ctx.logger }).catch(
-        async (err: unknown) => {
-          await ctx.close();
-          throw err;
-        },
-      );
-      const registry = opts.metricsPort ? createRegistry() : undefined;
-      const histogram = registry && transferDurationHistogram(registry);
-      let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
-      try {
-        metrics =
-          registry &&
-          (await serveMetrics(
-            registry,
-            opts.metricsPort ?? 0,
-            opts.metricsHost,
-            metricsOpen ? undefined : config.dashboardToken,
-          ));
-      } catch (err) {
-        // Nothing started yet but the context: close it, or its connections would keep the process up.
-        await ctx.close();
-        const code = (err as { code?: string }).code;
-        throw new LearnerTransferError(
-          'LT_USAGE',
-          `--metrics-port: cannot listen on ${opts.metricsHost}:${opts.metricsPort} (${code ?? (err as Error).message})`,
-          { cause: err },
-        );
-      }
-      if (metrics) ctx.logger.info({ url: `${metrics.url}/metrics` }, 'metrics served');
-      const handle = startWorkers(ctx, {
-        ...(histogram ? { onOutcome: (e) => observeOutcome(histogram, e) } : {}),
-        orgs,
-        concurrency: opts.concurrency ?? config.concurrency,
-        untilIdle: Boolean(opts.untilIdle),
-        lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
-      });
-      if (registry) {
-        redisWriteGauges(registry, () => handle.writeState());
-        redisWaitCounters(registry, () => ctx.durability.stats);
-      }
-      // Scheduled reconciles (schedule command) run in whichever work process takes them.
-      const control = opts.control === false ? undefined : startControlWorker(ctx);
-      ctx.logger.info(
-        { orgs, concurrency: opts.concurrency ?? config.concurrency, untilIdle: Boolean(opts.untilIdle) },
-        'workers started',
-      );
-      const off = onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
-      // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
-      // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
-      // hand) and exit 4, so that the supervisor starts a fresh process.
-      let lostRedis = false;
-      const onEnd = () => {
-        lostRedis = true;
-        ctx.logger.error('the Redis connection ended and will not reconnect: stopping this worker (exit 4)');
-        void handle.stop();
-        // Jobs in hand end on the closed connection's errors; should the stop itself hang, go anyway.
-        setTimeout(() => process.exit(EXIT.redis), config.requestTimeoutMs + 10_000).unref();
-      };
-      ctx.redis.once('end', onEnd);
-      const result = await handle.done;
-      ctx.redis.off('end', onEnd);
-      await control?.close();
-      off();
-      await metrics?.close();
-      await ctx.close();
-      console.error(
-        `workers stopped (${result.reason}): ${result.succeeded} succeeded, ${result.failed} failed` +
-          (result.runFailures > 0
-            ? `; ${result.runFailures} learners of the runs worked on are in a failure state`
-            : '') +
-          (result.unauthorizedOrgs.length
-            ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
-            : ''),
-      );
-      // bench/load.ts reads the peak memory of each worker process from this line.
-      if (process.env.LT_REPORT_RSS) {
-        console.error(
-          `lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`,
-        );
-      }
-      // A signal stopped the work before it was done: say so (130), whatever the outcomes so far.
-      process.exitCode = lostRedis
-        ? EXIT.redis
-        : result.reason === 'unauthorized'
-          ? EXIT.unauthorized
-          : result.reason === 'stopped'
-            ? EXIT.interrupted
-            : result.failed > 0 || result.runFailures > 0
-              ? EXIT.failures
-              : EXIT.ok;
-      // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
-      // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
-      setTimeout(() => process.exit(), 3000).unref();
-    });
+    .action((opts: WorkFlags) => workCommand(cli, opts));
 }

@@ -47,6 +47,8 @@ export interface DemoOptions {
   print: (line: string) => void;
   /** Shown on a terminal as one live line; plain lines otherwise. */
   live: (line: string) => void;
+  /** The environment the demo reads its Redis from (default: this process's). */
+  env?: Record<string, string | undefined>;
 }
 
 export interface DemoSession {
@@ -84,7 +86,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
 
   // The Redis the rest of the tool would use: a cluster or Sentinel when configured (it must answer), or
   // REDIS_URL, with a throwaway server when nothing answers there.
-  const redisEnv = demoRedisEnv(process.env);
+  const env = options.env ?? process.env;
+  const redisEnv = demoRedisEnv(env);
   const configured = loadConfig(redisEnv).redis;
   if (configured.mode !== 'standalone') {
     const probe = await connectRedis(configured, { timeoutMs: 5000, name: 'learner-transfer-demo-probe' });
@@ -92,7 +95,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
     print(`redis     ${describeRedis(configured)}`);
     return runWith(options, redisEnv, configured, perToken, perOrg, []);
   }
-  let redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  let redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
   let throwaway: ThrowawayRedis | undefined;
   if (!(await redisAnswers(redisUrl))) {
     if (!redisServerOnPath()) {
@@ -220,7 +223,7 @@ function demoConfig(
       BACKOFF: '200ms',
       ATTEMPTS: '3',
       CONCURRENCY: '8',
-      LOG_LEVEL: process.env.LOG_LEVEL || 'error',
+      LOG_LEVEL: (options.env ?? process.env).LOG_LEVEL || 'error',
     },
     { requireBaseUrl: true, requireTokens: true },
   );

@@ -20,13 +20,18 @@ export interface AuditFilter {
  * complete, never written through a link) or stdout (C1 and bidi controls escaped, losslessly, so a
  * terminal runs nothing of the service's text). Returns how many it wrote.
  */
-export async function exportAudit(store: OutcomeStore, filter: AuditFilter, out?: string): Promise<number> {
+export async function exportAudit(
+  store: OutcomeStore,
+  filter: AuditFilter,
+  out?: string,
+  stdout: NodeJS.WritableStream = process.stdout,
+): Promise<number> {
   let file: PrivateOutput | undefined;
   if (out) {
     mkdirSync(dirname(out), { recursive: true });
     file = new PrivateOutput(out);
   }
-  const stream: NodeJS.WritableStream = file?.stream ?? process.stdout;
+  const stream: NodeJS.WritableStream = file?.stream ?? stdout;
   let n = 0;
   try {
     for (const org of filter.orgs) {

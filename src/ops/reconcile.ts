@@ -4,6 +4,8 @@ import type { AppContext } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { OrgIds } from '../queue/org-ids.ts';
 import { reconcile, type ReconcileOptions, type ReconcileSummary } from '../queue/sources/reconcile.ts';
+import { bindTokens } from '../limiter/token-orgs.ts';
+import { planOrgs, type OrgPlan } from './plan.ts';
 
 export interface ReconcileRunOptions extends Omit<ReconcileOptions, 'knownOrgs' | 'orgIds' | 'tokens'> {
   /** Ids given now (--org-id); they are remembered, except in a dry run. */
@@ -32,4 +34,20 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
       tokens: ctx.config.tokens.map((t) => t.secret),
     },
   );
+}
+
+/**
+ * A reconcile as an operator runs it (the reconcile command, plan --desired): the tokens bound to their
+ * organizations first (one token, one organization), then the drift enqueued, or in a dry run planned at
+ * the limits and budget of now.
+ */
+export async function reconcileAndPlan(
+  ctx: AppContext,
+  options: ReconcileRunOptions,
+): Promise<{ summary: ReconcileSummary; plans: OrgPlan[] | undefined }> {
+  const dryRun = Boolean(options.dryRun);
+  await bindTokens(ctx.redis, ctx.keys.prefix, ctx.config.tokens, { dryRun, logger: ctx.logger });
+  const summary = await runReconcile(ctx, options);
+  const plans = dryRun ? await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }) : undefined;
+  return { summary, plans };
 }

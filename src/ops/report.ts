@@ -84,13 +84,13 @@ export async function* selectOutcomes(
 class Out {
   readonly stream: NodeJS.WritableStream;
   readonly #own: PrivateOutput | undefined;
-  constructor(path: string | undefined) {
+  constructor(path: string | undefined, stdout: NodeJS.WritableStream = process.stdout) {
     if (path) {
       mkdirSync(dirname(path), { recursive: true });
       this.#own = new PrivateOutput(path);
       this.stream = this.#own.stream;
     } else {
-      this.stream = process.stdout;
+      this.stream = stdout;
     }
   }
   /** `json`: the text is JSON, escaped losslessly rather than stripped. */
@@ -108,9 +108,14 @@ class Out {
 export async function writeReport(
   store: OutcomeStore,
   filter: ReportFilter,
-  options: { format: 'csv' | 'ndjson'; out?: string | undefined },
+  options: {
+    format: 'csv' | 'ndjson';
+    out?: string | undefined;
+    /** Where rows go without `out` (the command's stdout). */
+    stdout?: NodeJS.WritableStream;
+  },
 ): Promise<number> {
-  const out = new Out(options.out);
+  const out = new Out(options.out, options.stdout);
   let rows = 0;
   try {
     if (options.format === 'csv') await out.write(csvLine(REPORT_COLUMNS));

@@ -6,9 +6,8 @@
 // would be spent twice over. An id another key has is refused (checked and written in one Lua script).
 import type { RedisClient } from '../redis/client.ts';
 import { loadScripts } from '../redis/scripts.ts';
-import { InvalidArgumentError } from 'commander';
 import { LearnerTransferError } from '../core/errors.ts';
-import { isValidOrgKey, type Keys } from '../core/keys.ts';
+import { type Keys } from '../core/keys.ts';
 
 export const ORG_ID_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['set-org-ids']);
 
@@ -86,14 +85,4 @@ export function unknownOrgId(org: string, flag: string): LearnerTransferError {
       `apart: give ${flag} once (it is remembered in Redis for later runs). The Learner API does not ` +
       `show it: it is the organizationId the learner list shows for learners of '${org}'.`,
   );
-}
-
-/** commander parser for repeatable --org-id KEY=N. */
-export function parseOrgIdPair(value: string, previous: Record<string, number> = {}): Record<string, number> {
-  const m = /^\s*([^=\s]+)\s*=\s*(\d+)\s*$/.exec(value);
-  const id = m ? Number(m[2]) : NaN;
-  if (!m || !m[1] || !isValidOrgKey(m[1]) || !Number.isSafeInteger(id) || id < 1) {
-    throw new InvalidArgumentError(`--org-id expects KEY=N like acme=1, got '${value}'`);
-  }
-  return { ...previous, [m[1]]: id };
 }

@@ -27,7 +27,6 @@
 //     jobs with LPUSH. A job sent back because the budget has no permit yet goes back to the head
 //     (BullMQ's rate-limit path RPUSHes it), so waiting for the budget does not lose the place.
 import type { Job } from 'bullmq';
-import { InvalidArgumentError } from 'commander';
 import { jobIdOf, type TransferJob } from './job.ts';
 import type { TransferQueue } from './queues.ts';
 import type { RedisClient } from '../redis/client.ts';
@@ -35,17 +34,6 @@ import type { NewChange } from '../limiter/control-log.ts';
 
 export const PRIORITIES = ['normal', 'urgent'] as const;
 export type Priority = (typeof PRIORITIES)[number];
-
-/** commander parser of `--priority`: a bad value is a usage error (exit 2) that names the flag. */
-export function priorityOption(flag = '--priority') {
-  return (value: string): Priority => {
-    const v = value.trim().toLowerCase();
-    if (!(PRIORITIES as readonly string[]).includes(v)) {
-      throw new InvalidArgumentError(`${flag} expects one of ${PRIORITIES.join(', ')}, got '${value}'`);
-    }
-    return v as Priority;
-  };
-}
 
 /** What an urgent request did to one learner's job. */
 export type AheadResult =

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli/shared.ts';
 import { createKeys } from '../../src/core/keys.ts';
-import { runCli, withoutNoPersistenceWarning, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
 const prefix = randomPrefix('chaos-input');
@@ -159,7 +159,7 @@ describe('a corpus of bad CSV files through `enqueue`', () => {
   beforeAll(async () => {
     for (const c of CASES) writeFileSync(join(dir, c.name), c.body);
     const runs = await inBatches(CASES, 3, (c) =>
-      runCli(
+      runCommand(
         [
           'enqueue',
           '--csv',
@@ -215,8 +215,8 @@ describe('a corpus of bad CSV files through `enqueue`', () => {
 
   it('a file that is not there, or a directory, is named with the problem (exit 5)', async () => {
     const [missing, folder] = await Promise.all([
-      runCli(['enqueue', '--csv', join(dir, 'nope.csv'), '--org', 'acme'], env),
-      runCli(['enqueue', '--csv', dir, '--org', 'acme'], env),
+      runCommand(['enqueue', '--csv', join(dir, 'nope.csv'), '--org', 'acme'], env),
+      runCommand(['enqueue', '--csv', dir, '--org', 'acme'], env),
     ]);
     expect(missing.code).toBe(EXIT.input);
     expect(missing.stderr).toContain(`${join(dir, 'nope.csv')}: cannot be read (ENOENT`);
@@ -305,7 +305,7 @@ describe('bad configuration and bad flags', () => {
 
   it('names the variable, what was expected and what was given; exit 3, no stack, no secret', async () => {
     const results = await inBatches(CONFIG, 3, ([, extra, args]) =>
-      runCli(args, { ...env, LEARNER_API_BASE_URL: 'http://127.0.0.1:9', ...extra }),
+      runCommand(args, { ...env, LEARNER_API_BASE_URL: 'http://127.0.0.1:9', ...extra }),
     );
     CONFIG.forEach(([name, , , says], i) => {
       const r = results[i] as CliResult;
@@ -322,7 +322,7 @@ describe('bad configuration and bad flags', () => {
   it('names the flag and the problem; exit 2, no stack', async () => {
     writeFileSync(good, 'id\n1\n');
     const results = await inBatches(FLAGS, 3, ([, args]) =>
-      runCli(
+      runCommand(
         args.map((a) => (a === 'PLACEHOLDER' ? good : a)),
         { ...env, LEARNER_API_BASE_URL: 'http://127.0.0.1:9' },
       ),

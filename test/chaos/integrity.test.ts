@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
@@ -50,7 +50,7 @@ describe('one owner per learner', () => {
       ...betaOnly.map((id) => `beta,${id}`),
     ];
     const file = h.writeFile('two-orgs.csv', `${rows.join('\n')}\n`);
-    const first = await runCli(['enqueue', '--csv', file, '--quiet'], h.env);
+    const first = await runCommand(['enqueue', '--csv', file, '--quiet'], h.env);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/enqueued\s+20/);
     expect(first.stdout).toMatch(/rejected\s+15/);
@@ -65,14 +65,14 @@ describe('one owner per learner', () => {
       'later.csv',
       `org,learnerId\nbeta,${shared[3]}\nbeta,${gammaLearners(1, 90)[0]}\n`,
     );
-    const second = await runCli(['enqueue', '--csv', later, '--quiet'], h.env);
+    const second = await runCommand(['enqueue', '--csv', later, '--quiet'], h.env);
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).toContain(
       `${later}:2: learner ${shared[3]} is claimed by organization 'acme' (an earlier line or run)`,
     );
     expect(second.stdout).toMatch(/enqueued\s+1\b/);
 
-    const work = await runCli(['work', '--until-idle', '--concurrency', '6'], h.env, 120_000);
+    const work = await runCommand(['work', '--until-idle', '--concurrency', '6'], h.env, 120_000);
     expect(work.code, work.stderr.slice(-2000)).toBe(0);
     await expectLedger(h.ctx, h.sim, { org: 'acme', ids: shared });
     await expectLedger(h.ctx, h.sim, {
@@ -97,12 +97,12 @@ describe('one owner per learner', () => {
     await h.enqueueIds(acmeIds, 'acme');
     expect((await h.workUntilIdle({ orgs: ['acme'] })).reason).toBe('idle');
 
-    const crawl = await runCli(['crawl', '--org', 'beta', '--target-org-id', '2', '--quiet'], h.env);
+    const crawl = await runCommand(['crawl', '--org', 'beta', '--target-org-id', '2', '--quiet'], h.env);
     expect(crawl.code, crawl.stderr).toBe(0);
     expect(crawl.stdout).toMatch(
       new RegExp(`held elsewhere ${acmeIds.length} \\(claimed by acme ${acmeIds.length}`),
     );
-    const work = await runCli(['work', '--until-idle', '--org', 'beta'], h.env, 120_000);
+    const work = await runCommand(['work', '--until-idle', '--org', 'beta'], h.env, 120_000);
     expect(work.code, work.stderr.slice(-2000)).toBe(0);
     for (const id of acmeIds) {
       expect(h.sim.ownerChanges(id), `learner ${id}`).toBe(1);
@@ -118,7 +118,10 @@ describe('one owner per learner', () => {
 
     // Moving one of acme's learners is an explicit act, written in beta's audit.
     const moveFile = h.writeFile('move.csv', `learnerId\n${acmeIds[0]}\n`);
-    const move = await runCli(['enqueue', '--csv', moveFile, '--org', 'beta', '--move', '--quiet'], h.env);
+    const move = await runCommand(
+      ['enqueue', '--csv', moveFile, '--org', 'beta', '--move', '--quiet'],
+      h.env,
+    );
     expect(move.code, move.stderr).toBe(0);
     expect(move.stdout).toMatch(/moved\s+1 from another organization/);
     const entries = [];
@@ -178,7 +181,7 @@ describe('the record first', () => {
       });
       expect(killed.signal).toBe('SIGKILL');
       const spool = join(h.dir, 'spool');
-      const last = await runCli(['work', '--until-idle', '--concurrency', '4'], h.env, 120_000);
+      const last = await runCommand(['work', '--until-idle', '--concurrency', '4'], h.env, 120_000);
       expect(last.code, last.stderr.slice(-2000)).toBe(0);
       if (step === 'after-spool') {
         // The response the kill fell after was in the spool, and the next process replayed it.
@@ -222,15 +225,15 @@ describe('no learner without a way forward', () => {
     expect(crashed.signal).toBe('SIGKILL');
     for (const id of ids) expect((await h.ctx.store.get('acme', id))?.b).toBe('queued');
 
-    const check = await runCli(['repair', '--dry-run'], h.env);
+    const check = await runCommand(['repair', '--dry-run'], h.env);
     expect(check.code, check.stderr).toBe(1);
     expect(check.stdout).toContain(`acme: ${ids.length} waiting without a job (0 re-added)`);
 
-    const work = await runCli(['work', '--until-idle'], h.env, 120_000);
+    const work = await runCommand(['work', '--until-idle'], h.env, 120_000);
     expect(work.code, work.stderr.slice(-2000)).toBe(0);
     const tally = await expectLedger(h.ctx, h.sim, { org: 'acme', ids });
     expect(tally.transferred?.length).toBe(ids.length);
-    const after = await runCli(['repair', '--dry-run'], h.env);
+    const after = await runCommand(['repair', '--dry-run'], h.env);
     expect(after.code).toBe(0);
     expect(after.stdout).toContain('nothing to repair');
   }, 120_000);

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../src/core/config.ts';
 import { writeReport } from '../../src/ops/report.ts';
-import { runCli, spawnCli, waitExit, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
@@ -99,7 +99,7 @@ describe('SIGKILL, again and again', () => {
       outputs.push(await waitExit(w));
     }
 
-    const last = await runCli(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);
+    const last = await runCommand(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);
     outputs.push(last);
     expect(last.stderr).toMatch(/workers stopped \(idle\)/);
     // The three unknown ids end not-found: some learners failed, so exit 1.
@@ -117,11 +117,11 @@ describe('SIGKILL, again and again', () => {
 
   it('no token string in Redis, in any log line or in any report', async () => {
     const out = join(h.dir, 'reports');
-    const csv = await runCli(['report', '--out', join(out, 'all.csv')], h.env);
-    const nd = await runCli(['report', '--format', 'ndjson', '--out', join(out, 'all.ndjson')], h.env);
-    const split = await runCli(['report', '--split', join(out, 'split')], h.env);
-    const status = await runCli(['status'], h.env);
-    const tokens = await runCli(['tokens', 'list'], h.env);
+    const csv = await runCommand(['report', '--out', join(out, 'all.csv')], h.env);
+    const nd = await runCommand(['report', '--format', 'ndjson', '--out', join(out, 'all.ndjson')], h.env);
+    const split = await runCommand(['report', '--split', join(out, 'split')], h.env);
+    const status = await runCommand(['status'], h.env);
+    const tokens = await runCommand(['tokens', 'list'], h.env);
     for (const r of [csv, nd, split, status, tokens]) expect(r.code, r.stderr).toBe(0);
     outputs.push(csv, nd, split, status, tokens);
     await writeReport(

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { spawnCli, waitExit, runCli, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
@@ -338,7 +338,7 @@ describe('Redis refuses writes mid-run', () => {
     for (const r of await Promise.all(exits)) expect(r.signal).toBe('SIGKILL');
     await admin.config('SET', 'maxmemory', '0');
     admin.disconnect();
-    const last = await runCli(['work', '--until-idle', '--concurrency', '5'], harness.env, 150_000);
+    const last = await runCommand(['work', '--until-idle', '--concurrency', '5'], harness.env, 150_000);
     expect(last.code, last.stderr.slice(-3000)).toBe(0);
     expect(last.stderr).toMatch(/replayed [1-9]\d* responses from [12] spool files/);
     // The run was under way when Redis refused (the gate may close before any further call goes out).

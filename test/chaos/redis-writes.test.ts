@@ -17,7 +17,7 @@ import { createLogger } from '../../src/core/log.ts';
 import { isWriteRefusal } from '../../src/redis/refusals.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { checkRedisWrites, WriteGate, type WriteState } from '../../src/redis/writes.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 
@@ -379,14 +379,14 @@ describe('surfaces', () => {
     const app = await buildDashboard(ctx, { token: undefined, bullBoard: false });
     try {
       const env = { REDIS_URL: main.url, QUEUE_PREFIX: prefix, LEARNER_API_TOKENS: 'acme:ui-tok-1' };
-      const fine = await runCli(['status'], env);
+      const fine = await runCommand(['status'], env);
       expect(fine.code, fine.stderr).toBe(0);
       expect(fine.stdout).not.toContain('REDIS:');
       expect((await app.inject({ url: '/readyz' })).json()).toEqual({ status: 'ready', redis: 'ok' });
       expect((await app.inject({ url: '/api/overview' })).json().alerts).toEqual([]);
 
       await r.config('SET', 'min-replicas-to-write', '1');
-      const refused = await runCli(['status'], env);
+      const refused = await runCommand(['status'], env);
       expect(refused.code, refused.stderr).toBe(0);
       expect(refused.stdout).toContain(
         'REDIS: Redis has fewer replicas than min-replicas-to-write and refuses writes',
@@ -434,7 +434,7 @@ describe('surfaces', () => {
     try {
       // pause and resume write the policy in one MULTI: Redis refuses it whole (EXECABORT).
       for (const command of ['pause', 'resume']) {
-        const r2 = await runCli([command, '--org', 'acme'], env);
+        const r2 = await runCommand([command, '--org', 'acme'], env);
         expect(r2.code, r2.stderr).toBe(4);
         expect(r2.stderr).toMatch(/^learner-transfer: Redis refuses writes: out of memory/m);
         expect(r2.stderr).toContain('nothing was changed');

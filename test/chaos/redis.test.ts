@@ -8,7 +8,7 @@ import { connectRedis } from '../../src/redis/client.ts';
 import { standaloneTarget } from '../../src/core/redis-target.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { Redis } from 'ioredis';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -114,7 +114,7 @@ describe('Redis faults', () => {
     await conn.quit();
     expect(lines.join('')).toContain("Redis maxmemory-policy is 'allkeys-lru'");
     // And through the CLI, on stderr, for a person to read.
-    const r = await runCli(['status'], { REDIS_URL: redis.url, QUEUE_PREFIX: 'lt-test-evict' });
+    const r = await runCommand(['status'], { REDIS_URL: redis.url, QUEUE_PREFIX: 'lt-test-evict' });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("maxmemory-policy is 'allkeys-lru'");
     expect(r.stderr).toContain('Set maxmemory-policy noeviction');

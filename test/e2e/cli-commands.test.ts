@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { ROOT, runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -41,7 +41,7 @@ describe('the README commands', () => {
   });
 
   it('retry --status forbidden re-queues the learner', async () => {
-    const r = await runCli(['retry', '--status', 'forbidden'], h.env);
+    const r = await runCommand(['retry', '--status', 'forbidden'], h.env);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe('re-queued 1 learner (acme 1)');
     expect((await h.ctx.store.get('acme', 5))?.b).toBe('queued');
@@ -53,10 +53,10 @@ describe('the README commands', () => {
   it('tokens unpause lifts a 401 pause', async () => {
     const [token] = h.config.tokens;
     await h.ctx.budget.block('acme', token?.id ?? '', 'indefinite', '401');
-    const listed = await runCli(['tokens', 'list'], h.env);
+    const listed = await runCommand(['tokens', 'list'], h.env);
     expect(listed.stdout).toContain(`acme ${token?.id}`);
     expect(listed.stdout).toContain('blocked (401)');
-    const r = await runCli(['tokens', 'unpause', '--org', 'acme'], h.env);
+    const r = await runCommand(['tokens', 'unpause', '--org', 'acme'], h.env);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe('unpaused 2 tokens of acme');
     const view = await h.ctx.budget.peek(
@@ -67,7 +67,7 @@ describe('the README commands', () => {
   });
 
   it('plan --csv says how many and how long, and writes nothing', async () => {
-    const r = await runCli(['plan', '--csv', join(ROOT, 'jobs.example.csv'), '--org', 'acme'], h.env);
+    const r = await runCommand(['plan', '--csv', join(ROOT, 'jobs.example.csv'), '--org', 'acme'], h.env);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/learners for acme: .* at /);
   });
@@ -75,7 +75,7 @@ describe('the README commands', () => {
   it('reconcile --desired reports the drift and enqueues it', async () => {
     const desired = h.writeFile('desired.csv', 'learnerId,org\n8,acme\n2,acme\n');
     const out = join(h.dir, 'drift');
-    const r = await runCli(
+    const r = await runCommand(
       ['reconcile', '--desired', desired, '--org-id', 'acme=1', '--out', out, '--quiet'],
       h.env,
     );
@@ -86,7 +86,7 @@ describe('the README commands', () => {
 
   it('audit exports every transfer with what it deleted, as NDJSON', async () => {
     const out = join(h.dir, 'audit.ndjson');
-    const r = await runCli(['audit', '--org', 'acme', '--out', out], h.env);
+    const r = await runCommand(['audit', '--org', 'acme', '--out', out], h.env);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+ audit records? -> /);
     const lines = readFileSync(out, 'utf8')
@@ -97,7 +97,7 @@ describe('the README commands', () => {
     const sim = h.sim.transfersOf(2)[0];
     expect(two).toMatchObject({ org: 'acme', transferId: sim?.data.transferDetails.transferId });
     expect(two?.result).toEqual(JSON.parse(JSON.stringify(sim?.data)));
-    const one = await runCli(['audit', '--learner', '3'], h.env);
+    const one = await runCommand(['audit', '--learner', '3'], h.env);
     const only = one.stdout
       .trim()
       .split('\n')

@@ -1,7 +1,7 @@
 // A worker process killed with SIGKILL mid-run, then another started: nothing lost (every learner ends
 // in a final state), nothing transferred twice (the simulator saw each learner change owner once).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -44,7 +44,7 @@ describe('SIGKILL of a worker mid-run', () => {
     expect(before).toBeGreaterThanOrEqual(30);
     expect(before).toBeLessThan(ids.length);
 
-    const second = await runCli(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);
+    const second = await runCommand(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);
     expect(second.stderr).toMatch(/workers stopped \(idle\)/);
     expect(second.code).toBe(0);
 

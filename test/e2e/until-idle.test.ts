@@ -1,7 +1,7 @@
 // work --until-idle decides its exit code from the runs it worked on, not only from the learners it
 // finished itself: a nightly job must not exit 0 because another process happened to meet the failure.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -21,7 +21,7 @@ describe('work --until-idle exit code', () => {
 
     // More learners join the same run; a nightly worker finishes them, and all of its own succeed.
     await h.enqueueIds([3], 'acme', { runId });
-    const nightly = await runCli(['work', '--until-idle'], h.env, 60_000);
+    const nightly = await runCommand(['work', '--until-idle'], h.env, 60_000);
     expect(nightly.stderr).toMatch(
       /1 succeeded, 0 failed; 1 learners of the runs worked on are in a failure state/,
     );
@@ -29,7 +29,7 @@ describe('work --until-idle exit code', () => {
 
     // A new run in which every learner succeeds: exit 0, whatever older runs hold.
     await h.enqueueIds([5, 6]);
-    const clean = await runCli(['work', '--until-idle'], h.env, 60_000);
+    const clean = await runCommand(['work', '--until-idle'], h.env, 60_000);
     expect(clean.stderr).toMatch(/2 succeeded, 0 failed/);
     expect(clean.code).toBe(0);
   });

@@ -4,7 +4,7 @@
 // `work --until-idle` of its own; one that still holds a file after that, or a worker that does not
 // become idle, is a violation.
 import { readdirSync } from 'node:fs';
-import { runCli, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand } from '../helpers/cli.ts';
 import { newRedis } from '../helpers/redis.ts';
 import type { Applied, Stage } from './apply-fault.ts';
 
@@ -28,7 +28,7 @@ async function restore(stage: Stage, applied: readonly Applied[], notes: string[
   admin.disconnect();
   const pauses = applied.filter((a) => a.event.kind === 'org-pause');
   if (pauses.some((a) => a.notes.at(-1) !== 'resume exit 0' && a.notes.some((n) => n === 'pause exit 0'))) {
-    const r = await runCli(['resume', '--org', 'acme'], stage.h.env, 30_000);
+    const r = await runCommand(['resume', '--org', 'acme'], stage.h.env, 30_000);
     stage.cli.push(r);
     notes.push(`acme was left paused: resume at the drain exited ${r.code}`);
   }

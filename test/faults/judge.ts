@@ -4,7 +4,7 @@
 // the run made them or with a stated reason, `repair --dry-run` finds nothing, no token in the Redis or in
 // any output, no 429 and no window over the limits.
 import { BUCKETS, FAILURE_BUCKETS, isFinalBucket, type Bucket } from '../../src/outcomes/record.ts';
-import { runCli, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand } from '../helpers/cli.ts';
 import { checkLedger, type LedgerFindings } from '../helpers/ledger-check.ts';
 import { dumpKeys } from '../helpers/redis.ts';
 import type { Applied, Stage } from './apply-fault.ts';
@@ -57,7 +57,7 @@ function stallHint(stage: Stage, applied: readonly Applied[], verdict: Verdict):
 }
 
 async function repairFindsNothing(stage: Stage): Promise<[string[], CliResult]> {
-  const r = await runCli(['repair', '--dry-run'], stage.h.env, 60_000);
+  const r = await runCommand(['repair', '--dry-run'], stage.h.env, 60_000);
   const ok = r.code === 0 && r.stdout.includes('nothing to repair');
   return [ok ? [] : [`repair --dry-run exited ${r.code}: ${(r.stdout + r.stderr).trim().slice(0, 800)}`], r];
 }

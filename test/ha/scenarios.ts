@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { bearer, csrfFromPage, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -112,12 +112,12 @@ export function haSuite(mode: Mode): void {
 
     it('enqueue, crawl, two work processes, retry, report, status', async () => {
       const csv = h.writeFile('cohort.csv', `learner_id\n${acme.join('\n')}\n`);
-      const enqueue = await runCli(['enqueue', '--csv', csv, '--org', 'acme', '--quiet'], h.env);
+      const enqueue = await runCommand(['enqueue', '--csv', csv, '--org', 'acme', '--quiet'], h.env);
       expect(enqueue.stderr).not.toMatch(/MOVED|CROSSSLOT|unexpected error/);
       expect(enqueue.code, enqueue.stderr).toBe(0);
       expect(enqueue.stdout).toContain(`enqueued   ${acme.length}`);
 
-      const crawl = await runCli(
+      const crawl = await runCommand(
         ['crawl', '--org', 'beta', '--target-org-id', '2', '--limit', '30', '--quiet'],
         h.env,
       );
@@ -144,7 +144,7 @@ export function haSuite(mode: Mode): void {
       );
       expect(tooMany()).toBe(0);
 
-      const retry = await runCli(['retry', '--org', 'acme', '--status', 'forbidden'], h.env);
+      const retry = await runCommand(['retry', '--org', 'acme', '--status', 'forbidden'], h.env);
       expect(retry.code, retry.stderr).toBe(0);
       expect(retry.stdout).toContain('re-queued 2');
       // They are forbidden again: the dashboard below finds them among the failures.
@@ -155,11 +155,11 @@ export function haSuite(mode: Mode): void {
       ]);
 
       const out = join(h.dir, 'report.csv');
-      const report = await runCli(['report', '--org', 'acme', '--out', out], h.env);
+      const report = await runCommand(['report', '--org', 'acme', '--out', out], h.env);
       expect(report.code, report.stderr).toBe(0);
       expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(acme.length + 1);
 
-      const status = await runCli(['status'], h.env);
+      const status = await runCommand(['status'], h.env);
       expect(status.code, status.stderr).toBe(0);
       expect(status.stdout).toMatch(/acme\n\s+learners: .*transferred/);
       expect(status.stdout).toContain('beta');

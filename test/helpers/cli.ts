@@ -1,9 +1,12 @@
-// Runs the real CLI (bin/learner-transfer.js) as a child process, for tests of exit codes, output and
-// process-level faults (SIGKILL).
+// Runs the CLI: in this process through run() (runCommand), as most tests do, or as the real binary
+// (bin/learner-transfer.js) in a child process (runCli, spawnCli), for what only a process has: signals,
+// SIGKILL and SIGSTOP, the binary's own exit codes, the demo, and workers a test kills.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { NO_PERSISTENCE_WARNING } from '../../src/redis/client.ts';
+import { run } from '../../src/cli/run.ts';
 
 export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'learner-transfer.js');
@@ -65,6 +68,53 @@ export async function runCli(
   cwd = ROOT,
 ): Promise<CliResult> {
   return waitExit(spawnCli(args, env, cwd), timeoutMs);
+}
+
+/** A stream that keeps what is written to it. */
+function capture(): Writable & { text: string } {
+  const stream = new Writable({
+    write(chunk: Buffer | string, _encoding, callback) {
+      stream.text += chunk.toString();
+      callback();
+    },
+  }) as Writable & { text: string };
+  stream.text = '';
+  return stream;
+}
+
+/**
+ * Runs a command in this process, as runCli runs the binary: the same environment (PATH and HOME, and
+ * `env`), the same result. It never exits the process and gets no signal; it cannot change the working
+ * directory, so a test that needs another one spawns the binary.
+ */
+export async function runCommand(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<CliResult> {
+  const stdout = capture();
+  const stderr = capture();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`command did not end within ${timeoutMs} ms; stderr:\n${stderr.text.slice(-2000)}`)),
+      timeoutMs,
+    );
+  });
+  try {
+    const code = await Promise.race([
+      run(args, {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+        stdout,
+        stderr,
+      }),
+      timeout,
+    ]);
+    return { code, signal: null, stdout: stdout.text, stderr: stderr.text };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { listPageSchema } from '../../src/api/schemas.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
 import { PageWalker } from '../../src/queue/sources/page-walker.ts';
-import { runCli, withoutNoPersistenceWarning } from '../helpers/cli.ts';
+import { runCommand, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { listLearner, startListServer, type ListServer } from '../helpers/list-server.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -159,7 +159,7 @@ describe('a service that claims pages it cannot have', () => {
     const growing = await startListServer((n) => page(n, hundred(n), (n + 1) * 100));
     try {
       const args = ['crawl', '--org', 'acme', '--target-org-id', '1', '--quiet'];
-      const a = await runCli(args, { ...h.env, LEARNER_API_BASE_URL: liar.url });
+      const a = await runCommand(args, { ...h.env, LEARNER_API_BASE_URL: liar.url });
       const aErr = withoutNoPersistenceWarning(a.stderr);
       expect(a.code, aErr).toBe(EXIT.input);
       expect(aErr).toMatch(
@@ -168,7 +168,7 @@ describe('a service that claims pages it cannot have', () => {
       expect(aErr).not.toMatch(/\n\s+at .+:\d+:\d+/);
       expect(liar.asked).toEqual([1]);
 
-      const b = await runCli([...args, '--crawl-id', 'cli-growing'], {
+      const b = await runCommand([...args, '--crawl-id', 'cli-growing'], {
         ...h.env,
         LEARNER_API_BASE_URL: growing.url,
         CRAWL_MAX_PAGES: '5',
@@ -178,7 +178,11 @@ describe('a service that claims pages it cannot have', () => {
       expect(bErr).toMatch(/page 5: the service claims 6 pages, more than CRAWL_MAX_PAGES \(5\)/);
       expect(Math.max(...growing.asked)).toBe(5);
 
-      const bad = await runCli(args, { ...h.env, LEARNER_API_BASE_URL: liar.url, CRAWL_MAX_PAGES: 'lots' });
+      const bad = await runCommand(args, {
+        ...h.env,
+        LEARNER_API_BASE_URL: liar.url,
+        CRAWL_MAX_PAGES: 'lots',
+      });
       expect(bad.code).toBe(EXIT.config);
       expect(bad.stderr).toMatch(/CRAWL_MAX_PAGES: expected a whole number from 1 to \d+, got 'lots'/);
     } finally {

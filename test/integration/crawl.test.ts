@@ -9,7 +9,7 @@ import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
 import { checkPageAnswered } from '../../src/queue/sources/page-walker.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startPageOneServer } from '../helpers/page-one-server.ts';
 
 let h: Harness;
@@ -173,7 +173,7 @@ describe('crawl resume', () => {
       while (listReads(since).size < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       child.kill('SIGKILL');
       expect((await waitExit(child)).signal).toBe('SIGKILL');
-      const second = await runCli(args, h.env, 60_000);
+      const second = await runCommand(args, h.env, 60_000);
       expect(second.stderr + second.stdout).toMatch(/resumed at page \d+/);
       expect(second.code).toBe(0);
       const reads = listReads(since);
@@ -253,7 +253,7 @@ describe('a service that ignores ?page=', () => {
       expect(cursor.next).toBe('2');
 
       // Through the CLI: the message on stderr, exit 5 (the list could not be read), no stack.
-      const r = await runCli(['crawl', '--org', 'acme', '--target-org-id', '1', '--quiet'], {
+      const r = await runCommand(['crawl', '--org', 'acme', '--target-org-id', '1', '--quiet'], {
         ...h.env,
         LEARNER_API_BASE_URL: server.url,
       });

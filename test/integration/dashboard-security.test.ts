@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { READY_PROBE_INTERVAL_MS } from '../../src/dashboard/routes/health.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { request } from 'undici';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness } from '../helpers/pipeline.ts';
 import { startOwnRedis } from '../helpers/redis-server.ts';
 import {
@@ -258,7 +258,7 @@ describe('secrets', () => {
   it('keeps DASHBOARD_TOKEN out of JSON.stringify(config) and of config errors', async () => {
     expect(s.h.config.dashboardToken).toBe(DASHBOARD_TOKEN);
     expect(JSON.stringify(s.h.config)).not.toContain(DASHBOARD_TOKEN);
-    const r = await runCli(['status'], { DASHBOARD_TOKEN: 'short secret!' });
+    const r = await runCommand(['status'], { DASHBOARD_TOKEN: 'short secret!' });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('DASHBOARD_TOKEN: expected at least 16 characters');
     expect(r.stderr).not.toContain('short secret!');

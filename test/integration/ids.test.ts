@@ -14,7 +14,7 @@ import { buildDashboard } from '../../src/dashboard/server.ts';
 import { isRunId } from '../../src/core/ids.ts';
 import { scanKeys } from '../../src/redis/client.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
-import { runCli, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand, runCli } from '../helpers/cli.ts';
 import { authed, basic, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -192,7 +192,7 @@ describe('the CLI: every flag that takes a learner id or a run id', () => {
     ];
     const results: CliResult[] = [];
     for (let i = 0; i < cases.length; i += 3)
-      results.push(...(await Promise.all(cases.slice(i, i + 3).map(([args]) => runCli(args, h.env)))));
+      results.push(...(await Promise.all(cases.slice(i, i + 3).map(([args]) => runCommand(args, h.env)))));
     cases.forEach(([args, says], i) => {
       const r = results[i] as CliResult;
       const where = `${args.join(' ')}: exit ${r.code}\n${r.stderr}`;
@@ -204,9 +204,9 @@ describe('the CLI: every flag that takes a learner id or a run id', () => {
 
   it('report, audit and retry still read a run an earlier release stored under an id that does not fit', async () => {
     const [report, audit, retry] = await Promise.all([
-      runCli(['report', '--run', LEGACY_RUN, '--org', 'acme'], h.env),
-      runCli(['audit', '--run', LEGACY_RUN], h.env),
-      runCli(['retry', '--run', LEGACY_RUN], h.env),
+      runCommand(['report', '--run', LEGACY_RUN, '--org', 'acme'], h.env),
+      runCommand(['audit', '--run', LEGACY_RUN], h.env),
+      runCommand(['retry', '--run', LEGACY_RUN], h.env),
     ]);
     for (const r of [report, audit, retry]) expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(report.stdout).toContain(`acme,77,`);

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OrgLimits } from '../../src/ops/limits.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import type { RequestRecord, SimulatorOptions } from '../../src/simulator/index.ts';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { authed, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -94,7 +94,7 @@ describe('learning the service limits with two work processes', () => {
       expect([...perLearner.values()].every((n) => n === 1)).toBe(true);
 
       // The fleet learned the tokens' limit (not the organization's), and shows it with the 429s.
-      const show = await runCli(['limits', 'show', '--org', 'acme', '--json'], h.env);
+      const show = await runCommand(['limits', 'show', '--org', 'acme', '--json'], h.env);
       expect(show.code).toBe(0);
       const acme = (JSON.parse(show.stdout) as { orgs: OrgLimits[] }).orgs[0];
       expect(acme?.learned).toBeNull();
@@ -110,10 +110,10 @@ describe('learning the service limits with two work processes', () => {
         }
       }
       expect((acme?.tokens ?? []).some((t) => t.learnedDetail !== null)).toBe(true);
-      const text = await runCli(['limits', 'show', '--org', 'acme'], h.env);
+      const text = await runCommand(['limits', 'show', '--org', 'acme'], h.env);
       expect(text.stdout).toMatch(/token +limit +learned +429s +paused/);
       expect(text.stdout).toMatch(/25\/2s +\d+\/2s +\d+ +no/);
-      const status = await runCli(['status'], h.env);
+      const status = await runCommand(['status'], h.env);
       expect(status.code).toBe(0);
       expect(status.stdout).toMatch(/learned \d+\/2s from 429s, configured 25\/2s/);
       expect(status.stdout).toMatch(/\d+ answered 429/);

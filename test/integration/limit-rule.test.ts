@@ -13,7 +13,7 @@ import { ConfigError } from '../../src/core/errors.ts';
 import { decodeRate } from '../../src/limiter/policy.ts';
 import { TransferBudget } from '../../src/limiter/transfer-budget.ts';
 import { EXIT } from '../../src/cli/shared.ts';
-import { runCli, withoutNoPersistenceWarning } from '../helpers/cli.ts';
+import { runCommand, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { basic, csrfFromPage, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -118,7 +118,7 @@ describe('limits set', () => {
       ['--per-token', '5/0.4ms', /0\.4ms is not a whole number of milliseconds/],
     ];
     for (const [flag, text, why] of cases) {
-      const r = await runCli(['limits', 'set', '--org', 'acme', flag, text], h.env);
+      const r = await runCommand(['limits', 'set', '--org', 'acme', flag, text], h.env);
       const stderr = withoutNoPersistenceWarning(r.stderr);
       expect(r.code, stderr).toBe(EXIT.usage);
       expect(stderr).toContain(`${flag}: expected N/DURATION`);

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChanges, type ChangeEntry } from '../../src/limiter/control-log.ts';
 import { findViolations } from '../../src/simulator/violations.ts';
-import { runCli, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
+import { runCommand, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -68,14 +68,14 @@ describe('live limits and pause with two work processes', () => {
 
       // (a) pause while both send.
       await until('the first transfers', () => patches().length >= 10, 30_000);
-      const pause = await runCli(['pause', '--org', 'acme'], h.env);
+      const pause = await runCommand(['pause', '--org', 'acme'], h.env);
       expect(withoutNoPersistenceWarning(pause.stderr).trim()).toBe('');
       expect(pause.stdout).toMatch(/paused organization 'acme'/);
       expect(pause.code).toBe(0);
       const pausedAt = await changedAt('pause');
       // Paused for longer than the bound, so that a worker that ignored it would show in the record.
       const [status] = await Promise.all([
-        runCli(['status'], h.env),
+        runCommand(['status'], h.env),
         sleep(Math.max(0, pausedAt + APPLY_MS + 2_000 - Date.now())),
       ]);
       expect(status.stdout).toMatch(/PAUSED by cli:/);
@@ -84,7 +84,7 @@ describe('live limits and pause with two work processes', () => {
       const lastAfterPause = Math.max(...patches().map((r) => r.receivedAt)) - pausedAt;
       const sentBeforeResume = patches().length;
 
-      const resume = await runCli(['resume', '--org', 'acme'], h.env);
+      const resume = await runCommand(['resume', '--org', 'acme'], h.env);
       expect(resume.code).toBe(0);
       expect(resume.stdout).toMatch(/resumed organization 'acme'/);
       const resumedAt = await changedAt('resume');
@@ -102,14 +102,14 @@ describe('live limits and pause with two work processes', () => {
       expect(firstAfterResume).toBeLessThan(APPLY_MS);
 
       // (b) lower the per-token limit while both send, hold it, then set it back for the rest.
-      const set = await runCli(['limits', 'set', '--org', 'acme', '--per-token', '3/2s'], h.env);
+      const set = await runCommand(['limits', 'set', '--org', 'acme', '--per-token', '3/2s'], h.env);
       expect(set.code).toBe(0);
       expect(set.stdout).toMatch(/acme: perToken 10\/2s -> 3\/2s/);
       const loweredAt = await changedAt('limits.set');
       await sleep(Math.max(0, loweredAt + APPLY_MS + 6_000 - Date.now()));
       // The reset is written after this instant: every request counted before it was granted under 3/2s.
       const resetFrom = Date.now();
-      const reset = await runCli(['limits', 'reset', '--org', 'acme'], h.env);
+      const reset = await runCommand(['limits', 'reset', '--org', 'acme'], h.env);
       expect(reset.code).toBe(0);
 
       const held = patches().filter(
@@ -121,7 +121,10 @@ describe('live limits and pause with two work processes', () => {
       expect(findViolations(held, { ...lowered, window: 'fixed' }, 'fixed')).toEqual([]);
 
       // (c) the change log through the CLI while the workers finish: who and when, for each change.
-      const [log, ...results] = await Promise.all([runCli(['changes', '--org', 'acme'], h.env), ...exits]);
+      const [log, ...results] = await Promise.all([
+        runCommand(['changes', '--org', 'acme'], h.env),
+        ...exits,
+      ]);
       for (const r of results) {
         expect(r.stderr).toMatch(/workers stopped \(idle\)/);
         expect(r.code).toBe(0);

@@ -11,7 +11,7 @@ import { LearnerTransferError } from '../../src/core/errors.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { OrgIds } from '../../src/queue/org-ids.ts';
 import { bindTokens, tokenBindings } from '../../src/limiter/token-orgs.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, dumpPrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
 const redis = newRedis();
@@ -91,7 +91,7 @@ describe('two org keys, one numeric organization', () => {
       LEARNER_API_BASE_URL: 'http://127.0.0.1:9',
       LEARNER_API_TOKENS: 'acme:org-ids-tok-1,beta:org-ids-tok-2',
     };
-    const both = await runCli(
+    const both = await runCommand(
       ['reconcile', '--desired', desired, '--org-id', 'acme=1', '--org-id', 'beta=1', '--quiet'],
       env,
     );
@@ -100,14 +100,14 @@ describe('two org keys, one numeric organization', () => {
     expect(await redis.hgetall(createKeys(prefix).orgIds())).toEqual({});
 
     // A dry run remembers no id (it goes on to read the list, which is not there: no matter).
-    const dry = await runCli(
+    const dry = await runCommand(
       ['reconcile', '--desired', desired, '--org-id', 'acme=1', '--dry-run', '--quiet'],
       env,
     );
     expect(dry.stderr).not.toContain('already the id');
     expect(await redis.hgetall(createKeys(prefix).orgIds())).toEqual({});
     await new OrgIds(redis, createKeys(prefix)).set({ acme: 1 });
-    const crawl = await runCli(['crawl', '--org', 'beta', '--target-org-id', '1', '--quiet'], env);
+    const crawl = await runCommand(['crawl', '--org', 'beta', '--target-org-id', '1', '--quiet'], env);
     expect(crawl.code, crawl.stderr).toBe(EXIT.usage);
     expect(crawl.stderr).toContain(
       "learner-transfer: organization id 1 is already the id of 'acme' in Redis, so 'beta' cannot have it too",
@@ -147,13 +147,16 @@ describe('one token, one organization', () => {
     const secret = 'bound-tok-secret-1';
     const id = tokenFingerprint(secret);
     const base = { REDIS_URL, QUEUE_PREFIX: prefix, LEARNER_API_BASE_URL: 'http://127.0.0.1:9' };
-    const first = await runCli(['work', '--until-idle'], { ...base, LEARNER_API_TOKENS: `acme:${secret}` });
+    const first = await runCommand(['work', '--until-idle'], {
+      ...base,
+      LEARNER_API_TOKENS: `acme:${secret}`,
+    });
     expect(first.code, first.stderr).toBe(EXIT.ok);
     expect(await tokenBindings(redis, prefix)).toEqual({ [id]: 'acme' });
 
     // The same token given to another organization key, on another host say.
     const env = { ...base, LEARNER_API_TOKENS: `beta:${secret}` };
-    const refused = await runCli(['work', '--until-idle'], env);
+    const refused = await runCommand(['work', '--until-idle'], env);
     expect(refused.code, refused.stderr).toBe(EXIT.config);
     expect(refused.stderr).toContain(
       `learner-transfer: token ${id} is bound to organization 'acme' in Redis but LEARNER_API_TOKENS gives it to 'beta'`,
@@ -165,28 +168,28 @@ describe('one token, one organization', () => {
     // The other commands that call the API refuse it too, dry runs included.
     const desired = join(dir, 'desired-tokens.csv');
     writeFileSync(desired, 'learnerId,org\n2,beta\n');
-    const reconcile = await runCli(
+    const reconcile = await runCommand(
       ['reconcile', '--desired', desired, '--org-id', 'beta=2', '--dry-run', '--quiet'],
       env,
     );
     expect(reconcile.code, reconcile.stderr).toBe(EXIT.config);
     expect(reconcile.stderr).toContain(`token ${id} is bound to organization 'acme'`);
-    const crawl = await runCli(['crawl', '--org', 'beta', '--target-org-id', '2', '--quiet'], env);
+    const crawl = await runCommand(['crawl', '--org', 'beta', '--target-org-id', '2', '--quiet'], env);
     expect(crawl.code, crawl.stderr).toBe(EXIT.config);
 
-    const badId = await runCli(['tokens', 'rebind', '--token', 'not-an-id', '--org', 'beta'], env);
+    const badId = await runCommand(['tokens', 'rebind', '--token', 'not-an-id', '--org', 'beta'], env);
     expect(badId.code).toBe(EXIT.usage);
     expect(badId.stderr).toContain(
       "--token expects a token id of 12 hex digits (see tokens list), got 'not-an-id'",
     );
 
-    const rebind = await runCli(['tokens', 'rebind', '--token', id, '--org', 'beta'], env);
+    const rebind = await runCommand(['tokens', 'rebind', '--token', id, '--org', 'beta'], env);
     expect(rebind.code, rebind.stderr).toBe(EXIT.ok);
     expect(rebind.stdout).toContain(`token ${id} is bound to 'beta' (it was bound to 'acme')`);
     expect(rebind.stdout).toContain("does not count under 'beta'");
     expect(await tokenBindings(redis, prefix)).toEqual({ [id]: 'beta' });
 
-    const after = await runCli(['work', '--until-idle'], env);
+    const after = await runCommand(['work', '--until-idle'], env);
     expect(after.code, after.stderr).toBe(EXIT.ok);
     // The binding names the token by its fingerprint only.
     expect((await dumpPrefix(redis, prefix)).join('\n')).not.toContain(secret);

@@ -6,7 +6,7 @@ import { tokensOf } from '../../src/core/config.ts';
 import { describeEta, planCsv, planOrgs } from '../../src/ops/plan.ts';
 import { crawl } from '../../src/queue/sources/crawl.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCommand } from '../helpers/cli.ts';
 
 let h: Harness;
 const DAY = 86_400_000;
@@ -121,13 +121,13 @@ describe('plan', () => {
 
   it('enqueue --dry-run and plan --crawl print the plan from the CLI', async () => {
     const file = h.writeFile('small.csv', 'learnerId\n2001\n2002\n2003\n');
-    const r = await runCli(['enqueue', '--csv', file, '--org', 'acme', '--dry-run'], h.env);
+    const r = await runCommand(['enqueue', '--csv', file, '--org', 'acme', '--dry-run'], h.env);
     expect(r.code).toBe(0);
     // 700 jobs wait ahead of them, 612 left today: they go tomorrow.
     expect(r.stdout).toContain(
       '3 learners for acme: 2 days at 1000/day, first day 612 left (after 700 jobs already in the queue)',
     );
-    const c = await runCli(
+    const c = await runCommand(
       ['plan', '--crawl', '--org', 'acme', '--target-org-id', '1', '--from-org', '2', '--quiet'],
       h.env,
     );

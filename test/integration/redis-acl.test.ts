@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { ROOT, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { newRedis } from '../helpers/redis.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
@@ -86,15 +86,15 @@ describe('a Redis ACL user', () => {
     const ids = learnersNotIn('acme', 5);
     const csv = h.writeFile('least.csv', `learnerId\n${ids.join('\n')}\n`);
 
-    const enqueued = await runCli(['enqueue', '--csv', csv, '--org', 'acme'], env);
+    const enqueued = await runCommand(['enqueue', '--csv', csv, '--org', 'acme'], env);
     expect(enqueued.code, enqueued.stderr).toBe(0);
-    const work = await runCli(['work', '--until-idle'], env);
+    const work = await runCommand(['work', '--until-idle'], env);
     expect(work.code, work.stderr).toBe(0);
     for (const id of ids) expect((await h.ctx.store.get('acme', id))?.b, `learner ${id}`).toBe('transferred');
     // A live control publishes on the limiter's channel; status reads every family of keys.
-    const set = await runCli(['limits', 'set', '--org', 'acme', '--per-token', '900/1s'], env);
+    const set = await runCommand(['limits', 'set', '--org', 'acme', '--per-token', '900/1s'], env);
     expect(set.code, set.stderr).toBe(0);
-    const status = await runCli(['status'], env);
+    const status = await runCommand(['status'], env);
     expect(status.code, status.stderr).toBe(0);
     // Only the optional rules were asked for: the eviction and persistence warnings' CONFIG GET.
     for (const refused of await refusedSinceReset()) expect(['config|get', 'client|list']).toContain(refused);
@@ -117,7 +117,10 @@ describe('a Redis ACL user', () => {
       'lt-nochan',
       documentedRules().filter((rule) => !rule.startsWith('&')),
     );
-    const r = await runCli(['limits', 'set', '--org', 'acme', '--per-token', '800/1s'], envAs('lt-nochan'));
+    const r = await runCommand(
+      ['limits', 'set', '--org', 'acme', '--per-token', '800/1s'],
+      envAs('lt-nochan'),
+    );
     expect(r.code, r.stderr).toBe(7);
     expect(r.stderr.trim()).toBe(
       `learner-transfer: Redis user 'lt-nochan' may not publish to the channels '${h.prefix}:*' (NOPERM): ` +

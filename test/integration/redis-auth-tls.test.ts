@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
 import { loadConfig } from '../../src/core/config.ts';
 import { ConfigError } from '../../src/core/errors.ts';
-import { runCli, type CliResult } from '../helpers/cli.ts';
+import { type CliResult, runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix, newRedis } from '../helpers/redis.ts';
 import {
@@ -232,7 +232,7 @@ function runWrong(mode: string, w: WrongCase): Promise<CliResult> {
     const { h } = live.get(mode) as Live;
     // `status` connects first: nothing else happens without Redis. A refusal stops it at once, so the
     // timeout only bounds a broken case; it is long enough for a TLS handshake on a busy machine.
-    run = runCli(['status'], { ...h.env, ...w.env, REDIS_CONNECT_TIMEOUT: '20s' }, 90_000);
+    run = runCommand(['status'], { ...h.env, ...w.env, REDIS_CONNECT_TIMEOUT: '20s' }, 90_000);
     wrongRuns.set(key, run);
   }
   return run;
@@ -249,20 +249,20 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
         const csv = h.writeFile('cohort.csv', `learner_id\n${ids.join('\n')}\n`);
         const runs: [string, CliResult][] = [];
 
-        const enqueue = await runCli(['enqueue', '--csv', csv, '--org', 'acme', '--quiet'], h.env);
+        const enqueue = await runCommand(['enqueue', '--csv', csv, '--org', 'acme', '--quiet'], h.env);
         runs.push(['enqueue', enqueue]);
         expect(enqueue.code, enqueue.stderr.slice(-2000)).toBe(0);
         expect(enqueue.stdout).toContain(`enqueued   ${ids.length}`);
 
         if (mode.work) {
-          const work = await runCli(['work', '--until-idle', '--concurrency', '3'], h.env);
+          const work = await runCommand(['work', '--until-idle', '--concurrency', '3'], h.env);
           runs.push(['work', work]);
           expect(work.code, work.stderr.slice(-2000)).toBe(0);
           expect(work.stderr).toContain(`${ids.length} succeeded, 0 failed`);
           expect(h.sim.record.filter((r) => r.effectApplied).length).toBe(ids.length);
         }
 
-        const status = await runCli(['status'], h.env);
+        const status = await runCommand(['status'], h.env);
         runs.push(['status', status]);
         expect(status.code, status.stderr.slice(-2000)).toBe(0);
         expect(status.stdout).toMatch(
@@ -363,7 +363,7 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
         shows: ['lt-no-such-ca-', 'ENOENT'],
       },
     ];
-    const results = await Promise.all(cli.map((c) => runCli(['status'], { ...base, ...c.env }, 30_000)));
+    const results = await Promise.all(cli.map((c) => runCommand(['status'], { ...base, ...c.env }, 30_000)));
     cli.forEach((c, i) => {
       const r = results[i] as CliResult;
       const what = c.variables.join(' + ');

@@ -10,7 +10,7 @@ import {
 } from '../../src/queue/control.ts';
 import type { RunMeta } from '../../src/outcomes/runs.ts';
 import { startControlWorker } from '../../src/worker/control-worker.ts';
-import { runCli, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
+import { runCommand, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -73,14 +73,14 @@ describe('schedule', () => {
 
   it('schedule, list and remove from the CLI; the `work` command runs the schedule', async () => {
     const desired = h.writeFile('cli-desired.csv', 'learnerId,org\n5,acme\n');
-    const made = await runCli(
+    const made = await runCommand(
       ['schedule', '--every', '400ms', 'reconcile', '--desired', desired, '--org-id', 'acme=1'],
       h.env,
     );
     expect(withoutNoPersistenceWarning(made.stderr)).toBe('');
     expect(made.code).toBe(0);
     expect(made.stdout).toContain('schedule reconcile-cli-desired saved');
-    const listed = await runCli(['schedule', 'list'], h.env);
+    const listed = await runCommand(['schedule', 'list'], h.env);
     expect(listed.stdout).toMatch(/reconcile-cli-desired {2}reconcile {2}every 400 ms/);
     expect(listed.stdout).toContain(desired);
 
@@ -102,25 +102,25 @@ describe('schedule', () => {
       work.kill('SIGTERM');
       await waitExit(work);
     }
-    const removed = await runCli(['schedule', 'remove', 'reconcile-cli-desired'], h.env);
+    const removed = await runCommand(['schedule', 'remove', 'reconcile-cli-desired'], h.env);
     expect(removed.code).toBe(0);
-    expect((await runCli(['schedule', 'list'], h.env)).stdout.trim()).toBe('no schedules');
-    const again = await runCli(['schedule', 'remove', 'reconcile-cli-desired'], h.env);
+    expect((await runCommand(['schedule', 'list'], h.env)).stdout.trim()).toBe('no schedules');
+    const again = await runCommand(['schedule', 'remove', 'reconcile-cli-desired'], h.env);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("no schedule 'reconcile-cli-desired'");
   });
 
   it('refuses a schedule without a time, or with an organization whose id is unknown', async () => {
     const desired = h.writeFile('g.csv', 'learnerId,org\n5,acme\n');
-    const noWhen = await runCli(['schedule', 'reconcile', '--desired', desired], h.env);
+    const noWhen = await runCommand(['schedule', 'reconcile', '--desired', desired], h.env);
     expect(noWhen.code).toBe(2);
     expect(noWhen.stderr).toContain('exactly one of --cron');
     await h.ctx.redis.del(h.ctx.keys.orgIds());
-    const noId = await runCli(['schedule', '--every', '1h', 'reconcile', '--desired', desired], h.env);
+    const noId = await runCommand(['schedule', '--every', '1h', 'reconcile', '--desired', desired], h.env);
     expect(noId.code).toBe(2);
     expect(noId.stderr).toContain('--org-id acme=N');
     expect(await listSchedules(queue)).toEqual([]);
-    const badCron = await runCli(
+    const badCron = await runCommand(
       ['schedule', '--cron', 'not a cron', 'reconcile', '--desired', desired, '--org-id', 'acme=1'],
       h.env,
     );

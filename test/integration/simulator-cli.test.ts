@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { Cli } from '../../src/cli/io.ts';
 import { register, simulatorOptions, startSimulator, type SimulateFlags } from '../../src/cli/simulate.ts';
 import { LearnerTransferError } from '../../src/core/errors.ts';
 
@@ -11,7 +12,7 @@ async function parseError(args: string[]): Promise<string> {
   const program = new Command('learner-transfer')
     .exitOverride()
     .configureOutput({ writeErr: (s) => (stderr += s), writeOut: () => undefined });
-  register(program);
+  register(program, new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
   const err = await program.parseAsync(['simulate', ...args], { from: 'user' }).then(
     () => undefined,
     (e: unknown) => e,

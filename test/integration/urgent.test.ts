@@ -10,7 +10,7 @@ import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
 import { queuePlace } from '../../src/queue/priority.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
-import { runCli, withoutNoPersistenceWarning } from '../helpers/cli.ts';
+import { runCommand, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { basic, bearer, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 
@@ -34,7 +34,7 @@ function patchOrder(): number[] {
 
 async function enqueueCli(ids: readonly number[], name: string, extra: string[] = []) {
   const file = h.writeFile(name, `learnerId\n${ids.join('\n')}\n`);
-  return runCli(['enqueue', '--csv', file, '--org', 'acme', '--quiet', ...extra], h.env);
+  return runCommand(['enqueue', '--csv', file, '--org', 'acme', '--quiet', ...extra], h.env);
 }
 
 /** Workers in this process, one job at a time, until nothing waits (setup, and the dashboard's checks). */
@@ -46,7 +46,7 @@ async function workInProcess() {
 /** One `work` process, one job at a time, until nothing waits. */
 async function workOnce() {
   const started = Date.now();
-  const r = await runCli(['work', '--org', 'acme', '--concurrency', '1', '--until-idle'], h.env, 120_000);
+  const r = await runCommand(['work', '--org', 'acme', '--concurrency', '1', '--until-idle'], h.env, 120_000);
   expect(r.code, withoutNoPersistenceWarning(r.stderr)).toBe(0);
   console.log(`work --concurrency 1: ${Date.now() - started} ms`);
 }
@@ -159,16 +159,16 @@ describe('enqueue --priority urgent', () => {
 
   it('refuses a bad --priority as a usage error naming the flag, and defaults to normal', async () => {
     const file = h.writeFile('one.csv', 'learnerId\n2\n');
-    const bad = await runCli(['enqueue', '--csv', file, '--org', 'acme', '--priority', 'high'], h.env);
+    const bad = await runCommand(['enqueue', '--csv', file, '--org', 'acme', '--priority', 'high'], h.env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--priority');
     expect(bad.stderr).toContain("expects one of normal, urgent, got 'high'");
     expect(await h.ctx.store.get('acme', 2)).toBeUndefined();
 
-    const normal = await runCli(['enqueue', '--csv', file, '--org', 'acme', '--quiet'], h.env);
+    const normal = await runCommand(['enqueue', '--csv', file, '--org', 'acme', '--quiet'], h.env);
     expect(normal.code, normal.stderr).toBe(0);
     expect(normal.stdout).not.toContain('urgent');
-    const explicit = await runCli(
+    const explicit = await runCommand(
       ['enqueue', '--csv', file, '--org', 'acme', '--quiet', '--priority', 'normal'],
       h.env,
     );

@@ -17,7 +17,7 @@ import { LoginThrottle } from '../../src/dashboard/auth.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { serveMetrics } from '../../src/ops/prometheus.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import {
   bearer,
   DASHBOARD_TOKEN,
@@ -287,7 +287,7 @@ describe('weak tokens and the login throttle', () => {
     for (const strong of [DASHBOARD_TOKEN, 'f3a9c0d41e7b2258', 'Zm9vYmFyLWJhei1xdXV4LTEyMw']) {
       expect(isWeakToken(strong), strong).toBe(false);
     }
-    const r = await runCli(['status'], { DASHBOARD_TOKEN: 'aaaaaaaaaaaaaaaa' });
+    const r = await runCommand(['status'], { DASHBOARD_TOKEN: 'aaaaaaaaaaaaaaaa' });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('DASHBOARD_TOKEN: too weak');
     expect(r.stderr).not.toContain('aaaaaaaa');

@@ -18,7 +18,7 @@ import { writeReport, writeSplit } from '../../src/ops/report.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
 import { runReconcile } from '../../src/ops/reconcile.ts';
-import { runCli, withoutNoPersistenceWarning } from '../helpers/cli.ts';
+import { runCommand, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import type { OutcomeStore } from '../../src/outcomes/store.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -62,7 +62,7 @@ describe('exports are created 0600', () => {
     expect(await exportAudit(h.ctx.store, { orgs: ['acme'] }, out)).toBe(1);
     expect(modeOf(out)).toBe(0o600);
     const cliOut = join(h.dir, 'audit', 'cli.ndjson');
-    const r = await runCli(['audit', '--org', 'acme', '--out', cliOut], { ...h.env });
+    const r = await runCommand(['audit', '--org', 'acme', '--out', cliOut], { ...h.env });
     expect(r.code).toBe(0);
     expect(modeOf(cliOut)).toBe(0o600);
   });
@@ -121,7 +121,7 @@ describe('exports never follow a link', () => {
 
   it("report --out: refuses (exit 2, the path named), the link's target untouched", async () => {
     const p = plant('report.csv');
-    const r = await runCli(['report', '--org', 'acme', '--out', p.link], env());
+    const r = await runCommand(['report', '--org', 'acme', '--out', p.link], env());
     expect(r.code).toBe(2);
     refusal(r.stderr, p.link);
     p.untouched();
@@ -134,7 +134,7 @@ describe('exports never follow a link', () => {
   it('report --split: a link at any of its three files refuses the split, and no file is written', async () => {
     for (const name of ['successes.csv', 'failures.csv', 'pending.csv']) {
       const p = plant(name);
-      const r = await runCli(['report', '--org', 'acme', '--split', p.dir], env());
+      const r = await runCommand(['report', '--org', 'acme', '--split', p.dir], env());
       expect(r.code, name).toBe(2);
       refusal(r.stderr, p.link);
       p.untouched();
@@ -143,7 +143,7 @@ describe('exports never follow a link', () => {
 
   it("audit --out: refuses (exit 2, the path named), the link's target untouched", async () => {
     const p = plant('audit.ndjson');
-    const r = await runCli(['audit', '--org', 'acme', '--out', p.link], env());
+    const r = await runCommand(['audit', '--org', 'acme', '--out', p.link], env());
     expect(r.code).toBe(2);
     refusal(r.stderr, p.link);
     p.untouched();
@@ -152,7 +152,7 @@ describe('exports never follow a link', () => {
   it('the rejects file of enqueue: refused before anything is enqueued', async () => {
     const p = plant('rejects.csv');
     const csv = h.writeFile('rejects-link.csv', 'learnerId\n4\nnot-a-number\n');
-    const r = await runCli(['enqueue', '--csv', csv, '--org', 'acme', '--rejects', p.link], env());
+    const r = await runCommand(['enqueue', '--csv', csv, '--org', 'acme', '--rejects', p.link], env());
     expect(r.code).toBe(2);
     refusal(r.stderr, p.link);
     p.untouched();

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { forTerminal, jsonForTerminal } from '../../src/core/terminal-safe.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 const OSC52 = '\u001b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\u0007';
@@ -58,14 +58,14 @@ describe('report to stdout', () => {
       tokenId: 'abc123',
       countsAsAttempt: true,
     });
-    const csv = await runCli(['report', '--run', runId, '--org', 'acme'], h.env);
+    const csv = await runCommand(['report', '--run', runId, '--org', 'acme'], h.env);
     expect(csv.code).toBe(0);
     expect(csv.stdout).not.toMatch(CONTROL);
     expect(csv.stdout).not.toContain(']52;');
     expect(csv.stdout).toContain('"learner is locked; ask support"');
     expect(csv.stdout).toContain(',Invalid request,');
 
-    const nd = await runCli(['report', '--run', runId, '--org', 'acme', '--format', 'ndjson'], h.env);
+    const nd = await runCommand(['report', '--run', runId, '--org', 'acme', '--format', 'ndjson'], h.env);
     expect(nd.code).toBe(0);
     expect(nd.stdout).not.toMatch(CONTROL);
     // Lossless there: the JSON value is the service's text as it was.

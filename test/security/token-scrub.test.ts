@@ -15,7 +15,7 @@ import { writeReport } from '../../src/ops/report.ts';
 import { openControlQueue, type ControlQueue } from '../../src/queue/control.ts';
 import { PageWalker } from '../../src/queue/sources/page-walker.ts';
 import { startControlWorker, type ControlHandle } from '../../src/worker/control-worker.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
@@ -278,11 +278,11 @@ describe('SCHEDULE_DIR: control jobs read only inside it, and never quote a file
   it('the CLI refuses to schedule a file outside SCHEDULE_DIR, or any file when it is unset', async () => {
     const outside = h.writeFile('elsewhere.csv', 'learnerId,org\n5,acme\n');
     const args = ['schedule', '--every', '1h', 'reconcile', '--desired', outside, '--org-id', 'acme=1'];
-    const refused = await runCli(args, h.env);
+    const refused = await runCommand(args, h.env);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/refused: a scheduled reconcile reads only files inside SCHEDULE_DIR/);
     const { SCHEDULE_DIR: _unused, ...withoutDir } = h.env;
-    const off = await runCli(args, withoutDir);
+    const off = await runCommand(args, withoutDir);
     expect(off.code).not.toBe(0);
     expect(off.stderr).toContain('SCHEDULE_DIR is not set');
   });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../../src/cli/commands.ts';
+import { Cli } from '../../src/cli/io.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { ENV_VARIABLES } from '../../src/core/config.ts';
 import { OUTCOME_CODES } from '../../src/outcomes/codes.ts';
@@ -42,7 +43,8 @@ describe('README', () => {
 
   it('names only commands that exist, and documents every command', () => {
     const program = new Command();
-    for (const register of commands) register(program);
+    for (const register of commands)
+      register(program, new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
     const names = program.commands.map((c) => c.name());
     const mentioned = new Set(
       [...readme.matchAll(/(?:npx |`)learner-transfer ([a-z][a-z-]+)/g)].map((m) => m[1] as string),

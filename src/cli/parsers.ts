@@ -1,0 +1,145 @@
+// Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
+// commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+import { InvalidArgumentError } from 'commander';
+import { parseRate, rateMessage, readRate, type Rate } from '../core/duration.ts';
+import { isLearnerId, isRunId, LEARNER_ID_EXPECTED, parseLearnerId, RUN_ID_EXPECTED } from '../core/ids.ts';
+import { isValidOrgKey } from '../core/keys.ts';
+import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
+import { parseReserve, type LimitChange } from '../limiter/policy-control.ts';
+import { PRIORITIES, type Priority } from '../queue/priority.ts';
+
+/** A whole number from `min` to `max`. */
+export function wholeNumber(flag: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${flag} expects a whole number from ${min} to ${max}, got '${value}'`);
+    }
+    return n;
+  };
+}
+
+/** A whole number from 1 to `max`. */
+export function positiveInt(flag: string, max = Number.MAX_SAFE_INTEGER) {
+  return wholeNumber(flag, 1, max);
+}
+
+/** A port to listen on; 0 picks a free one. */
+export function portOption(flag: string) {
+  return wholeNumber(flag, 0, 65535);
+}
+
+/** A learner id (the one rule of src/core/ids.ts). */
+export function learnerIdOption(flag: string) {
+  return (value: string): number => {
+    const id = parseLearnerId(value);
+    if (!isLearnerId(id))
+      throw new InvalidArgumentError(`${flag} expects ${LEARNER_ID_EXPECTED}, got '${value}'`);
+    return id;
+  };
+}
+
+/** The id of a run to create or add to: only ids that fit the rule. */
+export function runIdOption(flag: string) {
+  return (value: string): string => {
+    if (!isRunId(value)) throw new InvalidArgumentError(`${flag} expects ${RUN_ID_EXPECTED}, got '${value}'`);
+    return value;
+  };
+}
+
+/** A limit of the tool, with the same parser and message as LIMIT_* and the dashboard (duration.ts readRate). */
+export function rateOption(flag: string) {
+  return (value: string): Rate => {
+    const read = readRate(value);
+    if (!read.ok) throw new InvalidArgumentError(rateMessage(flag, value, read.why));
+    return read.rate;
+  };
+}
+
+/**
+ * A limit the simulated service enforces: any rate parseRate reads, since the service a test imitates is
+ * not held to the bounds of the tool's own limits.
+ */
+export function serviceRateOption(flag: string) {
+  return (value: string): Rate => {
+    const r = parseRate(value);
+    if (!r)
+      throw new InvalidArgumentError(`${flag} expects N/DURATION like 100/1h or 100/4s, got '${value}'`);
+    return r;
+  };
+}
+
+/** A token id as tokens list shows it (a fingerprint: never the secret). */
+export function tokenIdOption(value: string): string {
+  if (!TOKEN_ID_RE.test(value)) {
+    throw new InvalidArgumentError(
+      `--token expects a token id of 12 hex digits (see tokens list), got '${value}'`,
+    );
+  }
+  return value;
+}
+
+/** An organization key as LEARNER_API_TOKENS names it. */
+export function orgKeyOption(value: string): string {
+  if (!isValidOrgKey(value)) {
+    throw new InvalidArgumentError(
+      `--org expects an organization key (letters, digits, _ or -), got '${value}'`,
+    );
+  }
+  return value;
+}
+
+/** Repeatable --org-id KEY=N. */
+export function orgIdPairOption(
+  value: string,
+  previous: Record<string, number> = {},
+): Record<string, number> {
+  const m = /^\s*([^=\s]+)\s*=\s*(\d+)\s*$/.exec(value);
+  const id = m ? Number(m[2]) : NaN;
+  if (!m || !m[1] || !isValidOrgKey(m[1]) || !Number.isSafeInteger(id) || id < 1) {
+    throw new InvalidArgumentError(`--org-id expects KEY=N like acme=1, got '${value}'`);
+  }
+  return { ...previous, [m[1]]: id };
+}
+
+/** --reserve: a number of permits, or a share of the organization's limit. */
+export function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
+  const reserve = parseReserve(value);
+  if (reserve) return reserve;
+  throw new InvalidArgumentError(
+    `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
+  );
+}
+
+/** --priority. */
+export function priorityOption(flag = '--priority') {
+  return (value: string): Priority => {
+    const v = value.trim().toLowerCase();
+    if (!(PRIORITIES as readonly string[]).includes(v)) {
+      throw new InvalidArgumentError(`${flag} expects one of ${PRIORITIES.join(', ')}, got '${value}'`);
+    }
+    return v as Priority;
+  };
+}
+
+/** A share from 0 to 1. */
+export function shareOption(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) {
+      throw new InvalidArgumentError(`${flag} expects a share from 0 to 1 like 0.05, got '${value}'`);
+    }
+    return n;
+  };
+}
+
+/** "20-200" (milliseconds) or a single "50". */
+export function latencyRangeOption(value: string): [number, number] {
+  const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(value);
+  const min = Number(m?.[1]);
+  const max = m?.[2] === undefined ? min : Number(m[2]);
+  if (!m || !(min <= max)) {
+    throw new InvalidArgumentError(`--latency expects MIN-MAX in milliseconds like 20-200, got '${value}'`);
+  }
+  return [min, max];
+}

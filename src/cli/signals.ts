@@ -1,0 +1,54 @@
+// What only a real process has: SIGINT/SIGTERM for a graceful stop with a forced exit after a bound, and
+// an exit that a library's open handle cannot hold back. main.ts wires these into run(); a command run in
+// process (a test, a program) gets neither, so nothing there ever calls process.exit.
+import { EXIT } from '../core/errors.ts';
+import type { ProcessHooks } from './io.ts';
+
+/**
+ * Runs `stop` on the first SIGINT/SIGTERM; a second signal, or `forceAfterMs` passing, exits at once.
+ * Returns a function that removes the handlers.
+ */
+export function onProcessShutdown(
+  stop: (signal: string) => Promise<void> | void,
+  forceAfterMs = 30_000,
+): () => void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`learner-transfer: second ${signal}, exiting now\n`);
+      process.exit(EXIT.interrupted);
+    }
+    stopping = true;
+    process.stderr.write(`learner-transfer: ${signal} received, shutting down (again to force)\n`);
+    const timer = setTimeout(() => {
+      process.stderr.write(`learner-transfer: shutdown took over ${forceAfterMs} ms, exiting\n`);
+      process.exit(EXIT.interrupted);
+    }, forceAfterMs);
+    timer.unref();
+    // A stop that fails (Redis gone while closing) is reported and ends the process, not left as an
+    // unhandled rejection.
+    void Promise.resolve()
+      .then(() => stop(signal))
+      .catch((err: unknown) => {
+        process.stderr.write(
+          `learner-transfer: error while shutting down: ${(err as Error)?.message ?? String(err)}\n`,
+        );
+        process.exit(EXIT.interrupted);
+      })
+      .finally(() => clearTimeout(timer));
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return () => {
+    process.off('SIGINT', handler);
+    process.off('SIGTERM', handler);
+  };
+}
+
+/** The hooks of this process, for run(). */
+export const processHooks: ProcessHooks = {
+  onShutdown: onProcessShutdown,
+  exitAfter(ms, code) {
+    setTimeout(() => process.exit(code), ms).unref();
+  },
+};
