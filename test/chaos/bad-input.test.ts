@@ -131,7 +131,7 @@ const CASES: Case[] = [
     queued: [114, 115],
   },
   {
-    // Issue 26: the marker that replaces a refused line ended in \n and merged with the next CRLF line.
+    // The marker that replaced a refused line ended in \n and merged with the next CRLF line.
     name: 'crlf-refused.csv',
     body: 'learnerId\r\n117\r\n118\u0000\r\n119\r\n120\r\n',
     exit: EXIT.ok,

@@ -1,4 +1,4 @@
-// One owner, one call, the record first (issue 11), each scenario ending in the ledger check (every
+// One owner, one call, the record first, each scenario ending in the ledger check (every
 // learner in one known final state, none moved twice, every revoked authorization in the audit) and zero
 // overlapping calls for one learner:
 // - a CSV that names learners under two organizations, and a later run that tries again;

@@ -1,4 +1,4 @@
-// Line endings that cannot lose a row (issue 26, item 1): CRLF, LF, bare-CR and mixed files, each with a
+// Line endings that cannot lose a row: CRLF, LF, bare-CR and mixed files, each with a
 // line the guard refuses (NUL bytes, over 64 KiB, an unclosed quote) first, in the middle and last. Every
 // valid row is read and enqueued, and every reject names the line a spreadsheet shows it on: `\r\n`, `\n`
 // and a bare `\r` each end one line. The reader is called in-process, then enqueue (real Redis).

@@ -1,4 +1,4 @@
-// When Redis refuses a write (issue 17): mid-run, on a redis-server of the test's own, Redis runs out of
+// When Redis refuses a write: mid-run, on a redis-server of the test's own, Redis runs out of
 // memory, becomes a read-only replica (a failover), fails its snapshots, or lacks replicas, and then
 // recovers. Each run must: send no call it could not record (no learner called twice), lose no response
 // (every revoked authorization in the audit), record every learner the tool moved as `transferred`, say

@@ -43,7 +43,7 @@ function refusals(stage: Stage, ledger: LedgerFindings, verdict: Verdict): void 
   });
 }
 
-/** A revocation lost after a worker was frozen past its request timeout: issue 25, item 1, come back. */
+/** A revocation lost after a worker was frozen past its request timeout: the stalled-worker loss come back. */
 function stallHint(stage: Stage, applied: readonly Applied[], verdict: Verdict): void {
   const lost = verdict.violations.some((v) => v.startsWith('revoked authorization missing'));
   const long = applied.some(
@@ -52,7 +52,7 @@ function stallHint(stage: Stage, applied: readonly Applied[], verdict: Verdict):
   if (lost && long)
     verdict.notes.push(
       'a worker was frozen (SIGSTOP) longer than REQUEST_TIMEOUT with calls in flight: answers thrown away ' +
-        'by timers that fired before the sockets were read (issue 25, item 1) would look like this',
+        'by timers that fired before the sockets were read would look like this',
     );
 }
 

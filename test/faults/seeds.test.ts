@@ -1,4 +1,4 @@
-// Seeded fault schedules in the suite (issue 25): four fixed seeds, each a run of worker processes under
+// Seeded fault schedules in the suite: four fixed seeds, each a run of worker processes under
 // SIGKILL, SIGTERM and SIGSTOP, a Redis of its own paused, frozen, crashed, filled and cut off, a failing,
 // slow and absent service and an organization paused, then drained and judged (judge.ts). A failing seed
 // prints its run, its schedule and `npm run faults -- --seeds N`, which replays it; the runner takes many

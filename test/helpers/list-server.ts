@@ -1,5 +1,5 @@
 // A learner list service whose every answer a test writes (a tiny node:http server): to show what the
-// page walker does with a service that claims what it cannot have (issue 26), or lies outright.
+// page walker does with a service that claims what it cannot have, or lies outright.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 

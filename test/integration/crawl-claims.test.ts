@@ -1,4 +1,4 @@
-// A crawl that a lying service cannot hold (issue 26, item 3). The walk believes nothing that does not
+// A crawl that a lying service cannot hold. The walk believes nothing that does not
 // hold together: a last_page that is not ceil(total / per_page), an empty page inside the claimed total,
 // a list longer than CRAWL_MAX_PAGES. Each stops the crawl at once with an error naming the claim (exit 5
 // from the CLI), keeps what was enqueued, and leaves a cursor of a few fields however many pages were

@@ -1,4 +1,4 @@
-// The dashboard's live controls (issue 13, items 3 and 4, dashboard side), through fastify inject on the
+// The dashboard's live controls, through fastify inject on the
 // real app (buildDashboard) over a real Redis (a random prefix, deleted) and the real simulator: pause and
 // resume an organization or a token, set and reset its limits; each takes effect in Redis (readPolicy),
 // is in the change log exactly once with the dashboard's actor, and a paused organization gets no

@@ -1,4 +1,4 @@
-// Issue 18, item 5 (the run filter uses an index): the failures query with a run reads the run's own
+// The run filter uses an index: the failures query with a run reads the run's own
 // failure index (`{org}:run:<runId>:fail`, kept by the outcome scripts), not the organization's whole
 // failure index. Over 20,000 failures of another run in the same organization, a small run's page is
 // exact: every row the records say, in order, none left out (the walk that replaced it stopped after

@@ -1,4 +1,4 @@
-// One learner-id rule and one run-id rule (issue 26, item 8), the same at every door. A learner the CSV
+// One learner-id rule and one run-id rule, the same at every door. A learner the CSV
 // queues, the dashboard serves (learner 2^53-1 once answered 400: it could not be seen, retried or moved
 // ahead). A run id is 1-64 letters, digits, '-' and '_': `enqueue --run '../../x y'` once wrote its
 // rejects outside out/ and Redis keys under that id. Runs stored by an earlier release, under any id,

@@ -1,4 +1,4 @@
-// The service has the last word (issue 13, item 3): two `work` processes configured for 25/2s per token
+// The service has the last word: two `work` processes configured for 25/2s per token
 // against a simulator that allows 10/2s per token learn its real limit from its first 429s, share it
 // through Redis, and keep the 429s at or below 10% of the calls over the run, with every learner moved
 // exactly once and no attempt lost; `limits show` and `status` show the learned limits and the 429s.

@@ -1,4 +1,4 @@
-// One rule for limits (issue 26, item 5). A limit is N/DURATION with N a whole number from 1 to
+// One rule for limits. A limit is N/DURATION with N a whole number from 1 to
 // RATE_MAX_COUNT and a window of whole milliseconds from 1 ms to a year. The environment (LIMIT_*),
 // the CLI (`limits set`) and the dashboard (POST /api/controls/limits) read it with one parser, refuse
 // the same texts with a message naming the field and the value, and store nothing then; the limiter's

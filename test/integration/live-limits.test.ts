@@ -1,4 +1,4 @@
-// Live controls while two `work` processes run (issue 13): `pause` stops every new transfer of the
+// Live controls while two `work` processes run: `pause` stops every new transfer of the
 // organization within 5 s and `resume` lets them go on, `limits set --per-token` lowers the limit and
 // the simulator's record holds it from 5 s after the change, and the change log names who did what
 // and when. Compressed windows (2 s), the real CLI, the real simulator.

@@ -1,4 +1,4 @@
-// Issue 11.5, one organization, one budget: two org keys may not name one numeric organization (each
+// One organization, one budget: two org keys may not name one numeric organization (each
 // would spend its daily budget), and a token is bound in Redis to one org key (a token under two keys
 // would have two hourly windows). Through the functions and through the CLI, on the shared Redis.
 import { mkdtempSync, writeFileSync } from 'node:fs';

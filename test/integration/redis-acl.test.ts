@@ -1,4 +1,4 @@
-// A Redis ACL user (issue 26, item 2), through the real CLI. The least ACL written in docs/redis-acl.md
+// A Redis ACL user, through the real CLI. The least ACL written in docs/redis-acl.md
 // runs the whole pipeline; a user missing one rule stops at start with exit 7 and one sentence naming
 // it (not a busy loop deaf to signals, not a stack trace); a rule revoked while `work` runs makes the
 // workers wait instead of spinning, and SIGTERM still stops them in time. ACL users belong to the whole

@@ -1,4 +1,4 @@
-// Credentials and TLS in every Redis mode, through the real CLI (issue 12): a standalone server over TLS
+// Credentials and TLS in every Redis mode, through the real CLI: a standalone server over TLS
 // (rediss:// + REDIS_TLS_CA) and in plain text with the password in REDIS_URL, a Redis Cluster with
 // REDIS_USERNAME + REDIS_PASSWORD + REDIS_TLS + REDIS_TLS_CA, and Sentinel with REDIS_PASSWORD +
 // REDIS_SENTINEL_PASSWORD + TLS to the master and to the sentinels. In each: `enqueue`, `work --until-idle`

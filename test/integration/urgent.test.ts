@@ -1,4 +1,4 @@
-// Urgent learners (issue 13, item 5): `enqueue --priority urgent` and the dashboard's "Move ahead of the
+// Urgent learners: `enqueue --priority urgent` and the dashboard's "Move ahead of the
 // queue" put a learner ahead of its organization's bulk. Proved on the simulator's request record: with
 // the bulk (and jobs added the way the previous release added them) already waiting, one `work` process
 // with concurrency 1 sends the urgent learners' PATCHes first. Also: the guarantees of the producer hold

@@ -1,4 +1,4 @@
-// Issue 18, items 6 and 8 (dashboard side): the /api/live cap and its one shared collection, the
+// the /api/live cap and its one shared collection, the
 // metrics-host rule, TLS, weak tokens, the login throttle, bull-board without Redis details or outside
 // hosts, the run filter among 30,000 failures of another run, and /healthz while a big retry runs.
 // Real Redis (a random prefix, deleted), real fastify app.

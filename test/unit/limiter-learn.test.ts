@@ -1,4 +1,4 @@
-// Learning the service's real limits from its 429s (issue 13, item 3): learn.lua counts what the service
+// Learning the service's real limits from its 429s: learn.lua counts what the service
 // had accepted, lowers the limit in force below it (never raises it), and acquire/peek apply the learned
 // limit and probe it back up with Redis TIME. Real Redis, compressed real time (windows of 100s of ms):
 // the scripts read Redis's clock, so the probe is checked against peek's own `now`, never a fake clock.

@@ -1,4 +1,4 @@
-// The organization's live policy in the limiter (issue 13): limits, token limits of their own, the
+// The organization's live policy in the limiter: limits, token limits of their own, the
 // reserve, pauses, the key TTLs, the fallback without a policy, seeding and the mismatch warning, and the
 // change log. Real Redis, compressed real time, one organization per test.
 import { afterAll, describe, expect, it } from 'vitest';
