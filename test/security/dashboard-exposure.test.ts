@@ -1,4 +1,4 @@
-// the /api/live cap and its one shared collection, the
+// The dashboard exposed: the /api/live cap and its one shared collection, the
 // metrics-host rule, TLS, weak tokens, the login throttle, bull-board without Redis details or outside
 // hosts, the run filter among 30,000 failures of another run, and /healthz while a big retry runs.
 // Real Redis (a random prefix, deleted), real fastify app.
