@@ -1,6 +1,6 @@
+# syntax=docker/dockerfile:1
 # learner-transfer: multi-stage build. The runtime image holds the compiled JavaScript, the Lua scripts and
 # the dashboard's browser files (all in dist/), and production dependencies only, and runs as a non-root user.
-# syntax=docker/dockerfile:1
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
