@@ -131,7 +131,13 @@ export function classifyResponse(
 /** undici / Node error codes that mean the request never reached the server. */
 // EHOSTUNREACH / ENETUNREACH are left out: on a reused keep-alive socket they can follow a write that
 // already reached the server, and a released permit would let one call too many into the window.
-const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'LT_NOT_SENT',
+]);
 
 function errorCodeOf(err: unknown): string {
   let e: unknown = err;

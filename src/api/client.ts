@@ -4,6 +4,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { classifyNetworkError, classifyResponse } from './classify.ts';
 import { startDeadline, Stalls } from './deadline.ts';
+import { gateCall, sendGate } from './send-gate.ts';
 import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
@@ -44,6 +45,20 @@ function capText(bytes: number): string {
 /** Tokens shorter than this are not looked for in responses: they cannot be told from ordinary text. */
 const MIN_SCRUBBED_TOKEN = 8;
 
+/** A gate that refuses once `ms` have passed since it was made: the request was not written in time. */
+function notSentAfter(ms: number): () => Error | undefined {
+  const by = performance.now() + ms;
+  return () => {
+    const late = performance.now() - by;
+    return late > 0
+      ? new LearnerTransferError(
+          'LT_NOT_SENT',
+          `not sent: its first byte would have gone out ${Math.round(late)} ms after its permit's in-flight time allowed (this process stalled)`,
+        )
+      : undefined;
+  };
+}
+
 /** Replaces the token a call sent wherever the service's answer echoes it (see log.ts). */
 function scrubberFor(token: string): Scrub {
   return token.length >= MIN_SCRUBBED_TOKEN ? secretScrubber([token]) : (text) => text;
@@ -55,6 +70,8 @@ export type ListResult =
 
 export class LearnerApiClient {
   readonly #pool: Pool;
+  /** The pool, with the last check before a transfer's first byte is written (send-gate.ts). */
+  readonly #dispatcher: Dispatcher;
   readonly #basePath: string;
   readonly #options: ClientOptions;
   readonly #stalls: Stalls;
@@ -75,6 +92,7 @@ export class LearnerApiClient {
       headersTimeout: 0,
       bodyTimeout: 0,
     });
+    this.#dispatcher = this.#pool.compose(sendGate);
   }
 
   #headers(token: string, withBody: boolean): Record<string, string> {
@@ -94,10 +112,12 @@ export class LearnerApiClient {
     cap: number,
     onHeaders: () => void,
     hardMs: number | undefined,
+    sendWithinMs?: number,
   ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
     const deadline = startDeadline(this.#options.requestTimeoutMs, this.#stalls, hardMs);
+    if (sendWithinMs !== undefined) gateCall(deadline.signal, notSentAfter(sendWithinMs));
     try {
-      const response = await this.#pool.request({
+      const response = await this.#dispatcher.request({
         method,
         path: `${this.#basePath}${path}`,
         headers: this.#headers(token, method === 'PATCH'),
@@ -156,6 +176,12 @@ export class LearnerApiClient {
        * time its permit and lease count it in flight (the worker passes what is left of it).
        */
       hardMs?: number | undefined;
+      /**
+       * The request's first byte must be written within this many ms from now, or it is not sent at all
+       * (a network-error with errorCode LT_NOT_SENT, maybeDelivered false): the worker's own check before
+       * the call, made again at the moment of writing (send-gate.ts).
+       */
+      sendWithinMs?: number | undefined;
     } = {},
   ): Promise<TransferOutcome> {
     const started = performance.now();
@@ -170,6 +196,7 @@ export class LearnerApiClient {
           headersReceived = true;
         },
         options.hardMs,
+        options.sendWithinMs,
       );
       let body: unknown;
       try {

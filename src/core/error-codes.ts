@@ -48,6 +48,11 @@ export type ErrorCode =
    * client's classifier branches on it (a network-error whose errorCode is ABORT_ERR).
    */
   | 'ABORT_ERR'
+  /**
+   * A transfer call given up before its first byte was written: the process stalled past the time its
+   * permit counts it in flight. Provably never sent, so the permit goes back.
+   */
+  | 'LT_NOT_SENT'
   /** A transfer attempt that BullMQ retries: its message is the job's failedReason. */
   | 'LT_ATTEMPT_FAILED'
   /** Options of the Learner API simulator out of range. */
@@ -164,6 +169,12 @@ const CATALOGUE = {
     exit: EXIT.interrupted,
     description:
       'a call to the Learner API reached its timeout (TimeoutError), or a wait was aborted (AbortError)',
+  },
+  LT_NOT_SENT: {
+    kind: 'transfer',
+    exit: EXIT.failures,
+    description:
+      'a transfer call not sent: the process stalled past the time its permit counts it in flight; the learner waits without using an attempt',
   },
   LT_ATTEMPT_FAILED: {
     kind: 'transfer',

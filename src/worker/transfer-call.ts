@@ -12,26 +12,22 @@ const HARD_MARGIN_MS = 250;
 const MIN_CALL_MS = 250;
 
 export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): Promise<TransferOutcome> {
-  const { client, budget, logger } = ctx.deps;
-  const { job, jobToken, org, learnerId, runId, held, token, current } = admitted;
+  const { client, budget } = ctx.deps;
+  const { learnerId, held, token, current } = admitted;
   // However long this process stalls, the call ends while its permit and lease still count it. A
   // call whose permit ran out before it could be sent (the process stalled between the permit and
   // the call) is not sent at all: the limiter already stopped counting it in flight, and the lease
   // may pass to another worker. The permit goes back; the learner waits without using an attempt.
   const hardMs = budget.options.inflightTtlMs - (performance.now() - held.askedAt) - HARD_MARGIN_MS;
-  if (hardMs < MIN_CALL_MS) {
-    await held.giveBack();
-    logger.warn(
-      { org, learnerId, runId, lateMs: Math.round(MIN_CALL_MS - hardMs) },
-      "the permit's in-flight time ran out before the call could be sent (this process stalled): not sent, the learner waits without using an attempt",
-    );
-    await job.moveToDelayed(Date.now(), jobToken);
-    throw new DelayedError();
-  }
+  if (hardMs < MIN_CALL_MS) return notSent(ctx, admitted, Math.round(MIN_CALL_MS - hardMs));
+  let outcome: TransferOutcome;
   try {
-    return await client.transferLearner(learnerId, token.secret, {
+    outcome = await client.transferLearner(learnerId, token.secret, {
       previousTransferId: current?.x,
       hardMs,
+      // The same rule at the moment the first byte is written: a stall after this check and before
+      // the write (a new connection, a freeze anywhere in between) must not send the call late.
+      sendWithinMs: hardMs - MIN_CALL_MS,
     });
   } catch (err) {
     // The client classifies every failure; reaching here is a bug. The request may have gone out
@@ -39,4 +35,20 @@ export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): P
     await held.endWithoutAnswer(undefined, 'abandon');
     throw err;
   }
+  if (outcome.code === 'network-error' && outcome.errorCode === 'LT_NOT_SENT') {
+    return notSent(ctx, admitted, Math.round(outcome.durationMs - (hardMs - MIN_CALL_MS)));
+  }
+  return outcome;
+}
+
+/** Not sent: the permit and lease go back, and the learner waits without using an attempt. */
+async function notSent(ctx: ProcessorContext, admitted: Admitted, lateMs: number): Promise<never> {
+  const { job, jobToken, org, learnerId, runId, held } = admitted;
+  await held.giveBack();
+  ctx.deps.logger.warn(
+    { org, learnerId, runId, lateMs },
+    "the permit's in-flight time ran out before the call could be sent (this process stalled): not sent, the learner waits without using an attempt",
+  );
+  await job.moveToDelayed(Date.now(), jobToken);
+  throw new DelayedError();
 }

@@ -144,6 +144,23 @@ describe('a stalled process reads the answers that arrived', () => {
     expect(o.message).toMatch(/after the process woke from a stall of \d+\.\d s/);
   });
 
+  it('a stall before the first byte is written, past the time to send: the call is not sent at all', async () => {
+    const c = at(fast, 2000);
+    // A new client opens its connection first: the process freezes before it can write the request.
+    const call = c.transferLearner(14, TOKEN, { hardMs: 3000, sendWithinMs: 200 });
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600);
+    const o = await call;
+    expect(o.code).toBe('network-error');
+    if (o.code !== 'network-error') return;
+    expect(o.errorCode).toBe('LT_NOT_SENT');
+    expect(o.maybeDelivered).toBe(false);
+    expect(o.message).toMatch(/^not sent: its first byte would have gone out \d+ ms after/);
+    // The service never saw it: learner 14 (outside acme) is still to move, so the next call, in time,
+    // transfers it (the repeat of a call that had arrived would be refused: the simulator's repeat mode).
+    const again = await c.transferLearner(14, TOKEN, { hardMs: 3000, sendWithinMs: 1000 });
+    expect(again.code).toBe('transferred');
+  });
+
   it('a hard bound shorter than the timeout wins: the call ends at the bound', async () => {
     const c = at(slow, 2000);
     const started = performance.now();

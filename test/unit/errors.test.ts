@@ -42,7 +42,7 @@ function report(err: unknown): { status: number; printed: string } {
 
 describe('the error catalogue', () => {
   it('has exactly these codes', () => {
-    expect(CODES).toHaveLength(30);
+    expect(CODES).toHaveLength(31);
     expect([...CODES].sort()).toEqual([
       'ABORT_ERR',
       'LT_ATTEMPT_FAILED',
@@ -63,6 +63,7 @@ describe('the error catalogue', () => {
       'LT_INPUT_INVALID',
       'LT_INPUT_UNREADABLE',
       'LT_INTERNAL',
+      'LT_NOT_SENT',
       'LT_NO_TOKEN',
       'LT_ORG_ID_TAKEN',
       'LT_OUTPUT_UNSAFE',
