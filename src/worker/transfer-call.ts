@@ -8,26 +8,25 @@ import type { ProcessorContext } from './processor-context.ts';
 /** Room left between a call's hard end and the in-flight deadline of its permit (clock rates, the abort). */
 const HARD_MARGIN_MS = 250;
 
-/** Less time than this left before the call's hard end: it is not sent (see the check before the call). */
+/** Less time than this left before the call's hard end: it is not sent (see sendTransfer). */
 const MIN_CALL_MS = 250;
 
 export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): Promise<TransferOutcome> {
   const { client, budget } = ctx.deps;
   const { learnerId, held, token, current } = admitted;
-  // However long this process stalls, the call ends while its permit and lease still count it. A
-  // call whose permit ran out before it could be sent (the process stalled between the permit and
-  // the call) is not sent at all: the limiter already stopped counting it in flight, and the lease
-  // may pass to another worker. The permit goes back; the learner waits without using an attempt.
+  // However long this process stalls, the call ends while its permit and lease still count it, and it
+  // is sent only while they have at least MIN_CALL_MS of it left: a call whose permit ran out before its
+  // first byte could be written (the process stalled between the permit and the call, or while the
+  // connection opened) is not sent at all. The limiter already stopped counting it in flight, and the
+  // lease may pass to another worker. The client checks this at the moment it writes (send-gate.ts).
   const hardMs = budget.options.inflightTtlMs - (performance.now() - held.askedAt) - HARD_MARGIN_MS;
-  if (hardMs < MIN_CALL_MS) return notSent(ctx, admitted, Math.round(MIN_CALL_MS - hardMs));
+  const sendWithinMs = hardMs - MIN_CALL_MS;
   let outcome: TransferOutcome;
   try {
     outcome = await client.transferLearner(learnerId, token.secret, {
       previousTransferId: current?.x,
       hardMs,
-      // The same rule at the moment the first byte is written: a stall after this check and before
-      // the write (a new connection, a freeze anywhere in between) must not send the call late.
-      sendWithinMs: hardMs - MIN_CALL_MS,
+      sendWithinMs,
     });
   } catch (err) {
     // The client classifies every failure; reaching here is a bug. The request may have gone out
@@ -36,7 +35,7 @@ export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): P
     throw err;
   }
   if (outcome.code === 'network-error' && outcome.errorCode === 'LT_NOT_SENT') {
-    return notSent(ctx, admitted, Math.round(outcome.durationMs - (hardMs - MIN_CALL_MS)));
+    return notSent(ctx, admitted, Math.round(outcome.durationMs - sendWithinMs));
   }
   return outcome;
 }

@@ -161,6 +161,14 @@ describe('a stalled process reads the answers that arrived', () => {
     expect(again.code).toBe('transferred');
   });
 
+  it('a call whose time to send ran out before it started is not sent either', async () => {
+    const c = at(fast, 2000);
+    const o = await c.transferLearner(15, TOKEN, { hardMs: 100, sendWithinMs: -150 });
+    expect(o.code === 'network-error' && o.errorCode === 'LT_NOT_SENT' && !o.maybeDelivered).toBe(true);
+    // Learner 15 (outside acme) was never called: in time, it transfers.
+    expect((await c.transferLearner(15, TOKEN, { sendWithinMs: 1000 })).code).toBe('transferred');
+  });
+
   it('a hard bound shorter than the timeout wins: the call ends at the bound', async () => {
     const c = at(slow, 2000);
     const started = performance.now();
