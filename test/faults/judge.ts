@@ -84,13 +84,12 @@ function limitViolations(stage: Stage): string[] {
   const { sim } = stage.h;
   const out: string[] = [];
   const refused = sim.record.filter((r) => r.status === 429);
-  if (refused.length > 0) out.push(`the service answered 429 ${refused.length} times`);
-  // Each 429 with the calls its token had counted just before it, in the schedule's time (seconds after
-  // the first transfer call): enough to tell which fault let a call through late.
+  // One violation, with each 429 and the calls its token had counted just before it, in the schedule's
+  // time (seconds after the first transfer call): enough to tell which fault let a call through late.
   const patches = sim.record.filter((r) => r.method === 'PATCH');
   const t0 = patches[0]?.receivedAt ?? 0;
   const at = (t: number | undefined) => (t === undefined ? '-' : ((t - t0) / 1000).toFixed(2));
-  for (const r of refused) {
+  const detail = refused.map((r) => {
     const before = patches
       .filter((x) => x.tokenLabel === r.tokenLabel && x.countedAt !== undefined && x.seq < r.seq)
       .slice(-8)
@@ -98,11 +97,9 @@ function limitViolations(stage: Stage): string[] {
         (x) =>
           `#${x.seq} learner ${x.learnerId} recv ${at(x.receivedAt)} counted ${at(x.countedAt)} answered ${at(x.respondedAt)}`,
       );
-    out.push(
-      `  429: #${r.seq} learner ${r.learnerId} token ${r.tokenLabel} received ${at(r.receivedAt)} s; ` +
-        `that token's last counted calls: ${before.join('; ') || 'none'}`,
-    );
-  }
+    return `\n    429: #${r.seq} learner ${r.learnerId} token ${r.tokenLabel} received ${at(r.receivedAt)} s; that token's last counted calls: ${before.join('; ') || 'none'}`;
+  });
+  if (refused.length > 0) out.push(`the service answered 429 ${refused.length} times${detail.join('')}`);
   for (const v of sim.violations()) out.push(`over the limit: ${JSON.stringify(v)}`);
   return out;
 }
