@@ -169,20 +169,27 @@
     );
   }
 
+  // After a retry: its summary, the rows re-queued, and those learners followed until they move.
+  function retried(s, keys) {
+    result(summary(s));
+    keys.forEach(function (k) {
+      $all('tr[data-learner]').forEach(function (row) {
+        if (row.getAttribute('data-learner') === k) setState($('[data-state]', row), 'queued');
+      });
+    });
+    follow(keys);
+  }
+
+  function retryFailed(e) {
+    result('retry failed: ' + e.message);
+  }
+
   function retryKeys(keys) {
     post({ learners: keys })
       .then(function (s) {
-        result(summary(s));
-        keys.forEach(function (k) {
-          $all('tr[data-learner]').forEach(function (row) {
-            if (row.getAttribute('data-learner') === k) setState($('[data-state]', row), 'queued');
-          });
-        });
-        follow(keys);
+        retried(s, keys);
       })
-      .catch(function (e) {
-        result('retry failed: ' + e.message);
-      });
+      .catch(retryFailed);
   }
 
   function failures() {
@@ -239,20 +246,14 @@
         });
         post(body)
           .then(function (s) {
-            result(summary(s));
-            var keys = $all('tr[data-learner]').map(function (row) {
-              return row.getAttribute('data-learner');
-            });
-            keys.forEach(function (k) {
-              $all('tr[data-learner]').forEach(function (row) {
-                if (row.getAttribute('data-learner') === k) setState($('[data-state]', row), 'queued');
-              });
-            });
-            follow(keys);
+            retried(
+              s,
+              $all('tr[data-learner]').map(function (row) {
+                return row.getAttribute('data-learner');
+              }),
+            );
           })
-          .catch(function (e) {
-            result('retry failed: ' + e.message);
-          });
+          .catch(retryFailed);
       });
   }
 
