@@ -17,7 +17,6 @@ import {
   type ProcessResult,
 } from './processor-context.ts';
 
-export type { OutcomeEvent, ProcessorDeps, ProcessResult } from './processor-context.ts';
 
 async function processOne(
   ctx: ProcessorContext,

@@ -10,7 +10,7 @@ import type { RedisClient } from '../redis/client.ts';
 import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
 import type { WriteGate } from '../redis/writes.ts';
 import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
-import type { ProcessResult } from './processor.ts';
+import type { ProcessResult } from './processor-context.ts';
 import type { WriteGateLike } from './recorder.ts';
 import type { WorkOptions } from './work-options.ts';
 
