@@ -17,7 +17,6 @@ import {
   type ProcessResult,
 } from './processor-context.ts';
 
-
 async function processOne(
   ctx: ProcessorContext,
   job: Job<TransferJob>,
