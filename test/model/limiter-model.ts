@@ -185,19 +185,15 @@ export function acquire(
   inflightTtlMs: number,
   now: number,
   permitId: () => string,
-): { prediction: Prediction; bounds?: { token: Bound; org: Bound } } {
+): Prediction {
   const l = configuredLimits(o, fallbackToken, fallbackOrg);
   const org = orgLimit(o, l, now);
   if (org.spent && l.orgUsable > 0) o.policy.delete('learned:org');
   if (o.policy.has('paused')) {
-    return {
-      prediction: { ok: false, scope: 'paused', waitMs: l.org.windowMs, allBlockedIndefinitely: true },
-    };
+    return { ok: false, scope: 'paused', waitMs: l.org.windowMs, allBlockedIndefinitely: true };
   }
   if (o.orgBlocked) {
-    return {
-      prediction: { ok: false, scope: 'blocked-org', waitMs: l.org.windowMs, allBlockedIndefinitely: true },
-    };
+    return { ok: false, scope: 'blocked-org', waitMs: l.org.windowMs, allBlockedIndefinitely: true };
   }
   refresh(o.org, org.windowMs, now);
   const orgWait = windowWait(o.org, org.max, org.windowMs, now);
@@ -223,28 +219,18 @@ export function acquire(
     seen.push({ token, max: t.max, windowMs: t.windowMs, usable: !paused && !blocked });
   }
   if (orgWait === 0 && best !== null) {
-    const id = permitId();
     const deadline = now + inflightTtlMs;
-    const s = o.tok.get(best) as Scope;
-    s.inflight.set(id, deadline);
+    const id = permitId();
+    (o.tok.get(best) as Scope).inflight.set(id, deadline);
     o.org.inflight.set(id, deadline);
-    const t = seen.find((x) => x.token === best) as (typeof seen)[number];
-    return {
-      prediction: { ok: true, token: best, deadline },
-      bounds: {
-        token: { max: t.max, windowMs: t.windowMs, since: s.windowSince },
-        org: { max: org.max, windowMs: org.windowMs, since: o.org.windowSince },
-      },
-    };
+    return { ok: true, token: best, deadline };
   }
   if (!anyUsable) {
     return {
-      prediction: {
-        ok: false,
-        scope: anyPaused ? 'paused' : 'blocked-token',
-        waitMs: l.tokenDefault.windowMs,
-        allBlockedIndefinitely: true,
-      },
+      ok: false,
+      scope: anyPaused ? 'paused' : 'blocked-token',
+      waitMs: l.tokenDefault.windowMs,
+      allBlockedIndefinitely: true,
     };
   }
   let tokenWait = -1;
@@ -254,12 +240,28 @@ export function acquire(
     if (tokenWait < 0 || w < tokenWait) tokenWait = w;
   }
   if (orgWait > 0 && orgWait >= tokenWait) {
-    return {
-      prediction: { ok: false, scope: 'org', waitMs: Math.max(1, orgWait), allBlockedIndefinitely: false },
-    };
+    return { ok: false, scope: 'org', waitMs: Math.max(1, orgWait), allBlockedIndefinitely: false };
   }
+  return { ok: false, scope: 'token', waitMs: Math.max(1, tokenWait), allBlockedIndefinitely: false };
+}
+
+/**
+ * The limits in force for a permit granted now on `token` (read after the acquire's refresh), and since
+ * when each scope has had its window: what the window bound holds the grant to.
+ */
+export function boundsAt(
+  o: OrgModel,
+  token: string,
+  fallbackToken: Rate,
+  fallbackOrg: Rate,
+  now: number,
+): { token: Bound; org: Bound } {
+  const l = configuredLimits(o, fallbackToken, fallbackOrg);
+  const t = tokenLimit(o, l, token, now);
+  const org = orgLimit(o, l, now);
   return {
-    prediction: { ok: false, scope: 'token', waitMs: Math.max(1, tokenWait), allBlockedIndefinitely: false },
+    token: { max: t.max, windowMs: t.windowMs, since: (o.tok.get(token) as Scope).windowSince },
+    org: { max: org.max, windowMs: org.windowMs, since: o.org.windowSince },
   };
 }
 

@@ -41,6 +41,7 @@ import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { installSteppedClock, PRODUCTION_CLOCK, SteppedClock } from './limiter-clock.ts';
 import {
   acquire as modelAcquire,
+  boundsAt,
   configuredLimits,
   encodeRate,
   learnedLimit,
@@ -51,7 +52,6 @@ import {
   settle as modelSettle,
   tokenLimit,
   windowViolation,
-  type Bound,
   type OrgModel,
   type PermitTruth,
   type Scope,
@@ -210,14 +210,8 @@ async function run(s: Setup, cmds: Cmd[]): Promise<void> {
         const ids = cmd.pool.map((t) => TOKENS[t] as string);
         const real = await budget.acquire(o.name, ids);
         agree(step, 'acquire time', real.now, clock.now);
-        const { prediction, bounds } = modelAcquire(
-          o,
-          ids,
-          fallbackToken,
-          fallbackOrg,
-          s.inflightTtlMs,
-          clock.now,
-          () => (real.ok ? real.permitId : 'no-permit'),
+        const prediction = modelAcquire(o, ids, fallbackToken, fallbackOrg, s.inflightTtlMs, clock.now, () =>
+          real.ok ? real.permitId : 'no-permit',
         );
         if (real.ok) {
           agree(
@@ -240,7 +234,7 @@ async function run(s: Setup, cmds: Cmd[]): Promise<void> {
             abandoned: false,
           };
           permits.push(p);
-          const b = bounds as { token: Bound; org: Bound };
+          const b = boundsAt(o, p.token, fallbackToken, fallbackOrg, clock.now);
           const byToken = windowViolation(
             permits,
             p,
