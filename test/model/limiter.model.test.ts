@@ -125,8 +125,16 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
       {
         c: fc.constant('limits' as const),
         org: orgIx,
-        perOrg: fc.tuple(fc.integer({ min: 1, max: 6 }), windowIx),
-        perToken: fc.tuple(fc.integer({ min: 1, max: 4 }), windowIx),
+        // Mostly small limits, which fill in a few commands; sometimes a large one, under which a learned
+        // limit probes up by more than 1 a step (5% of the configured limit).
+        perOrg: fc.tuple(
+          fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 1, max: 6 }) }, fc.constant(60)),
+          windowIx,
+        ),
+        perToken: fc.tuple(
+          fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 1, max: 4 }) }, fc.constant(40)),
+          windowIx,
+        ),
         token: fc.integer({ min: 0, max: 2 }),
       },
       { requiredKeys: ['c', 'org'] },
@@ -210,9 +218,13 @@ async function run(s: Setup, cmds: Cmd[]): Promise<void> {
         const ids = cmd.pool.map((t) => TOKENS[t] as string);
         const real = await budget.acquire(o.name, ids);
         agree(step, 'acquire time', real.now, clock.now);
+        const learnedBefore = [...o.policy.keys()].filter((f) => f.startsWith('learned:')).length;
         const prediction = modelAcquire(o, ids, fallbackToken, fallbackOrg, s.inflightTtlMs, clock.now, () =>
           real.ok ? real.permitId : 'no-permit',
         );
+        if ([...o.policy.keys()].filter((f) => f.startsWith('learned:')).length < learnedBefore) {
+          tally('a learned limit probed back up to the configured one');
+        }
         if (real.ok) {
           agree(
             step,
@@ -520,6 +532,19 @@ describe('the limiter against a model of its windows', () => {
     }
   });
 
+  it('has the production clock part read Redis TIME: whole ms, and the µs within that ms', async () => {
+    const ms = async () => {
+      const [sec, micros] = await redis.time();
+      return Number(sec) * 1000 + Math.floor(Number(micros) / 1000);
+    };
+    const before = await ms();
+    const [now, micros] = (await redis.eval(`${PRODUCTION_CLOCK}\nreturn {lt_now()}`, 0)) as [number, number];
+    const after = await ms();
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(after);
+    expect(Number.isInteger(micros) && micros >= 0 && micros < 1000, `µs ${micros}`).toBe(true);
+  });
+
   it('grants no more than the limit in any window, loses no permit, and answers as the model does', async () => {
     await fc.assert(
       fc.asyncProperty(setup, fc.array(command, { minLength: 1, maxLength: 60, size: 'max' }), run),
@@ -546,6 +571,7 @@ describe('the limiter against a model of its windows', () => {
       'released',
       'released after the deadline (stays counted)',
       'learned a token limit',
+      'a learned limit probed back up to the configured one',
     ];
     const tallies = JSON.stringify(Object.fromEntries(seen));
     for (const what of needed) expect(seen.get(what) ?? 0, `${what}: ${tallies}`).toBeGreaterThan(0);
