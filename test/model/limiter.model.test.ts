@@ -110,7 +110,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ c: fc.constant('settle' as const), pick }) },
   { weight: 2, arbitrary: fc.record({ c: fc.constant('abandon' as const), pick }) },
   { weight: 2, arbitrary: fc.record({ c: fc.constant('release' as const), pick }) },
-  { weight: 1, arbitrary: fc.record({ c: fc.constant('learn' as const), pick }) },
+  { weight: 3, arbitrary: fc.record({ c: fc.constant('learn' as const), pick }) },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -170,8 +170,8 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
 );
 
 const setup: fc.Arbitrary<Setup> = fc.record({
-  token: fc.tuple(fc.integer({ min: 1, max: 3 }), windowIx),
-  org: fc.tuple(fc.integer({ min: 2, max: 5 }), windowIx),
+  token: fc.tuple(fc.integer({ min: 1, max: 5 }), windowIx),
+  org: fc.tuple(fc.integer({ min: 2, max: 8 }), windowIx),
   inflightTtlMs: fc.constantFrom(1_000, 2_500, 6_000),
 });
 
@@ -519,6 +519,24 @@ async function compareState(step: string, budget: TransferBudget, orgs: readonly
   }
 }
 
+/**
+ * Lists run first in every run of the file: paths the random search seldom takes. The first: a 429 on
+ * the first permit of a window teaches a limit of 1; then a 429 on the fourth, before which the service
+ * had accepted 2 (the first is left out: refused), above the limit in force: learning it would raise it.
+ */
+const EXAMPLES: Array<[Setup, Cmd[]]> = [
+  [
+    { token: [4, 0], org: [8, 0], inflightTtlMs: 6_000 },
+    [
+      ...[0, 1, 2, 3].map((): Cmd => ({ c: 'acquire', org: 0, pool: [0] })),
+      ...[0, 1, 2, 3].map((pick): Cmd => ({ c: 'settle', pick })),
+      { c: 'learn', pick: 0 },
+      { c: 'learn', pick: 3 },
+      { c: 'acquire', org: 0, pool: [0] },
+    ],
+  ],
+];
+
 describe('the limiter against a model of its windows', () => {
   it('runs every script that reads the time through the one clock part, and the stepped clock only here', () => {
     expect(PRODUCTION_CLOCK).toMatch(/redis\.call\('TIME'\)/);
@@ -551,6 +569,7 @@ describe('the limiter against a model of its windows', () => {
       {
         seed: SEED,
         numRuns: RUNS,
+        examples: EXAMPLES,
         ...(PATH ? { path: PATH } : {}),
       },
     );
