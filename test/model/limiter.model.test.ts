@@ -1,9 +1,11 @@
 // Model-based test of the limiter: random command lists (acquire, settle, abandon, release, learn from a
 // 429, clock steps, limits set/reset with reserves, pause/resume, blocks until unblock, peek) run on the
 // real TransferBudget over the real Redis, two organizations of three tokens each, against a small
-// reference model of the windows (limiter-model.ts). fast-check shrinks a failing list and prints it with
-// its seed: replay with TEST_SEED=<seed> (and TEST_PATH=<path> to skip the search), more runs with
-// TEST_RUNS.
+// reference model of the windows (limiter-model.ts). The seed is fixed (300 runs, a few seconds); fast-check
+// shrinks a failing list and prints it with its seed and path: replay with TEST_SEED=<seed> (and
+// TEST_PATH=<path> to skip the search), more runs with TEST_RUNS. The error names the step that failed:
+// the commands after it in the printed list never ran (a plain list shrinks by dropping its head, so a
+// tail may stay).
 //
 // The clock. The scripts read Redis TIME through one part, src/limiter/includes/clock.lua; this file
 // loads the same spliced scripts with that part replaced by a stepped clock read from a last ARGV
@@ -15,7 +17,7 @@
 // so a key lives window + in-flight TTL + 1 s of real time, far longer than one run) and 429 blocks with
 // a Retry-After (only blocks until unblock are used).
 //
-// What is checked after every command:
+// What is checked, after every command that writes:
 // - every answer of acquire (granted or not, which token, the scope, the exact wait, the time) and of
 //   peek is the model's;
 // - every sorted set of both organizations (in flight: id -> deadline, log: id -> score) is the model's,
@@ -30,7 +32,10 @@
 // Where the model is conservative: it does not recompute what learn.lua learns from a 429 (which
 // permits the service had accepted); it takes the learned value learn.lua stored and checks only that
 // learning never raises the limit in force, that learn.lua saw the limits the model has in force, and
-// the learned entry's time. Every acquire after it is checked exactly.
+// the learned entry's time. Every acquire after it is checked exactly. Not modelled: leases, and blocks
+// with a Retry-After (see the clock above). Last, the runs must have met every kind of answer and edge
+// the checks are about (a full window, each refusal, a late settle, a release after the deadline...), or
+// the test fails: a property that never filled a window would pass with nothing at stake.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Rate } from '../../src/core/duration.ts';
