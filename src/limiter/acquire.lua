@@ -82,6 +82,7 @@
   The lease is freed by finish-attempt.lua together with the record of the call.
 
   Clock: Redis TIME only (ms), one clock for every process; the host must slew, not step, its clock.
+  It is read in one place, includes/clock.lua, shared with settle.lua, learn.lua and peek.lua.
 
   Counting. A scope's count at `now` = log entries with score >= now - window (inclusive: see below)
   + every in-flight entry. An in-flight entry whose deadline has passed (holder died or hung) is moved
@@ -131,8 +132,8 @@
 ]]
 --- @keys 6+
 --- @include "policy"
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--- @include "clock"
+local now, nowMicros = lt_now()
 
 local inflightTtl = tonumber(ARGV[5])
 local tokenCount = (#KEYS - 6) / 3
@@ -278,7 +279,7 @@ end
 if orgBlock == -2 and orgWait == 0 and best > 0 then
   -- "<ms>.<µs of that ms>-<random>": the acquire time, fine enough to order the permits of one Redis
   -- (learn.lua counts the ones acquired before a refused one).
-  local permitId = string.format('%d.%03d-%s', now, tonumber(time[2]) % 1000, ARGV[6])
+  local permitId = string.format('%d.%03d-%s', now, nowMicros, ARGV[6])
   local deadline = now + inflightTtl
   local tokenKeyTtl = tokens[best][6]
   local inflightKey = KEYS[3 * best + 4]

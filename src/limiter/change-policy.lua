@@ -65,7 +65,9 @@ end
 if share ~= nil then
   local orgRate = redis.call('HGET', key, 'org') or change.fallbackOrg or ''
   local max = tonumber(string.match(orgRate, '^(%d+)/')) or 0
-  redis.call('HSET', key, 'reserve', math.ceil(max * share / 100 - 1e-9), 'reserveShare', tostring(share))
+  -- math.max: a share of 0 is ceil(-1e-9), which Lua writes as "-0".
+  local reserve = math.max(0, math.ceil(max * share / 100 - 1e-9))
+  redis.call('HSET', key, 'reserve', reserve, 'reserveShare', tostring(share))
 end
 
 redis.call('PUBLISH', ARGV[2], ARGV[3])

@@ -58,8 +58,8 @@
 ]]
 --- @keys 7
 --- @include "policy"
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--- @include "clock"
+local now = lt_now()
 
 local tokenId, permitId = ARGV[5], ARGV[6]
 local poolSize = tonumber(ARGV[7]) or 1

@@ -30,8 +30,8 @@
 ]]
 --- @keys 4+
 --- @include "policy"
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--- @include "clock"
+local now = lt_now()
 
 local tokenCount = (#KEYS - 4) / 3
 local policy = lt_policy(KEYS[#KEYS])

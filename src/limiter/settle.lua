@@ -22,8 +22,8 @@
   Nothing is published: a settle never frees budget earlier than a refusal's wait predicted.
 ]]
 --- @keys 4
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--- @include "clock"
+local now = lt_now()
 local permitId = ARGV[1]
 local abandon = ARGV[2] == 'abandon'
 
