@@ -18,7 +18,8 @@
   ARGV[4]  attempt id (unique per call: a replay of the same attempt merges nothing twice)
   ARGV[5]  update (JSON, '' for none: only the permit and the lease are freed): b bucket, c code, s status, e error, m message, k token id, x transfer id,
            d duration ms, n 1 when it counts as an attempt, ok 1 for a 200 that reads as a success,
-           lost 1 when the lease was taken over from an attempt that never finished
+           lost 1 when the lease was taken over from an attempt that never finished (kept in the
+           record as `ll` until a transfer is recorded, for a repeat answered to a later attempt)
   ARGV[6]  space-separated indexed buckets (see KEYS[12..])
   ARGV[7]  permit: 'response' (stamp now) | 'abandon' (stamp its deadline) | 'release' (never sent:
            return the budget) | '' (no permit)
@@ -88,7 +89,9 @@ local function because(c)
   if not contains(causes, c) then causes[#causes + 1] = c end
 end
 if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'transferred' then
-  if tonumber(u['lost']) == 1 then because('lost-lease') end
+  -- The lease may have been taken over by an earlier attempt that drew another answer (a 429, a 500):
+  -- the dead holder's call is as unknown now as it was then (field `ll`, kept for that).
+  if tonumber(u['lost']) == 1 or tonumber(old['ll']) == 1 then because('lost-lease') end
   for _, h in ipairs(list(old['h'])) do
     if type(h) == 'table' and h[2] == 'network-error' then because('no-answer') end
     if type(h) == 'table' and h[2] == 'bad-response' then because('unreadable-answer') end
@@ -172,8 +175,9 @@ if not replay and ARGV[5] ~= '' then
     rec['x'] = u['x']
   end
   if pr == 1 then rec['pr'] = 1 end
+  if tonumber(u['lost']) == 1 then rec['ll'] = 1 end
   -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
-  if u['b'] == 'transferred' then rec['pr'] = nil end
+  if u['b'] == 'transferred' then rec['pr'], rec['ll'] = nil, nil end
   if auditId ~= '' and not contains(list(rec['au']), auditId) then rec['au'] = push(list(rec['au']), auditId, 10) end
   rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, tonumber(u['d']) or 0}, 10)
   rec['ai'] = push(list(rec['ai']), attemptId, 10)

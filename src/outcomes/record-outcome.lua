@@ -30,7 +30,7 @@ local idx = lt_index_keys(ARGV[4], 5)
 local fail = lt_names(ARGV[3])
 
 local runDelta, orgDelta = {}, {}
-local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr'}
+local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr', 'll'}
 
 local results = {}
 for i = 7, #ARGV, 3 do

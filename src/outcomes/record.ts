@@ -82,6 +82,11 @@ export const recordSchema = z.object({
   ai: list(z.string()).optional(),
   /** 1: a 200 that may repeat a transfer whose own answer was lost (see finish-attempt.lua) */
   pr: z.number().optional(),
+  /**
+   * 1: an attempt took this learner's lease over from a holder that died mid-call (see finish-attempt.lua):
+   * a later repeat is a possible repeat, whatever that attempt itself was answered.
+   */
+  ll: z.number().optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
 

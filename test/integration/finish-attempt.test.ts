@@ -391,6 +391,20 @@ describe('finish(): a possible repeat', () => {
     expect((await store.get(org, 22))?.pr).toBeUndefined();
   });
 
+  it('a lost lease answered by something else (a 429) still flags the repeat a later attempt gets', async () => {
+    const org = newOrg();
+    await queued(org, [28]);
+    // The attempt that took the lease over was answered 429: the dead holder's call is still unknown.
+    const wait: Update = { b: 'retrying', c: 'rate-limited', s: 429, d: 5, n: 0, lost: 1 };
+    expect((await store.finish(args(org, 28, wait))).possibleRepeat).toBe(false);
+    const r = await store.finish(args(org, 28, alreadyInOrg({ s: 400, lost: 0 })));
+    expect(r.possibleRepeat).toBe(true);
+    expect((await store.get(org, 28))?.pr).toBe(1);
+    const [entry] = (await allAudit(org)).filter((e) => e.learnerId === 28);
+    expect(entry?.kind).toBe('possible-repeat');
+    expect(entry?.repeatCauses).toEqual(['lost-lease']);
+  });
+
   it('no flag after an answered failure, after a known transfer, or without lost', async () => {
     const org = newOrg();
     await queued(org, [24, 25, 26]);
