@@ -60,6 +60,8 @@ export class LedgerModel {
   readonly inOrg = new Set<number>();
   /** Learners with a BullMQ job (the repair sweep's concern). */
   readonly jobs = new Set<number>();
+  /** Holders whose lease another attempt took over: their call ended at their deadline, before it. */
+  readonly overtaken = new Set<string>();
 
   constructor(
     readonly learners: readonly number[],
@@ -97,6 +99,7 @@ export class LedgerModel {
     }
     if (now < lease.contested + this.graceMs)
       return { ok: false, waitMs: lease.contested + this.graceMs - now };
+    this.overtaken.add(lease.holder);
     return grant(true);
   }
 
