@@ -12,7 +12,15 @@ import type { FinishArgs } from '../../src/outcomes/store.ts';
 import { readSpool } from '../../src/worker/spool.ts';
 import type { LeaseVerdict } from './ledger-model.ts';
 import { replayOne, type ModelWorker } from './ledger-system.ts';
-import { ANSWERS, MAX_ATTEMPTS, RUN, type Abandoned, type AnswerKind, type World } from './ledger-world.ts';
+import {
+  ANSWERS,
+  MAX_ATTEMPTS,
+  RUN,
+  meet,
+  type Abandoned,
+  type AnswerKind,
+  type World,
+} from './ledger-world.ts';
 
 type Cmd = fc.AsyncCommand<World, World, false>;
 
@@ -44,6 +52,17 @@ class AcquireCmd implements Cmd {
         `${worker.name} acquire ${id} as ${holder} at ${r.now}: ${r.ok ? `granted${r.tookOver ? ' (took over)' : ''}` : `refused ${r.scope} ${r.waitMs}`}`,
       );
       expectVerdict(r, v, `${this} try ${tries}`);
+      meet(
+        r.ok
+          ? r.tookOver
+            ? 'lease taken over'
+            : 'lease granted'
+          : v.ok
+            ? 'lease refused'
+            : v.mark !== undefined
+              ? 'lease contested'
+              : 'lease refused',
+      );
       if (r.ok || !this.patient || tries >= 3) break;
       await sleep(r.waitMs + 1);
     }
@@ -54,6 +73,7 @@ class AcquireCmd implements Cmd {
       await worker.giveBack();
       s.model.finish({ org: s.org, learnerId: id, runId: RUN, at: 0, attemptId: 'give-back', holder });
       s.log.push(`${worker.name} found ${id} done: gave back`);
+      meet('found done under the lease: gave back');
     }
   }
   toString() {
@@ -88,6 +108,8 @@ class AnswerCmd implements Cmd {
     s.log.push(
       `${worker.name} answered ${outcome.code} for ${worker.learnerId}: ${args.attemptId} ${JSON.stringify(args.update)}`,
     );
+    meet(`answered ${outcome.code}${'status' in outcome ? ` ${outcome.status}` : ''}`);
+    if (s.model.overtaken.has(worker.holder)) meet('answered after its lease was taken over');
     // An answer that may have changed something is on disk before anything reaches Redis.
     const spooled = (await readSpool(worker.spoolPath)).map((e) => e.args.attemptId);
     expect(spooled, `${worker.name}'s spool`).toEqual(worker.effectful ? [args.attemptId] : []);
@@ -113,6 +135,13 @@ class FinishCmd implements Cmd {
       replayed: want.replayed,
       pr: want.possibleRepeat,
     });
+    if (r.possibleRepeat) meet('finished as a possible repeat');
+    if (args.update && want.bucket !== args.update.b)
+      meet(
+        isSuccessBucket(args.update.b)
+          ? "'transferred' kept over a repeat"
+          : 'a success kept over a later failure',
+      );
     await s.expectRecord(args.learnerId);
   }
   toString() {
@@ -156,6 +185,11 @@ class CrashCmd implements Cmd {
     const outstanding = worker.effectful && (worker.stage === 'answered' || worker.stage === 'finished');
     const midCall = worker.stage === 'holding' && this.landed;
     s.log.push(`${worker.name} crashed at ${worker.stage}${midCall ? ' (its call had landed)' : ''}`);
+    meet(
+      midCall
+        ? 'killed mid-call after it landed'
+        : `killed ${worker.stage}${outstanding ? ' with its answer spooled' : ''}`,
+    );
     if (midCall) s.effect(worker.learnerId, s.model.inOrg.has(worker.learnerId), false);
     const file = await worker.crash(s.abandonedDir);
     if (outstanding && args) {
@@ -185,6 +219,8 @@ class ReplayCmd implements Cmd {
     const merged = item.args.every((a) => s.model.records.get(a.learnerId)?.merged.includes(a.attemptId));
     const before = merged ? await s.snapshot() : undefined;
     const r = await replayOne(s.env.shared, item.file, s.dir, this.dies);
+    meet(merged ? 'replayed what was merged' : 'replayed what was not merged');
+    if (this.dies) meet('the replayer died before deleting the file');
     s.log.push(
       `replayed ${item.args.map((a) => a.attemptId).join(', ')}${this.dies ? ' (replayer died)' : ''}`,
     );
@@ -220,6 +256,8 @@ class RepairCmd implements Cmd {
     const { store, queues, redis } = s.env;
     const report = await repairOrg({ store, queues, redis }, s.org);
     s.log.push(`repair: ${JSON.stringify(report)}`);
+    if (report.readded > 0) meet('repair re-added a job');
+    if (report.recorded > 0) meet('repair recorded a job without a record');
     expect(
       {
         stranded: report.stranded,
@@ -293,6 +331,7 @@ export const commands = [
   step,
   fc.tuple(worker, fc.boolean()).map(([w, l]) => new CrashCmd(w, l)),
   fc.tuple(worker, fc.boolean()).map(([w, l]) => new CrashCmd(w, l)),
+  fc.tuple(fc.nat(3), fc.boolean()).map(([p, d]) => new ReplayCmd(p, d)),
   fc.tuple(fc.nat(3), fc.boolean()).map(([p, d]) => new ReplayCmd(p, d)),
   fc.constant(new RepairCmd()),
 ];

@@ -26,6 +26,10 @@ export const GRACE_MS = 5;
 export const RUN = 'run-1';
 export const MAX_ATTEMPTS = 5;
 
+/** What the runs met (reset per seed): a property that never took a lease over proves nothing of takeovers. */
+export const seen = new Map<string, number>();
+export const meet = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1);
+
 /** What every run shares: one Redis connection and key prefix, the stores, the budget, the spool root. */
 export interface Env {
   redis: RedisClient;
@@ -353,6 +357,8 @@ export class World {
           ).toEqual([e.transferId]);
         }
       } else if (rec) {
+        if (rec.possibleRepeat)
+          meet('a transfer whose answer was lost: its learner marked a possible repeat');
         expect(
           isSuccessBucket(rec.bucket) && !rec.possibleRepeat,
           `learner ${e.learnerId} moved by ${e.transferId} (answer lost) is ${rec.bucket} without a possible-repeat mark`,

@@ -9,7 +9,14 @@
 // must change nothing at all; at the end (every live attempt finished, every spool replayed): one record
 // per learner as the model says, every revocation audited exactly once (or its learner marked as a
 // possible repeat), the organization's and the run's counters equal to the records, each learner in
-// its own bucket's index only, every lease as the lease rules say.
+// its own bucket's index only, every lease as the lease rules say. Last, each seed's runs must have met
+// every kind of step, answer and edge those checks are about (NEEDED), or the test fails: a property that
+// never replayed a merged attempt would pass with nothing at stake.
+//
+// Not modelled: BullMQ taking and completing jobs (jobs exist for the sweep only), the budget (limits far
+// above what a run spends), claims, re-opens (retry, reconcile) and a second run, Redis refusing writes
+// (the Recorder's retry loop), and more than 10 merged attempts per learner (the record keeps the last 10
+// attempt ids and history entries, which the replay check and the possible-repeat rule read).
 //
 // Fixed seeds in CI. A failure prints its seed, its path and the shrunk command list (ending in
 // /*replayPath="..."*/), and what happened step by step. TEST_SEED=<seed> runs that seed alone; with
@@ -17,13 +24,41 @@
 // expiry is real time (Redis TIME, a TTL of a few ms), so a replay may take another turn where the
 // machine is slower; the model follows the times the scripts return, so either turn is checked.
 import fc from 'fast-check';
-import { afterAll, describe, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { commands, drain } from './ledger-commands.ts';
-import { openEnv, World, type Start } from './ledger-world.ts';
+import { openEnv, seen, World, type Start } from './ledger-world.ts';
 
 /** Runs per seed; three seeds: 300 interleavings per CI run. */
 const NUM_RUNS = 100;
 const SEEDS = [20_261_126, 7_411, 424_242];
+
+const NEEDED = [
+  'lease granted',
+  'lease refused',
+  'lease contested',
+  'lease taken over',
+  'answered after its lease was taken over',
+  'found done under the lease: gave back',
+  'answered transferred 200',
+  'answered already-in-org 200',
+  'answered already-in-org 400',
+  'answered bad-response 200',
+  'answered network-error',
+  'answered forbidden 403',
+  'answered server-error 500',
+  'answered rate-limited 429',
+  'finished as a possible repeat',
+  'a success kept over a later failure',
+  'killed mid-call after it landed',
+  'killed answered with its answer spooled',
+  'killed finished with its answer spooled',
+  'replayed what was merged',
+  'replayed what was not merged',
+  'the replayer died before deleting the file',
+  'repair re-added a job',
+  'repair recorded a job without a record',
+  'a transfer whose answer was lost: its learner marked a possible repeat',
+];
 
 const env = openEnv();
 afterAll(() => env.close());
@@ -57,6 +92,7 @@ const seeds = process.env.TEST_SEED ? [Number(process.env.TEST_SEED)] : SEEDS;
 describe('the ledger against its model', () => {
   for (const seed of seeds) {
     it(`seed ${seed}: finish-attempt, spool replays, lease takeovers and the repair sweep under two workers`, async () => {
+      seen.clear();
       await fc.assert(property, {
         seed,
         numRuns: NUM_RUNS,
@@ -64,6 +100,9 @@ describe('the ledger against its model', () => {
         timeout: 20_000,
         ...(process.env.TEST_PATH ? { path: process.env.TEST_PATH, endOnFailure: true } : {}),
       });
+      // Something was at stake: every kind of step and answer the checks are about was met.
+      const tallies = JSON.stringify(Object.fromEntries([...seen].sort()));
+      for (const what of NEEDED) expect(seen.get(what) ?? 0, `${what}: ${tallies}`).toBeGreaterThan(0);
     }, 120_000);
   }
 });
