@@ -136,6 +136,8 @@ async function refusalRun(
       expect(o.stderr, o.stderr.slice(-3000)).toMatch(/workers stopped \(idle\)/);
       expect(o.code, o.stderr.slice(-3000)).toBe(0);
     }
+    // The refusal was said: a worker's gate closed on it and logged so.
+    expect(outputs.map((o) => o.stderr).join('')).toMatch(/Redis does not take writes/);
     return await figures(harness, ids, linesBetween(outputs, refusedAt, restoredAt), callsWhileRefused);
   } finally {
     admin.disconnect();
