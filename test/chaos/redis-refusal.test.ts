@@ -91,7 +91,11 @@ const patches = (harness: Harness) => harness.sim.record.filter((r) => r.method 
 /** Waits (failing the test if they never come) for `n` transfer calls and, then, one call in flight. */
 async function waitForCalls(harness: Harness, n: number): Promise<void> {
   await waitForCount('transfer calls at the service', () => patches(harness).length, n);
-  await waitUntil('a transfer call in flight', () => patches(harness).some((r) => r.status === 0));
+  await waitForCount(
+    'transfer calls in flight',
+    () => patches(harness).filter((r) => r.status === 0).length,
+    1,
+  );
 }
 
 /**
