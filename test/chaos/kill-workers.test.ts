@@ -113,7 +113,7 @@ describe('SIGKILL, again and again', () => {
     const last = await runCommand(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);
     outputs.push(last);
     expect(last.stderr).toMatch(/workers stopped \(idle\)/);
-    // The three unknown ids end not-found: some learners failed, so exit 1.
+    // The two unknown ids end not-found: some learners failed, so exit 1.
     expect(last.code).toBe(1);
 
     const acme = await expectLedger(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
