@@ -12,9 +12,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
+import { atStake, expectAtStake, learnersPending } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
+import { waitForCount } from '../helpers/wait.ts';
 
 const TWO_ORGS = 'acme:sim-acme-1,acme:sim-acme-2,beta:sim-beta-1';
 let h: Harness | undefined;
@@ -150,11 +152,17 @@ describe('one call in flight per learner', () => {
     const ids = learnersNotIn('acme', 60);
     await harness.enqueueIds(ids);
     const workers = [0, 1].map(() => spawnCli(['work', '--until-idle', '--concurrency', '8'], harness.env));
-    const deadline = Date.now() + 30_000;
-    while (harness.sim.record.filter((r) => r.method === 'PATCH').length < 10 && Date.now() < deadline)
-      await sleep(20);
+    await waitForCount(
+      'transfer calls at the service',
+      () => harness.sim.record.filter((r) => r.method === 'PATCH').length,
+      10,
+    );
     const pauser = new Redis(redis.url);
+    await pauser.ping();
+    // Calls take 400-900 ms: the pause meets the ones in flight, whose leases and job locks it outlasts.
+    const stake = atStake(harness.sim, ids, 'the Redis pause');
     await pauser.call('CLIENT', 'PAUSE', '8000', 'ALL');
+    expectAtStake(stake);
     await sleep(8500);
     pauser.disconnect();
     const results = await Promise.all(workers.map((w) => waitExit(w, 150_000)));
@@ -180,6 +188,8 @@ describe('the record first', () => {
         LT_FAULT_KILL_AT: `${step}:5`,
       });
       expect(killed.signal).toBe('SIGKILL');
+      // The kill fell mid-run: learners were still to be called.
+      expect(learnersPending(h.sim, ids), 'learners pending at the kill').toBeGreaterThan(0);
       const spool = join(h.dir, 'spool');
       const last = await runCommand(['work', '--until-idle', '--concurrency', '4'], h.env, 120_000);
       expect(last.code, last.stderr.slice(-2000)).toBe(0);

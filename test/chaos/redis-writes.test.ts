@@ -146,19 +146,34 @@ describe('checkRedisWrites names the cause', () => {
   });
 
   it('high-water: above the mark the probe goes through, yet writable is false', async () => {
+    // used_memory moves between two reads by more than the data: a client's query and reply buffers grow
+    // and shrink in 16 KB steps (clientsCron resizes them on its own schedule, and a big SCAN or UNLINK
+    // an earlier test ran leaves a big one behind for a while), a replication backlog (left by a
+    // REPLICAOF test) takes 16 KB blocks. Against the ~1.1 MB of an empty Redis, a mark 6% away is 65 KB,
+    // within those swings: the second probe could find Redis above maxmemory and be refused (OOM). With
+    // 8 MB of ballast of its own the same swings move the ratio by well under 1%, whatever ran before.
+    const ballast = `${PREFIX}:ballast`;
+    const fill = r.pipeline();
+    for (let i = 0; i < 160; i++) fill.set(`${ballast}:${i}`, 'b'.repeat(50_000));
+    await fill.exec();
+    // Halfway between the two marks the test uses (90% and 99%).
+    const target = 0.945;
     const used = Number(await infoField('memory', 'used_memory'));
-    await r.config('SET', 'maxmemory', String(Math.floor(used / 0.94)));
+    await r.config('SET', 'maxmemory', String(Math.floor(used / target)));
     try {
       await r.del(PROBE);
       const s = await check();
       expect(s).toMatchObject({ writable: false, cause: 'high-water' });
       expect(s.memoryRatio).toBeGreaterThan(0.9);
+      expect(s.memoryRatio).toBeLessThan(0.99);
       expect(s.message).toMatch(/^Redis is at 9\d% of maxmemory, above the high-water mark of 90%/);
       expect(await r.exists(PROBE)).toBe(1);
       // A mark of 99% lets the same Redis through.
-      expect((await checkRedisWrites(r, { probeKey: PROBE, highWater: 0.99 })).cause).toBe('ok');
+      const through = await checkRedisWrites(r, { probeKey: PROBE, highWater: 0.99 });
+      expect(through.cause, JSON.stringify(through)).toBe('ok');
     } finally {
       await r.config('SET', 'maxmemory', '0');
+      await deletePrefix(r, ballast);
     }
   });
 

@@ -1,7 +1,6 @@
 // Redis faults, on redis-servers of the test's own (own port, own directory, AOF on): restarted mid-run
 // (workers reconnect and finish, nothing lost), unreachable at start (a clear message, retries, exit 4),
 // coming up late (the worker waits for it), and an eviction policy that could drop jobs (a warning).
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.ts';
 import { connectRedis } from '../../src/redis/client.ts';
@@ -10,9 +9,11 @@ import { EXIT } from '../../src/cli/shared.ts';
 import { Redis } from 'ioredis';
 import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
+import { atStake, expectAtStake } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
+import { waitFor, waitForCount } from '../helpers/wait.ts';
 
 const servers: OwnRedis[] = [];
 let h: Harness | undefined;
@@ -47,13 +48,13 @@ describe('Redis faults', () => {
     await harness.enqueueIds(ids);
     const workers = [0, 1].map(() => spawnCli(['work', '--until-idle', '--concurrency', '6'], harness.env));
     const moved = () => harness.sim.record.filter((r) => r.effectApplied).length;
-    const deadline = Date.now() + 30_000;
-    while (moved() < 40 && Date.now() < deadline) await sleep(20);
-    const before = moved();
+    await waitForCount('learners moved', moved, 40);
+    // The restart stops Redis first thing: what is in flight now is what it meets.
+    const stake = atStake(harness.sim, ids, 'the Redis restart');
     // Down for 1.5 s: longer than a request, shorter than a job lock.
     await redis.restart(1500);
+    expectAtStake(stake);
     const results = await Promise.all(workers.map((w) => waitExit(w, 120_000)));
-    expect(before).toBeLessThan(ids.length);
     for (const r of results) {
       expect(r.stderr).toMatch(/workers stopped \(idle\)/);
       expect(r.code, r.stderr.slice(-2000)).toBe(0);
@@ -96,8 +97,12 @@ describe('Redis faults', () => {
       LEARNER_API_BASE_URL: 'http://127.0.0.1:9',
       LEARNER_API_TOKENS: 'acme:late-test-token',
     });
-    const waitFor = Date.now() + 20_000;
-    while (!child.output.stderr.includes('retrying') && Date.now() < waitFor) await sleep(50);
+    await waitFor(
+      "work to say it is retrying (stderr: 'retrying')",
+      () => child.output.stderr,
+      (stderr) => stderr.includes('retrying'),
+      { everyMs: 50 },
+    );
     expect(child.output.stderr).toContain('Redis does not answer yet');
     servers.push(await startOwnRedis([], port));
     const r = await waitExit(child, 60_000);
@@ -118,9 +123,11 @@ describe('Redis faults', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("maxmemory-policy is 'allkeys-lru'");
     expect(r.stderr).toContain('Set maxmemory-policy noeviction');
-    // A noeviction server gets no such warning.
+    // A noeviction server (one of this test's own) gets no such warning.
+    const noeviction = await startOwnRedis(['--maxmemory-policy', 'noeviction']);
+    servers.push(noeviction);
     const quiet: string[] = [];
-    const ok = await connectRedis(standaloneTarget(servers[0]?.url ?? ''), {
+    const ok = await connectRedis(standaloneTarget(noeviction.url), {
       logger: createLogger({ destination: { write: (l: string) => void quiet.push(l) } }),
     });
     await ok.quit();

@@ -7,9 +7,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SimulatorOptions } from '../../src/simulator/index.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
+import { aimAtCallInFlight, expectAtStake } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { waitFor, waitForCount } from '../helpers/wait.ts';
 
 let h: Harness | undefined;
 let proxy: TcpProxy | undefined;
@@ -59,10 +61,11 @@ describe('a failing service', () => {
     });
 
     // Down for a while once a third has moved, then back with the same faults.
-    const deadline = Date.now() + 30_000;
     const moved = () => harness.sim.record.filter((r) => r.effectApplied).length;
-    while (moved() < 50 && Date.now() < deadline) await sleep(20);
+    await waitForCount('learners moved', moved, 50);
+    const stake = await aimAtCallInFlight(harness.sim, ids, 'the service going down');
     harness.sim.setFaults({ down: true });
+    expectAtStake(stake);
     await sleep(2500);
     const downAnswers = harness.sim.record.filter((r) => r.result === 'down').length;
     harness.sim.setFaults({ errorRate: 0.3, resetRate: 0.05, truncateRate: 0.05, latencyAfterMs: [5, 40] });
@@ -107,14 +110,21 @@ describe('a failing service', () => {
       untilIdle: true,
       idleCheckMs: 200,
     });
-    await sleep(2000);
+    // Down before the first call: what is at stake is every learner, and the workers' tries to reach it.
+    const waiting = await waitFor(
+      'a learner to record the refused connection (network-error)',
+      () => harness.ctx.store.getMany('acme', ids),
+      (records) => records.some((r) => r?.c === 'network-error'),
+      { show: (records) => JSON.stringify(records.map((r) => r?.c)) },
+    );
     expect(harness.sim.record).toHaveLength(0);
-    const waiting = await harness.ctx.store.getMany('acme', ids);
-    expect(waiting.filter((r) => r?.c === 'network-error').length).toBeGreaterThan(0);
     expect(waiting.every((r) => r?.b === 'queued' || r?.b === 'retrying')).toBe(true);
     expect(waiting.every((r) => r?.a === 0)).toBe(true);
-    const view = await harness.ctx.budget.peek('acme', []);
-    expect(view.org.blocked?.reason).toBe('unreachable');
+    await waitFor(
+      'the organization blocked as unreachable',
+      () => harness.ctx.budget.peek('acme', []),
+      (view) => view.org.blocked?.reason === 'unreachable',
+    );
     await p.up();
 
     const result = await handle.done;
@@ -144,10 +154,10 @@ describe('a failing service', () => {
       untilIdle: true,
       idleCheckMs: 200,
     });
-    const deadline = Date.now() + 30_000;
-    while (harness.sim.record.filter((r) => r.effectApplied).length < 20 && Date.now() < deadline)
-      await sleep(10);
+    await waitForCount('learners moved', () => harness.sim.record.filter((r) => r.effectApplied).length, 20);
+    const stake = await aimAtCallInFlight(harness.sim, ids, 'the proxy going down');
     await p.down();
+    expectAtStake(stake);
     await sleep(2500);
     await p.up();
 

@@ -8,9 +8,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
+import { atStake, expectAtStake } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import type { RequestRecord } from '../../src/simulator/index.ts';
+import { waitFor, waitUntil } from '../helpers/wait.ts';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -18,14 +20,13 @@ afterEach(async () => {
   h = undefined;
 });
 
-/** Waits for `check`, failing the test (not giving up in silence) when it does not come in time. */
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
+/** The workers' REQUEST_TIMEOUT in these runs (ms). */
+const REQUEST_TIMEOUT_MS = 4000;
+/**
+ * How far a reported stall may exceed the measured freeze: the event loop's lag before the SIGSTOP took
+ * hold and the wake's delay after SIGCONT (both milliseconds on an idle machine; 5x headroom for a busy one).
+ */
+const WAKE_SLACK_MS = 1500;
 
 const patches = (harness: Harness): RequestRecord[] => harness.sim.record.filter((r) => r.method === 'PATCH');
 const inFlight = (harness: Harness): RequestRecord[] => patches(harness).filter((r) => r.status === 0);
@@ -49,7 +50,12 @@ describe('a worker frozen past its request timeout', () => {
           repeatMode: body === 'cut' ? 'error' : 'mixed',
           faults: { latencyAfterMs: [1000, 3000], ...(body === 'cut' ? { truncateRate: 1 } : {}) },
         },
-        env: { REQUEST_TIMEOUT: '4s', LIMIT_PER_TOKEN: '200/1s', LIMIT_PER_ORG: '400/1s', LOG_LEVEL: 'info' },
+        env: {
+          REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+          LIMIT_PER_TOKEN: '200/1s',
+          LIMIT_PER_ORG: '400/1s',
+          LOG_LEVEL: 'info',
+        },
       });
       const harness = h;
       const ids = learnersNotIn('acme', 40);
@@ -59,10 +65,16 @@ describe('a worker frozen past its request timeout', () => {
       // Twice: frozen for 7 s (longer than REQUEST_TIMEOUT) while at least 5 calls are in flight.
       const freezes: { from: number; to: number; calls: number[] }[] = [];
       for (let i = 0; i < 2; i++) {
-        await until('5 calls in flight', () => inFlight(harness).length >= 5);
+        await waitFor(
+          `5 calls in flight before freeze ${i + 1}`,
+          () => inFlight(harness).length,
+          (n) => n >= 5,
+        );
         const calls = inFlight(harness).map((r) => r.seq);
+        const stake = atStake(harness.sim, ids, `freeze ${i + 1}`);
         const from = Date.now();
         worker.kill('SIGSTOP');
+        expectAtStake(stake, 5);
         await sleep(7000);
         const to = Date.now();
         worker.kill('SIGCONT');
@@ -104,13 +116,21 @@ describe('a worker frozen past its request timeout', () => {
       const outcomes = lines.filter((l) => l.msg === 'transfer outcome');
       expect(outcomes.filter((l) => l.code === 'network-error')).toEqual([]);
       expect(result.stderr).not.toMatch(/aborted due to timeout/);
-      // Each freeze logged once, as a stall with its length (the part of it past a call's timeout).
+      // Each freeze logged once, after its wake, as a stall with its length: how late the earliest call
+      // timer fired. That timer was due at most REQUEST_TIMEOUT after the freeze began and no earlier than
+      // it began (an earlier one had fired), and the worker woke at the freeze's end: so the stall is the
+      // measured freeze less at most REQUEST_TIMEOUT, and not longer than the freeze.
       const stalls = lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('was stalled for'));
       expect(stalls.map((l) => l.stalledMs)).toHaveLength(2);
-      for (const s of stalls) {
-        expect(s.stalledMs as number).toBeGreaterThanOrEqual(2500);
-        expect(s.stalledMs as number).toBeLessThan(8000);
-      }
+      freezes.forEach((f, i) => {
+        const s = stalls[i] as Record<string, unknown>;
+        const stalledMs = s.stalledMs as number;
+        const frozenMs = f.to - f.from;
+        const account = `freeze ${i + 1}: ${frozenMs} ms, logged ${JSON.stringify(s)}`;
+        expect(s.time as number, account).toBeGreaterThanOrEqual(f.to);
+        expect(stalledMs, account).toBeGreaterThanOrEqual(frozenMs - REQUEST_TIMEOUT_MS - 250);
+        expect(stalledMs, account).toBeLessThanOrEqual(frozenMs + WAKE_SLACK_MS);
+      });
 
       const records = await harness.ctx.store.getMany('acme', ids);
       if (body === 'whole') {
@@ -147,22 +167,25 @@ describe('a worker frozen past its request timeout', () => {
     const callsOf = (id: number) => patches(harness).filter((r) => r.learnerId === id);
 
     const a = spawnCli(['work', '--until-idle', '--concurrency', '3'], harness.env);
-    await until('all 3 calls of worker A in flight', () => inFlight(harness).length === 3);
+    await waitFor(
+      'all 3 calls of worker A in flight',
+      () => inFlight(harness).length,
+      (n) => n === 3,
+    );
     const leasesOfA = await Promise.all(ids.map(leaseOf));
+    const stake = atStake(harness.sim, ids, "worker A's freeze");
     a.kill('SIGSTOP');
+    expectAtStake(stake, 3);
     // Worker B finds A's jobs stalled, waits out A's leases and their grace, and calls again.
     const b = spawnCli(['work', '--until-idle', '--concurrency', '3'], {
       ...harness.env,
       SPOOL_DIR: join(harness.dir, 'spool-b'),
     });
-    let taken = 0;
-    await until(
+    const taken = await waitFor(
       "worker B's call for a learner A holds",
-      () => {
-        taken = ids.find((id) => callsOf(id).length === 2 && callsOf(id)[1]?.status === 0) ?? 0;
-        return taken > 0;
-      },
-      60_000,
+      () => ids.find((id) => callsOf(id).length === 2 && callsOf(id)[1]?.status === 0) ?? 0,
+      (id) => id > 0,
+      { timeoutMs: 60_000, show: () => JSON.stringify(ids.map((id) => callsOf(id).map((r) => r.status))) },
     );
     const leaseOfB = await leaseOf(taken);
     expect(leaseOfB, 'the lease was taken over').not.toBe(leasesOfA[ids.indexOf(taken)]);
@@ -173,7 +196,7 @@ describe('a worker frozen past its request timeout', () => {
 
     // A wakes and records the answer it had: the learner's transfer, with what it revoked. B is still in
     // flight (its answer takes 2.5 s or more), and A's write left B's lease in place.
-    await until(
+    await waitUntil(
       "A's record of the transfer",
       async () => (await harness.ctx.store.get('acme', taken))?.b === 'transferred',
     );

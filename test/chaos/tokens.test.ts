@@ -1,13 +1,14 @@
 // A token revoked mid-run: its work pauses with an alert, the other token of its organization goes on;
 // an organization whose only token is revoked keeps its learners waiting (no attempt used) and
 // `work --until-idle` stops with exit 6 instead of hanging.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli/shared.ts';
 import { tokenFingerprint } from '../../src/core/config.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
+import { aimAtCallInFlight, expectAtStake } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let h: Harness;
 const acmeIds: number[] = [];
@@ -20,6 +21,8 @@ beforeAll(async () => {
     tag: 'chaos-tokens',
     sim: {
       learners: 600,
+      // A call takes a moment, so that the revocation can fall while calls are in flight.
+      faults: { latencyAfterMs: [20, 60] },
       limits: {
         perToken: { max: 10, windowMs: 2000 },
         perOrg: { max: 40, windowMs: 2000 },
@@ -43,12 +46,17 @@ describe('tokens revoked mid-run', () => {
     const { runId } = await h.enqueueIds(acmeIds, 'acme');
     await h.enqueueIds(betaIds, 'beta', { runId });
     const worker = spawnCli(['work', '--until-idle', '--concurrency', '4'], h.env);
-    const deadline = Date.now() + 30_000;
     const moved = (org: string) => h.sim.record.filter((r) => r.effectApplied && r.org === org).length;
-    while ((moved('acme') < 10 || moved('beta') < 5) && Date.now() < deadline) await sleep(20);
+    await waitFor(
+      'acme to move 10 learners and beta 5',
+      () => ({ acme: moved('acme'), beta: moved('beta') }),
+      (m) => m.acme >= 10 && m.beta >= 5,
+    );
+    const stake = await aimAtCallInFlight(h.sim, [...acmeIds, ...betaIds], 'the revocation');
     h.sim.revokeToken('sim-acme-1');
     h.sim.revokeToken('sim-beta-1');
     const revokedAt = h.sim.record.length;
+    expectAtStake(stake);
     const r = await waitExit(worker, 120_000);
 
     expect(r.code, r.stderr.slice(-3000)).toBe(EXIT.unauthorized);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -19,12 +20,12 @@ afterAll(async () => {
 describe('the README commands', () => {
   it('simulate serves the spec until Ctrl-C', async () => {
     const child = spawnCli(['simulate', '--port', '0', '--limit-per-token', '10/4s'], {});
-    const deadline = Date.now() + 20_000;
-    while (!/http:\/\/127\.0\.0\.1:\d+/.test(child.output.stdout) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(child.output.stdout)?.[0];
-    expect(url).toBeDefined();
+    const url = (await waitFor(
+      'simulate to print its address',
+      () => /http:\/\/127\.0\.0\.1:\d+/.exec(child.output.stdout)?.[0],
+      (u) => u !== undefined,
+      { timeoutMs: 20_000, everyMs: 50, show: () => child.output.stdout.slice(-600) },
+    )) as string;
     const res = await fetch(`${url}/1/learner?page=2`, {
       headers: {
         authorization: 'Bearer sim-acme-1',

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
 import { freePort } from '../helpers/redis-server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 describe('demo', () => {
   it('transfers jobs.example.csv on the simulator within the limits and writes the reports', async () => {
@@ -69,14 +70,14 @@ describe('demo with the dashboard', () => {
       ],
       { REDIS_URL },
     );
-    const deadline = Date.now() + 90_000;
-    while (
-      !child.output.stdout.includes('dashboard http') &&
-      Date.now() < deadline &&
-      child.exitCode === null
-    ) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // The run first, then the dashboard line; a demo that exits instead fails here, saying so.
+    await waitFor(
+      'the demo to print its dashboard address',
+      () => ({ stdout: child.output.stdout, exitCode: child.exitCode }),
+      (o) => o.stdout.includes('dashboard http') || o.exitCode !== null,
+      { timeoutMs: 90_000, everyMs: 100, show: (o) => `exit ${o.exitCode}, stdout ${o.stdout.slice(-600)}` },
+    );
+    expect(child.exitCode, child.output.stderr.slice(-2000)).toBeNull();
     expect(child.output.stdout).toContain(`dashboard http://localhost:${port}/`);
     const page = await fetch(`http://127.0.0.1:${port}/failures`);
     expect(page.status).toBe(200);

@@ -1,8 +1,10 @@
 // A worker process killed with SIGKILL mid-run, then another started: nothing lost (every learner ends
 // in a final state), nothing transferred twice (the simulator saw each learner change owner once).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aimAtCallInFlight, expectAtStake } from '../helpers/at-stake.ts';
 import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
+import { waitForCount } from '../helpers/wait.ts';
 
 let h: Harness;
 const ids = learnersNotIn('acme', 160);
@@ -32,16 +34,14 @@ describe('SIGKILL of a worker mid-run', () => {
     await h.enqueueIds(ids);
 
     const first = spawnCli(['work', '--concurrency', '8'], h.env);
-    // Kill it while requests are in flight: wait until some transfers have happened, not all.
-    const deadline = Date.now() + 30_000;
-    while (h.sim.record.filter((r) => r.effectApplied).length < 30 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Kill it while requests are in flight: once some transfers have happened, at a call in flight.
+    await waitForCount('learners moved', () => h.sim.record.filter((r) => r.effectApplied).length, 30);
+    const stake = await aimAtCallInFlight(h.sim, ids, 'the SIGKILL');
     first.kill('SIGKILL');
+    expectAtStake(stake);
     const killed = await waitExit(first);
     expect(killed.signal).toBe('SIGKILL');
     const before = h.sim.record.filter((r) => r.effectApplied).length;
-    expect(before).toBeGreaterThanOrEqual(30);
     expect(before).toBeLessThan(ids.length);
 
     const second = await runCommand(['work', '--until-idle', '--concurrency', '8'], h.env, 120_000);

@@ -1,19 +1,22 @@
 // The main job end to end: a CSV with good, bad and duplicate rows goes in; every valid learner ends
 // transferred or already-in-org (or the failure the service gives it); the simulator shows each learner
 // changed owner at most once and no limit was exceeded; the report matches the simulator's state.
+// The run is built once, by whichever test needs it first (each test passes alone and in any order); the
+// tests that read it change nothing in it, and the retry test, which does, has a harness of its own.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
+import { enqueueCsv, type EnqueueCsvSummary } from '../../src/queue/enqueue-csv.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { writeReport, writeSplit } from '../../src/ops/report.ts';
 import { collectStatus } from '../../src/ops/status.ts';
 import { retryFailed } from '../../src/ops/retry.ts';
-import { startWorkers } from '../../src/worker/run-workers.ts';
+import { startWorkers, type WorkResult } from '../../src/worker/run-workers.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
+const harnesses: Harness[] = [];
 // Learners 1..300; learner i belongs to org (i-1)%3: 1=acme, 2=beta, 3=gamma. acme holds 1, 4, 7, ...
 const ACME = (id: number) => (id - 1) % 3 === 0;
 const transferable = Array.from({ length: 90 }, (_, i) => i + 2).filter(
@@ -24,8 +27,9 @@ const FORBIDDEN = 29;
 const FAILING = 41;
 const MISSING = 999_999;
 
-beforeAll(async () => {
-  h = await startHarness({
+async function newHarness(tag: string): Promise<Harness> {
+  const harness = await startHarness({
+    tag,
     sim: {
       learners: 300,
       forbiddenLearnerIds: [FORBIDDEN],
@@ -38,9 +42,15 @@ beforeAll(async () => {
       },
     },
   });
+  harnesses.push(harness);
+  return harness;
+}
+
+beforeAll(async () => {
+  h = await newHarness('e2e');
 });
 afterAll(async () => {
-  await h?.close();
+  for (const harness of harnesses) await harness.close();
 });
 
 function csvText(): string {
@@ -59,18 +69,40 @@ function csvText(): string {
   return `${rows.join('\r\n')}\r\n`;
 }
 
-describe('CSV to outcomes', () => {
-  const runId = newRunId();
-  let file: string;
+interface Built {
+  runId: string;
+  file: string;
+  rejectsFile: string;
+  enqueued: EnqueueCsvSummary;
+  worked: WorkResult;
+}
 
+/** The cohort enqueued into a run of its own and worked until idle. */
+async function build(harness: Harness): Promise<Built> {
+  const runId = newRunId();
+  const file = harness.writeFile(`cohort-${runId}.csv`, `\ufeff${csvText()}`);
+  await harness.ctx.runs.create({ id: runId, kind: 'csv', source: 'cohort.csv', orgs: [] });
+  const rejectsFile = join(harness.dir, `rejects-${runId}.csv`);
+  const enqueued = await enqueueCsv(
+    { producer: harness.ctx.producer, runs: harness.ctx.runs },
+    { file, knownOrgs: harness.config.orgs, runId, rejectsFile },
+  );
+  const worked = await startWorkers(harness.ctx, {
+    orgs: ['acme'],
+    concurrency: 10,
+    untilIdle: true,
+    idleCheckMs: 200,
+  }).done;
+  return { runId, file, rejectsFile, enqueued, worked };
+}
+
+let shared: Promise<Built> | undefined;
+/** The shared run, built by the first test that asks for it. */
+const built = (): Promise<Built> => (shared ??= build(h));
+
+describe('CSV to outcomes', () => {
   it('enqueues the valid rows and rejects the rest with line numbers', async () => {
-    file = h.writeFile('cohort.csv', `\ufeff${csvText()}`);
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'cohort.csv', orgs: [] });
-    const rejectsFile = join(h.dir, 'rejects.csv');
-    const s = await enqueueCsv(
-      { producer: h.ctx.producer, runs: h.ctx.runs },
-      { file, knownOrgs: h.config.orgs, runId, rejectsFile },
-    );
+    const { enqueued: s, rejectsFile } = await built();
     const valid = transferable.length + alreadyInAcme.length + 3;
     expect(s.valid).toBe(valid);
     expect(s.enqueued).toBe(valid);
@@ -86,13 +118,7 @@ describe('CSV to outcomes', () => {
   });
 
   it('workers finish every learner in a known final state, within the limits', async () => {
-    const handle = startWorkers(h.ctx, {
-      orgs: ['acme'],
-      concurrency: 10,
-      untilIdle: true,
-      idleCheckMs: 200,
-    });
-    const result = await handle.done;
+    const { runId, worked: result } = await built();
     expect(result.reason).toBe('idle');
     expect(result.failed).toBe(3); // forbidden, not-found, and the always-500 after its attempts
     expect(result.succeeded).toBe(transferable.length + alreadyInAcme.length);
@@ -133,6 +159,7 @@ describe('CSV to outcomes', () => {
   });
 
   it('keeps the audit record of every transfer: groups and revoked authorizations', async () => {
+    await built();
     const id = transferable[0] as number;
     const r = await h.ctx.store.get('acme', id);
     const [entry] = await h.ctx.store.auditEntries('acme', r?.au ?? []);
@@ -142,6 +169,7 @@ describe('CSV to outcomes', () => {
   });
 
   it('the report matches the simulator state, and the split files add up', async () => {
+    const { runId } = await built();
     const out = join(h.dir, 'report.csv');
     const rows = await writeReport(h.ctx.store, { orgs: ['acme'], runId }, { format: 'csv', out });
     expect(rows).toBe(transferable.length + 6);
@@ -159,6 +187,7 @@ describe('CSV to outcomes', () => {
   });
 
   it('the same file again enqueues nothing new', async () => {
+    const { file } = await built();
     const s = await enqueueCsv(
       { producer: h.ctx.producer, runs: h.ctx.runs },
       { file, knownOrgs: h.config.orgs, runId: newRunId(), rejectsFile: join(h.dir, 'rejects2.csv') },
@@ -169,22 +198,39 @@ describe('CSV to outcomes', () => {
   });
 
   it('retry re-queues the failures with fresh attempts, in their own run', async () => {
-    const s = await retryFailed(h.ctx, { orgs: ['acme'], status: 'server-error' });
+    // It changes what it retries: a harness and a run of its own, with the failure and a learner it
+    // must leave alone.
+    const own = await newHarness('e2e-retry');
+    const { runId } = await own.enqueueIds([FAILING, transferable[0] as number]);
+    const first = await own.workUntilIdle({ concurrency: 5 });
+    expect(first).toMatchObject({ reason: 'idle', failed: 1, succeeded: 1 });
+    expect((await own.ctx.store.get('acme', FAILING))?.a).toBe(4);
+
+    const s = await retryFailed(own.ctx, { orgs: ['acme'], status: 'server-error' });
     expect(s.requeued).toBe(1);
-    expect((await h.ctx.store.get('acme', FAILING))?.b).toBe('queued');
-    expect((await h.ctx.store.runCounts('acme', runId))['server-error'] ?? 0).toBe(0);
-    const handle = startWorkers(h.ctx, { orgs: ['acme'], concurrency: 5, untilIdle: true, idleCheckMs: 200 });
+    expect((await own.ctx.store.get('acme', FAILING))?.b).toBe('queued');
+    expect((await own.ctx.store.runCounts('acme', runId))['server-error'] ?? 0).toBe(0);
+    const handle = startWorkers(own.ctx, {
+      orgs: ['acme'],
+      concurrency: 5,
+      untilIdle: true,
+      idleCheckMs: 200,
+    });
     const result = await handle.done;
-    expect(result.reason).toBe('idle');
-    const after = await h.ctx.store.get('acme', FAILING);
+    expect(result).toMatchObject({ reason: 'idle', failed: 1, succeeded: 0 });
+    const after = await own.ctx.store.get('acme', FAILING);
     // The service still fails this learner: four fresh attempts (eight in all), then final again.
     expect(after?.b).toBe('server-error');
     expect(after?.a).toBe(8);
     expect(after?.r).toBe(runId);
-    expect((await h.ctx.store.runCounts('acme', runId))['server-error']).toBe(1);
+    expect((await own.ctx.store.runCounts('acme', runId))['server-error']).toBe(1);
+    // The learner that succeeded was not touched: one call, still transferred.
+    expect((await own.ctx.store.get('acme', transferable[0] as number))?.b).toBe('transferred');
+    expect(own.sim.record.filter((r) => r.learnerId === transferable[0]).length).toBe(1);
   });
 
   it('status shows counts, budgets and an ETA', async () => {
+    await built();
     const st = await collectStatus(h.ctx);
     const acme = st.orgs.find((o) => o.org === 'acme');
     expect(acme?.remaining).toBe(0);
@@ -194,6 +240,7 @@ describe('CSV to outcomes', () => {
   });
 
   it('no token in Redis or in the logs', async () => {
+    await built();
     const dump = (await dumpPrefix(h.ctx.redis, h.prefix)).join('\n');
     expect(dump.length).toBeGreaterThan(1000);
     const logs = h.logLines.join('');
