@@ -20,6 +20,7 @@ const shared = {
   hookTimeout: 60_000,
   pool: 'forks' as const,
   globalSetup: ['test/helpers/global-setup.ts'],
+  setupFiles: ['test/helpers/setup-file.ts'],
 };
 
 export default defineConfig({

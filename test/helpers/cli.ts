@@ -7,15 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { NO_PERSISTENCE_WARNING } from '../../src/redis/client.ts';
 import { run } from '../../src/cli/run.ts';
+import { track } from './children.ts';
 
 export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'learner-transfer.js');
-
-// A test that times out must not leave a CLI running (a demo's workers would take other tests' jobs).
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
-});
 
 export interface CliResult {
   code: number | null;
@@ -35,8 +30,8 @@ export function spawnCli(
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as ChildProcess & { output: { stdout: string; stderr: string } };
   child.output = { stdout: '', stderr: '' };
-  live.add(child);
-  child.once('exit', () => live.delete(child));
+  // A test that fails or times out must not leave a CLI running (its workers would take other jobs).
+  track(child);
   child.stdout?.on('data', (d: Buffer) => (child.output.stdout += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (child.output.stderr += d.toString()));
   return child;
