@@ -11,6 +11,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('redisTopologies', { url, token });
   return async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    await owner.stop();
+    try {
+      await owner.stop();
+    } catch (err) {
+      // vitest 4 prints an error of a global teardown and still exits 0: a redis-server left running
+      // (or one that would not stop) must fail the run.
+      process.exitCode = 1;
+      throw err;
+    }
   };
 }
