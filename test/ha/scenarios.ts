@@ -244,10 +244,11 @@ export function haSuite(mode: Mode): void {
     });
 
     it('a master SIGKILLed mid-run: workers go on by themselves; nothing lost, nobody moved twice, no 429', async () => {
-      // Calls that take a while (as long as asking the topology's owner to kill may take on a busy
-      // machine), so that the kill meets some of them on the wire.
-      const h = await run('fail', [150, 300]);
-      const ids = learnersNotIn('gamma', 240, 400);
+      // Calls that take a while (longer than asking the topology's owner to kill takes on a busy
+      // machine: 10-20 ms), so that the kill meets some of them on the wire.
+      const h = await run('fail', [80, 160]);
+      // Enough that most are still to move at the kill (about 40 have moved by then).
+      const ids = learnersNotIn('gamma', 160, 400);
       const { summary } = await h.enqueueIds(ids, 'gamma');
       expect(summary.enqueued).toBe(ids.length);
       await topo.waitForReplication();
@@ -262,19 +263,22 @@ export function haSuite(mode: Mode): void {
       let failover: FailoverResult;
       let seenInFlight = 0;
       try {
-        await waitForCount('transfers before the kill', moved, 40, { timeoutMs: 60_000 });
-        await waitForCount('transfer calls in flight', inFlight, 2, { everyMs: 2 });
-        seenInFlight = Date.now();
-        await topo.kill(port);
-        failover = await topo.waitForFailover(port);
-      } catch (err) {
-        for (const w of workers) w.kill('SIGKILL');
-        throw err;
+        try {
+          await waitForCount('transfers before the kill', moved, 40, { timeoutMs: 60_000 });
+          await waitForCount('transfer calls in flight', inFlight, 2, { everyMs: 2 });
+          seenInFlight = Date.now();
+          await topo.kill(port);
+          failover = await topo.waitForFailover(port);
+        } catch (err) {
+          for (const w of workers) w.kill('SIGKILL');
+          throw err;
+        }
+        const done = await Promise.all(workers.map((w) => waitExit(w, 120_000)));
+        for (const d of done) expect(d.code, d.stderr.slice(-3000)).toBe(0);
+      } finally {
+        // The next test or file gets the topology whole again, whatever happened here.
+        await topo.heal();
       }
-      const done = await Promise.all(workers.map((w) => waitExit(w, 120_000)));
-      for (const d of done) expect(d.code, d.stderr.slice(-3000)).toBe(0);
-      // The next test or file gets the topology whole again.
-      await topo.heal();
 
       // The failover met work in flight: calls on the wire when the master died, learners still to move.
       const { killedAt } = failover;
