@@ -1,6 +1,6 @@
-// The Redis topologies the HA and TLS test files share: each is started once per run, on first use, and
-// kept until the end of the run. Starting a Cluster or a Sentinel setup costs seconds of two busy cores,
-// and the files that need one would otherwise each start their own.
+// The Redis topologies the HA and TLS test files share: each is started once per run (all at once when
+// the run begins, or on first use) and kept until the end of the run. Starting a Cluster or a Sentinel
+// setup costs seconds of two busy cores, and the files that need one would otherwise each start their own.
 //
 // One process owns them (topologies-setup.ts, vitest's globalSetup: the main process), because it is the
 // only one that lives as long as the run: it starts them, kills and restarts their nodes for the files
@@ -89,7 +89,7 @@ type Handle = RedisStandaloneHandle | RedisClusterHandle | RedisSentinelHandle;
 
 const hex = () => randomBytes(6).toString('hex');
 
-/** The owner: starts each topology once, on first use; answers the files' calls; stops them all. */
+/** The owner: starts each topology once; answers the files' calls; stops them all. */
 export class TopologyOwner {
   private readonly started = new Map<TopologyName, Promise<Handle>>();
   /** Every pid any topology ever ran (restarted nodes get new ones): all must be gone after stop(). */
@@ -136,6 +136,15 @@ export class TopologyOwner {
     const nodes = h.nodes;
     for (const n of nodes) this.pids.add(n.pid);
     return nodes;
+  }
+
+  /**
+   * Starts every topology in the background, at once: their start-up (seconds of waiting for nodes to
+   * meet, sentinels to agree) then overlaps the test files' own, and each other's, instead of adding up
+   * file after file. A start that fails is started again, and fails loudly, when a file asks for it.
+   */
+  prestart(): void {
+    for (const name of NAMES) this.start(name).catch(() => {});
   }
 
   /**
