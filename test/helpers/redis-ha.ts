@@ -9,7 +9,7 @@ import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_pro
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { requireRedisServer } from './redis-server.ts';
@@ -24,6 +24,8 @@ const BUS_OFFSET = 10_000;
 
 export interface HaNode {
   port: number;
+  /** With `plainToo`: the node's plain-text port beside its TLS `port`. */
+  plainPort?: number | undefined;
   pid: number;
 }
 
@@ -32,6 +34,8 @@ export interface FailoverResult {
   newMasterPort: number;
   /** From the kill (killNode/killMaster) to the moment the new master was seen serving. */
   ms: number;
+  /** When the SIGKILL was sent (Date.now() of this machine), to line up with what clients saw. */
+  killedAt: number;
 }
 
 /** Files of a throwaway CA and the server certificate it signed (CN localhost, SAN localhost + 127.0.0.1). */
@@ -55,12 +59,20 @@ export interface RedisAccessOptions {
    * the files of an earlier call are reused (one CA, one REDIS_TLS_CA, for several topologies).
    */
   tls?: true | { dir: string };
+  /**
+   * With `tls`: every data node also listens in plain text on a port of its own (`port` and `tls-port` at
+   * once), so that one topology serves the TLS tests and the plain ones. A Cluster node then answers a
+   * plain-text client with the plain ports of its peers (CLUSTER SLOTS, MOVED), a TLS client with the TLS
+   * ones. Sentinel cannot do this: it names one port per master, so a Sentinel setup is TLS or plain.
+   */
+  plainToo?: boolean;
 }
 
 /** What the harness's own control connections (and redis-cli) need to reach a node. */
 interface NodeAccess {
   password?: string | undefined;
   tls?: TlsFiles | undefined;
+  plainToo?: boolean | undefined;
 }
 
 export interface RedisClusterOptions extends RedisAccessOptions {
@@ -75,7 +87,14 @@ export interface RedisClusterOptions extends RedisAccessOptions {
 export interface RedisClusterHandle {
   /** Every node as "127.0.0.1:p1,127.0.0.1:p2,..." (the REDIS_CLUSTER_NODES format). */
   seeds: string;
-  nodes: HaNode[];
+  /** With `plainToo`: the same nodes' plain-text ports, in the same format. */
+  plainSeeds?: string | undefined;
+  /** Every node, with the pid of its current process (a restarted node has a new one). */
+  readonly nodes: HaNode[];
+  /** cluster-node-timeout, as configured. */
+  nodeTimeoutMs: number;
+  /** The longest a failover may take with this configuration (see clusterFailoverBoundMs). */
+  failoverBoundMs: number;
   /** The handle's temporary directory (node configs and logs). */
   dir: string;
   /** How long startCluster took, in ms. */
@@ -97,6 +116,12 @@ export interface RedisClusterHandle {
   waitForFailover(deadPort: number, timeoutMs?: number): Promise<FailoverResult>;
   /** Waits until every live replica has acknowledged everything its master has written. */
   waitForReplication(timeoutMs?: number): Promise<void>;
+  /**
+   * Starts every killed node again (same port, same nodes.conf: it rejoins as a replica of whoever took
+   * its slots) and waits until the cluster is as it started: cluster_state:ok on every node, all 16384
+   * slots served, every master with its replicas in sync. What a shared cluster needs after a failover.
+   */
+  heal(timeoutMs?: number): Promise<void>;
   /** SCAN over every live master. */
   allKeys(pattern?: string): Promise<string[]>;
   /** Tail of a node's log, for failure messages. */
@@ -124,8 +149,13 @@ export interface RedisSentinelHandle {
   sentinels: string;
   sentinelPorts: number[];
   masterName: string;
-  /** Every process started: data nodes and sentinels. */
-  nodes: HaNode[];
+  /** Every process: data nodes and sentinels, with the pid of its current process. */
+  readonly nodes: HaNode[];
+  /** sentinel down-after-milliseconds and failover-timeout, as configured. */
+  downAfterMs: number;
+  failoverTimeoutMs: number;
+  /** The longest a failover may take with this configuration (see sentinelFailoverBoundMs). */
+  failoverBoundMs: number;
   dir: string;
   setupMs: number;
   /** The data nodes' password, when started with one. */
@@ -147,6 +177,11 @@ export interface RedisSentinelHandle {
   waitForFailover(oldPort: number, timeoutMs?: number): Promise<FailoverResult>;
   /** Waits until every live replica has acknowledged everything the master has written. */
   waitForReplication(timeoutMs?: number): Promise<void>;
+  /**
+   * Starts every killed data node again as a replica of the current master and waits until the setup is
+   * as it started: every sentinel names one live master, which has all its replicas in sync.
+   */
+  heal(timeoutMs?: number): Promise<void>;
   /** SCAN on the current master. */
   allKeys(pattern?: string): Promise<string[]>;
   logTail(port: number): string;
@@ -158,6 +193,9 @@ export interface RedisSentinelHandle {
 
 interface Proc {
   port: number;
+  plainPort?: number | undefined;
+  /** What it was started with, to start it again on the same port(s) and directory. */
+  argv: string[];
   child: ChildProcess;
   pid: number;
   exited: Promise<void>;
@@ -300,7 +338,7 @@ function parseInfo(text: string): Record<string, string> {
 async function spawnRedis(
   dir: string,
   withBus: boolean,
-  args: (port: number, logFile: string) => string[],
+  args: (port: number, logFile: string, plainPort?: number) => string[],
   what: string,
   access: NodeAccess,
 ): Promise<Proc> {
@@ -308,48 +346,81 @@ async function spawnRedis(
   installSafetyNet();
   for (let attempt = 1; ; attempt++) {
     const port = await pickPort(withBus);
+    const plainPort = access.tls && access.plainToo ? await pickPort(false) : undefined;
     const logFile = join(dir, `redis-${port}.log`);
-    const child = spawn('redis-server', args(port, logFile), {
-      cwd: dir,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    if (child.pid === undefined) {
-      await new Promise((resolve) => child.once('error', resolve));
-      throw new Error(`could not start redis-server for ${what}`);
-    }
-    const proc: Proc = {
-      port,
-      child,
-      pid: child.pid,
-      exited: new Promise((resolve) => child.once('exit', () => resolve())),
-      logFile,
-      stderr: '',
-    };
-    livePids.add(proc.pid);
-    child.stderr?.on('data', (d: Buffer) => (proc.stderr = (proc.stderr + d.toString()).slice(-4000)));
-    const deadline = Date.now() + UP_TIMEOUT_MS;
-    for (;;) {
-      if (!isAlive(proc)) {
-        livePids.delete(proc.pid);
-        claimedPorts.delete(port);
-        const why = tail(proc);
-        if (/Address already in use/i.test(why) && attempt < 5) break; // raced for the port: another one
-        throw new Error(`redis-server for ${what} on port ${port} exited at start\n${why}`);
-      }
-      try {
-        if ((await command(access, port, 'PING')) === 'PONG') return proc;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        await killProc(proc);
-        throw new Error(
-          `redis-server for ${what} on port ${port} did not answer PING in ${UP_TIMEOUT_MS} ms\n${tail(proc)}`,
-        );
-      }
-      await sleep(50);
+    const proc = launch(dir, args(port, logFile, plainPort), port, plainPort, logFile);
+    try {
+      await waitUp(proc, what, access);
+      return proc;
+    } catch (err) {
+      claimedPorts.delete(port);
+      if (plainPort !== undefined) claimedPorts.delete(plainPort);
+      // Raced for the port: another one.
+      if (/Address already in use/i.test((err as Error).message) && attempt < 5) continue;
+      throw err;
     }
   }
+}
+
+function launch(
+  dir: string,
+  argv: string[],
+  port: number,
+  plainPort: number | undefined,
+  logFile: string,
+): Proc {
+  const child = spawn('redis-server', argv, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`could not start redis-server ${argv.join(' ')}`);
+  const proc: Proc = {
+    port,
+    plainPort,
+    argv,
+    child,
+    pid: child.pid,
+    exited: new Promise((resolve) => child.once('exit', () => resolve())),
+    logFile,
+    stderr: '',
+  };
+  livePids.add(proc.pid);
+  child.stderr?.on('data', (d: Buffer) => (proc.stderr = (proc.stderr + d.toString()).slice(-4000)));
+  return proc;
+}
+
+async function waitUp(proc: Proc, what: string, access: NodeAccess): Promise<void> {
+  const deadline = Date.now() + UP_TIMEOUT_MS;
+  for (;;) {
+    if (!isAlive(proc)) {
+      livePids.delete(proc.pid);
+      throw new Error(`redis-server for ${what} on port ${proc.port} exited at start\n${tail(proc)}`);
+    }
+    try {
+      if ((await command(access, proc.port, 'PING')) === 'PONG') return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await killProc(proc);
+      throw new Error(
+        `redis-server for ${what} on port ${proc.port} did not answer PING in ${UP_TIMEOUT_MS} ms\n${tail(proc)}`,
+      );
+    }
+    await sleep(50);
+  }
+}
+
+/** Starts a dead node again with the arguments it had (plus `extra`), on the same port(s). */
+async function relaunch(proc: Proc, what: string, access: NodeAccess, extra: string[] = []): Promise<Proc> {
+  const again = launch(
+    dirname(proc.logFile),
+    [...proc.argv, ...extra],
+    proc.port,
+    proc.plainPort,
+    proc.logFile,
+  );
+  // The argv of record stays the original: a later restart adds its own `extra`.
+  again.argv = proc.argv;
+  await waitUp(again, what, access);
+  return again;
 }
 
 /** Polls `check` until it returns a value (not undefined); throws with `explain()` and the logs at the deadline. */
@@ -511,17 +582,23 @@ export function makeTlsFiles(dir: string): TlsFiles {
 function accessFor(opts: RedisAccessOptions, handleDir: string): NodeAccess {
   return {
     password: opts.password,
+    plainToo: opts.plainToo,
     tls: opts.tls ? makeTlsFiles(opts.tls === true ? join(handleDir, 'tls') : opts.tls.dir) : undefined,
   };
 }
 
 /** How a data node listens: plain `--port P`, or TLS only on P (its replication and cluster bus too). */
-function listenArgs(access: NodeAccess, port: number, cluster: boolean): string[] {
+function listenArgs(
+  access: NodeAccess,
+  port: number,
+  cluster: boolean,
+  plainPort: number | undefined,
+): string[] {
   const tls = access.tls;
   if (!tls) return ['--port', String(port)];
   return [
     '--port',
-    '0',
+    String(plainPort ?? 0),
     '--tls-port',
     String(port),
     '--tls-cert-file',
@@ -553,9 +630,10 @@ function dataNodeArgs(
   cluster: boolean,
   dir: string,
   logFile: string,
+  plainPort?: number,
 ): string[] {
   return [
-    ...listenArgs(access, port, cluster),
+    ...listenArgs(access, port, cluster, plainPort),
     ...authArgs(access),
     '--bind',
     HOST,
@@ -570,6 +648,35 @@ function dataNodeArgs(
     '--repl-diskless-sync-delay',
     '0',
   ];
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// How long a failover may take, from the configuration (the constants are Redis 7.0's, cluster.c and
+// sentinel.c). A test asserts its failover against these: slower means the setup does not do what it
+// promises, and a client that waits longer than this for Redis is waiting for something else.
+
+/**
+ * Redis Cluster: a master is PFAIL to a peer once a ping to it goes unanswered for cluster-node-timeout,
+ * and peers ping every node at least every node-timeout/2 (<= 1.5 x node-timeout); FAIL needs a majority
+ * of masters to report it, gossiped at the same pace (+ 1.5 x node-timeout). Its replica then waits
+ * 500 ms + up to 500 ms random + 1000 ms per rank (one replica: rank 0) and asks for votes, which it must
+ * win within the auth timeout, max(2 x node-timeout, 2000 ms). The winner broadcasts its new config at
+ * once; 1000 ms more for every node to have it. With the default node-timeout of 1500 ms:
+ * 4500 + 1000 + 3000 + 1000 = 9500 ms.
+ */
+export function clusterFailoverBoundMs(nodeTimeoutMs: number): number {
+  return 3 * nodeTimeoutMs + 1000 + Math.max(2 * nodeTimeoutMs, 2000) + 1000;
+}
+
+/**
+ * Sentinel: a master is SDOWN after down-after-milliseconds without a valid reply, ODOWN once a quorum
+ * agrees (asked every 1000 ms), the failover starts after up to 1000 ms of random desync, and the vote
+ * must be won within failover-timeout (the election timeout is min(10 s, failover-timeout)). The promoted
+ * replica's INFO is read every 1000 ms during a failover, and the other sentinels learn the new master
+ * from hello messages every 2000 ms. With the defaults (1000 and 3000 ms): 1000 + 3000 + 5000 = 9000 ms.
+ */
+export function sentinelFailoverBoundMs(downAfterMs: number, failoverTimeoutMs: number): number {
+  return downAfterMs + failoverTimeoutMs + 1000 + 1000 + 1000 + 2000;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -625,10 +732,36 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
 
   const stop = async () => {
     await Promise.all([...procs.values()].map((p) => killProc(p)));
-    for (const p of procs.values()) claimedPorts.delete(p.port);
+    for (const p of procs.values()) {
+      claimedPorts.delete(p.port);
+      if (p.plainPort !== undefined) claimedPorts.delete(p.plainPort);
+    }
     rmSync(dir, { recursive: true, force: true });
     liveDirs.delete(dir);
   };
+
+  /** As started: every node up and ok, all slots served, every master with its replicas linked. */
+  const waitHealthy = (timeoutMs: number) =>
+    waitFor(
+      `a healthy cluster of ${masterCount} masters with ${replicasPerMaster} replica(s) each`,
+      timeoutMs,
+      async () => {
+        let masters = 0;
+        for (const port of procs.keys()) {
+          const ci = parseInfo(String(await command(access, port, 'CLUSTER', 'INFO')));
+          if (ci.cluster_state !== 'ok' || Number(ci.cluster_known_nodes) !== total) return undefined;
+          if (Number(ci.cluster_slots_ok) !== 16384) return undefined;
+          const repl = await info(access, port, 'replication');
+          if (repl.role === 'slave' && repl.master_link_status !== 'up') return undefined;
+          if (repl.role === 'master') {
+            masters++;
+            if (Number(repl.connected_slaves) !== replicasPerMaster) return undefined;
+          }
+        }
+        return masters === masterCount ? true : undefined;
+      },
+      allLogs,
+    );
 
   try {
     access = accessFor(opts, dir);
@@ -637,8 +770,8 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
         spawnRedis(
           dir,
           true,
-          (port, logFile) => [
-            ...dataNodeArgs(access, port, true, dir, logFile),
+          (port, logFile, plainPort) => [
+            ...dataNodeArgs(access, port, true, dir, logFile, plainPort),
             '--cluster-enabled',
             'yes',
             '--cluster-config-file',
@@ -677,21 +810,7 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
     if (!/All 16384 slots covered/.test(created)) {
       throw new Error(`redis-cli --cluster create did not cover every slot:\n${created}\n${allLogs()}`);
     }
-    await waitFor(
-      `a healthy cluster of ${masterCount} masters with ${replicasPerMaster} replica(s) each`,
-      UP_TIMEOUT_MS,
-      async () => {
-        for (const port of ports) {
-          const ci = parseInfo(String(await command(access, port, 'CLUSTER', 'INFO')));
-          if (ci.cluster_state !== 'ok' || Number(ci.cluster_known_nodes) !== total) return undefined;
-          const repl = await info(access, port, 'replication');
-          if (repl.role === 'slave' && repl.master_link_status !== 'up') return undefined;
-          if (repl.role === 'master' && Number(repl.connected_slaves) !== replicasPerMaster) return undefined;
-        }
-        return true;
-      },
-      allLogs,
-    );
+    await waitHealthy(UP_TIMEOUT_MS);
   } catch (err) {
     await stop();
     throw err;
@@ -732,7 +851,15 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
 
   const handle: RedisClusterHandle = {
     seeds: [...procs.keys()].map((p) => `${HOST}:${p}`).join(','),
-    nodes: [...procs.values()].map((p) => ({ port: p.port, pid: p.pid })),
+    plainSeeds:
+      access.tls && access.plainToo
+        ? [...procs.values()].map((p) => `${HOST}:${p.plainPort}`).join(',')
+        : undefined,
+    get nodes() {
+      return [...procs.values()].map((p) => ({ port: p.port, plainPort: p.plainPort, pid: p.pid }));
+    },
+    nodeTimeoutMs,
+    failoverBoundMs: clusterFailoverBoundMs(nodeTimeoutMs),
     dir,
     setupMs: Date.now() - startedAt,
     password: access.password,
@@ -784,7 +911,7 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
         allLogs,
         50,
       );
-      return { newMasterPort, ms: Date.now() - killedAt };
+      return { newMasterPort, ms: Date.now() - killedAt, killedAt };
     },
     async waitForReplication(timeoutMs = 10_000) {
       await waitFor(
@@ -797,6 +924,14 @@ export async function startCluster(opts: RedisClusterOptions = {}): Promise<Redi
         allLogs,
         50,
       );
+    },
+    async heal(timeoutMs = 30_000) {
+      for (const [port, proc] of procs) {
+        if (isAlive(proc)) continue;
+        procs.set(port, await relaunch(proc, 'a restarted cluster node', access));
+        slotsAtDeath.delete(port);
+      }
+      await waitHealthy(timeoutMs);
     },
     async allKeys(pattern = '*') {
       const keys: string[] = [];
@@ -845,13 +980,16 @@ export async function startSentinel(opts: RedisSentinelOptions = {}): Promise<Re
 
   const stop = async () => {
     await Promise.all(all().map((p) => killProc(p)));
-    for (const p of all()) claimedPorts.delete(p.port);
+    for (const p of all()) {
+      claimedPorts.delete(p.port);
+      if (p.plainPort !== undefined) claimedPorts.delete(p.plainPort);
+    }
     rmSync(dir, { recursive: true, force: true });
     liveDirs.delete(dir);
   };
 
-  const dataArgs = (extra: string[]) => (port: number, logFile: string) => [
-    ...dataNodeArgs(access, port, false, dir, logFile),
+  const dataArgs = (extra: string[]) => (port: number, logFile: string, plainPort?: number) => [
+    ...dataNodeArgs(access, port, false, dir, logFile, plainPort),
     ...extra,
   ];
 
@@ -1004,11 +1142,44 @@ export async function startSentinel(opts: RedisSentinelOptions = {}): Promise<Re
       .sort((a, b) => a - b);
   };
 
+  /** As started: every sentinel names one live master, which has all its replicas, in sync. */
+  const waitHealthy = (timeoutMs: number) =>
+    waitFor(
+      `every sentinel to name one master with its ${replicaCount} replica(s) in sync`,
+      timeoutMs,
+      async () => {
+        let agreed: number | undefined;
+        for (const port of sents.keys()) {
+          const m = pairsToRecord(await command(sentinelAccess, port, 'SENTINEL', 'MASTER', masterName));
+          if (m.flags !== 'master') return undefined;
+          const p = Number(m.port);
+          if (agreed !== undefined && agreed !== p) return undefined;
+          agreed = p;
+          const reps = (
+            (await command(sentinelAccess, port, 'SENTINEL', 'REPLICAS', masterName)) as unknown[]
+          ).map(pairsToRecord);
+          const ok = reps.filter((r) => r.flags === 'slave' && r['master-link-status'] === 'ok');
+          if (ok.length !== replicaCount) return undefined;
+        }
+        if (agreed === undefined || !data.get(agreed) || !isAlive(data.get(agreed) as Proc)) return undefined;
+        const repl = await info(access, agreed, 'replication');
+        if (repl.role !== 'master' || Number(repl.connected_slaves) !== replicaCount) return undefined;
+        return (await replicasCaughtUp(access, agreed)) ? true : undefined;
+      },
+      allLogs,
+      50,
+    );
+
   const handle: RedisSentinelHandle = {
     sentinels: [...sents.keys()].map((p) => `${HOST}:${p}`).join(','),
     sentinelPorts: [...sents.keys()],
     masterName,
-    nodes: all().map((p) => ({ port: p.port, pid: p.pid })),
+    get nodes() {
+      return all().map((p) => ({ port: p.port, plainPort: p.plainPort, pid: p.pid }));
+    },
+    downAfterMs,
+    failoverTimeoutMs,
+    failoverBoundMs: sentinelFailoverBoundMs(downAfterMs, failoverTimeoutMs),
     dir,
     setupMs: Date.now() - startedAt,
     password: access.password,
@@ -1055,7 +1226,7 @@ export async function startSentinel(opts: RedisSentinelOptions = {}): Promise<Re
         allLogs,
         50,
       );
-      return { newMasterPort, ms: Date.now() - killedAt };
+      return { newMasterPort, ms: Date.now() - killedAt, killedAt };
     },
     async waitForReplication(timeoutMs = 10_000) {
       await waitFor(
@@ -1065,6 +1236,21 @@ export async function startSentinel(opts: RedisSentinelOptions = {}): Promise<Re
         allLogs,
         50,
       );
+    },
+    async heal(timeoutMs = 30_000) {
+      const dead = [...data.values()].filter((p) => !isAlive(p));
+      if (dead.length > 0) {
+        // As a replica of the master the sentinels name now: started as it was (a master), it would
+        // serve an empty dataset until a sentinel converts it, which it does only after 8 s.
+        const master = await masterPort();
+        for (const proc of dead) {
+          data.set(
+            proc.port,
+            await relaunch(proc, 'a restarted data node', access, ['--replicaof', HOST, String(master)]),
+          );
+        }
+      }
+      await waitHealthy(timeoutMs);
     },
     async allKeys(pattern = '*') {
       return (await scanAll(access, await masterPort(), pattern)).sort();
@@ -1085,6 +1271,9 @@ export interface RedisStandaloneHandle {
   port: number;
   /** The REDIS_URL for it: rediss:// with TLS, the password in it when there is one. */
   url: string;
+  /** With `plainToo`: its plain-text port, and the redis:// URL of it (with the password). */
+  plainPort?: number | undefined;
+  plainUrl?: string | undefined;
   nodes: HaNode[];
   dir: string;
   setupMs: number;
@@ -1104,6 +1293,7 @@ export async function startStandalone(opts: RedisAccessOptions = {}): Promise<Re
     if (proc) {
       await killProc(proc);
       claimedPorts.delete(proc.port);
+      if (proc.plainPort !== undefined) claimedPorts.delete(proc.plainPort);
     }
     rmSync(dir, { recursive: true, force: true });
     liveDirs.delete(dir);
@@ -1114,7 +1304,7 @@ export async function startStandalone(opts: RedisAccessOptions = {}): Promise<Re
     proc = await spawnRedis(
       dir,
       false,
-      (port, logFile) => dataNodeArgs(access, port, false, dir, logFile),
+      (port, logFile, plainPort) => dataNodeArgs(access, port, false, dir, logFile, plainPort),
       'a standalone server',
       access,
     );
@@ -1127,7 +1317,9 @@ export async function startStandalone(opts: RedisAccessOptions = {}): Promise<Re
   return {
     port: p.port,
     url: `${access.tls ? 'rediss' : 'redis'}://${auth}${HOST}:${p.port}`,
-    nodes: [{ port: p.port, pid: p.pid }],
+    plainPort: p.plainPort,
+    plainUrl: p.plainPort === undefined ? undefined : `redis://${auth}${HOST}:${p.plainPort}`,
+    nodes: [{ port: p.port, plainPort: p.plainPort, pid: p.pid }],
     dir,
     setupMs: Date.now() - startedAt,
     password: access.password,

@@ -4,10 +4,11 @@
 // REDIS_SENTINEL_PASSWORD + TLS to the master and to the sentinels. In each: `enqueue`, `work --until-idle`
 // (against the simulator) and `status` succeed; a wrong password (or user name) fails with an error that
 // names the variable and never shows a password; no password or token lands in Redis. Bad values of the Redis variables name the variable and
-// hide the password. Every redis-server is the test's own (random free ports, stopped by pid afterwards);
-// the shared Redis is only scanned for this run's random prefixes, which must not be there.
+// hide the password. The topologies are the run's shared ones (topologies.ts: one standalone server and
+// one Cluster that listen in TLS and in plain text with a password, one Sentinel setup over TLS with
+// passwords), each mode under its own random prefix; the shared Redis is only scanned for this run's
+// random prefixes, which must not be there.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
@@ -15,21 +16,19 @@ import { loadConfig } from '../../src/core/config.ts';
 import { ConfigError } from '../../src/core/errors.ts';
 import { type CliResult, runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
-import { dumpPrefix, newRedis } from '../helpers/redis.ts';
+import { dumpPrefix, REDIS_URL } from '../helpers/redis.ts';
 import {
-  makeTlsFiles,
-  startCluster,
-  startSentinel,
-  startStandalone,
-  type RedisStandaloneHandle,
-  type TlsFiles,
-} from '../helpers/redis-ha.ts';
+  keysEverywhere,
+  scanWhole,
+  useTopologies,
+  type ClusterInfo,
+  type SentinelInfo,
+  type StandaloneInfo,
+  type TopologyName,
+} from '../helpers/topologies.ts';
 
+const topologies = useTopologies();
 const hex = () => randomBytes(6).toString('hex');
-// The data nodes' password. The standalone one has characters a URL must percent-encode.
-const PASSWORD = `Pw-data-${hex()}`;
-const URL_PASSWORD = `Pw/url+${hex()}`;
-const SENTINEL_PASSWORD = `Pw-sentinel-${hex()}`;
 
 /** A password as it may appear anywhere: as is, and percent-encoded (as in a URL). */
 function forms(secret: string): string[] {
@@ -48,15 +47,16 @@ interface WrongCase {
 interface Mode {
   name: string;
   tag: string;
+  topology: TopologyName;
   /** Also `work --until-idle` (the plain-text standalone server skips it: the TLS one runs the same code). */
   work: boolean;
-  /** Starts the topology; returns the environment that reaches it and the wrong-password cases. */
-  start(tls: TlsFiles): Promise<{
+  /** From the topology's description: the environment that reaches it, the wrong-password cases. */
+  start(info: unknown): {
     env: Record<string, string>;
     wrong: WrongCase[];
-    pids: number[];
-    stop(): Promise<void>;
-  }>;
+    /** The passwords it needs, all of which must stay hidden. */
+    passwords: string[];
+  };
 }
 
 /** The variable itself set to a wrong password (cluster and Sentinel modes). */
@@ -64,23 +64,26 @@ function wrongCase(variable: string, wrong: string): WrongCase {
   return { variable, wrong, env: { [variable]: wrong } };
 }
 
-/** A standalone server reached by `env`; the wrong case is its URL with another password in it. */
+/** The standalone server reached by `env` at `url`; the wrong case is that URL with another password. */
 function standaloneCase(
-  s: RedisStandaloneHandle,
+  s: StandaloneInfo,
+  url: string,
   env: Record<string, string>,
-): Awaited<ReturnType<Mode['start']>> {
+): ReturnType<Mode['start']> {
   const wrong = `Wrong/url+${hex()}`;
+  // A password a URL must percent-encode: the CLI must decode it, and hide both forms.
+  if (encodeURIComponent(s.password) === s.password)
+    throw new Error('the standalone password needs no encoding');
   return {
-    env,
+    env: { REDIS_URL: url, ...env },
     wrong: [
       {
         variable: 'REDIS_URL',
         wrong,
-        env: { REDIS_URL: s.url.replace(encodeURIComponent(URL_PASSWORD), encodeURIComponent(wrong)) },
+        env: { REDIS_URL: url.replace(encodeURIComponent(s.password), encodeURIComponent(wrong)) },
       },
     ],
-    pids: s.nodes.map((n) => n.pid),
-    stop: () => s.stop(),
+    passwords: [s.password],
   };
 }
 
@@ -88,72 +91,75 @@ const MODES: Mode[] = [
   {
     name: 'standalone over TLS (rediss:// with the password, REDIS_TLS_CA)',
     tag: 'auth-tls-sa',
+    topology: 'standalone',
     work: true,
-    async start(tls) {
-      const s = await startStandalone({ password: URL_PASSWORD, tls: { dir: tls.dir } });
+    start(info) {
+      const s = info as StandaloneInfo;
       if (!s.url.startsWith('rediss://'))
-        throw new Error(`startStandalone with TLS gave a ${s.url.split(':')[0]}:// URL`);
-      return standaloneCase(s, { REDIS_URL: s.url, REDIS_TLS_CA: tls.caFile });
+        throw new Error(`the TLS standalone server has a ${s.url.split(':')[0]}:// URL`);
+      return standaloneCase(s, s.url, { REDIS_TLS_CA: s.caFile });
     },
   },
   {
     name: 'standalone in plain text (redis:// with the password)',
     tag: 'auth-plain-sa',
+    topology: 'standalone',
     work: false,
-    async start() {
-      const s = await startStandalone({ password: URL_PASSWORD });
-      return standaloneCase(s, { REDIS_URL: s.url });
+    start(info) {
+      const s = info as StandaloneInfo;
+      if (!s.plainUrl.startsWith('redis://'))
+        throw new Error(`the plain standalone server has a ${s.plainUrl.split(':')[0]}:// URL`);
+      return standaloneCase(s, s.plainUrl, {});
     },
   },
   {
     name: 'Redis Cluster with REDIS_PASSWORD and TLS',
     tag: 'auth-tls-cl',
+    topology: 'cluster',
     work: true,
-    async start(tls) {
-      const c = await startCluster({ password: PASSWORD, tls: { dir: tls.dir } });
+    start(info) {
+      const c = info as ClusterInfo;
       return {
         env: {
+          // The TLS ports (the same nodes' plain-text ports are other files').
           REDIS_CLUSTER_NODES: c.seeds,
           // The ACL user `requirepass` sets: AUTH with a user name (a wrong one is refused below).
           REDIS_USERNAME: 'default',
-          REDIS_PASSWORD: PASSWORD,
+          REDIS_PASSWORD: c.password,
           REDIS_TLS: 'true',
-          REDIS_TLS_CA: tls.caFile,
+          REDIS_TLS_CA: c.caFile,
         },
         wrong: [
           wrongCase('REDIS_PASSWORD', `Wrong-data-${hex()}`),
           wrongCase('REDIS_USERNAME', `nobody-${hex()}`),
         ],
-        pids: c.nodes.map((n) => n.pid),
-        stop: () => c.stop(),
+        passwords: [c.password],
       };
     },
   },
   {
     name: 'Sentinel with REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD and TLS',
     tag: 'auth-tls-se',
+    topology: 'sentinel-tls',
     work: true,
-    async start(tls) {
-      const s = await startSentinel({
-        password: PASSWORD,
-        sentinelPassword: SENTINEL_PASSWORD,
-        tls: { dir: tls.dir },
-      });
+    start(info) {
+      const s = info as SentinelInfo;
+      if (!s.password || !s.sentinelPassword || !s.caFile)
+        throw new Error('the TLS Sentinel setup has no password, sentinel password or CA');
       return {
         env: {
           REDIS_SENTINELS: s.sentinels,
           REDIS_SENTINEL_MASTER: s.masterName,
-          REDIS_PASSWORD: PASSWORD,
-          REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+          REDIS_PASSWORD: s.password,
+          REDIS_SENTINEL_PASSWORD: s.sentinelPassword,
           REDIS_TLS: 'true',
-          REDIS_TLS_CA: tls.caFile,
+          REDIS_TLS_CA: s.caFile,
         },
         wrong: [
           wrongCase('REDIS_PASSWORD', `Wrong-data-${hex()}`),
           wrongCase('REDIS_SENTINEL_PASSWORD', `Wrong-sentinel-${hex()}`),
         ],
-        pids: s.nodes.map((n) => n.pid),
-        stop: () => s.stop(),
+        passwords: [s.password, s.sentinelPassword],
       };
     },
   },
@@ -162,11 +168,8 @@ const MODES: Mode[] = [
 interface Live {
   h: Harness;
   wrong: WrongCase[];
-  pids: number[];
-  stop(): Promise<void>;
 }
 
-let tlsDir = '';
 const live = new Map<string, Live>();
 /** Every secret of the run: the passwords (all forms), the API tokens. Set in beforeAll. */
 let secrets: string[] = [];
@@ -181,46 +184,23 @@ function expectNoSecret(expect: ExpectStatic, text: string, where: string, extra
 const output = (r: CliResult) => `${r.stdout}\n${r.stderr}`;
 
 beforeAll(async () => {
-  tlsDir = mkdtempSync(join(tmpdir(), 'lt-auth-tls-ca-'));
-  const tls = makeTlsFiles(tlsDir);
+  const passwords: string[] = [];
   const started = await Promise.allSettled(
     MODES.map(async (m) => {
-      const t = await m.start(tls);
-      try {
-        const h = await startHarness({ tag: m.tag, redisEnv: t.env, env: { LOG_LEVEL: 'info' } });
-        live.set(m.name, { h, wrong: t.wrong, pids: t.pids, stop: t.stop });
-      } catch (err) {
-        await t.stop();
-        throw err;
-      }
+      const t = m.start(await topologies(m.topology, 'describe'));
+      passwords.push(...t.passwords);
+      const h = await startHarness({ tag: m.tag, redisEnv: t.env, env: { LOG_LEVEL: 'info' } });
+      live.set(m.name, { h, wrong: t.wrong });
     }),
   );
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   const tokens = (live.values().next().value as Live).h.config.tokens.map((t) => t.secret);
-  secrets = [PASSWORD, URL_PASSWORD, SENTINEL_PASSWORD, ...tokens].flatMap(forms);
+  secrets = [...passwords, ...tokens].flatMap(forms);
 }, 90_000);
 
 afterAll(async () => {
-  const pids: number[] = [];
-  await Promise.all(
-    [...live.values()].map(async (l) => {
-      pids.push(...l.pids);
-      await l.h.close().catch(() => {});
-      await l.stop();
-    }),
-  );
-  // Every redis-server this file started is gone.
-  for (const pid of pids) {
-    let alive = true;
-    try {
-      process.kill(pid, 0);
-    } catch {
-      alive = false;
-    }
-    if (alive) throw new Error(`redis-server pid ${pid} outlived its stop()`);
-  }
-  if (tlsDir) rmSync(tlsDir, { recursive: true, force: true });
+  await Promise.all([...live.values()].map((l) => l.h.close()));
 }, 30_000);
 
 /** The wrong-password runs, once each (two tests read each result). */
@@ -280,20 +260,12 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
         expect(dump.length, 'keys and values under the prefix').toBeGreaterThan(20);
         expectNoSecret(expect, dump.join('\n'), `Redis (under ${h.prefix})`);
 
-        // Nothing of the run reached the shared Redis (scanned for this prefix only).
-        const shared = newRedis();
-        try {
-          const found: string[] = [];
-          let cursor = '0';
-          do {
-            const [next, keys] = await shared.scan(cursor, 'MATCH', `${h.prefix}*`, 'COUNT', 10_000);
-            cursor = next;
-            found.push(...keys);
-          } while (cursor !== '0');
-          expect(found).toEqual([]);
-        } finally {
-          shared.disconnect();
-        }
+        // Nothing of the run reached the shared Redis (scanned for this prefix only) or another topology.
+        expect(await scanWhole(REDIS_URL, undefined, `${h.prefix}*`), `keys at ${REDIS_URL}`).toEqual([]);
+        const where = await keysEverywhere(topologies, `${h.prefix}*`);
+        expect(where[mode.topology]?.length ?? 0, `keys on ${mode.topology}`).toBeGreaterThan(0);
+        for (const [name, keys] of Object.entries(where))
+          if (name !== mode.topology) expect(keys, `keys on ${name}`).toEqual([]);
         // Four topologies at once, each with its CLI processes: on two busy cores (the rest of the suite
         // runs beside this file) one mode's enqueue + work + status can take over a minute.
       }, 150_000);
