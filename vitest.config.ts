@@ -65,6 +65,9 @@ export default defineConfig({
           ...shared,
           name: 'serial',
           include: SERIAL,
+          // Starts the shared topologies in the background when the run begins; a file run alone without
+          // it starts its own (test/helpers/topologies.ts).
+          globalSetup: [...shared.globalSetup, 'test/helpers/topologies-setup.ts'],
           maxWorkers: 1,
           sequence: { groupOrder: 1 },
         },
