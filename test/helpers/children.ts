@@ -1,7 +1,7 @@
-// Every CLI child process a test starts, so that none outlives its test file. A failed or timed-out test
-// does not reach its own cleanup, and its workers would go on taking jobs and writing under a prefix
-// nobody deletes: the setup file (test/helpers/setup-file.ts) kills what is left after each file, and
-// the process's exit kills what is left after that.
+// Every child process a test starts (the CLI, a redis-server of its own), so that none outlives its test
+// file. A failed or timed-out test does not reach its own cleanup, and its workers would go on taking jobs
+// and writing under a prefix nobody deletes: the setup file (test/helpers/setup-file.ts) kills what is
+// left after each file, and the process's exit kills what is left after that.
 import type { ChildProcess } from 'node:child_process';
 
 const live = new Set<ChildProcess>();

@@ -8,15 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-
-// A test that times out must not leave a server running: the process kills what it started on its exit.
-const live = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of live) {
-    c.kill('SIGCONT');
-    c.kill('SIGKILL');
-  }
-});
+import { track } from './children.ts';
 
 export interface OwnRedis {
   port: number;
@@ -93,8 +85,8 @@ export async function startOwnRedis(extraArgs: string[] = [], fixedPort?: number
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const started = child;
-    live.add(started);
-    started.once('exit', () => live.delete(started));
+    // A test that fails or times out must not leave a server running (children.ts kills it after the file).
+    track(started);
     child.stdout?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
     child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
     try {
