@@ -87,9 +87,10 @@ describe('TransferBudget.acquire', () => {
     // Counted while score >= now - window: the oldest frees at score + window + 1.
     expect(r.waitMs).toBe(oldest + 600 + 1 - r.now);
 
-    await sleep(r.waitMs - 100);
-    const p = await expectFreesAt(b, org, oldest + 601);
-    expect(p.now - (oldest + 601)).toBeLessThan(200); // a few ms when the machine is idle: see bench
+    // How soon after that the test's own timer fires is Node's, not the limiter's (bench/ measures it):
+    // expectFreesAt checks the limiter at whatever time the call lands.
+    await sleep(Math.max(0, r.waitMs - 100));
+    await expectFreesAt(b, org, oldest + 601);
   });
 
   it('grants exactly N of many concurrent acquires', async () => {
