@@ -5,7 +5,7 @@
 // transfer from a running worker until it is resumed. Refused without authentication, without (or with
 // a forged) CSRF token and in read-only mode, with nothing written; bad input is a 400 naming the field.
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dashboardActor, readChanges, type ChangeEntry } from '../../src/limiter/control-log.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { POLICY_RECHECK_MS, readPolicy } from '../../src/limiter/policy.ts';
@@ -24,8 +24,7 @@ let betaToken: string;
 const IP = '127.0.0.1';
 const ALICE = dashboardActor('alice', IP);
 
-// A harness per test: each asserts on the whole change log and policy, which every other test changes.
-beforeEach(async () => {
+beforeAll(async () => {
   h = await startHarness({
     tag: 'controls',
     sim: { learners: 200 },
@@ -42,7 +41,12 @@ beforeEach(async () => {
   readOnlyApp = await buildDashboard(h.ctx, { bullBoard: false, readOnly: true });
   csrf = await csrfFromPage(app, '/controls');
 });
-afterEach(async () => {
+// Each test asserts on the whole change log and policy, which the others change: each starts from the
+// state the harness began with (no policy stored, LIMIT_* in force, an empty change log).
+beforeEach(async () => {
+  await h.ctx.redis.del(h.ctx.keys.changes(), h.ctx.keys.policy('acme'), h.ctx.keys.policy('beta'));
+});
+afterAll(async () => {
   await app?.close();
   await readOnlyApp?.close();
   await h?.close();
