@@ -7,7 +7,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../helpers/browser.ts';
+import { launchChromium, POLL } from '../helpers/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { startWorkers, type WorkHandle } from '../../src/worker/run-workers.ts';
@@ -53,7 +53,7 @@ describe('dashboard in Chromium', () => {
       overview.on('pageerror', (e) => errors.push(e.message));
       await overview.goto(`${base}/`);
       const runDone = overview.locator(`[data-progress="run:${s.runId}"] [data-k="done"]`);
-      await expect.poll(() => runDone.textContent()).toBe('2');
+      await expect.poll(() => runDone.textContent(), POLL).toBe('2');
 
       const page = await context.newPage();
       page.on('pageerror', (e) => errors.push(e.message));
@@ -75,14 +75,12 @@ describe('dashboard in Chromium', () => {
       expect(await states.allTextContents()).toEqual(SERVER_ERROR.map(() => 'server-error'));
 
       await page.click('#retry-all');
-      await expect.poll(() => page.locator('#retry-result').textContent()).toBe('re-queued 4');
-      await expect
-        .poll(() => states.allTextContents(), { timeout: 20_000 })
-        .toEqual(SERVER_ERROR.map(() => 'transferred'));
+      await expect.poll(() => page.locator('#retry-result').textContent(), POLL).toBe('re-queued 4');
+      await expect.poll(() => states.allTextContents(), POLL).toEqual(SERVER_ERROR.map(() => 'transferred'));
       expect(await states.count()).toBe(4);
 
       // The overview follows without a reload (server-sent events).
-      await expect.poll(() => runDone.textContent(), { timeout: 10_000 }).toBe('6');
+      await expect.poll(() => runDone.textContent(), POLL).toBe('6');
       expect(await overview.locator(`[data-progress="run:${s.runId}"] [data-k="failed"]`).textContent()).toBe(
         '4',
       );
@@ -118,14 +116,12 @@ describe('dashboard in Chromium', () => {
       await page.waitForURL(new RegExp(`/learners/acme/${FORBIDDEN[0]}$`));
       expect(await page.locator('ol.timeline li').count()).toBe(1);
       await page.click('button.retry-one');
-      await expect.poll(() => page.locator('#retry-result').textContent()).toBe('re-queued 1');
+      await expect.poll(() => page.locator('#retry-result').textContent(), POLL).toBe('re-queued 1');
       // The simulator still forbids this learner: it goes through waiting and back to forbidden.
       await expect
-        .poll(async () => (await s.h.ctx.store.get('acme', FORBIDDEN[0] as number))?.a, { timeout: 10_000 })
+        .poll(async () => (await s.h.ctx.store.get('acme', FORBIDDEN[0] as number))?.a, POLL)
         .toBe(2);
-      await expect
-        .poll(() => page.locator('main > p [data-state]').textContent(), { timeout: 10_000 })
-        .toBe('forbidden');
+      await expect.poll(() => page.locator('main > p [data-state]').textContent(), POLL).toBe('forbidden');
     } finally {
       await context.close();
     }

@@ -5,6 +5,13 @@ import { chromium, type Browser } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
+/**
+ * How long a browser test polls the page for what a click or an event should show: expect.poll's default
+ * is 1 s, which a page driven over CDP on a busy two-core machine can miss with nothing wrong. A pass
+ * costs no more for it; a real failure still fails, naming the value polled.
+ */
+export const POLL = { timeout: 20_000, interval: 50 } as const;
+
 const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--headless',

@@ -47,10 +47,18 @@ const stats = {
   settled: 0,
   abandoned: 0,
   released: 0,
+  /**
+   * Every permit: [acquired at (Redis ms), token index, no longer counted after (ms, not earlier than
+   * the limiter's own stamp: taken after the settle returns, or the in-flight deadline when abandoned)].
+   */
+  grants: [] as Array<[number, number, number]>,
+  /** Every refusal: [at (Redis ms), scope]. */
+  refusals: [] as Array<[number, string]>,
 };
+const inflightTtlMs = Number(env('LT_INFLIGHT_TTL_MS'));
 let nextLearner = firstId;
 
-async function transfer(tokenId: string, permitId: string): Promise<void> {
+async function transfer(tokenId: string, permitId: string, at: number): Promise<void> {
   const secret = byId.get(tokenId);
   if (secret === undefined) throw new Error('granted a token outside the pool');
   const learnerId = nextLearner;
@@ -70,14 +78,17 @@ async function transfer(tokenId: string, permitId: string): Promise<void> {
     await res.body.text();
     stats.statuses[res.statusCode] = (stats.statuses[res.statusCode] ?? 0) + 1;
     await budget.settle(org, tokenId, permitId);
+    stats.grants.push([at, tokenIds.indexOf(tokenId), Date.now()]);
     stats.settled++;
   } catch (err) {
     // Refused before a byte went out: the budget comes back. Anything else may have been counted.
     if ((err as { code?: string }).code === 'ECONNREFUSED') {
       await budget.release(org, tokenId, permitId);
+      stats.grants.push([at, tokenIds.indexOf(tokenId), Date.now()]);
       stats.released++;
     } else {
       await budget.abandon(org, tokenId, permitId);
+      stats.grants.push([at, tokenIds.indexOf(tokenId), Math.max(Date.now(), at + inflightTtlMs)]);
       stats.abandoned++;
     }
   }
@@ -89,10 +100,11 @@ async function loop(): Promise<void> {
     const r = await budget.acquire(org, tokenIds);
     if (r.ok) {
       stats.granted++;
-      await transfer(r.tokenId, r.permitId);
+      await transfer(r.tokenId, r.permitId, r.now);
       continue;
     }
     stats.refused++;
+    stats.refusals.push([r.now, r.scope]);
     // +1: timers may fire a millisecond early; being refused again would only cost one more call.
     const wait = Math.min(r.waitMs + 1, stopAt - Date.now());
     if (wait > 0) await sleep(wait);

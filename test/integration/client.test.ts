@@ -1,8 +1,9 @@
 // The Learner API client against the simulator on a real socket: every outcome code, every fault, the
-// spec's headers, and no token in anything the client returns.
+// spec's headers, and no token in anything the client returns. Each test has a simulator of its own: it
+// sets up the state it asserts on (a learner moved once before the repeat, say), whatever ran before.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import type { TransferOutcome } from '../../src/api/outcome.ts';
 import { OUTCOME_CODES } from '../../src/outcomes/codes.ts';
@@ -11,15 +12,14 @@ import { createSimulator, type Simulator } from '../../src/simulator/index.ts';
 const TOKEN = 'sim-acme-1';
 let sim: Simulator;
 let client: LearnerApiClient;
-const seen = new Set<string>();
 
+/** No token in anything the client returns. */
 function track(o: TransferOutcome): TransferOutcome {
-  seen.add(o.code);
   expect(JSON.stringify(o)).not.toContain(TOKEN);
   return o;
 }
 
-beforeAll(async () => {
+beforeEach(async () => {
   sim = createSimulator({
     learners: 400,
     forbiddenLearnerIds: [11],
@@ -35,10 +35,58 @@ beforeAll(async () => {
   });
 });
 
-afterAll(async () => {
+afterEach(async () => {
   await client.close();
   await sim.close();
 });
+
+/**
+ * A server of our own that answers each PATCH with a valid 200 for the learner and status we queue: the
+ * simulator always answers for the learner asked, so it cannot give a 200 that does not fit.
+ */
+async function startAnswerServer() {
+  const answers: { learnerId: number; status: string }[] = [];
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    paths.push(`${req.method} ${req.url}`);
+    const a = answers.shift() ?? { learnerId: 0, status: 'completed' };
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        success: true,
+        message: 'Learner transferred successfully',
+        data: {
+          learnerId: a.learnerId,
+          newOwner: 'Acme',
+          transferDetails: {
+            transferId: `trf_${a.learnerId}`,
+            initiatedAt: '2026-11-22T01:02:03.123456Z',
+            status: a.status,
+            assessmentIds: [],
+          },
+          learnerGroups: { removed: [], added: [] },
+          authorizations: { revoked: [] },
+        },
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const c = new LearnerApiClient({
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    userAgent: 'x',
+    requestTimeoutMs: 1000,
+    connectTimeoutMs: 500,
+  });
+  return {
+    client: c,
+    answers,
+    paths,
+    async close() {
+      await c.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 describe('transferLearner', () => {
   it('transferred: a learner of another organization, with the full audit body', async () => {
@@ -55,6 +103,7 @@ describe('transferLearner', () => {
   });
 
   it('already-in-org: the 400 "already associated" of the spec', async () => {
+    expect(track(await client.transferLearner(2, TOKEN)).code).toBe('transferred');
     const o = track(await client.transferLearner(2, TOKEN));
     expect(o).toMatchObject({
       code: 'already-in-org',
@@ -65,13 +114,13 @@ describe('transferLearner', () => {
   });
 
   it('already-in-org: a 200 repeat that returns the transfer we already hold', async () => {
+    expect(track(await client.transferLearner(2, TOKEN)).code).toBe('transferred');
     sim.setRepeatMode('success');
     const first = sim.transfersOf(2)[0]?.data.transferDetails.transferId;
     expect(first).toBeTruthy();
     const o = track(await client.transferLearner(2, TOKEN, { previousTransferId: first }));
     expect(o).toMatchObject({ code: 'already-in-org', status: 200, via: 'repeat-success' });
     expect(sim.ownerChanges(2)).toBe(1);
-    sim.setRepeatMode('error');
   });
 
   it('not-found, forbidden, server-error and unauthorized from their statuses', async () => {
@@ -126,39 +175,7 @@ describe('transferLearner', () => {
   });
 
   it('unexpected-result: a valid 200 for another learner, or not completed, over real HTTP', async () => {
-    // The simulator always answers for the learner asked: a server of our own answers what we choose.
-    const answers: { learnerId: number; status: string }[] = [];
-    const paths: string[] = [];
-    const server = createServer((req, res) => {
-      paths.push(`${req.method} ${req.url}`);
-      const a = answers.shift() ?? { learnerId: 0, status: 'completed' };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          success: true,
-          message: 'Learner transferred successfully',
-          data: {
-            learnerId: a.learnerId,
-            newOwner: 'Acme',
-            transferDetails: {
-              transferId: `trf_${a.learnerId}`,
-              initiatedAt: '2026-11-22T01:02:03.123456Z',
-              status: a.status,
-              assessmentIds: [],
-            },
-            learnerGroups: { removed: [], added: [] },
-            authorizations: { revoked: [] },
-          },
-        }),
-      );
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const c = new LearnerApiClient({
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      userAgent: 'x',
-      requestTimeoutMs: 1000,
-      connectTimeoutMs: 500,
-    });
+    const { client: c, answers, paths, close } = await startAnswerServer();
     try {
       answers.push({ learnerId: 12, status: 'completed' });
       expect(track(await c.transferLearner(11, TOKEN))).toMatchObject({
@@ -181,8 +198,7 @@ describe('transferLearner', () => {
       expect(track(await c.transferLearner(11, TOKEN)).code).toBe('transferred');
       expect(paths).toEqual(Array.from({ length: 4 }, () => 'PATCH /1/learner/11/transfer'));
     } finally {
-      await c.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
     }
   });
 
@@ -220,10 +236,17 @@ describe('transferLearner', () => {
     });
     try {
       const o = track(await slow.transferLearner(26, TOKEN));
+      // The timeout ended the call, not the answer: the server has not answered it yet (it holds the
+      // request 1.5 s before counting it), whatever the load. An order of events, not a duration.
+      const entry = sim.record.find((r) => r.method === 'PATCH' && r.path.startsWith('/1/learner/26/'));
+      expect(entry, JSON.stringify(sim.record)).toBeDefined();
+      expect(entry?.respondedAt).toBeUndefined();
+      expect(entry?.status).toBe(0);
       expect(o.code).toBe('network-error');
       if (o.code !== 'network-error') return;
       expect(o.maybeDelivered).toBe(true);
-      expect(o.durationMs).toBeLessThan(1400);
+      // A timer never fires early: the call lasted at least its timeout.
+      expect(o.durationMs).toBeGreaterThanOrEqual(300);
     } finally {
       sim.setFaults({});
       await slow.close();
@@ -285,9 +308,37 @@ describe('listLearners', () => {
 });
 
 describe('coverage of the outcome table', () => {
-  it('every code except invalid-request was produced by a real response above', () => {
+  it('every code except invalid-request is produced by a real response', async () => {
     // invalid-request has no trigger in the spec's service; it is covered by the classify unit tests.
-    const missing = OUTCOME_CODES.filter((c) => c !== 'invalid-request' && !seen.has(c));
-    expect(missing).toEqual([]);
+    const own = await startAnswerServer();
+    const dead = new LearnerApiClient({
+      baseUrl: 'http://127.0.0.1:1',
+      userAgent: 'x',
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 500,
+    });
+    const produced = new Set<string>();
+    const got = async (o: Promise<TransferOutcome>) => produced.add(track(await o).code);
+    try {
+      await got(client.transferLearner(2, TOKEN)); // transferred
+      await got(client.transferLearner(2, TOKEN)); // already-in-org
+      await got(client.transferLearner(999_999, TOKEN)); // not-found
+      await got(client.transferLearner(11, TOKEN)); // forbidden
+      await got(client.transferLearner(14, TOKEN)); // server-error
+      await got(client.transferLearner(3, 'not-a-real-token')); // unauthorized
+      await got(dead.transferLearner(1, TOKEN)); // network-error
+      own.answers.push({ learnerId: 12, status: 'completed' });
+      await got(own.client.transferLearner(11, TOKEN)); // unexpected-result
+      sim.setFaults({ truncateRate: 1 });
+      await got(client.transferLearner(20, TOKEN)); // bad-response
+      sim.setFaults({});
+      sim.setLimits({ perToken: { max: 1, windowMs: 3000 }, window: 'rolling' });
+      await got(client.transferLearner(5, TOKEN));
+      await got(client.transferLearner(8, TOKEN)); // rate-limited
+    } finally {
+      await own.close();
+      await dead.close();
+    }
+    expect(OUTCOME_CODES.filter((c) => c !== 'invalid-request' && !produced.has(c))).toEqual([]);
   });
 });

@@ -4,15 +4,15 @@
 // is in the change log exactly once with the dashboard's actor, and a paused organization gets no
 // transfer from a running worker until it is resumed. Refused without authentication, without (or with
 // a forged) CSRF token and in read-only mode, with nothing written; bad input is a 400 naming the field.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dashboardActor, readChanges, type ChangeEntry } from '../../src/limiter/control-log.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { readPolicy } from '../../src/limiter/policy.ts';
+import { POLICY_RECHECK_MS, readPolicy } from '../../src/limiter/policy.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { authed, basic, bearer, csrfFromPage, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
+import { waitFor, waitUntil } from '../helpers/wait.ts';
 
 let h: Harness;
 let app: FastifyInstance;
@@ -40,6 +40,11 @@ beforeAll(async () => {
   app = await buildDashboard(h.ctx, { bullBoard: false });
   readOnlyApp = await buildDashboard(h.ctx, { bullBoard: false, readOnly: true });
   csrf = await csrfFromPage(app, '/controls');
+});
+// Each test asserts on the whole change log and policy, which the others change: each starts from the
+// state the harness began with (no policy stored, LIMIT_* in force, an empty change log).
+beforeEach(async () => {
+  await h.ctx.redis.del(h.ctx.keys.changes(), h.ctx.keys.policy('acme'), h.ctx.keys.policy('beta'));
 });
 afterAll(async () => {
   await app?.close();
@@ -192,20 +197,26 @@ describe('pause and resume', () => {
     const sentBefore = sent();
     const workers = startWorkers(h.ctx, { orgs: ['acme'], concurrency: 3, untilIdle: false });
     try {
-      await sleep(1500);
+      // The worker asked and was refused for the pause (it says so), not merely not started yet.
+      await waitUntil("the worker's note that acme is paused", () =>
+        h.logLines.some((l) => l.includes("organization 'acme' is paused")),
+      );
       expect(sent()).toBe(sentBefore);
       expect((await post('resume', { org: 'acme' })).statusCode).toBe(200);
       const resumedAt = Date.now();
-      const deadline = resumedAt + 10_000;
-      const done = async () => {
-        for (const id of ids) if ((await h.ctx.store.get('acme', id))?.b !== 'transferred') return false;
-        return true;
-      };
-      while (!(await done())) {
-        if (Date.now() > deadline) throw new Error('learners not transferred within 10 s of the resume');
-        await sleep(100);
-      }
-      console.log(`controls: transfers went on ${Date.now() - resumedAt} ms after the dashboard's resume`);
+      await waitFor(
+        "the paused learners' records to be 'transferred'",
+        () => Promise.all(ids.map(async (id) => (await h.ctx.store.get('acme', id))?.b)),
+        (states) => states.every((b) => b === 'transferred'),
+        { everyMs: 100 },
+      );
+      const patches = h.sim.record.filter((x) => x.method === 'PATCH' && x.org === 'acme').slice(sentBefore);
+      const first = Math.min(...patches.map((x) => x.receivedAt));
+      console.log(`controls: transfers went on ${first - resumedAt} ms after the dashboard's resume`);
+      // Nothing was sent before the resume, and a worker asleep on the pause asks again within
+      // POLICY_RECHECK_MS (src/limiter/policy.ts: a change applies within 5 s): 5x headroom on that.
+      expect(first).toBeGreaterThanOrEqual(resumedAt);
+      expect(first - resumedAt).toBeLessThan(5 * POLICY_RECHECK_MS);
     } finally {
       await workers.stop();
     }

@@ -31,24 +31,22 @@ const ENV = {
 async function runTwoWorkers(
   sim: SimulatorOptions,
   count: number,
-): Promise<{ h: Harness; ids: number[]; patches: RequestRecord[]; ms: number }> {
+): Promise<{ h: Harness; ids: number[]; patches: RequestRecord[] }> {
   const harness = await startHarness({ tag: 'learn', sim, env: ENV });
   h = harness;
   const ids = learnersNotIn('acme', count);
   await harness.enqueueIds(ids);
-  const started = Date.now();
   const workers = [
     spawnCli(['work', '--until-idle', '--concurrency', '4'], harness.env),
     spawnCli(['work', '--until-idle', '--concurrency', '4'], harness.env),
   ];
   const results = await Promise.all(workers.map((w) => waitExit(w, 80_000)));
-  const ms = Date.now() - started;
   for (const r of results) {
     expect(r.stderr).toMatch(/workers stopped \(idle\)/);
     expect(r.code).toBe(0);
   }
   const patches = harness.sim.record.filter((r) => r.method === 'PATCH' && r.org === 'acme');
-  return { h: harness, ids, patches, ms };
+  return { h: harness, ids, patches };
 }
 
 /** Every learner moved exactly once, recorded done, nothing failed or left waiting. */
@@ -66,7 +64,7 @@ describe('learning the service limits with two work processes', () => {
     'against a stricter service: 429s stay at or below 10% of the calls, nobody lost or moved twice',
     { timeout: 100_000 },
     async () => {
-      const { h, ids, patches, ms } = await runTwoWorkers(
+      const { h, ids, patches } = await runTwoWorkers(
         {
           learners: 700,
           faults: { latencyAfterMs: [10, 60] },
@@ -77,17 +75,25 @@ describe('learning the service limits with two work processes', () => {
       await expectAllMovedOnce(h, ids);
       const refused = patches.filter((r) => r.status === 429);
       const share = refused.length / patches.length;
-      // What the service could have accepted in the run: 10 per 2 s on each of the two tokens.
       const counted = patches.filter((r) => r.countedAt !== undefined && r.status !== 429);
-      const first = Math.min(...patches.map((r) => r.receivedAt));
-      const last = Math.max(...patches.map((r) => r.receivedAt));
-      const bound = 2 * 10 * Math.ceil((last - first) / TOKEN_WINDOW_MS);
-      console.log(
-        `learn-limits (stricter: 10/2s per token, configured 25/2s): ${refused.length} of ${patches.length} calls ` +
-          `answered 429 (${(share * 100).toFixed(1)}%), ${counted.length} counted of at most ${bound} ` +
-          `(utilization of the service's limit ${(counted.length / bound).toFixed(3)}), ${ids.length} learners in ${ms} ms`,
-      );
-      expect(share).toBeLessThanOrEqual(0.1);
+      expect(share, `${refused.length} of ${patches.length} calls answered 429`).toBeLessThanOrEqual(0.1);
+      // Once learned (from one window after the first 429, when the burst that taught it has left the
+      // service's window, to the last call counted): what the service accepted of what it allows.
+      const learnedFrom = Math.min(...refused.map((r) => r.receivedAt)) + TOKEN_WINDOW_MS;
+      const afterLearning = counted.filter((r) => r.receivedAt >= learnedFrom);
+      const until = Math.max(...afterLearning.map((r) => r.receivedAt));
+      const allowed = (2 * 10 * (until - learnedFrom)) / TOKEN_WINDOW_MS;
+      const learnedUtilization = afterLearning.length / allowed;
+      const seen =
+        `once learned, ${afterLearning.length} counted of ${allowed.toFixed(1)} allowed over ` +
+        `${until - learnedFrom} ms (utilization ${learnedUtilization.toFixed(3)})`;
+      console.log(`learn-limits: ${seen}`);
+      // What the code promises once learned: the limit in force is what the service had accepted, at
+      // most one short at the window's edge (learn.lua, "Counting"; the probe gives it back), so 9 of
+      // the service's 10; the limiter spends all of it (acquire.lua), each permit held for one window
+      // after its answer, at most 60 ms (the latency) longer than the service holds it:
+      // 0.9 x 2000 / 2060 = 0.87. Measured 0.94.
+      expect(learnedUtilization, seen).toBeGreaterThanOrEqual(0.87);
       // No attempt was used by a 429 (each learner's one transfer succeeded at its first counted call).
       const perLearner = new Map<number, number>();
       for (const r of counted) perLearner.set(r.learnerId ?? 0, (perLearner.get(r.learnerId ?? 0) ?? 0) + 1);
@@ -134,7 +140,7 @@ describe('learning the service limits with two work processes', () => {
     'against a service that matches the configuration: nothing learned, no 429',
     { timeout: 60_000 },
     async () => {
-      const { h, ids, patches, ms } = await runTwoWorkers(
+      const { h, ids, patches } = await runTwoWorkers(
         {
           learners: 500,
           faults: { latencyAfterMs: [10, 60] },
@@ -151,7 +157,6 @@ describe('learning the service limits with two work processes', () => {
       expect(patches).toHaveLength(ids.length);
       const policy = await h.ctx.redis.hgetall(h.ctx.keys.policy('acme'));
       expect(Object.keys(policy).filter((f) => /^(learned:|429:|refused:)/.test(f))).toEqual([]);
-      console.log(`learn-limits (matching service): 0 of ${patches.length} calls answered 429, ${ms} ms`);
     },
   );
 });

@@ -1,7 +1,8 @@
-// The per-learner lease of acquire.lua on a real Redis, in compressed time (in-flight TTL and grace of
-// 300 ms): one call in flight per learner, a lease past its deadline contested for the grace before a
-// takeover, a job that lost its BullMQ lock gets nothing, and finish-attempt.lua frees only its own lease.
-// Waits are checked exactly against the `now` the scripts return (Redis TIME), never the test's clock.
+// The per-learner lease of acquire.lua on a real Redis: one call in flight per learner, a lease past its
+// deadline contested for the grace before a takeover, a job that lost its BullMQ lock gets nothing, and
+// finish-attempt.lua frees only its own lease. Waits are checked exactly against the `now` the scripts
+// return (Redis TIME), never the test's clock. A lease or a grace that must run out is 300 ms; one that
+// must still hold when the test asks again is 30 s, so a stalled test cannot see it run out first.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/core/keys.ts';
@@ -11,8 +12,11 @@ import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { granted } from '../helpers/limiter.ts';
 
+/** The in-flight TTL of `budget` and the grace of `lease()`: short, for what must run out. */
 const TTL = 300;
 const GRACE = 300;
+/** The in-flight TTL of `steady`, and a grace that must hold: no stall of a test outlasts them. */
+const LONG = 30_000;
 const TOKEN = 'tok-a';
 
 const redis = newRedis();
@@ -23,6 +27,13 @@ const budget = new TransferBudget(redis, {
   limitPerToken: { max: 1000, windowMs: 60_000 },
   limitPerOrg: { max: 1000, windowMs: 60_000 },
   inflightTtlMs: TTL,
+});
+/** The same budget (same keys) with a long in-flight TTL: a lease it grants outlives the test's asks. */
+const steady = new TransferBudget(redis, {
+  prefix,
+  limitPerToken: { max: 1000, windowMs: 60_000 },
+  limitPerOrg: { max: 1000, windowMs: 60_000 },
+  inflightTtlMs: LONG,
 });
 const store = new OutcomeStore(redis, keys);
 let orgs = 0;
@@ -51,34 +62,32 @@ const leaseOf = (org: string, learnerId: number) => redis.hget(keys.lease(org), 
 describe('learner lease (acquire.lua)', () => {
   it('grants a lease per learner and refuses another holder until its deadline', async () => {
     const org = newOrg();
-    const a = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
+    const a = granted(await steady.acquire(org, [TOKEN], lease(7, 'A')));
     expect(a.tookOver).toBe(false);
-    expect(await leaseOf(org, 7)).toBe(`A ${a.now + TTL} 0`);
+    expect(await leaseOf(org, 7)).toBe(`A ${a.now + LONG} 0`);
 
-    const b = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
+    const b = refused(await steady.acquire(org, [TOKEN], lease(7, 'B')));
     expect(b.scope).toBe('lease');
     expect(b.allBlockedIndefinitely).toBe(false);
     // The wait is exactly what is left of A's deadline.
-    expect(b.now).toBeLessThan(a.now + TTL);
-    expect(b.waitMs).toBe(a.now + TTL - b.now);
+    expect(b.now).toBeLessThan(a.now + LONG);
+    expect(b.waitMs).toBe(a.now + LONG - b.now);
     // The refusal wrote no permit and left A's lease as it was.
-    expect((await budget.peek(org, [TOKEN])).org.inflight).toBe(1);
-    expect(await leaseOf(org, 7)).toBe(`A ${a.now + TTL} 0`);
+    expect((await steady.peek(org, [TOKEN])).org.inflight).toBe(1);
+    expect(await leaseOf(org, 7)).toBe(`A ${a.now + LONG} 0`);
 
     // Leases are per learner: B gets learner 8 at once.
-    const b8 = granted(await budget.acquire(org, [TOKEN], lease(8, 'B')));
+    const b8 = granted(await steady.acquire(org, [TOKEN], lease(8, 'B')));
     expect(b8.tookOver).toBe(false);
-    expect(await leaseOf(org, 8)).toBe(`B ${b8.now + TTL} 0`);
-    expect((await budget.peek(org, [TOKEN])).org.inflight).toBe(2);
+    expect(await leaseOf(org, 8)).toBe(`B ${b8.now + LONG} 0`);
+    expect((await steady.peek(org, [TOKEN])).org.inflight).toBe(2);
   });
 
   it('contests an expired lease for the grace, then takes it over', async () => {
     const org = newOrg();
     const a = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
     const deadline = a.now + TTL;
-    const early = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
-    expect(early.scope).toBe('lease');
-    await wake(early.waitMs);
+    await wake(deadline - (await budget.peek(org, [TOKEN])).now);
 
     // A never finished: B's first ask after the deadline marks the lease contested and is refused.
     const first = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
@@ -91,15 +100,16 @@ describe('learner lease (acquire.lua)', () => {
     expect(view.org.inflight).toBe(0);
     expect(view.org.used).toBe(1);
 
-    // Still inside the grace: refused with exactly what is left of it; the mark is not moved.
-    await sleep(50);
-    const second = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
+    // Past the short grace, an ask with a long one is still inside it (each ask brings its grace, and
+    // no stall outlasts 30 s): refused with exactly what is left of it; the mark is not moved.
+    await wake(first.now + GRACE - (await budget.peek(org, [TOKEN])).now);
+    const second = refused(await budget.acquire(org, [TOKEN], lease(7, 'B', { graceMs: LONG })));
     expect(second.scope).toBe('lease');
-    expect(second.now).toBeLessThan(first.now + GRACE);
-    expect(second.waitMs).toBe(first.now + GRACE - second.now);
+    expect(second.now).toBeGreaterThanOrEqual(first.now + GRACE);
+    expect(second.waitMs).toBe(first.now + LONG - second.now);
     expect(await leaseOf(org, 7)).toBe(`A ${deadline} ${first.now}`);
 
-    await wake(second.waitMs);
+    // With the short grace run out, the takeover.
     const took = granted(await budget.acquire(org, [TOKEN], lease(7, 'B')));
     expect(took.now).toBeGreaterThanOrEqual(first.now + GRACE);
     expect(took.tookOver).toBe(true);
@@ -113,8 +123,8 @@ describe('learner lease (acquire.lua)', () => {
     const org = newOrg();
     const a = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
     await wake(a.now + TTL - (await budget.peek(org, [TOKEN])).now);
-    const contest = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
-    expect(contest.waitMs).toBe(GRACE);
+    const contest = refused(await budget.acquire(org, [TOKEN], lease(7, 'B', { graceMs: LONG })));
+    expect(contest.waitMs).toBe(LONG);
     // A was alive, only slow: its finish (inside the grace) frees its contested lease.
     await store.finish({
       org,
@@ -132,39 +142,40 @@ describe('learner lease (acquire.lua)', () => {
       },
     });
     expect(await leaseOf(org, 7)).toBeNull();
-    const b = granted(await budget.acquire(org, [TOKEN], lease(7, 'B')));
-    expect(b.now).toBeLessThan(contest.now + GRACE);
+    const b = granted(await budget.acquire(org, [TOKEN], lease(7, 'B', { graceMs: LONG })));
+    expect(b.now).toBeLessThan(contest.now + LONG);
     expect(b.tookOver).toBe(false);
   });
 
   it('a holder asking again while its lease is live is granted and its deadline renewed', async () => {
     const org = newOrg();
-    const a = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
+    const a = granted(await steady.acquire(org, [TOKEN], lease(7, 'A')));
     await sleep(20);
-    const renewed = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
+    const renewed = granted(await steady.acquire(org, [TOKEN], lease(7, 'A')));
     expect(renewed.tookOver).toBe(false);
     expect(renewed.now).toBeGreaterThan(a.now);
     expect(renewed.permitId).not.toBe(a.permitId);
     // The script writes a fresh lease: new deadline, not contested. Both permits are in flight.
-    expect(await leaseOf(org, 7)).toBe(`A ${renewed.now + TTL} 0`);
-    expect((await budget.peek(org, [TOKEN])).org.inflight).toBe(2);
+    expect(await leaseOf(org, 7)).toBe(`A ${renewed.now + LONG} 0`);
+    expect((await steady.peek(org, [TOKEN])).org.inflight).toBe(2);
     // Another holder is now refused until the renewed deadline, not the first one.
-    const b = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
+    const b = refused(await steady.acquire(org, [TOKEN], lease(7, 'B')));
     expect(b.scope).toBe('lease');
-    expect(b.waitMs).toBe(renewed.now + TTL - b.now);
+    expect(b.waitMs).toBe(renewed.now + LONG - b.now);
   });
 
   it('a holder whose expired lease is being contested gets it back (it is alive) and the mark is cleared', async () => {
     const org = newOrg();
     const a = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
     await wake(a.now + TTL - (await budget.peek(org, [TOKEN])).now);
-    const contest = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
-    expect(contest.waitMs).toBe(GRACE);
-    const back = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
+    const contest = refused(await budget.acquire(org, [TOKEN], lease(7, 'B', { graceMs: LONG })));
+    expect(contest.waitMs).toBe(LONG);
+    // A asks again (through the long-TTL budget, so its renewed lease outlasts B's next ask).
+    const back = granted(await steady.acquire(org, [TOKEN], lease(7, 'A', { graceMs: LONG })));
     expect(back.tookOver).toBe(false);
-    expect(await leaseOf(org, 7)).toBe(`A ${back.now + TTL} 0`);
-    const b = refused(await budget.acquire(org, [TOKEN], lease(7, 'B')));
-    expect(b.waitMs).toBe(back.now + TTL - b.now);
+    expect(await leaseOf(org, 7)).toBe(`A ${back.now + LONG} 0`);
+    const b = refused(await steady.acquire(org, [TOKEN], lease(7, 'B', { graceMs: LONG })));
+    expect(b.waitMs).toBe(back.now + LONG - b.now);
   });
 
   it("refuses 'lost-lock' when the job's BullMQ lock holds another token, writing nothing", async () => {
@@ -172,11 +183,11 @@ describe('learner lease (acquire.lua)', () => {
     const lockKey = keys.jobLock(org, 'l7');
     await redis.set(lockKey, 'other-worker-token');
     const r = refused(
-      await budget.acquire(org, [TOKEN], lease(7, 'mine', { lockKey, lockToken: 'my-token' })),
+      await steady.acquire(org, [TOKEN], lease(7, 'mine', { lockKey, lockToken: 'my-token' })),
     );
     expect(r.scope).toBe('lost-lock');
     expect(r.allBlockedIndefinitely).toBe(false);
-    const view = await budget.peek(org, [TOKEN]);
+    const view = await steady.peek(org, [TOKEN]);
     expect(view.org.inflight).toBe(0);
     expect(view.tokens[0]?.inflight).toBe(0);
     expect(view.org.used).toBe(0);
@@ -185,31 +196,31 @@ describe('learner lease (acquire.lua)', () => {
     // A lock that is gone altogether is lost too.
     const gone = keys.jobLock(org, 'l9');
     const r2 = refused(
-      await budget.acquire(org, [TOKEN], lease(9, 'mine', { lockKey: gone, lockToken: 'x' })),
+      await steady.acquire(org, [TOKEN], lease(9, 'mine', { lockKey: gone, lockToken: 'x' })),
     );
     expect(r2.scope).toBe('lost-lock');
     expect(await leaseOf(org, 9)).toBeNull();
 
     // With the token the lock holds, the permit and the lease are granted together.
     const ok = granted(
-      await budget.acquire(org, [TOKEN], lease(7, 'mine', { lockKey, lockToken: 'other-worker-token' })),
+      await steady.acquire(org, [TOKEN], lease(7, 'mine', { lockKey, lockToken: 'other-worker-token' })),
     );
     expect(ok.tookOver).toBe(false);
-    expect(await leaseOf(org, 7)).toBe(`mine ${ok.now + TTL} 0`);
-    expect((await budget.peek(org, [TOKEN])).org.inflight).toBe(1);
+    expect(await leaseOf(org, 7)).toBe(`mine ${ok.now + LONG} 0`);
+    expect((await steady.peek(org, [TOKEN])).org.inflight).toBe(1);
     // The lock token was checked, not written.
     expect(await redis.get(lockKey)).toBe('other-worker-token');
   });
 
   it("finish() frees the lease of its own holder and settles the permit; another holder's finish leaves it", async () => {
     const org = newOrg();
-    const a = granted(await budget.acquire(org, [TOKEN], lease(7, 'A')));
+    const a = granted(await steady.acquire(org, [TOKEN], lease(7, 'A')));
     const permit = {
       tokenId: a.tokenId,
       permitId: a.permitId,
       mode: 'response' as const,
-      tokenKeyTtlMs: budget.keyTtls.tokenMs,
-      orgKeyTtlMs: budget.keyTtls.orgMs,
+      tokenKeyTtlMs: steady.keyTtls.tokenMs,
+      orgKeyTtlMs: steady.keyTtls.orgMs,
     };
     const base = { org, learnerId: 7, runId: 'r1', at: Date.now() };
 
@@ -217,12 +228,12 @@ describe('learner lease (acquire.lua)', () => {
     await store.finish({ ...base, attemptId: 'other-1', holder: 'B' });
     // A holder whose name only starts like A's does not free it either.
     await store.finish({ ...base, attemptId: 'other-2', holder: 'A-' });
-    expect(await leaseOf(org, 7)).toBe(`A ${a.now + TTL} 0`);
-    expect((await budget.peek(org, [TOKEN])).org.inflight).toBe(1);
+    expect(await leaseOf(org, 7)).toBe(`A ${a.now + LONG} 0`);
+    expect((await steady.peek(org, [TOKEN])).org.inflight).toBe(1);
 
     await store.finish({ ...base, attemptId: 'a-1', holder: 'A', permit });
     expect(await leaseOf(org, 7)).toBeNull();
-    const view = await budget.peek(org, [TOKEN]);
+    const view = await steady.peek(org, [TOKEN]);
     expect(view.org.inflight).toBe(0);
     expect(view.org.used).toBe(1);
     expect(view.tokens[0]?.inflight).toBe(0);
@@ -231,16 +242,16 @@ describe('learner lease (acquire.lua)', () => {
     expect(await store.get(org, 7)).toBeUndefined();
 
     // With the lease freed, B gets learner 7 at once, without a takeover.
-    const b = granted(await budget.acquire(org, [TOKEN], lease(7, 'B')));
+    const b = granted(await steady.acquire(org, [TOKEN], lease(7, 'B')));
     expect(b.tookOver).toBe(false);
   });
 
   it('finish() of holder A does not free the lease of holder AB (a holder is matched whole)', async () => {
     const org = newOrg();
-    const ab = granted(await budget.acquire(org, [TOKEN], lease(7, 'AB')));
-    const a = refused(await budget.acquire(org, [TOKEN], lease(7, 'A')));
+    const ab = granted(await steady.acquire(org, [TOKEN], lease(7, 'AB')));
+    const a = refused(await steady.acquire(org, [TOKEN], lease(7, 'A')));
     expect(a.scope).toBe('lease');
     await store.finish({ org, learnerId: 7, runId: 'r1', at: Date.now(), attemptId: 'x', holder: 'A' });
-    expect(await leaseOf(org, 7)).toBe(`AB ${ab.now + TTL} 0`);
+    expect(await leaseOf(org, 7)).toBe(`AB ${ab.now + LONG} 0`);
   });
 });

@@ -64,6 +64,41 @@ function peak(times: number[], windowMs: number): number {
   return best;
 }
 
+interface ChildStats {
+  granted: number;
+  refused: number;
+  grants: Array<[number, number, number]>;
+  refusals: Array<[number, string]>;
+}
+
+/**
+ * The refusals the limiter made while it had room: a refusal at t is right only when the organization's
+ * window was full at t, or every token's was. A permit holds its slot from its acquire to one window
+ * after its end (its response stamp; its in-flight deadline when abandoned); the children take each end
+ * after the limiter's own stamp, so a slot is counted here at least as long as in Redis, and a refusal
+ * named here had a free slot for certain.
+ */
+function refusalsWithRoom(
+  children: readonly ChildStats[],
+): Array<{ at: number; org: number; tokens: number[] }> {
+  const grants = children.flatMap((c) => c.grants);
+  const held = (t: number, token?: number) =>
+    grants.filter(
+      ([at, i, end]) => at <= t && t <= end + windowOf(token) && (token === undefined || i === token),
+    ).length;
+  const wrong: Array<{ at: number; org: number; tokens: number[] }> = [];
+  for (const [at] of children.flatMap((c) => c.refusals)) {
+    const org = held(at);
+    const tokens = [0, 1].map((i) => held(at, i));
+    if (org < PER_ORG.max && tokens.some((n) => n < PER_TOKEN.max)) wrong.push({ at, org, tokens });
+  }
+  return wrong;
+}
+
+function windowOf(token: number | undefined): number {
+  return token === undefined ? PER_ORG.windowMs : PER_TOKEN.windowMs;
+}
+
 /**
  * Share of the scope's slot-time in use over [from, to]: a counted request holds one of `max` slots from
  * its arrival until one window after its answer (the server saw it somewhere in between; the limiter
@@ -126,7 +161,7 @@ describe.each(['rolling', 'fixed'] as const)('limiter shared by worker processes
         expect(r.code).toBe(0);
         for (const s of secrets) expect(r.stdout + r.stderr).not.toContain(s);
       }
-      const children = results.map((r) => JSON.parse(r.stdout) as { granted: number; refused: number });
+      const children = results.map((r) => JSON.parse(r.stdout) as ChildStats);
 
       const transfers = sim.record.filter((r: RequestRecord) => r.method === 'PATCH');
       const counted = transfers.filter((r) => r.countedAt !== undefined && r.status !== 429);
@@ -161,10 +196,14 @@ describe.each(['rolling', 'fixed'] as const)('limiter shared by worker processes
       // the latency: a permit holds its slot from acquire to one window after its response.
       expect(orgPeak).toBe(PER_ORG.max);
       expect(Math.max(...tokenPeaks)).toBe(PER_TOKEN.max);
-      // Typically 0.92 and 0.89 on an idle machine; the bounds leave room for a loaded CI box, where
-      // stalled processes hold their permits longer.
-      expect(orgOccupancy).toBeGreaterThan(0.75);
-      expect(utilization).toBeGreaterThan(0.55);
+      // What the limiter promises is that it spends the budget: it refuses only when a window is full
+      // (the organization's, or every token's). Checked on every refusal from the recorded permits, not
+      // from the share of the budget spent: that share (0.92 and 0.89 on an idle machine) also measures
+      // how fast four loaded processes loop, and fell to 0.72 on a busy two-core box with nothing wrong.
+      expect(children.reduce((n, c) => n + c.grants.length, 0)).toBe(granted);
+      expect(children.reduce((n, c) => n + c.refusals.length, 0)).toBe(refusals);
+      expect(refusals).toBeGreaterThan(0);
+      expect(refusalsWithRoom(children).slice(0, 5)).toEqual([]);
 
       const stored = (await dumpPrefix(redis, runPrefix)).join('\n');
       for (const s of secrets) expect(stored).not.toContain(s);

@@ -12,6 +12,7 @@ import type { RunMeta } from '../../src/outcomes/runs.ts';
 import { startControlWorker } from '../../src/worker/control-worker.ts';
 import { runCommand, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let h: Harness;
 let queue: ControlQueue;
@@ -30,14 +31,19 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function waitForRun(pred: (r: RunMeta) => boolean, timeoutMs = 20_000): Promise<RunMeta> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const run = (await h.ctx.runs.list(100)).find(pred);
-    if (run) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('no scheduled run appeared');
+async function waitForRun(what: string, pred: (r: RunMeta) => boolean): Promise<RunMeta> {
+  const runs = await waitFor(
+    what,
+    () => h.ctx.runs.list(100),
+    (list) => list.some(pred),
+    {
+      everyMs: 50,
+      show: (list) => `runs ${JSON.stringify(list.map((r) => r.source))}`,
+    },
+  );
+  const run = runs.find(pred);
+  if (!run) throw new Error(`${what}: gone after it was seen`);
+  return run;
 }
 
 describe('schedule', () => {
@@ -51,19 +57,23 @@ describe('schedule', () => {
     expect((await listSchedules(queue)).map((s) => [s.key, s.every])).toEqual([['nightly', 300]]);
     const control = startControlWorker(h.ctx);
     try {
-      const run = await waitForRun((r) => r.source.startsWith('schedule nightly'));
+      const run = await waitForRun('a run of schedule nightly', (r) =>
+        r.source.startsWith('schedule nightly'),
+      );
       expect(run.kind).toBe('reconcile');
       expect(run.orgs).toEqual(['acme']);
+      // The run is written before its learners are marked queued and their jobs added (markQueued, then
+      // addBulk): wait for the job, then the counters are in.
+      const job = await waitFor(
+        "learner 2's job in acme's queue",
+        () => h.ctx.queues.get('acme').getJob('l2'),
+        (j) => j !== undefined,
+        { everyMs: 50, show: (j) => (j ? String(j.id) : 'no job') },
+      );
+      expect(job?.data.runId).toBe(run.id);
       const counts = await h.ctx.store.runCounts('acme', run.id);
       // 2 and 3 sit in beta and gamma; 4 is already in acme.
       expect(counts.queued).toBe(2);
-      // The run and its counters exist before the producer's addBulk lands: wait for the job.
-      let job = await h.ctx.queues.get('acme').getJob('l2');
-      for (let i = 0; i < 100 && !job; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        job = await h.ctx.queues.get('acme').getJob('l2');
-      }
-      expect(job?.data.runId).toBe(run.id);
     } finally {
       expect(await queue.removeJobScheduler('nightly')).toBe(true);
       await control.close();
@@ -86,18 +96,19 @@ describe('schedule', () => {
 
     const work = spawnCli(['work', '--concurrency', '1'], h.env);
     try {
-      const run = await waitForRun((r) => r.source.startsWith('schedule reconcile-cli-desired')).catch(
-        (err: Error) => {
-          throw new Error(`${err.message}; work stderr:\n${work.output.stderr.slice(-2000)}`);
-        },
-      );
+      const run = await waitForRun('a run of schedule reconcile-cli-desired', (r) =>
+        r.source.startsWith('schedule reconcile-cli-desired'),
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; work stderr:\n${work.output.stderr.slice(-2000)}`);
+      });
       expect(run.kind).toBe('reconcile');
       // The same process then transferred the drift: learner 5 (beta) is in acme.
-      const deadline = Date.now() + 20_000;
-      while (h.sim.learner(5)?.organizationId !== 1 && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(h.sim.learner(5)?.organizationId).toBe(1);
+      await waitFor(
+        "learner 5's organization in the simulator to be acme's (1)",
+        () => h.sim.learner(5)?.organizationId,
+        (org) => org === 1,
+        { everyMs: 50 },
+      );
     } finally {
       work.kill('SIGTERM');
       await waitExit(work);

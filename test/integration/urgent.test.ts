@@ -45,10 +45,8 @@ async function workInProcess() {
 
 /** One `work` process, one job at a time, until nothing waits. */
 async function workOnce() {
-  const started = Date.now();
   const r = await runCommand(['work', '--org', 'acme', '--concurrency', '1', '--until-idle'], h.env, 120_000);
   expect(r.code, withoutNoPersistenceWarning(r.stderr)).toBe(0);
-  console.log(`work --concurrency 1: ${Date.now() - started} ms`);
 }
 
 /** Jobs as the previous release added them: an outcome record and a job with only its id (no priority). */
@@ -76,7 +74,6 @@ describe('enqueue --priority urgent', () => {
     await h.enqueueIds(bulk);
     expect(await h.ctx.queues.get('acme').getWaitingCount()).toBe(205);
 
-    const started = Date.now();
     const r1 = await enqueueCli(urgent, 'urgent.csv', ['--priority', 'urgent']);
     expect(r1.code, r1.stderr).toBe(0);
     expect(r1.stdout).toMatch(/enqueued {3}3\n/);
@@ -91,7 +88,6 @@ describe('enqueue --priority urgent', () => {
     expect(r2.stdout).toContain(
       'urgent     2 put ahead of the bulk (0 added, 2 already waiting moved ahead)',
     );
-    const enqueueMs = Date.now() - started;
     // Still one job per learner: nothing added twice, nothing lost.
     expect(await h.ctx.queues.get('acme').getWaitingCount()).toBe(208);
     expect(await queuePlace(h.ctx.redis, h.ctx.queues.get('acme'), deep[0] as number)).toMatchObject({
@@ -128,9 +124,6 @@ describe('enqueue --priority urgent', () => {
       source: 'cli enqueue --csv deep.csv',
       moved: 2,
     });
-    console.log(
-      `urgent enqueues (2 CLI runs): ${enqueueMs} ms; first PATCHes ${order.slice(0, 5).join(',')}`,
-    );
   });
 
   it('keeps the guarantees: a transferred learner is not re-queued, a held one stays held, nothing is called twice', async () => {

@@ -123,9 +123,14 @@ async function measure<T>(fn: () => Promise<T>): Promise<{ value: T; cost: Cost 
   return { value, cost };
 }
 
+/**
+ * Milliseconds and a few MB, where a body read and checked element by element cost seconds and
+ * gigabytes. The time bound is 1 s: ten times the worst seen on a loaded two-core machine (93 ms, the
+ * 4 MiB read over HTTP), so only a return to seconds fails it. Memory is a count, not luck: tight.
+ */
 function expectCheap(cost: Cost): void {
-  expect(cost.ms).toBeLessThan(200);
-  expect(cost.maxStallMs).toBeLessThan(200);
+  expect(cost.ms).toBeLessThan(1000);
+  expect(cost.maxStallMs).toBeLessThan(1000);
   expect(cost.rssMB).toBeLessThan(100);
   expect(cost.heapMB).toBeLessThan(100);
 }

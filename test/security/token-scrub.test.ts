@@ -18,6 +18,7 @@ import { startControlWorker, type ControlHandle } from '../../src/worker/control
 import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 
 const TOKEN = 'hzQ7vK2xWm9PLtR4bN8cY3dF6gJ1kS5uE0aXoVi'; // 40 characters, none of them ordinary text
@@ -137,13 +138,12 @@ async function controlJobFailed(name: string, desired: string) {
     { kind: 'reconcile', scheduleId: name, desired, orgIds: { acme: 1 } },
     { attempts: 1 },
   );
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const state = await job.getState();
-    if (state === 'failed' || state === 'completed') break;
-    if (Date.now() > deadline) throw new Error(`control job ${name} still ${state}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(
+    `control job ${name} to end (failed or completed)`,
+    () => job.getState(),
+    (state) => state === 'failed' || state === 'completed',
+    { everyMs: 50 },
+  );
   const done = await queue.getJob(job.id as string);
   return { failedReason: done?.failedReason ?? '', stacktrace: done?.stacktrace ?? [] };
 }

@@ -2,6 +2,9 @@
 // had accepted, lowers the limit in force below it (never raises it), and acquire/peek apply the learned
 // limit and probe it back up with Redis TIME. Real Redis, compressed real time (windows of 100s of ms):
 // the scripts read Redis's clock, so the probe is checked against peek's own `now`, never a fake clock.
+// Where a test needs the probe at a given step, it moves the learned limit's time (`at`, stored in the
+// policy hash) back by whole probe periods instead of sleeping through them: the formula reads only
+// `now - at`, and a stalled test cannot skip a step or land on the wrong one.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readChanges } from '../../src/limiter/control-log.ts';
@@ -50,6 +53,16 @@ async function drain(b: TransferBudget, org: string, pool: string[]): Promise<nu
 
 const hash = (org: string, b: TransferBudget) => redis.hgetall(b.keys.policy(org));
 
+async function redisNow(): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+/** Sets when a token's learned limit was learned (as learn.lua writes it: "max at"). */
+async function learnedAt(org: string, b: TransferBudget, token: string, max: number, at: number) {
+  await redis.hset(b.keys.policy(org), `learned:tok:${token}`, `${max} ${at}`);
+}
+
 /** The probe (acquire.lua "Learned limits"): min(configured, max + step * floor((now - at) / every)). */
 function probed(max: number, at: number, now: number, configured: number, windowMs: number): number {
   const every = Math.max(windowMs, Math.min(4 * windowMs, 3_600_000));
@@ -94,7 +107,9 @@ describe('learn from a 429', () => {
     const b = budget({ max: 6, windowMs: 300 }, { max: 100, windowMs: 60_000 });
     const p = await sendAll(b, org, ['t1'], 6);
     expect((await b.learn(org, 't1', p[4]!.permitId, 1)).token.learned).toBe(4);
-    await sleep(320); // the window of the first six has passed; the probe (every 1.2 s) has not
+    await sleep(320); // the window of the first six has passed
+    // Learned now, as far as the probe (every 1.2 s) goes: however long the sleep took.
+    await learnedAt(org, b, 't1', 4, await redisNow());
     expect(await drain(b, org, ['t1'])).toBe(4);
     // Without a policy hash of limits, learned fields alone are not a stored policy.
     expect((await readPolicy(redis, b.keys, org)).stored).toBe(false);
@@ -171,39 +186,46 @@ describe('learn from a 429', () => {
 
   it('the step is 5% of the configured limit, and the limit in force follows the formula', async () => {
     const org = newOrg();
-    const window = 150;
+    // A minute's window: a probe step every 4 minutes, so each step below is minutes wide.
+    const window = 60_000;
+    const every = 4 * window;
     const b = budget({ max: 100, windowMs: window }, { max: 10_000, windowMs: 60_000 });
     // 40 in flight (counted whatever the window) before the refused one.
     for (let i = 0; i < 40; i++) granted(await b.acquire(org, ['t1']));
     const [last] = await sendAll(b, org, ['t1'], 1);
     expect((await b.learn(org, 't1', last!.permitId, 1)).token.learned).toBe(40);
-    const at = Number((await hash(org, b))['learned:tok:t1']?.split(' ')[1]);
-    const seen = new Set<number>();
-    const stopAt = Date.now() + 2_000;
-    while (Date.now() < stopAt) {
+    // Learned k probe periods (and half of one) ago: the limit in force is 40 + 5k, to the configured 100.
+    for (let k = 0; k <= 13; k++) {
+      await learnedAt(org, b, 't1', 40, (await redisNow()) - k * every - every / 2);
       const v = await b.peek(org, ['t1']);
-      expect(v.tokens[0]?.limit).toBe(probed(40, at, v.now, 100, window));
-      seen.add(v.tokens[0]!.limit);
-      await sleep(100);
+      const at = Number((await hash(org, b))['learned:tok:t1']?.split(' ')[1]);
+      expect(v.tokens[0]?.limit, `step ${k}`).toBe(probed(40, at, v.now, 100, window));
+      expect(v.tokens[0]?.limit, `step ${k}`).toBe(Math.min(100, 40 + 5 * k));
+      // Below the configured limit the learned one is in force; at it, nothing learned is.
+      if (k < 12) expect(v.tokens[0]?.learned?.max).toBe(40);
+      else expect(v.tokens[0]?.learned).toBeUndefined();
     }
-    // 2 s = at least three steps of 600 ms, each of 5 (5% of 100).
-    expect([...seen].sort((x, y) => x - y).slice(0, 4)).toEqual([40, 45, 50, 55]);
   });
 
   it('a new 429 during the probe sets it again from what the service accepted', async () => {
     const org = newOrg();
-    const window = 500;
+    const window = 1500;
     const b = budget({ max: 10, windowMs: window }, { max: 1000, windowMs: 60_000 });
     let p = await sendAll(b, org, ['t1'], 5);
     expect((await b.learn(org, 't1', p[4]!.permitId, 1)).token.learned).toBe(4);
-    await sleep(4 * window + 20); // one probe step: 5
+    await sleep(window + 20); // the five have left the window
+    // One probe step in force (learned 6 windows ago: step 1 runs from 4 to 8 windows after it).
+    await learnedAt(org, b, 't1', 4, (await redisNow()) - 6 * window);
     expect((await b.peek(org, ['t1'])).tokens[0]?.limit).toBe(5);
     p = await sendAll(b, org, ['t1'], 5);
     const again = await b.learn(org, 't1', p[4]!.permitId, 1);
     expect(again.token).toEqual({ accepted: 4, limit: 5, learned: 4 });
     const v = await b.peek(org, ['t1']);
     expect(v.tokens[0]?.limit).toBe(4);
-    expect(v.tokens[0]?.learned?.at).toBeGreaterThan(v.now - 100);
+    const at = Number((await hash(org, b))['learned:tok:t1']?.split(' ')[1]);
+    // Learned again now: its time is this 429's (Redis's clock), not the earlier one.
+    expect(at).toBeGreaterThan(v.now - 6 * window + window);
+    expect(at).toBeLessThanOrEqual(v.now);
   });
 });
 
