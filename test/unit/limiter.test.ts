@@ -284,7 +284,9 @@ async function blockFor(b: TransferBudget, org: string, tokenId: string | null, 
   const from = await redisNow();
   await b.block(org, tokenId, ms, '429');
   const to = await redisNow();
-  return { from: from + ms, to: to + ms };
+  // Redis TIME and PTTL are each floored to whole ms, so a wait read back may end 1 ms before the block
+  // set at `from` would by the clock: the block's own window, less that rounding.
+  return { from: from + ms - 1, to: to + ms };
 }
 
 describe('TransferBudget blocks', () => {
