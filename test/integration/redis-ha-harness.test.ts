@@ -167,8 +167,11 @@ describe('redis-ha harness: Redis Sentinel', () => {
     expect(await s.allKeys(`${prefix}:*`)).toEqual([`${prefix}:after`, `${prefix}:before`]);
 
     // The next file gets the setup as it was: the killed master back, as a replica of the new one.
+    // Which of the two is master afterwards is the sentinels' call (down-after is 1 s: a loaded machine
+    // may see one more failover while the node comes back); what the next file needs is both nodes, one
+    // master and its replica.
     await s.heal();
-    expect(await s.masterPort()).toBe(newMasterPort);
-    expect(await s.replicaPorts()).toEqual([killed]);
+    const master = await s.masterPort();
+    expect([master, ...(await s.replicaPorts())].sort()).toEqual([killed, newMasterPort].sort());
   }, 90_000);
 });
