@@ -11,15 +11,16 @@
 //
 // Each file keeps to its own random key prefix on a shared topology. Files that kill a master heal the
 // topology before they end (the killed node back as a replica, every slot served), and the owner checks
-// that again before it hands the topology to the next file; those files must not run at the same time
-// (one worker for them).
+// that again before it hands the topology to the next file. Those files must not run at the same time,
+// yet they need not wait for the whole rest of the suite either: each takes its turn from the owner for
+// the whole file (useTopologies), and runs beside any file that uses no topology.
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { Redis } from 'ioredis';
 import {
   makeTlsFiles,
@@ -103,6 +104,35 @@ export class TopologyOwner {
     sentinelData: `Pw-data-${hex()}`,
     sentinel: `Pw-sentinel-${hex()}`,
   };
+
+  /** The file whose turn it is (one at a time), and how the files waiting learn that it ended. */
+  private turn: { holder: Holder; ended: Promise<void>; end: () => void } | undefined;
+
+  /**
+   * Resolves when it is this file's turn with the topologies. A holder whose process died (a file killed
+   * mid-run by a timeout) gives its turn back, or the files after it would wait for ever.
+   */
+  async takeTurn(holder: Holder): Promise<void> {
+    for (;;) {
+      const t = this.turn;
+      if (!t) {
+        let end!: () => void;
+        const ended = new Promise<void>((resolve) => (end = resolve));
+        this.turn = { holder, ended, end };
+        return;
+      }
+      if (t.holder.id === holder.id) return;
+      await Promise.race([t.ended, new Promise((resolve) => setTimeout(resolve, 1000))]);
+      if (this.turn === t && !pidAlive(t.holder.pid)) this.giveTurn(t.holder);
+    }
+  }
+
+  giveTurn(holder: Holder): void {
+    const t = this.turn;
+    if (t?.holder.id !== holder.id) return;
+    this.turn = undefined;
+    t.end();
+  }
 
   private ca(): TlsFiles {
     this.tls ??= makeTlsFiles(this.tlsDir);
@@ -193,6 +223,8 @@ export class TopologyOwner {
 
   /** A method of a started topology's handle, by name (the ones CALLS lists). */
   async call(name: TopologyName, method: string, args: unknown[]): Promise<unknown> {
+    if (method === 'takeTurn') return this.takeTurn(args[0] as Holder);
+    if (method === 'giveTurn') return this.giveTurn(args[0] as Holder);
     if (!NAMES.includes(name)) throw new Error(`no topology named '${name}'`);
     if (method === 'describe') return this.describe(name);
     if (method === 'keysEverywhere') return this.keysEverywhere(String(args[0]));
@@ -232,15 +264,23 @@ export class TopologyOwner {
     );
     this.started.clear();
     rmSync(this.tlsDir, { recursive: true, force: true });
-    const alive = [...this.pids].filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    const alive = [...this.pids].filter(pidAlive);
     if (alive.length > 0) throw new Error(`redis-server pids ${alive.join(', ')} outlived their stop()`);
+  }
+}
+
+/** A test file holding its turn: its process, and an id of the file's own (a fork may run several). */
+interface Holder {
+  pid: number;
+  id: string;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -322,6 +362,9 @@ type Caller = (name: TopologyName, method: string, args?: unknown[]) => Promise<
 
 let localOwner: TopologyOwner | undefined;
 
+/** How long a file may wait for its turn: every other file on the topologies, each a minute at most. */
+const TURN_WAIT_MS = 5 * 60_000;
+
 /**
  * How this file reaches the shared topologies: through the owner in the main process when the
  * globalSetup is wired, else through an owner of the file's own (stopped after the file). Call it at the
@@ -330,7 +373,7 @@ let localOwner: TopologyOwner | undefined;
 export function useTopologies(): Caller {
   const remote = inject('redisTopologies');
   if (remote) {
-    return async (name, method, args = []) => {
+    const call: Caller = async (name, method, args = []) => {
       const res = await fetch(remote.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -340,6 +383,12 @@ export function useTopologies(): Caller {
       if (!res.ok) throw new Error(`topology '${name}'.${method}: ${out.error ?? res.status}`);
       return out.value;
     };
+    // One file at a time on the shared topologies (a failover in one would land in another's run): the
+    // file waits for its turn before its own hooks, and gives it back after them.
+    const holder: Holder = { pid: process.pid, id: randomBytes(8).toString('hex') };
+    beforeAll(() => call('standalone', 'takeTurn', [holder]), TURN_WAIT_MS);
+    afterAll(() => call('standalone', 'giveTurn', [holder]));
+    return call;
   }
   afterAll(async () => {
     const owner = localOwner;
