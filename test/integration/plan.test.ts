@@ -1,7 +1,7 @@
 // plan and --dry-run: the ETA follows the configured limits and the budget already used in the current
 // window, learners already queued or done are told apart, and nothing is written to a queue, the
 // outcome store or a run, and no transfer is called.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tokensOf } from '../../src/core/config.ts';
 import { describeEta, planCsv, planOrgs } from '../../src/ops/plan.ts';
 import { crawl } from '../../src/queue/sources/crawl.ts';
@@ -11,7 +11,9 @@ import { runCommand } from '../helpers/cli.ts';
 let h: Harness;
 const DAY = 86_400_000;
 
-beforeAll(async () => {
+// Each test gets its own harness (queue, outcome store, budget): the state one test writes is never another's
+// premise.
+beforeEach(async () => {
   h = await startHarness({
     tag: 'plan',
     sim: { learners: 1000 },
@@ -25,9 +27,17 @@ beforeAll(async () => {
     await h.ctx.budget.settle('acme', p.tokenId, p.permitId);
   }
 });
-afterAll(async () => {
+afterEach(async () => {
   await h?.close();
 });
+
+/** 700 jobs of acme waiting in the queue (learners 1..700), as an earlier enqueue would leave them. */
+async function seedQueued(): Promise<void> {
+  await h.ctx.producer.add(
+    Array.from({ length: 700 }, (_, i) => ({ org: 'acme', learnerId: i + 1, source: 'seed' })),
+    'seed',
+  );
+}
 
 /**
  * Keys under the test prefix other than the limiter's (the seeded budget, and the limits policy its first
@@ -57,10 +67,7 @@ describe('plan', () => {
 
   it('counts jobs already queued toward the ETA and tells queued and new apart', async () => {
     await h.ctx.runs.create({ id: 'seed', kind: 'csv', source: 'seed', orgs: ['acme'] });
-    await h.ctx.producer.add(
-      Array.from({ length: 700 }, (_, i) => ({ org: 'acme', learnerId: i + 1, source: 'seed' })),
-      'seed',
-    );
+    await seedQueued();
     const plans = await planOrgs(h.ctx, new Map([['acme', Array.from({ length: 1000 }, (_, i) => i + 1)]]));
     const [acme] = plans;
     expect(acme?.alreadyQueued).toBe(700);
@@ -74,6 +81,7 @@ describe('plan', () => {
   });
 
   it('a dry-run crawl reads the list but writes nothing and calls no transfer', async () => {
+    await seedQueued();
     const before = await writtenKeys();
     const s = await crawl(
       {
@@ -90,7 +98,7 @@ describe('plan', () => {
     expect(await writtenKeys()).toEqual(before);
     expect(h.sim.record.some((r) => r.method === 'PATCH')).toBe(false);
     const [acme] = await planOrgs(h.ctx, new Map([['acme', s.selectedIds ?? []]]));
-    // Learners 1..700 were queued by the test before: 233 of gamma's 333 are among them.
+    // Learners 1..700 are queued: 233 of gamma's 333 are among them.
     expect(acme?.alreadyQueued).toBe(233);
     expect(acme?.toEnqueue).toBe(100);
   });
@@ -120,6 +128,7 @@ describe('plan', () => {
   });
 
   it('enqueue --dry-run and plan --crawl print the plan from the CLI', async () => {
+    await seedQueued();
     const file = h.writeFile('small.csv', 'learnerId\n2001\n2002\n2003\n');
     const r = await runCommand(['enqueue', '--csv', file, '--org', 'acme', '--dry-run'], h.env);
     expect(r.code).toBe(0);
