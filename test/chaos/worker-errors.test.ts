@@ -1,15 +1,16 @@
 // A job that BullMQ fails on its own (an error inside the worker, not an answer of the service) must not
 // leave its learner `queued` with no job: it ends `worker-error`, visible, and a retry finishes it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { retryFailed } from '../../src/ops/retry.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
-beforeAll(async () => {
+// A harness per test: a test that replaces the claim check, or moves a learner, does so for itself only.
+beforeEach(async () => {
   h = await startHarness({ tag: 'werr', sim: { learners: 30, repeatMode: 'error' }, env: { ATTEMPTS: '1' } });
 });
-afterAll(async () => {
+afterEach(async () => {
   await h?.close();
 });
 
@@ -45,6 +46,9 @@ describe('a job failed by the worker itself', () => {
   });
 
   it('a job whose learner is already done completes without calling the service', async () => {
+    await h.enqueueIds([2]);
+    expect((await h.workUntilIdle()).failed).toBe(0);
+    expect((await h.ctx.store.get('acme', 2))?.b).toBe('transferred');
     const before = h.sim.record.length;
     await h.ctx.queues
       .get('acme')

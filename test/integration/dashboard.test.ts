@@ -2,7 +2,7 @@
 // workers), through fastify inject: overview, failures with every filter and pagination, the learner
 // page with its audit record, and retry one / selected / all matching ending in `transferred`.
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import type { LearnerOutcome } from '../../src/outcomes/record.ts';
 import {
@@ -17,16 +17,34 @@ import {
   type Scenario,
 } from '../helpers/dashboard.ts';
 
+// One run with failures that the reading tests share; a test that writes (the escaping test, each retry)
+// gets a run of its own, so that no test's counts depend on which tests ran before it.
 let s: Scenario;
 let app: FastifyInstance;
+let shared: { s: Scenario; app: FastifyInstance };
+
+async function openScenario(): Promise<{ s: Scenario; app: FastifyInstance }> {
+  const scenario = await failureScenario();
+  return { s: scenario, app: await buildDashboard(scenario.h.ctx, { bullBoard: false }) };
+}
+
+async function closeScenario(x: { s: Scenario; app: FastifyInstance } | undefined): Promise<void> {
+  await x?.app.close();
+  await x?.s.h.close();
+}
+
+/** Points the tests at a scenario: the shared one, or a test's own. */
+function use(x: { s: Scenario; app: FastifyInstance }): void {
+  s = x.s;
+  app = x.app;
+}
 
 beforeAll(async () => {
-  s = await failureScenario();
-  app = await buildDashboard(s.h.ctx, { bullBoard: false });
+  shared = await openScenario();
 });
+beforeEach(() => use(shared));
 afterAll(async () => {
-  await app?.close();
-  await s?.h.close();
+  await closeScenario(shared);
 });
 
 const json = async (url: string) => {
@@ -158,28 +176,38 @@ describe('failures', () => {
   });
 
   it('escapes every value: a service message with markup stays text', async () => {
-    await s.h.ctx.store.markQueued([
-      { org: 'acme', learnerId: 777, runId: s.runId, source: 'x<b>', force: false },
-    ]);
-    await s.h.ctx.store.recordAttempt('acme', 777, s.runId, {
-      bucket: 'invalid-request',
-      code: 'invalid-request',
-      status: 422,
-      error: '<img src=x onerror=alert(1)>',
-      message: '<script>alert("x")</script>',
-      durationMs: 5,
-      countsAsAttempt: true,
-    });
-    const page = await authed(app, { url: '/failures?code=invalid-request' });
-    expect(page.body).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
-    expect(page.body).toContain('&lt;img src=x onerror=alert(1)&gt;');
-    expect(page.body).not.toContain('<script>alert');
-    expect(page.body).not.toContain('<img src=x');
-    const learner = await authed(app, { url: '/learners/acme/777' });
-    expect(learner.body).toContain('x&lt;b&gt;');
-    expect(learner.body).not.toContain('<script>alert');
+    const own = await openScenario();
+    use(own);
+    try {
+      await escapesEveryValue();
+    } finally {
+      await closeScenario(own);
+    }
   });
 });
+
+async function escapesEveryValue(): Promise<void> {
+  await s.h.ctx.store.markQueued([
+    { org: 'acme', learnerId: 777, runId: s.runId, source: 'x<b>', force: false },
+  ]);
+  await s.h.ctx.store.recordAttempt('acme', 777, s.runId, {
+    bucket: 'invalid-request',
+    code: 'invalid-request',
+    status: 422,
+    error: '<img src=x onerror=alert(1)>',
+    message: '<script>alert("x")</script>',
+    durationMs: 5,
+    countsAsAttempt: true,
+  });
+  const page = await authed(app, { url: '/failures?code=invalid-request' });
+  expect(page.body).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
+  expect(page.body).toContain('&lt;img src=x onerror=alert(1)&gt;');
+  expect(page.body).not.toContain('<script>alert');
+  expect(page.body).not.toContain('<img src=x');
+  const learner = await authed(app, { url: '/learners/acme/777' });
+  expect(learner.body).toContain('x&lt;b&gt;');
+  expect(learner.body).not.toContain('<script>alert');
+}
 
 describe('learner', () => {
   it('GET /api/learners/:org/:id: the record, its attempts and the audit record of the transfer', async () => {
@@ -228,6 +256,16 @@ describe('learner', () => {
 });
 
 describe('retry', () => {
+  let own: { s: Scenario; app: FastifyInstance } | undefined;
+  beforeEach(async () => {
+    own = await openScenario();
+    use(own);
+  });
+  afterEach(async () => {
+    await closeScenario(own);
+    own = undefined;
+  });
+
   const retry = async (body: unknown) => {
     const csrf = await csrfFromPage(app);
     return authed(app, {
@@ -265,17 +303,17 @@ describe('retry', () => {
   });
 
   it('retries everything a filter matches, and only that', async () => {
-    expect((await json('/api/failures?code=server-error')).total).toBe(2);
+    expect((await json('/api/failures?code=server-error')).total).toBe(SERVER_ERROR.length);
     const r = await retry({ all: true, code: 'server-error', run: s.runId });
-    expect(r.json().requeued).toBe(2);
+    expect(r.json().requeued).toBe(SERVER_ERROR.length);
     expect((await json('/api/failures?code=server-error')).total).toBe(0);
     expect((await json('/api/failures?code=forbidden')).total).toBe(2); // untouched
     await drain(s.h);
     for (const id of SERVER_ERROR)
       expect((await s.h.ctx.store.get('acme', id))?.b, `learner ${id}`).toBe('transferred');
     const run = (await json(`/api/runs/${s.runId}`)).progress;
-    // 2 forbidden, 2 not-found, and the invalid-request learner 777 of the escaping test.
-    expect(run).toMatchObject({ done: 6, waiting: 0, failed: 5 });
+    // 2 transferred and the 4 retried done; 2 forbidden and 2 not-found still failed.
+    expect(run).toMatchObject({ done: 6, waiting: 0, failed: 4 });
   });
 
   it('retries by learner id search, and refuses a bad body', async () => {

@@ -3,7 +3,7 @@
 // the list are reported and not enqueued, and the drift report says so line by line.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { runReconcile } from '../../src/ops/reconcile.ts';
@@ -19,22 +19,6 @@ const wantAcme = Array.from({ length: 60 }, (_, i) => i + 1);
 const wantBeta = Array.from({ length: 30 }, (_, i) => i + 61);
 const MISSING = [50_001, 50_002];
 const inOrg = (id: number) => ((id - 1) % 3) + 1;
-
-beforeAll(async () => {
-  h = await startHarness({
-    tag: 'reconcile',
-    sim: { learners: 300 },
-    env: {
-      LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2,beta:sim-beta-1',
-      LIMIT_PER_TOKEN: '200/2s',
-      LIMIT_PER_ORG: '400/2s',
-      LOG_LEVEL: 'warn',
-    },
-  });
-});
-afterAll(async () => {
-  await h?.close();
-});
 
 function desiredCsv(): string {
   const rows = ['learnerId,org'];
@@ -52,12 +36,30 @@ async function jobIds(org: string): Promise<number[]> {
 }
 
 describe('reconcile', () => {
+  // A harness per test: one test's transfers and reconciles are never another's premise.
+  beforeEach(async () => {
+    h = await startHarness({
+      tag: 'reconcile',
+      sim: { learners: 300 },
+      env: {
+        LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2,beta:sim-beta-1',
+        LIMIT_PER_TOKEN: '200/2s',
+        LIMIT_PER_ORG: '400/2s',
+        LOG_LEVEL: 'warn',
+      },
+    });
+  });
+  afterEach(async () => {
+    await h?.close();
+  });
   let file: string;
+  beforeEach(() => {
+    file = h.writeFile('desired.csv', desiredCsv());
+  });
   const driftAcme = wantAcme.filter((id) => inOrg(id) !== 1);
   const driftBeta = wantBeta.filter((id) => inOrg(id) !== 2);
 
   it('enqueues exactly the drift, reports the missing, rejects the conflicting rows', async () => {
-    file = h.writeFile('desired.csv', desiredCsv());
     const s = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r1') });
     expect(s.desired).toBe(wantAcme.length + wantBeta.length + MISSING.length);
     expect(s.rejected).toBe(2);
@@ -83,6 +85,8 @@ describe('reconcile', () => {
   });
 
   it('after the transfers, a reconcile finds no drift; a learner moved away again is re-opened on purpose', async () => {
+    const first = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r1') });
+    expect(first.enqueued).toBe(driftAcme.length + driftBeta.length);
     const handle = startWorkers(h.ctx, {
       orgs: ['acme', 'beta'],
       concurrency: 8,
