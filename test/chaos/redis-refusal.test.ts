@@ -379,14 +379,26 @@ describe('Redis refuses writes mid-run', () => {
     const limit = String(Math.max(1_048_576, Math.floor((await usedMemory(admin)) * 0.8)));
     const stake = atStake(harness.sim, ids, 'the refusal before the SIGKILL');
     const caught = patches(harness).filter((r) => r.status === 0);
+    let count = patches(harness).length;
     await admin.config('SET', 'maxmemory', limit);
     expectAtStake(stake);
     // Let the calls in flight be answered and their 200s reach the spool (the record cannot be written),
-    // then kill both workers.
-    await waitUntil('the calls in flight at the refusal to be answered', () =>
-      caught.every((r) => r.status !== 0),
-    );
-    const answered200 = caught.filter((r) => r.status === 200).map((r) => r.learnerId);
+    // then kill both workers. A call admitted just before the refusal may go out just after it (its permit
+    // was written; no permit can be granted under the refusal, since acquiring writes): wait until every
+    // call is answered and none has started for 2 s, or a call cut by the kill would be sent again.
+    const inFlight = new Set(caught);
+    let quietSince = Date.now();
+    await waitUntil('every call answered, and none new for 2 s', () => {
+      const all = patches(harness);
+      if (all.length !== count || all.some((r) => r.status === 0)) {
+        for (const r of all.slice(count)) inFlight.add(r);
+        count = all.length;
+        quietSince = Date.now();
+        return false;
+      }
+      return Date.now() - quietSince >= 2000;
+    });
+    const answered200 = [...inFlight].filter((r) => r.status === 200).map((r) => r.learnerId);
     await waitFor(
       `the 200s of learners ${answered200.join(', ')} in the spool`,
       () => spooled(harness.env.SPOOL_DIR as string),
