@@ -23,8 +23,13 @@ export async function auditEntryOf(
   const { attemptId, transferId } = ids;
   // Scrubbed whole first (the client already did), then cut: a cut never keeps a token's start.
   const text = deps.scrub(raw).slice(0, MAX_AUDIT_BODY);
+  // Keyed by the transfer, so the same answer replayed from the spool is kept once. Not a repeat's answer
+  // (200 "already associated"): it names the transfer that moved the learner but reports nothing revoked,
+  // and keyed by that transfer it would take the place of the transfer's own answer arriving later (a
+  // worker frozen past its lease, whose call moved the learner): keyed by its attempt, both are kept.
+  const repeat = outcome.code === 'already-in-org';
   const base = {
-    key: transferId ? `t:${transferId}` : `a:${attemptId}`,
+    key: transferId && !repeat ? `t:${transferId}` : `a:${attemptId}`,
     transferId: transferId ?? '',
   };
   const kind = OUTCOMES[outcome.code].audit;

@@ -8,6 +8,9 @@ import { createKeys } from '../../src/core/keys.ts';
 import { TransferBudget } from '../../src/limiter/index.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
+import type { TransferOutcome } from '../../src/api/outcome.ts';
+import type { Logger } from '../../src/core/log.ts';
+import { auditEntryOf } from '../../src/worker/audit-entry.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { granted } from '../helpers/limiter.ts';
 
@@ -662,5 +665,32 @@ describe('finish() without an update', () => {
     expect(await store.get(org, 51)).toBeUndefined();
     expect(await redis.exists(keys.outcomes(org))).toBe(0);
     expect(await store.orgCounts(org)).toEqual({});
+  });
+});
+
+describe("finish(): a repeat's answer and the transfer's own", () => {
+  it('both kept when the repeat is recorded first (a worker frozen past its lease records its answer late)', async () => {
+    const org = newOrg();
+    await queued(org, [40]);
+    const deps = { scrub: (s: string) => s, logger: {} as Logger };
+    const ids = (attemptId: string) => ({ attemptId, transferId: 'T-40', org, learnerId: 40 });
+    // The service names the transfer that moved the learner in a repeat's answer, with nothing revoked.
+    const repeatRaw = transferBody('T-40', {
+      message: 'Learner is already associated with the organization',
+    });
+    const ownRaw = transferBody('T-40', { authorizationsRevoked: [{ email: 'parent@example.test' }] });
+    const repeat = { code: 'already-in-org', status: 200, via: 'repeat-success', raw: repeatRaw };
+    const own = { code: 'transferred', status: 200, raw: ownRaw };
+    // The attempt that took the lease over gets the repeat; the frozen holder's answer comes after.
+    const first = args(org, 40, alreadyInOrg({ lost: 1 }));
+    first.audit = await auditEntryOf(repeat as unknown as TransferOutcome, ids(first.attemptId), deps);
+    await store.finish(first);
+    const late = args(org, 40, transferred('T-40'));
+    late.audit = await auditEntryOf(own as unknown as TransferOutcome, ids(late.attemptId), deps);
+    await store.finish(late);
+    const raws = (await allAudit(org)).filter((e) => e.learnerId === 40).map((e) => e.raw);
+    expect(raws).toContain(ownRaw);
+    expect(raws).toContain(repeatRaw);
+    expect((await store.get(org, 40))?.b).toBe('transferred');
   });
 });
