@@ -195,7 +195,11 @@ export class World {
           durationMs,
         };
       if (inOrg && kind === 'repeat-200') {
-        const { result, raw } = this.body(learnerId, `R${++this.transfers}`, []);
+        // As the spec and the simulator answer a repeat: the id of the transfer that moved the learner in
+        // ("no duplicate transfer"), with nothing revoked; a learner in the organization from the start
+        // gets an id of its own.
+        const moved = this.model.effects.filter((e) => e.learnerId === learnerId).at(-1)?.transferId;
+        const { result, raw } = this.body(learnerId, moved ?? `R${++this.transfers}`, []);
         return Object.assign(
           {
             code: 'already-in-org' as const,
