@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { scanKeys } from '../../src/redis/client.ts';
 import { requireRedisServer } from './redis-server.ts';
 
 const HOST = '127.0.0.1';
@@ -454,12 +455,7 @@ async function waitFor<T>(
 async function scanAll(access: NodeAccess, port: number, pattern: string): Promise<string[]> {
   return withNode(access, port, async (r) => {
     const out: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      out.push(...keys);
-    } while (cursor !== '0');
+    for await (const keys of scanKeys(r, pattern)) out.push(...keys);
     return out;
   });
 }

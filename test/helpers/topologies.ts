@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { Redis } from 'ioredis';
+import { scanKeys } from '../../src/redis/client.ts';
 import {
   makeTlsFiles,
   startCluster,
@@ -312,12 +313,7 @@ export async function scanWhole(url: string, ca: Buffer | undefined, pattern: st
   try {
     await r.connect();
     const out: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      out.push(...keys);
-    } while (cursor !== '0');
+    for await (const keys of scanKeys(r, pattern)) out.push(...keys);
     return out.sort();
   } finally {
     r.disconnect();
