@@ -23,6 +23,21 @@ export interface ModelRecord {
   audit: string[];
 }
 
+/** A learner's record before any attempt was merged into it. */
+function freshRecord(bucket: Bucket, runId: string): ModelRecord {
+  return {
+    bucket,
+    runId,
+    attempts: 0,
+    transferId: undefined,
+    possibleRepeat: false,
+    lostLease: false,
+    merged: [],
+    codes: [],
+    audit: [],
+  };
+}
+
 export interface ModelAuditEntry {
   key: string;
   learnerId: number;
@@ -71,17 +86,7 @@ export class LedgerModel {
 
   /** A learner marked queued by the producer (no record before). */
   queued(learnerId: number, runId: string): void {
-    this.records.set(learnerId, {
-      bucket: 'queued',
-      runId,
-      attempts: 0,
-      transferId: undefined,
-      possibleRepeat: false,
-      lostLease: false,
-      merged: [],
-      codes: [],
-      audit: [],
-    });
+    this.records.set(learnerId, freshRecord('queued', runId));
   }
 
   /** acquire.lua's lease rule for one ask; updates the lease as the script must. */
@@ -139,17 +144,7 @@ export class LedgerModel {
     // The record, merged from its current state.
     let bucket: Bucket | '' = old?.bucket ?? '';
     if (!replayed && u) {
-      const rec: ModelRecord = old ?? {
-        bucket: u.b,
-        runId: a.runId,
-        attempts: 0,
-        transferId: undefined,
-        possibleRepeat: false,
-        lostLease: false,
-        merged: [],
-        codes: [],
-        audit: [],
-      };
+      const rec: ModelRecord = old ?? freshRecord(u.b, a.runId);
       const oldBucket = old?.bucket;
       let next: Bucket = u.b;
       let kept = false;
