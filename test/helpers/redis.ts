@@ -49,3 +49,22 @@ export async function dumpKeys(redis: RedisClient, pattern: string): Promise<str
   }
   return out;
 }
+
+/**
+ * Counts the Redis commands `fn` costs, as Redis itself counts them (INFO commandstats), on a Redis of the
+ * test's own (a shared one counts everyone's). CONFIG RESETSTAT is counted after it runs (hence - 1); the
+ * INFO that reads the count, after the reading. Also the time `fn` took, for the test's own message.
+ */
+export async function countCommands(
+  counter: Redis,
+  fn: () => Promise<unknown>,
+): Promise<{ commands: number; ms: number }> {
+  await counter.config('RESETSTAT');
+  const started = performance.now();
+  await fn();
+  const ms = performance.now() - started;
+  const info = await counter.info('commandstats');
+  let total = 0;
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) total += Number(m[2]);
+  return { commands: total - 1, ms };
+}

@@ -30,6 +30,7 @@ import {
 import { startHarness } from '../helpers/pipeline.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { freePort, startOwnRedis } from '../helpers/redis-server.ts';
+import { countCommands } from '../helpers/redis.ts';
 
 let s: Scenario;
 beforeAll(async () => {
@@ -91,15 +92,8 @@ describe('/api/live', () => {
       liveIntervalMs: 5000,
     });
     const counter = new Redis(own.url);
-    // Counted by Redis itself (INFO commandstats), exactly: CONFIG RESETSTAT is counted after it runs
-    // (hence - 1), the INFO that reads the count after the reading.
-    const counted = async (fn: () => Promise<unknown>) => {
-      await counter.config('RESETSTAT');
-      const started = performance.now();
-      await fn();
-      const ms = performance.now() - started;
-      return { commands: (await commandCalls(counter)) - 1, ms };
-    };
+    // Counted by Redis itself (INFO commandstats), exactly.
+    const counted = (fn: () => Promise<unknown>) => countCommands(counter, fn);
     const ac = new AbortController();
     try {
       const url = await listen(app);
@@ -231,12 +225,6 @@ async function urlOf(child: ReturnType<typeof spawnCli>): Promise<string> {
 }
 
 /** Calls of every command a Redis served since its last CONFIG RESETSTAT (INFO commandstats). */
-async function commandCalls(redis: Redis): Promise<number> {
-  const info = await redis.info('commandstats');
-  let total = 0;
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) total += Number(m[2]);
-  return total;
-}
 
 describe('TLS', () => {
   it('serves HTTPS with DASHBOARD_TLS_CERT/_KEY; a non-loopback host without TLS gets a warning', async () => {
