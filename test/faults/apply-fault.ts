@@ -10,6 +10,7 @@ import type { OwnRedis } from '../helpers/redis-server.ts';
 import type { RunPlan } from './draw-run.ts';
 import type { FaultEvent } from './draw-schedule.ts';
 import type { WorkerSlots } from './worker-slots.ts';
+import { callsInFlight } from '../helpers/in-flight.ts';
 
 /** What a run's faults act on. */
 export interface Stage {
@@ -38,7 +39,7 @@ export interface Applied {
 }
 
 export function inFlight(stage: Stage): number {
-  return stage.h.sim.record.filter((r) => r.method === 'PATCH' && r.status === 0).length;
+  return callsInFlight(stage.h.sim);
 }
 
 export function moved(stage: Stage): number {

@@ -4,7 +4,10 @@
 // moment its fault takes effect and asserts that both are there.
 import { expect } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
+import { callsInFlight } from './in-flight.ts';
 import { waitFor } from './wait.ts';
+
+export { callsInFlight };
 
 export interface AtStake {
   /** What fell (for the failure message). */
@@ -15,13 +18,6 @@ export interface AtStake {
   pending: number;
   /** When the snapshot was taken (Date.now()). */
   at: number;
-}
-
-/** Transfer calls the service has received and not yet answered or reset. */
-export function callsInFlight(sim: Simulator): number {
-  let n = 0;
-  for (const r of sim.record) if (r.method === 'PATCH' && r.status === 0) n++;
-  return n;
 }
 
 /** The learners among `ids` the service has not answered a transfer call for. */
