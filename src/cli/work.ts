@@ -1,7 +1,6 @@
 import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
-import { startControlWorker } from '../worker/control-worker.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { EXIT } from './shared.ts';
 import {
@@ -106,13 +105,13 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
     lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
+    // Scheduled reconciles (schedule command) run in whichever work process takes them.
+    control: opts.control === false ? false : {},
   });
   if (metrics) {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
   }
-  // Scheduled reconciles (schedule command) run in whichever work process takes them.
-  const control = opts.control === false ? undefined : startControlWorker(ctx);
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
@@ -129,7 +128,6 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   ctx.redis.once('end', onEnd);
   const result = await handle.done;
   ctx.redis.off('end', onEnd);
-  await control?.close();
   off();
   await metrics?.server.close();
   await ctx.close();

@@ -59,6 +59,11 @@ export interface Config {
   /** REDIS_HIGH_WATER: share of Redis's maxmemory above which workers hold back (0 < ratio <= 1). */
   redisHighWater: number;
   /**
+   * REDIS_MAX_CONNECTIONS: the most Redis connections one `work` process holds, whatever the number of
+   * organizations (3 it always holds, and one per queue worker attached at a time: worker/lanes.ts).
+   */
+  redisMaxConnections: number;
+  /**
    * Password of the dashboard (Bearer or HTTP basic). Non-enumerable like token secrets, so a
    * JSON.stringify of the config never carries it.
    */
@@ -293,6 +298,7 @@ const envSchema = z.object({
     .optional(),
   LEASE_GRACE: durationField('LEASE_GRACE', '15s'),
   REPAIR_INTERVAL: durationField('REPAIR_INTERVAL', '10m'),
+  REDIS_MAX_CONNECTIONS: intField('REDIS_MAX_CONNECTIONS', 32, 4, 10_000),
   CRAWL_MAX_PAGES: intField('CRAWL_MAX_PAGES', DEFAULT_CRAWL_MAX_PAGES, 1, 10_000_000),
   REDIS_CONNECT_TIMEOUT: z
     .string()
@@ -410,6 +416,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     logLevel: e.LOG_LEVEL,
     redisConnectTimeoutMs: e.REDIS_CONNECT_TIMEOUT,
     redisHighWater: e.REDIS_HIGH_WATER,
+    redisMaxConnections: e.REDIS_MAX_CONNECTIONS,
     dashboardTlsCert: e.DASHBOARD_TLS_CERT,
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
   };

@@ -98,6 +98,16 @@ export interface Keys {
    * who changed what and when (limiter/control-log.ts). Never trimmed: a few entries a day.
    */
   changes(): string;
+  /**
+   * Lanes with work, and when each needs a worker (sorted set: org key, or `:control`, -> ms time): the
+   * producers mark a lane due now, a worker holds it with a lease time while attached, and a lane out of
+   * budget waits under the time its next permit frees (worker/lanes.ts). One key in its own slot.
+   */
+  lanesDue(): string;
+  /** Pub/sub channel: a lane was marked due (a nudge; the sorted set is the truth). */
+  lanesChannel(): string;
+  /** Pattern matching every organization's limiterEvents channel (one subscription for them all). */
+  limiterEventsPattern(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -140,5 +150,8 @@ export function createKeys(prefix: string): Keys {
     claims: () => `${prefix}:{claims}`,
     stateVersion: () => `${prefix}:state-version`,
     changes: () => `${prefix}:changes`,
+    lanesDue: () => `${prefix}:{lanes}:due`,
+    lanesChannel: () => `${prefix}:lanes`,
+    limiterEventsPattern: () => `${prefix}:{*}:lim:events`,
   };
 }

@@ -8,6 +8,8 @@ import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import { JOB_NAME, jobIdOf, transferJobSchema } from '../queue/job.ts';
 import type { QueueSet } from '../queue/queues.ts';
+import { LanesDue } from '../queue/lanes-due.ts';
+import type { Keys } from '../core/keys.ts';
 
 export interface RepairReport {
   org: string;
@@ -26,7 +28,7 @@ export interface RepairReport {
 const CHUNK = 1000;
 
 export async function repairOrg(
-  deps: { store: OutcomeStore; queues: QueueSet; redis: RedisClient },
+  deps: { store: OutcomeStore; queues: QueueSet; redis: RedisClient; keys: Keys },
   org: string,
   options: { dryRun?: boolean } = {},
 ): Promise<RepairReport> {
@@ -99,6 +101,8 @@ export async function repairOrg(
       report.recorded++;
     }
   }
+  // A re-added job is found by a worker only once its lane is marked due (worker/lanes.ts).
+  if (report.readded > 0) await new LanesDue(deps.redis, deps.keys).markDue([org]);
   return report;
 }
 

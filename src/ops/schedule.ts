@@ -1,5 +1,6 @@
 // Schedules of the control queue that the `work` fleet performs (the schedule command): a reconcile
 // checked now for what would fail when it runs, listed, removed.
+import { LanesDue } from '../queue/lanes-due.ts';
 import { access, constants } from 'node:fs/promises';
 import { basename, extname, resolve } from 'node:path';
 import type { JobSchedulerJson } from 'bullmq';
@@ -84,19 +85,23 @@ export async function saveReconcileSchedule(
     const orgIds = await orgIdsOfFile(ctx, spec);
     const id = spec.id ?? `reconcile-${basename(spec.desired, extname(spec.desired))}`;
     try {
-      await upsertSchedule(queue, {
-        id,
-        cron: spec.cron,
-        every: spec.every,
-        tz: spec.tz,
-        data: {
-          kind: 'reconcile',
-          scheduleId: id,
-          desired: spec.desired,
-          ...(spec.defaultOrg ? { defaultOrg: spec.defaultOrg } : {}),
-          orgIds,
+      await upsertSchedule(
+        queue,
+        {
+          id,
+          cron: spec.cron,
+          every: spec.every,
+          tz: spec.tz,
+          data: {
+            kind: 'reconcile',
+            scheduleId: id,
+            desired: spec.desired,
+            ...(spec.defaultOrg ? { defaultOrg: spec.defaultOrg } : {}),
+            orgIds,
+          },
         },
-      });
+        new LanesDue(ctx.redis, ctx.keys),
+      );
     } catch (err) {
       throw new LearnerTransferError('LT_USAGE', `schedule '${id}': ${(err as Error).message}`, {
         cause: err,

@@ -1,6 +1,7 @@
 // Releases before cluster support kept scheduled reconciles in a control queue named `control`, without a
 // {hash tag}: BullMQ's scripts on it touch keys in many slots, which a Redis Cluster refuses. This release
 // names it `{control}` and moves the schedules (and any control job still waiting) across once, at start.
+import { LanesDue } from './lanes-due.ts';
 import { Queue } from 'bullmq';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
@@ -46,13 +47,17 @@ export async function moveLegacyControlQueue(
         );
         continue;
       }
-      await upsertSchedule(current, {
-        id: s.key,
-        cron: s.pattern ?? undefined,
-        every: s.every ? Number(s.every) : undefined,
-        tz: s.tz ?? undefined,
-        data: data.data,
-      });
+      await upsertSchedule(
+        current,
+        {
+          id: s.key,
+          cron: s.pattern ?? undefined,
+          every: s.every ? Number(s.every) : undefined,
+          tz: s.tz ?? undefined,
+          data: data.data,
+        },
+        new LanesDue(redis, keys),
+      );
       await legacy.removeJobScheduler(s.key);
       moved.schedules++;
     }

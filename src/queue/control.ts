@@ -9,6 +9,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { z } from 'zod';
 import type { Keys } from '../core/keys.ts';
+import { CONTROL_LANE, type LanesDue } from './lanes-due.ts';
 
 export const controlJobSchema = z.object({
   kind: z.literal('reconcile'),
@@ -81,7 +82,7 @@ export interface ScheduleSpec {
 }
 
 /** Creates or replaces a schedule. A scheduled reconcile is not retried: the next one comes anyway. */
-export async function upsertSchedule(queue: ControlQueue, spec: ScheduleSpec): Promise<void> {
+export async function upsertSchedule(queue: ControlQueue, spec: ScheduleSpec, due: LanesDue): Promise<void> {
   await queue.upsertJobScheduler(
     spec.id,
     spec.cron ? { pattern: spec.cron, ...(spec.tz ? { tz: spec.tz } : {}) } : { every: spec.every },
@@ -91,6 +92,8 @@ export async function upsertSchedule(queue: ControlQueue, spec: ScheduleSpec): P
       opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
     },
   );
+  // The schedule's first job is delayed: a worker attached for the control lane sees when it is due.
+  await due.markDue([CONTROL_LANE]);
 }
 
 export async function listSchedules(queue: ControlQueue): Promise<JobSchedulerJson<ControlJob>[]> {

@@ -5,11 +5,9 @@
 // Two keys must never name one organization: each key has its own daily budget, so the organization's
 // would be spent twice over. An id another key has is refused (checked and written in one Lua script).
 import type { RedisClient } from '../redis/client.ts';
-import { loadScripts } from '../redis/scripts.ts';
+import { QUEUE_SCRIPTS } from './scripts.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { type Keys } from '../core/keys.ts';
-
-export const ORG_ID_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['set-org-ids']);
 
 export class OrgIds {
   readonly #redis: RedisClient;
@@ -17,7 +15,7 @@ export class OrgIds {
   constructor(redis: RedisClient, keys: Keys) {
     this.#redis = redis;
     this.#key = keys.orgIds();
-    ORG_ID_SCRIPTS.define(redis);
+    QUEUE_SCRIPTS.define(redis);
   }
 
   async all(): Promise<Record<string, number>> {
@@ -40,7 +38,7 @@ export class OrgIds {
   async #run(mode: 'set' | 'check', ids: Readonly<Record<string, number>>): Promise<void> {
     const pairs = Object.entries(ids).flatMap(([org, id]) => [org, String(id)]);
     if (pairs.length === 0) return;
-    const taken = (await ORG_ID_SCRIPTS.run(
+    const taken = (await QUEUE_SCRIPTS.run(
       this.#redis,
       'set-org-ids',
       [this.#key],

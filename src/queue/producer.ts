@@ -18,6 +18,7 @@ import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { Claims } from '../claims/claims.ts';
 import type { Keys } from '../core/keys.ts';
 import { faultPoint } from '../core/fault.ts';
+import { LanesDue } from './lanes-due.ts';
 
 export interface ProducerItem {
   org: string;
@@ -98,6 +99,8 @@ type Entry = { item: ProducerItem; mark: MarkResult };
 
 export class Producer {
   readonly #queues: QueueSet;
+  /** Where `work` processes learn that an organization has work (worker/lanes.ts). */
+  readonly #lanes: LanesDue;
   readonly #store: OutcomeStore;
   readonly #claims: Claims;
   readonly #keys: Keys;
@@ -109,6 +112,7 @@ export class Producer {
     this.#claims = claims;
     this.#keys = keys;
     this.#defaults = defaults;
+    this.#lanes = new LanesDue(queues.redis, keys);
   }
 
   /**
@@ -179,6 +183,7 @@ export class Producer {
       }
       if (options.priority === 'urgent') {
         await this.#addUrgent(queue, org, runId, list, options);
+        await this.#lanes.markDue([org]);
         continue;
       }
       await queue.addBulk(
@@ -189,6 +194,8 @@ export class Producer {
         })),
       );
     }
+    // After the jobs exist: a worker attached by this mark finds them.
+    await this.#lanes.markDue(byOrg.keys());
     return counts;
   }
 

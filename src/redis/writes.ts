@@ -182,6 +182,8 @@ export interface WriteGateOptions extends CheckOptions {
   pollMs?: number;
   /** Interval of the checks while it does not, so the gate reopens soon after the fix (default 400 ms). */
   closedPollMs?: number;
+  /** Interval of the checks while no worker is attached (setIdle; default 30000 ms). */
+  idlePollMs?: number;
   /**
    * After closing for the high-water mark, the gate reopens only below the mark minus this (default
    * 0.02), so a Redis hovering at the mark does not open and close it at every check.
@@ -210,6 +212,9 @@ export class WriteGate {
   readonly #options: CheckOptions;
   readonly #pollMs: number;
   readonly #closedPollMs: number;
+  readonly #idlePollMs: number;
+  /** No worker attached: nothing is sent that a refusal could lose, so the check is rare. */
+  #idle = false;
   readonly #hysteresis: number;
   readonly #logger: Logger | undefined;
   readonly #listeners = new Set<WriteGateListener>();
@@ -231,6 +236,7 @@ export class WriteGate {
     };
     this.#pollMs = options.pollMs ?? 2000;
     this.#closedPollMs = options.closedPollMs ?? 400;
+    this.#idlePollMs = options.idlePollMs ?? 30_000;
     this.#hysteresis = options.hysteresis ?? 0.02;
     this.#logger = options.logger;
     this.#state = { writable: true, cause: 'ok', memoryRatio: null, message: 'Redis not checked yet' };
@@ -254,6 +260,16 @@ export class WriteGate {
     this.#running = false;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /**
+   * Idle (no worker attached): Redis is checked every idlePollMs, not every pollMs, so that a process with
+   * nothing to do costs Redis next to nothing. Leaving idle checks at once: the first call waits for it.
+   */
+  setIdle(idle: boolean): void {
+    if (idle === this.#idle) return;
+    this.#idle = idle;
+    if (!idle && this.#running && this.#state.writable) this.#schedule(0);
   }
 
   /** Listens to every change of the state (writable, cause or memory ratio); returns the unsubscribe. */
@@ -323,7 +339,11 @@ export class WriteGate {
         );
       }
     }
-    if (this.#running) this.#schedule(this.#state.writable ? this.#pollMs : this.#closedPollMs);
+    if (this.#running) {
+      this.#schedule(
+        !this.#state.writable ? this.#closedPollMs : this.#idle ? this.#idlePollMs : this.#pollMs,
+      );
+    }
     return this.#state;
   }
 

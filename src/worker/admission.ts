@@ -149,6 +149,9 @@ async function waitForPermit(ctx: ProcessorContext, target: TransferTarget, perm
   // (401) or the organization is paused, waitMs is only a sentinel and this bound is the recheck.
   const waitMs = Math.min(permit.waitMs, POLICY_RECHECK_MS);
   await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
+  // The whole wait, not the bounded sleep: a detached organization is woken when its permit frees, or at
+  // once by a policy change (its limiter event).
+  ctx.deps.onBudgetWait?.(org, permit.waitMs, permit.scope === 'paused' || permit.allBlockedIndefinitely);
   throw Worker.RateLimitError();
 }
 

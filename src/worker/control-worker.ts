@@ -8,7 +8,7 @@ import { scrubError, secretScrubber } from '../core/log.ts';
 import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
 import { runReconcile } from '../ops/reconcile.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
-import { closeRedis, createRedis } from '../redis/client.ts';
+import { closeRedis, createRedis, type RedisClient } from '../redis/client.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
 import { permissionDenial, permissionSentence, redisUser } from '../redis/permission-denial.ts';
 import { pauseOnPermissionError, PERMISSION_RETRY_MS } from './permission-pause.ts';
@@ -79,11 +79,17 @@ async function runScheduledReconcile(
   };
 }
 
-export function startControlWorker(ctx: AppContext, options: ControlWorkerOptions = {}): ControlHandle {
-  const connection = createRedis(ctx.config.redis, 'learner-transfer-control');
-  // A Redis that refuses writes makes BullMQ's loop fail many times a second: one line per interval.
-  const errors = new LogThrottle(ctx.logger);
-  connection.on('error', (err) => errors.warn({ err: err.message }, 'control redis connection error'));
+/**
+ * The control queue's worker on `connection`, not running yet: the dispatcher of `work` runs it while a
+ * scheduled job is due (lanes.ts), startControlWorker on its own. dispose() after close.
+ */
+export function controlWorker(
+  ctx: AppContext,
+  connection: RedisClient,
+  errors: LogThrottle,
+  options: ControlWorkerOptions = {},
+  track: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+): { worker: Worker<ControlJob, ControlResult>; dispose(): void } {
   // BullMQ keeps a failed job's message (failedReason) and stack (stacktrace) in Redis, and the list
   // call's errors may quote the service: only scrubbed errors leave the processor.
   const scrub = secretScrubber([
@@ -92,14 +98,15 @@ export function startControlWorker(ctx: AppContext, options: ControlWorkerOption
   ]);
   const worker = new Worker<ControlJob, ControlResult>(
     ctx.keys.controlQueueName(),
-    async (job: Job<ControlJob>) => {
-      try {
-        return await runScheduledReconcile(ctx, options, job);
-      } catch (err) {
-        throw scrubError(err, scrub);
-      }
-    },
-    { connection, prefix: ctx.keys.prefix, concurrency: 1 },
+    (job: Job<ControlJob>) =>
+      track(async () => {
+        try {
+          return await runScheduledReconcile(ctx, options, job);
+        } catch (err) {
+          throw scrubError(err, scrub);
+        }
+      }),
+    { connection, prefix: ctx.keys.prefix, concurrency: 1, autorun: false },
   );
   worker.on('failed', (job, err) =>
     ctx.logger.error({ schedule: job?.data.scheduleId, err: err.message }, 'scheduled reconcile failed'),
@@ -117,10 +124,20 @@ export function startControlWorker(ctx: AppContext, options: ControlWorkerOption
           `the control worker tries again every ${PERMISSION_RETRY_MS / 1000} s`,
       ),
   });
+  return { worker, dispose: () => permissionPause.stop() };
+}
+
+export function startControlWorker(ctx: AppContext, options: ControlWorkerOptions = {}): ControlHandle {
+  const connection = createRedis(ctx.config.redis, 'learner-transfer-control');
+  // A Redis that refuses writes makes BullMQ's loop fail many times a second: one line per interval.
+  const errors = new LogThrottle(ctx.logger);
+  connection.on('error', (err) => errors.warn({ err: err.message }, 'control redis connection error'));
+  const { worker, dispose } = controlWorker(ctx, connection, errors, options);
+  worker.run().catch((err: Error) => errors.warn({ err: err.message }, 'control worker error'));
   return {
     worker,
     async close() {
-      permissionPause.stop();
+      dispose();
       await worker.close();
       await closeRedis(connection);
       errors.stop();

@@ -32,6 +32,11 @@ export interface ProcessorDeps {
   logger: Logger;
   /** Where the whole of an unreadable body is kept, beside the spool (only its prefix goes to Redis). */
   archive?: BodyArchive;
+  /**
+   * The limiter refused a permit for `waitMs` (`indefinite`: paused, or every token refused): the
+   * dispatcher may detach the organization's worker until then (lanes.ts).
+   */
+  onBudgetWait?: (org: string, waitMs: number, indefinite: boolean) => void;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
 }

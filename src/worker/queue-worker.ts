@@ -22,17 +22,25 @@ export interface QueueWorkerDeps {
   /** This process's own write gate, when it has one (it resumes the workers itself). */
   ownGate: WriteGate | undefined;
   errors: LogThrottle;
-  permissionPauses: { stop(): void }[];
   /** Records of jobs that BullMQ failed on its own, still being written. */
   pending: Set<Promise<void>>;
   counts: { failed: number };
 }
 
-export function queueWorker(ctx: AppContext, org: string, deps: QueueWorkerDeps): Worker {
+/**
+ * The worker of one organization's queue, not running yet (lanes.ts runs it while the organization has
+ * work and budget). `track` wraps each job (the dispatcher counts the jobs in hand); dispose() after close.
+ */
+export function queueWorker(
+  ctx: AppContext,
+  org: string,
+  deps: QueueWorkerDeps,
+  track: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+): { worker: Worker; dispose(): void } {
   const { options } = deps;
   const w = new Worker<TransferJob, ProcessResult>(
     ctx.keys.queueName(org),
-    (job: Job<TransferJob>, token) => deps.processor(job, token),
+    (job: Job<TransferJob>, token) => track(() => deps.processor(job, token)),
     {
       connection: deps.connection,
       prefix: ctx.keys.prefix,
@@ -44,12 +52,12 @@ export function queueWorker(ctx: AppContext, org: string, deps: QueueWorkerDeps)
       // A wait for budget is one sleep, however long (BullMQ caps it at 30 s by default, which would
       // wake every worker twice a minute through a day-long wait). close() cuts the sleep short.
       maximumRateLimitDelay: 86_400_000,
-      // Started once the spools of earlier processes are replayed (work-session.ts, boot).
+      // Run by the dispatcher once attached (after the spools of earlier processes are replayed).
       autorun: false,
     },
   );
-  onQueueWorkerEvents(ctx, org, w, deps);
-  return w;
+  const permissionPause = onQueueWorkerEvents(ctx, org, w, deps);
+  return { worker: w, dispose: () => permissionPause.stop() };
 }
 
 function onQueueWorkerEvents(
@@ -57,26 +65,24 @@ function onQueueWorkerEvents(
   org: string,
   w: Worker<TransferJob, ProcessResult>,
   deps: QueueWorkerDeps,
-): void {
+): { stop(): void } {
   const { errors, pending, counts } = deps;
   w.on('error', (err) => {
     deps.gate.noteError(err);
     // A refusal by Redis's ACL is said by the permission pause below, with the rule to grant.
     if (!permissionDenial(err)) errors.warn({ org, err: err.message }, 'worker error');
   });
-  deps.permissionPauses.push(
-    pauseOnPermissionError(w, {
-      onDenied: (err, denial) =>
-        errors.log(
-          'error',
-          { org, err: err.message },
-          `${permissionSentence(redisUser(ctx.config.redis), [denial], ctx.keys.prefix)}; ` +
-            `the worker tries again every ${PERMISSION_RETRY_MS / 1000} s`,
-        ),
-      // The write gate may hold the workers too: it resumes them itself when Redis takes writes again.
-      mayResume: () => deps.ownGate?.state.writable ?? true,
-    }),
-  );
+  const permissionPause = pauseOnPermissionError(w, {
+    onDenied: (err, denial) =>
+      errors.log(
+        'error',
+        { org, err: err.message },
+        `${permissionSentence(redisUser(ctx.config.redis), [denial], ctx.keys.prefix)}; ` +
+          `the worker tries again every ${PERMISSION_RETRY_MS / 1000} s`,
+      ),
+    // The write gate may hold the workers too: it resumes them itself when Redis takes writes again.
+    mayResume: () => deps.ownGate?.state.writable ?? true,
+  });
   w.on('failed', (job, err) => {
     if (!job) return;
     const p = finalizeStranded(ctx, job, err)
@@ -89,6 +95,7 @@ function onQueueWorkerEvents(
       .finally(() => pending.delete(p));
     pending.add(p);
   });
+  return permissionPause;
 }
 
 /**

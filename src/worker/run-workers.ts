@@ -1,19 +1,25 @@
-// `work`: one BullMQ Worker per organization queue in this process, sharing one limiter and one client.
-// Any number of such processes on any hosts share the queues and the budget through Redis. This file wires
-// the parts (write gate, recorder, processor, queue workers); work-session.ts runs them until they stop.
+// `work`: the queue workers of this process, attached by the dispatcher (lanes.ts) only to the organizations
+// with work and budget now, sharing one limiter and one client. Any number of such processes on any hosts
+// share the queues, the lanes and the budget through Redis. This file wires the parts (write gate,
+// recorder, processor, dispatcher); work-session.ts runs them until they stop.
 import type { Worker } from 'bullmq';
 import type { LearnerApiClient } from '../api/client.ts';
 import type { AppContext } from '../app/context.ts';
 import { isSuccessBucket } from '../outcomes/record.ts';
 import { createProcessor } from './processor.ts';
-import { createRedis } from '../redis/client.ts';
+import { createRedis, type RedisClient } from '../redis/client.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { Recorder, type WriteGateLike } from './recorder.ts';
 import { BodyArchive } from './body-archive.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
 import { WriteGate } from '../redis/writes.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { queueWorker } from './queue-worker.ts';
+import { queueWorker, type QueueWorkerDeps } from './queue-worker.ts';
+import { controlWorker } from './control-worker.ts';
+import { LaneDispatcher } from './lanes.ts';
+import { CONTROL_LANE, LanesDue } from '../queue/lanes-due.ts';
+import { laneJobs } from '../queue/lane-state.ts';
+import { closeWorker } from './close-worker.ts';
 import type { WorkOptions, WorkResult } from './work-options.ts';
 import { WorkSession } from './work-session.ts';
 
@@ -25,8 +31,13 @@ export interface WorkHandle {
   /** The write gate's state (Redis takes writes?), for metrics. */
   writeState(): import('../redis/writes.ts').WriteState | undefined;
   stop(): Promise<void>;
-  workers: Worker[];
+  /** The queue workers attached now (lanes.ts attaches them only where there is work and budget). */
+  readonly workers: Worker[];
+  lanes: LaneDispatcher;
 }
+
+/** Connections every `work` process holds whatever it does: ctx.redis, the workers' shared one, the subscriber. */
+export const FIXED_CONNECTIONS = 3;
 
 type Gate = WriteGateLike & { waitOpen(): Promise<void> };
 
@@ -61,6 +72,7 @@ function transferProcessor(
     replicated: (org: string) => Promise<unknown>;
     counts: { succeeded: number; failed: number };
     runsServed: Set<string>;
+    onBudgetWait: (org: string, waitMs: number, indefinite: boolean) => void;
   },
 ) {
   const { gate, counts, runsServed } = parts;
@@ -75,6 +87,7 @@ function transferProcessor(
     recorder: parts.recorder,
     ...(gate ? { waitWritable: () => gate.waitOpen() } : {}),
     replicated: parts.replicated,
+    onBudgetWait: parts.onBudgetWait,
     logger: ctx.logger,
     // Unreadable bodies are kept whole beside the spool, on the same persistent disk.
     ...(options.spool !== false ? { archive: new BodyArchive(ctx.config.spoolDir) } : {}),
@@ -92,6 +105,42 @@ function transferProcessor(
   });
 }
 
+/** The dispatcher of this process's lanes: a queue worker attached only where there is work and budget. */
+function laneDispatcher(
+  ctx: AppContext,
+  options: WorkOptions,
+  parts: { deps: QueueWorkerDeps; served: string[]; subscriber: RedisClient; ownGate: WriteGate | undefined },
+): LaneDispatcher {
+  const { deps, ownGate } = parts;
+  const lanes: LaneDispatcher = new LaneDispatcher({
+    due: new LanesDue(ctx.redis, ctx.keys),
+    lanes: parts.served,
+    maxAttached: Math.max(1, ctx.config.redisMaxConnections - FIXED_CONNECTIONS),
+    createWorker: (lane, track) =>
+      lane === CONTROL_LANE
+        ? controlWorker(ctx, deps.connection, deps.errors, options.control || {}, track)
+        : queueWorker(ctx, lane, deps, track),
+    queueState: async (lane) => {
+      const [jobs] = await laneJobs(ctx.redis, ctx.keys, [lane]);
+      return { ready: jobs?.ready ?? 0, active: jobs?.active ?? 0, firstDelayed: jobs?.firstDelayed };
+    },
+    closeWorker: (w) => closeWorker(ctx, w),
+    subscriber: parts.subscriber,
+    lanesChannel: ctx.keys.lanesChannel(),
+    limiterEventsPattern: ctx.keys.limiterEventsPattern(),
+    logger: ctx.logger,
+    stalledIntervalMs: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
+    mayAttach: () => ownGate?.state.writable ?? true,
+    ...(options.lanes ?? {}),
+    onChange: (e) => {
+      // An idle process checks Redis's writes rarely; one with workers attached, every poll.
+      ownGate?.setIdle(lanes.attachedLanes.length === 0);
+      options.lanes?.onChange?.(e);
+    },
+  });
+  return lanes;
+}
+
 export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle {
   if (!ctx.client)
     throw new LearnerTransferError('LT_CONFIG_INVALID', 'startWorkers needs LEARNER_API_BASE_URL');
@@ -105,6 +154,8 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     replicated,
     ...(gate ? { gate } : {}),
   });
+  // The dispatcher is built below; the processor tells it when an organization's budget is spent.
+  const late: { lanes?: LaneDispatcher } = {};
   const processor = transferProcessor(ctx, options, {
     client: ctx.client,
     recorder,
@@ -112,28 +163,23 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     replicated,
     counts,
     runsServed,
+    onBudgetWait: (org, waitMs, indefinite) => late.lanes?.budgetWait(org, waitMs, indefinite),
   });
-  // BullMQ workers block on their own connection; one shared connection for their normal commands.
+  // Every attached worker shares this connection for its normal commands; each holds one blocking
+  // connection of its own while attached. The subscriber hears the nudges. With ctx.redis, these are the
+  // three connections a process always holds (REDIS_MAX_CONNECTIONS counts them).
   const connection = createRedis(ctx.config.redis, 'learner-transfer-worker');
+  const subscriber = createRedis(ctx.config.redis, 'learner-transfer-lanes');
   // While Redis is down every worker reports the same error many times a second: log it as one.
   const errors = new LogThrottle(ctx.logger);
   connection.on('error', (err) => errors.warn({ err: err.message }, 'worker redis connection error'));
-  const permissionPauses: { stop(): void }[] = [];
+  subscriber.on('error', (err) => errors.warn({ err: err.message }, 'lanes redis connection error'));
   /** Records of jobs that BullMQ failed on its own, still being written. */
   const pending = new Set<Promise<void>>();
-  const workers = options.orgs.map((org) =>
-    queueWorker(ctx, org, {
-      processor,
-      connection,
-      options,
-      gate,
-      ownGate,
-      errors,
-      permissionPauses,
-      pending,
-      counts,
-    }),
-  );
+  const deps = { processor, connection, options, gate, ownGate, errors, pending, counts };
+  const served = [...options.orgs, ...(options.control ? [CONTROL_LANE] : [])];
+  const lanes = laneDispatcher(ctx, options, { deps, served, subscriber, ownGate });
+  late.lanes = lanes;
   const session = new WorkSession({
     ctx,
     options,
@@ -141,12 +187,21 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     gateAbort,
     recorder,
     connection,
+    subscriber,
     errors,
-    workers,
-    permissionPauses,
+    lanes,
+    served,
     pending,
     counts,
     runsServed,
   });
-  return { done: session.done, stop: () => session.stop(), workers, writeState: () => ownGate?.state };
+  return {
+    done: session.done,
+    stop: () => session.stop(),
+    get workers() {
+      return lanes.workers;
+    },
+    lanes,
+    writeState: () => ownGate?.state,
+  };
 }

@@ -2,7 +2,7 @@
 // waiting, the failures of the runs it served, and organizations whose every token is refused (401).
 import type { AppContext } from '../app/context.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
-import { jobCounts } from '../queue/queues.ts';
+import { hasJobs, laneJobs } from '../queue/lane-state.ts';
 
 /** Runs (newest 500) that have learners queued or retrying in any of the organizations. */
 export async function pendingRuns(ctx: AppContext, orgs: readonly string[]): Promise<string[]> {
@@ -39,12 +39,11 @@ export async function orgsWithJobs(
 ): Promise<{ pendingOrgs: string[]; jobs: Record<string, unknown> }> {
   const pendingOrgs: string[] = [];
   const jobs: Record<string, unknown> = {};
-  for (const org of orgs) {
-    const c = await jobCounts(ctx.queues.get(org));
-    if (c.waiting + c.active + c.delayed + c.prioritized > 0) {
-      pendingOrgs.push(org);
-      jobs[org] = c;
-    }
+  // One pipelined read for all of them, not one round trip per organization.
+  for (const j of await laneJobs(ctx.redis, ctx.keys, orgs)) {
+    if (!hasJobs(j)) continue;
+    pendingOrgs.push(j.lane);
+    if (pendingOrgs.length <= 20) jobs[j.lane] = { ready: j.ready, active: j.active, delayed: j.delayed };
   }
   return { pendingOrgs, jobs };
 }

@@ -1,6 +1,8 @@
 // What `work` is asked to do (WorkOptions) and what it says when it stops (WorkResult).
 import type { OutcomeEvent } from './processor-context.ts';
 import type { WriteGateLike } from './recorder.ts';
+import type { ControlWorkerOptions } from './control-worker.ts';
+import type { LaneDispatcherOptions } from './lanes.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -19,6 +21,15 @@ export interface WorkOptions {
   gate?: (WriteGateLike & { waitOpen(): Promise<void> }) | undefined;
   /** false: no write-ahead spool (the benchmark's baseline only; a response could then be lost). */
   spool?: boolean;
+  /** Serve the control queue (scheduled reconciles) too: `work` does unless --no-control. */
+  control?: ControlWorkerOptions | false;
+  /** The dispatcher's timings (tests), and a listener of its attaches and detaches. */
+  lanes?: Partial<
+    Pick<
+      LaneDispatcherOptions,
+      'leaseMs' | 'quantumMs' | 'safetyMs' | 'drainGraceMs' | 'maxAttached' | 'onChange'
+    >
+  >;
 }
 
 export interface WorkResult {

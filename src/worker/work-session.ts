@@ -1,7 +1,6 @@
 // A `work` process's queue workers from boot to stop: the spools of earlier processes replayed before any
 // job is taken, the repair sweeps, the write gate holding the workers, the until-idle check, and a stop
 // that lets the jobs in hand finish and record.
-import type { Worker } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import type { LogThrottle } from '../core/log-throttle.ts';
 import { formatRepair, repairOrg } from '../ops/repair.ts';
@@ -10,6 +9,9 @@ import type { WriteGate } from '../redis/writes.ts';
 import type { Recorder } from './recorder.ts';
 import { Spool } from './spool.ts';
 import { failuresIn, orgsWithJobs, pendingRuns, refusedOrgs } from './until-idle.ts';
+import type { LaneDispatcher } from './lanes.ts';
+import { LanesDue } from '../queue/lanes-due.ts';
+import { hasJobs, laneJobs } from '../queue/lane-state.ts';
 import type { WorkOptions, WorkResult } from './work-options.ts';
 
 /** What startWorkers built, handed to the session that runs and stops it. */
@@ -20,9 +22,11 @@ export interface WorkParts {
   gateAbort: AbortController;
   recorder: Recorder;
   connection: RedisClient;
+  subscriber: RedisClient;
   errors: LogThrottle;
-  workers: Worker[];
-  permissionPauses: { stop(): void }[];
+  lanes: LaneDispatcher;
+  /** The lanes this process serves: its organizations, and the control lane when it serves it. */
+  served: readonly string[];
   /** Records of jobs that BullMQ failed on its own, still being written. */
   pending: Set<Promise<void>>;
   counts: { succeeded: number; failed: number };
@@ -58,10 +62,11 @@ export class WorkSession {
     if (parts.options.untilIdle) this.#watchUntilIdle();
   }
 
-  async #repair(): Promise<number> {
-    const { ctx, options } = this.#parts;
+  /** The repair sweep over these organizations (at boot and at idle: all; on the interval: those worked). */
+  async #repair(orgs: readonly string[] = this.#parts.options.orgs): Promise<number> {
+    const { ctx } = this.#parts;
     let readded = 0;
-    for (const org of options.orgs) {
+    for (const org of orgs) {
       const r = await repairOrg(ctx, org);
       readded += r.readded + r.recorded;
       if (r.stranded + r.orphanJobs > 0) ctx.logger.warn({ ...r }, `repair: ${formatRepair(r)}`);
@@ -70,7 +75,7 @@ export class WorkSession {
   }
 
   async #boot(): Promise<void> {
-    const { ctx, options, ownGate, recorder, workers } = this.#parts;
+    const { ctx, options, ownGate, recorder, lanes } = this.#parts;
     await ownGate?.start();
     await recorder.replay(ctx.config.spoolDir, ctx.keys.prefix, this.#bootAbort.signal);
     if (options.spool !== false) {
@@ -80,21 +85,42 @@ export class WorkSession {
     if (this.#stopping) return;
     await this.#repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
     if (this.#stopping) return;
-    for (const w of workers) {
-      w.run().catch((err: Error) => ctx.logger.error({ err: err.message }, 'worker stopped on an error'));
-    }
+    await this.#markLanesWithJobs();
+    if (this.#stopping) return;
     // While Redis refuses writes, BullMQ's loop would fail to fetch a job thousands of times a second
-    // (it does not back off on OOM or READONLY): the workers stop fetching until the gate opens.
-    // The jobs in hand go on (their responses wait to be recorded).
+    // (it does not back off on OOM or READONLY): the workers stop fetching until the gate opens, and
+    // nothing new is attached. The jobs in hand go on (their responses wait to be recorded).
     ownGate?.onChange((next, prev) => {
       if (this.#stopping) return;
-      if (prev.writable && !next.writable) for (const w of workers) void w.pause(true).catch(() => {});
-      else if (!prev.writable && next.writable) for (const w of workers) void w.resume().catch(() => {});
+      if (prev.writable && !next.writable) lanes.pause();
+      else if (!prev.writable && next.writable) lanes.resume();
     });
+    await lanes.start();
+    if (lanes.attachedLanes.length === 0) ownGate?.setIdle(true);
+    // Only the organizations worked on since the last sweep: an idle process sweeps nothing.
     this.#repairTimer = setInterval(() => {
-      this.#repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
+      const worked = new Set(lanes.takeTouched());
+      const orgs = options.orgs.filter((o) => worked.has(o));
+      this.#repair(orgs).catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
     }, ctx.config.repairIntervalMs);
     this.#repairTimer.unref();
+  }
+
+  /**
+   * Marks every served lane that has jobs due (one pipelined read for all of them): jobs added while no
+   * process ran, by a release before the lanes existed, or left active by a process that died.
+   */
+  async #markLanesWithJobs(): Promise<void> {
+    const { ctx, served } = this.#parts;
+    const due = new LanesDue(ctx.redis, ctx.keys);
+    const now = Date.now();
+    const lanes = (await laneJobs(ctx.redis, ctx.keys, served)).filter(hasJobs);
+    const later = lanes.filter((l) => l.ready + l.active === 0);
+    await due.markDue(
+      lanes.filter((l) => l.ready + l.active > 0).map((l) => l.lane),
+      now,
+    );
+    for (const l of later) await due.markDue([l.lane], Math.max(now, l.firstDelayed ?? now));
   }
 
   stop(): Promise<void> {
@@ -103,20 +129,19 @@ export class WorkSession {
   }
 
   async #close(): Promise<void> {
-    const { ctx, ownGate, gateAbort, permissionPauses, workers, pending, connection, errors } = this.#parts;
+    const { ctx, ownGate, gateAbort, lanes, pending, connection, subscriber, errors } = this.#parts;
     if (this.#timer) clearInterval(this.#timer);
     if (this.#repairTimer) clearInterval(this.#repairTimer);
     this.#bootAbort.abort();
     gateAbort.abort();
-    for (const p of permissionPauses) p.stop();
     await this.#booted.catch(() => {});
     ctx.logger.debug({ reason: this.#reason }, 'stopping: closing the workers');
-    await Promise.all(workers.map((w) => closeWorker(ctx, w)));
+    await lanes.stop();
     await Promise.all([...pending]);
     await this.#spool?.close();
     ownGate?.stop();
     ctx.logger.debug('stopping: workers closed, closing the Redis connection');
-    await closeRedis(connection);
+    await Promise.all([closeRedis(connection), closeRedis(subscriber)]);
     errors.stop();
     this.#resolveDone({
       ...this.#parts.counts,
@@ -151,6 +176,9 @@ export class WorkSession {
   async #checkIdle(startedRuns: Promise<void>): Promise<void> {
     const { ctx, options, pending, recorder, runsServed } = this.#parts;
     if (pending.size > 0) return this.#why({ failedJobsBeingRecorded: pending.size });
+    // The dispatcher knows without a read of every queue while work is about.
+    const attached = this.#parts.lanes.attachedLanes;
+    if (attached.length > 0) return this.#why({ attached: attached.slice(0, 20) });
     const { pendingOrgs, jobs } = await orgsWithJobs(ctx, options.orgs);
     if (pendingOrgs.length > 0) this.#why({ jobs });
     if (pendingOrgs.length === 0) {
@@ -173,26 +201,5 @@ export class WorkSession {
       this.#unauthorizedOrgs = stuck;
       await this.stop();
     }
-  }
-}
-
-/**
- * close() waits for the jobs in flight to finish (their requests are bounded by the timeout). After a
- * Redis Cluster failover, BullMQ's close can wait for ever for its blocking connection to end (seen in
- * bench/ha.ts): past the request timeout and a margin, no job of ours is still running, so the stop goes
- * on (what a job had in hand is recorded or in the spool).
- */
-async function closeWorker(ctx: AppContext, w: Worker): Promise<void> {
-  const closeMs = ctx.config.requestTimeoutMs + 5_000;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), closeMs)));
-  const closed = await Promise.race([w.close().then(() => 'closed' as const), late]);
-  clearTimeout(timer);
-  if (closed === 'late') {
-    ctx.logger.warn(
-      { worker: w.name, waitedMs: closeMs },
-      'a queue worker did not close in time (its Redis connection is stuck): stopping without it',
-    );
-    void w.close(true).catch(() => {});
   }
 }

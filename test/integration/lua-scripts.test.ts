@@ -10,13 +10,13 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { CLAIM_SCRIPTS } from '../../src/claims/claims.ts';
 import { LIMITER_SCRIPTS } from '../../src/limiter/scripts.ts';
 import { OUTCOME_SCRIPTS } from '../../src/outcomes/store.ts';
-import { ORG_ID_SCRIPTS } from '../../src/queue/org-ids.ts';
+import { QUEUE_SCRIPTS } from '../../src/queue/scripts.ts';
 import { ACL_CHECK_SCRIPTS } from '../../src/redis/acl-check.ts';
 import { loadScripts, type LuaScript } from '../../src/redis/scripts.ts';
 import { ROOT } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 
-const SETS = [LIMITER_SCRIPTS, OUTCOME_SCRIPTS, CLAIM_SCRIPTS, ORG_ID_SCRIPTS, ACL_CHECK_SCRIPTS];
+const SETS = [LIMITER_SCRIPTS, OUTCOME_SCRIPTS, CLAIM_SCRIPTS, QUEUE_SCRIPTS, ACL_CHECK_SCRIPTS];
 const SCRIPTS: LuaScript[] = SETS.flatMap((s) => s.all);
 const SRC = join(ROOT, 'src');
 

@@ -8,6 +8,7 @@ import {
   upsertSchedule,
   type ControlQueue,
 } from '../../src/queue/control.ts';
+import { LanesDue } from '../../src/queue/lanes-due.ts';
 import type { RunMeta } from '../../src/outcomes/runs.ts';
 import { startControlWorker } from '../../src/worker/control-worker.ts';
 import { runCommand, spawnCli, waitExit, withoutNoPersistenceWarning } from '../helpers/cli.ts';
@@ -49,11 +50,15 @@ async function waitForRun(what: string, pred: (r: RunMeta) => boolean): Promise<
 describe('schedule', () => {
   it('fires on its interval in a control worker and produces a reconcile run with the drift enqueued', async () => {
     const desired = h.writeFile('nightly.csv', 'learnerId,org\n2,acme\n3,acme\n4,acme\n');
-    await upsertSchedule(queue, {
-      id: 'nightly',
-      every: 300,
-      data: { kind: 'reconcile', scheduleId: 'nightly', desired, orgIds: { acme: 1 } },
-    });
+    await upsertSchedule(
+      queue,
+      {
+        id: 'nightly',
+        every: 300,
+        data: { kind: 'reconcile', scheduleId: 'nightly', desired, orgIds: { acme: 1 } },
+      },
+      new LanesDue(h.ctx.redis, h.ctx.keys),
+    );
     expect((await listSchedules(queue)).map((s) => [s.key, s.every])).toEqual([['nightly', 300]]);
     const control = startControlWorker(h.ctx);
     try {

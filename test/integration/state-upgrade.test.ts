@@ -17,7 +17,7 @@ import { failurePage } from '../../src/ops/failures.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { createLogger, type Logger } from '../../src/core/log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
-import { listSchedules, openControlQueue, upsertSchedule, type ControlJob } from '../../src/queue/control.ts';
+import { listSchedules, openControlQueue, type ControlJob } from '../../src/queue/control.ts';
 import { createSimulator } from '../../src/simulator/index.ts';
 import { STATE_VERSION } from '../../src/app/state-upgrade.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
@@ -370,13 +370,18 @@ describe('version 4: the control queue under a hash tag', () => {
       defaultOrg: 'acme',
       orgIds: { acme: 7 },
     });
-    await upsertSchedule(legacy, {
-      id: 'nightly',
-      cron: '0 3 * * *',
-      tz: 'Europe/Paris',
-      data: data('nightly'),
-    });
-    await upsertSchedule(legacy, { id: 'hourly', every: 3_600_000, data: data('hourly') });
+    // The previous release's upsertSchedule: no lane marked (lanes did not exist).
+    const jobOpts = { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } };
+    await legacy.upsertJobScheduler(
+      'nightly',
+      { pattern: '0 3 * * *', tz: 'Europe/Paris' },
+      { name: 'reconcile', data: data('nightly'), opts: jobOpts },
+    );
+    await legacy.upsertJobScheduler(
+      'hourly',
+      { every: 3_600_000 },
+      { name: 'reconcile', data: data('hourly'), opts: jobOpts },
+    );
     await legacy.add('reconcile', data('manual'), { attempts: 1 });
     expect((await legacy.getJobSchedulers(0, -1, true)).map((s) => s.key).sort()).toEqual([
       'hourly',

@@ -253,8 +253,8 @@ class RepairCmd implements Cmd {
       return r && (r.bucket === 'queued' || r.bucket === 'retrying') && !m.jobs.has(id);
     });
     const orphans = s.learners.filter((id) => m.jobs.has(id) && !m.records.has(id));
-    const { store, queues, redis } = s.env;
-    const report = await repairOrg({ store, queues, redis }, s.org);
+    const { store, queues, redis, keys } = s.env;
+    const report = await repairOrg({ store, queues, redis, keys }, s.org);
     s.log.push(`repair: ${JSON.stringify(report)}`);
     if (report.readded > 0) meet('repair re-added a job');
     if (report.recorded > 0) meet('repair recorded a job without a record');

@@ -1,0 +1,425 @@
+// Workers only where there is work and budget (architecture decision 12). Each organization keeps its own
+// queue (its pause, priorities, bull-board page and hash tag), but a `work` process attaches a BullMQ
+// Worker (and so a blocking Redis connection) only to the lanes that are due in LanesDue, at most
+// `maxAttached` at once, whatever the number of organizations:
+//
+// - a lane is attached when it comes due (a producer marked it, its budget frees, its delayed jobs come
+//   due, or the lease of a process that died ends), taken with a lease so that processes share the lanes;
+// - it is detached when its queue is drained, when the limiter says its budget is spent for a while (it
+//   waits in LanesDue under the time its next permit frees: woken once then, not polled), or to let a
+//   lane that waits for a slot have one (a fair rotation: the lane attached longest gives way first);
+// - with nothing due, a process sends nothing but one read of LanesDue per safety interval: a nudge on
+//   the lanes channel (a producer) or an organization's limiter events (a resume, an unblock) wakes it.
+import type { Worker } from 'bullmq';
+import type { Logger } from '../core/log.ts';
+import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';
+import type { RedisClient } from '../redis/client.ts';
+
+/** What the dispatcher needs to know of a lane's queue to say when it is due again. */
+export interface LaneQueueState {
+  /** Jobs waiting or prioritized: due now. */
+  ready: number;
+  /** Jobs active (this process's are done by then: another process's, or stalled ones). */
+  active: number;
+  /** The first delayed job's time (ms), if any. */
+  firstDelayed: number | undefined;
+}
+
+export interface AttachedWorker {
+  worker: Worker;
+  /** Called once the worker is closed (its permission pause, listeners). */
+  dispose(): void;
+}
+
+export interface LaneDispatcherOptions {
+  due: LanesDue;
+  /** The lanes this process serves (its organizations, and the control lane when it serves it). */
+  lanes: readonly string[];
+  /** The most workers attached at once (each holds one blocking connection). */
+  maxAttached: number;
+  /** A worker for the lane, not running yet; `track` wraps its processor (jobs in hand). */
+  createWorker(lane: string, track: <T>(run: () => Promise<T>) => Promise<T>): AttachedWorker;
+  /** Reads the lane's queue once its worker is closed. */
+  queueState(lane: string): Promise<LaneQueueState>;
+  /** Closes a worker, bounded (work-session.ts closeWorker). */
+  closeWorker(worker: Worker): Promise<void>;
+  /** The subscriber connection (pub/sub only): nudges and limiter events. */
+  subscriber: RedisClient;
+  lanesChannel: string;
+  limiterEventsPattern: string;
+  logger: Logger;
+  /** A stalled-job check needs a second look this long after the first (BullMQ's stalledInterval). */
+  stalledIntervalMs: number;
+  /** How long a process holds a lane before it must renew (a dead process's lanes come due then). */
+  leaseMs?: number;
+  /** A lane attached this long gives way to one that waits for a slot. */
+  quantumMs?: number;
+  /** With nothing due, LanesDue is read this often (a lost nudge costs at most this). */
+  safetyMs?: number;
+  /** A drained lane is detached after this long with nothing in hand. */
+  drainGraceMs?: number;
+  /** False while Redis refuses writes: nothing is attached (the write gate). */
+  mayAttach?: () => boolean;
+  /** Each attach and detach, for tests and metrics. */
+  onChange?: (event: LaneEvent) => void;
+}
+
+export interface LaneEvent {
+  kind: 'attach' | 'detach';
+  lane: string;
+  reason?: DetachReason;
+  /** For a detach: when the lane is due again (null: nothing left). */
+  dueAt?: number | null;
+}
+
+type DetachReason = 'drained' | 'budget' | 'rotate' | 'stop' | 'removed';
+
+interface Lane {
+  name: string;
+  worker: Worker;
+  dispose: () => void;
+  /** The lease time this process wrote (as Redis compares it). */
+  lease: string;
+  since: number;
+  inFlight: number;
+  drained: boolean;
+  drainTimer: NodeJS.Timeout | undefined;
+  closing: Promise<void> | undefined;
+  budgetUntil: number | undefined;
+}
+
+/** Lanes read from the head of LanesDue per pass; beyond it the times of this process's lanes are read. */
+const HEAD = 256;
+/** A wait for budget shorter than this is slept through attached (a re-attach would cost more). */
+const DETACH_MIN_WAIT_MS = 1_000;
+/** A lane whose budget waits for a person (paused, every token refused) is looked at again this often. */
+const INDEFINITE_RECHECK_MS = 10 * 60_000;
+
+export class LaneDispatcher {
+  readonly #o: Required<Pick<LaneDispatcherOptions, 'leaseMs' | 'quantumMs' | 'safetyMs' | 'drainGraceMs'>> &
+    LaneDispatcherOptions;
+  readonly #attached = new Map<string, Lane>();
+  #lanes: Set<string>;
+  #timer: NodeJS.Timeout | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #passing: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #started = false;
+  #paused = false;
+  /** Lanes seen due but left waiting for a slot in the last pass. */
+  #waiting = 0;
+  /** Whether the last pass saw work anywhere in this process's lanes (until-idle asks). */
+  #sawWork = true;
+  /** Lanes attached since the last call of takeTouched (the repair sweep looks only at those). */
+  readonly #touched = new Set<string>();
+  readonly #onMessage = () => this.nudge();
+  readonly #onPMessage = (_pattern: string, channel: string) => this.#limiterEvent(channel);
+  readonly #onReady = () => this.nudge();
+
+  constructor(options: LaneDispatcherOptions) {
+    this.#o = {
+      leaseMs: 30_000,
+      quantumMs: 250,
+      safetyMs: 30_000,
+      drainGraceMs: 300,
+      ...options,
+    };
+    this.#lanes = new Set(options.lanes);
+  }
+
+  async start(): Promise<void> {
+    const { subscriber } = this.#o;
+    subscriber.on('message', this.#onMessage);
+    subscriber.on('pmessage', this.#onPMessage);
+    // A reconnect may have missed nudges: look again.
+    subscriber.on('ready', this.#onReady);
+    await subscriber.subscribe(this.#o.lanesChannel);
+    await subscriber.psubscribe(this.#o.limiterEventsPattern);
+    this.#started = true;
+    this.#renewTimer = setInterval(() => void this.#renew(), Math.max(1000, this.#o.leaseMs / 3));
+    this.#renewTimer.unref();
+    this.nudge();
+  }
+
+  /** Look at LanesDue soon (a nudge, a detach, the gate opened). */
+  nudge(): void {
+    if (this.#stopped || !this.#started) return;
+    if (this.#passing) {
+      this.#again = true;
+      return;
+    }
+    this.#passing = this.#pass()
+      .catch((err: Error) => {
+        this.#o.logger.warn({ err: err.message }, 'lanes: could not read which queues have work');
+        this.#schedule(Math.min(this.#o.safetyMs, 2_000));
+      })
+      .finally(() => {
+        this.#passing = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.nudge();
+        }
+      });
+  }
+
+  /** The lanes this process serves changed (tokens added or removed). */
+  setLanes(lanes: readonly string[]): void {
+    this.#lanes = new Set(lanes);
+    for (const lane of this.#attached.values()) {
+      if (!this.#lanes.has(lane.name)) this.#detach(lane, 'removed');
+    }
+    this.nudge();
+  }
+
+  /**
+   * The limiter refused a permit of this organization for `waitMs` (`indefinite`: paused, or every token
+   * refused): its worker is detached and the lane waits until then, unless the wait is too short to be
+   * worth a re-attach and no other lane waits for the slot.
+   */
+  budgetWait(org: string, waitMs: number, indefinite: boolean): void {
+    const lane = this.#attached.get(org);
+    if (!lane || lane.closing) return;
+    if (!indefinite && waitMs < DETACH_MIN_WAIT_MS && this.#waiting === 0) return;
+    lane.budgetUntil = Date.now() + (indefinite ? Math.max(waitMs, INDEFINITE_RECHECK_MS) : waitMs);
+    this.#detach(lane, 'budget');
+  }
+
+  /** While Redis refuses writes: the attached workers stop fetching and nothing new is attached. */
+  pause(): void {
+    this.#paused = true;
+    for (const lane of this.#attached.values()) void lane.worker.pause(true).catch(() => {});
+  }
+
+  resume(): void {
+    this.#paused = false;
+    for (const lane of this.#attached.values()) if (!lane.closing) void lane.worker.resume().catch(() => {});
+    this.nudge();
+  }
+
+  /** The workers attached now. */
+  get workers(): Worker[] {
+    return [...this.#attached.values()].map((l) => l.worker);
+  }
+
+  get attachedLanes(): string[] {
+    return [...this.#attached.keys()];
+  }
+
+  /** Whether any lane of this process had work at the last look (or is attached). */
+  get hasWork(): boolean {
+    return this.#sawWork || this.#attached.size > 0;
+  }
+
+  /** The lanes attached since the last call (then forgotten). */
+  takeTouched(): string[] {
+    const out = [...this.#touched, ...this.#attached.keys()];
+    this.#touched.clear();
+    return [...new Set(out)];
+  }
+
+  /** Detaches every lane (their jobs in hand finish and record); nothing is attached after. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#renewTimer) clearInterval(this.#renewTimer);
+    const { subscriber } = this.#o;
+    subscriber.off('message', this.#onMessage);
+    subscriber.off('pmessage', this.#onPMessage);
+    subscriber.off('ready', this.#onReady);
+    await this.#passing?.catch(() => {});
+    await Promise.all([...this.#attached.values()].map((lane) => this.#detach(lane, 'stop')));
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.nudge(), Math.max(0, Math.min(ms, this.#o.safetyMs)));
+    this.#timer.unref();
+  }
+
+  /** The times of this process's lanes: the head of LanesDue, or (when others' lanes fill it) a read of them. */
+  async #times(): Promise<LaneTime[]> {
+    const head = await this.#o.due.head(HEAD);
+    const mine = head.filter((t) => this.#lanes.has(t.lane));
+    if (head.length < HEAD || mine.length > 0) return mine;
+    const all = await this.#o.due.timesOf([...this.#lanes]);
+    return all.filter((t): t is LaneTime => t !== undefined).sort((a, b) => a.at - b.at);
+  }
+
+  async #pass(): Promise<void> {
+    if (this.#stopped) return;
+    const now = Date.now();
+    const times = await this.#times();
+    this.#sawWork = times.length > 0;
+    const due = times.filter((t) => t.at <= now);
+    // Lanes due that this process holds already (a producer marked them): take them back under its lease.
+    const held = due.filter((t) => this.#attached.get(t.lane) && !this.#attached.get(t.lane)?.closing);
+    const free = due.filter((t) => !this.#attached.has(t.lane));
+    const gateOpen = !this.#paused && (this.#o.mayAttach?.() ?? true);
+    const slots = gateOpen ? Math.max(0, this.#o.maxAttached - this.#attached.size) : 0;
+    const toAttach = free.slice(0, slots);
+    const lease = Math.ceil(now + this.#o.leaseMs);
+    const swaps = [...held, ...toAttach].map((t) => ({ lane: t.lane, seen: t.raw, next: lease }));
+    const taken = swaps.length > 0 ? await this.#o.due.swap(swaps) : [];
+    swaps.forEach((s, i) => {
+      if (!taken[i] || this.#stopped) return;
+      const lane = this.#attached.get(s.lane);
+      if (lane) lane.lease = String(lease);
+      else this.#attach(s.lane, String(lease));
+    });
+    this.#waiting = gateOpen ? Math.max(0, free.length - toAttach.length) : 0;
+    let nextMs = this.#o.safetyMs;
+    if (this.#waiting > 0) nextMs = Math.min(nextMs, this.#rotate(this.#waiting));
+    // The next lane to come due that this process does not hold (held ones are renewed on their own).
+    const next = times.find((t) => t.at > now && !this.#attached.has(t.lane));
+    if (next) nextMs = Math.min(nextMs, next.at - now);
+    if (toAttach.length < swaps.length - held.length || taken.some((t) => !t)) nextMs = Math.min(nextMs, 50);
+    this.#schedule(nextMs);
+  }
+
+  /**
+   * Lanes wait for a slot: the lanes attached longest (past the quantum) give way, as many as wait.
+   * Returns when the next one's quantum ends.
+   */
+  #rotate(waiting: number): number {
+    const now = Date.now();
+    const open = [...this.#attached.values()].filter((l) => !l.closing).sort((a, b) => a.since - b.since);
+    let n = 0;
+    for (const lane of open) {
+      if (n >= waiting) break;
+      if (now - lane.since < this.#o.quantumMs) return lane.since + this.#o.quantumMs - now;
+      this.#detach(lane, 'rotate');
+      n++;
+    }
+    return this.#o.quantumMs;
+  }
+
+  #attach(name: string, lease: string): void {
+    const slot: { lane?: Lane } = {};
+    const track = async <T>(run: () => Promise<T>): Promise<T> => {
+      const l = slot.lane;
+      if (l) l.inFlight++;
+      try {
+        return await run();
+      } finally {
+        if (l) {
+          l.inFlight--;
+          this.#maybeDrained(l);
+        }
+      }
+    };
+    const { worker, dispose } = this.#o.createWorker(name, track);
+    const lane: Lane = {
+      name,
+      worker,
+      dispose,
+      lease,
+      since: Date.now(),
+      inFlight: 0,
+      drained: false,
+      drainTimer: undefined,
+      closing: undefined,
+      budgetUntil: undefined,
+    };
+    slot.lane = lane;
+    // As BullMQ's own flag: a job fetched clears it, a fetch that finds none sets it (and says so once).
+    worker.on('active', () => {
+      lane.drained = false;
+    });
+    worker.on('drained', () => {
+      lane.drained = true;
+      this.#maybeDrained(lane);
+    });
+    this.#attached.set(name, lane);
+    this.#touched.add(name);
+    this.#o.onChange?.({ kind: 'attach', lane: name });
+    worker
+      .run()
+      .catch((err: Error) =>
+        this.#o.logger.error({ lane: name, err: err.message }, 'worker stopped on an error'),
+      );
+    if (this.#paused) void worker.pause(true).catch(() => {});
+  }
+
+  #maybeDrained(lane: Lane): void {
+    if (!lane.drained || lane.inFlight > 0 || lane.closing || lane.drainTimer) return;
+    lane.drainTimer = setTimeout(() => {
+      lane.drainTimer = undefined;
+      if (lane.drained && lane.inFlight === 0 && !lane.closing) this.#detach(lane, 'drained');
+    }, this.#o.drainGraceMs);
+    lane.drainTimer.unref();
+  }
+
+  #detach(lane: Lane, reason: DetachReason): Promise<void> {
+    lane.closing ??= this.#close(lane, reason);
+    return lane.closing;
+  }
+
+  async #close(lane: Lane, reason: DetachReason): Promise<void> {
+    if (lane.drainTimer) clearTimeout(lane.drainTimer);
+    try {
+      await this.#o.closeWorker(lane.worker);
+    } finally {
+      lane.dispose();
+    }
+    let dueAt: number | null = Date.now();
+    try {
+      dueAt = this.#dueAgain(lane, reason, await this.#o.queueState(lane.name));
+      await this.#o.due.swap([{ lane: lane.name, seen: lane.lease, next: dueAt }]);
+    } catch (err) {
+      // Left under its lease: it comes due when the lease ends, and whoever takes it then looks again.
+      this.#o.logger.warn(
+        { lane: lane.name, err: (err as Error).message },
+        'lanes: could not release a lane',
+      );
+    } finally {
+      this.#attached.delete(lane.name);
+      this.#o.onChange?.({ kind: 'detach', lane: lane.name, reason, dueAt });
+      if (!this.#stopped) this.nudge();
+    }
+  }
+
+  /** When the lane needs a worker again, from what is left in its queue (null: nothing). */
+  #dueAgain(lane: Lane, reason: DetachReason, q: LaneQueueState): number | null {
+    const now = Date.now();
+    const any = q.ready + q.active > 0 || q.firstDelayed !== undefined;
+    if (!any) return null;
+    if (reason === 'budget' && lane.budgetUntil !== undefined) return lane.budgetUntil;
+    if (q.ready > 0) return now;
+    const times: number[] = [];
+    // Jobs active with no worker here: another process's, or stalled ones that a second look moves.
+    if (q.active > 0) times.push(now + this.#o.stalledIntervalMs);
+    if (q.firstDelayed !== undefined) times.push(Math.max(now, q.firstDelayed));
+    return Math.min(...times);
+  }
+
+  /** Renews the leases of the lanes held here; one taken back by a producer's mark is due, and taken again. */
+  async #renew(): Promise<void> {
+    const held = [...this.#attached.values()].filter((l) => !l.closing);
+    if (held.length === 0 || this.#stopped) return;
+    const lease = Math.ceil(Date.now() + this.#o.leaseMs);
+    try {
+      const ok = await this.#o.due.swap(held.map((l) => ({ lane: l.name, seen: l.lease, next: lease })));
+      held.forEach((l, i) => {
+        if (ok[i]) l.lease = String(lease);
+      });
+      if (ok.some((x) => !x)) this.nudge();
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message }, 'lanes: could not renew the leases');
+    }
+  }
+
+  /** An organization's limiter event (a resume, an unblock, budget released): a lane that waits is due now. */
+  #limiterEvent(channel: string): void {
+    const open = channel.indexOf('{');
+    const close = channel.indexOf('}', open + 1);
+    if (open < 0 || close < 0) return;
+    const org = channel.slice(open + 1, close);
+    if (!this.#lanes.has(org) || this.#attached.has(org)) return;
+    this.#o.due
+      .wake([org])
+      .then(() => this.nudge())
+      .catch((err: Error) => this.#o.logger.warn({ org, err: err.message }, 'lanes: could not wake a lane'));
+  }
+}
