@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../src/core/config.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
 import { bindTokens } from '../../src/limiter/token-orgs.ts';
-import { runCli, spawnCli, waitExit } from '../helpers/cli.ts';
+import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
 import { waitForCount, waitUntil } from '../helpers/wait.ts';
@@ -169,6 +169,14 @@ describe('work with LEARNER_API_TOKENS_FILE', () => {
       },
       { file: path, trigger: 'interval', added: [id(C)], removed: [] },
     ]);
+    // The operator's view of the same log.
+    const listed = await runCommand(['changes', '--org', 'acme', '--limit', '1'], h.env);
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `  work:\\S+:${child.pid}  tokens\\.reload  acme  file ${path}, trigger interval, added -, ` +
+          `removed ${id(B)}, refused \\{"tokenId":"${id(D)}","boundTo":"beta"\\}\\n$`,
+      ),
+    );
   });
 
   it('leaves no token in the processes output nor anywhere in Redis', async () => {
