@@ -190,7 +190,8 @@ export function requireOrg(config: Readonly<Config>, org: string, flag = '--org'
   if (!config.orgs.includes(org)) {
     throw new LearnerTransferError(
       'LT_UNKNOWN_ORG',
-      `${flag} '${org}' has no token in LEARNER_API_TOKENS (organizations with tokens: ${config.orgs.join(', ') || 'none'})`,
+      `${flag} '${org}' has no token in ${config.tokensFile ? `LEARNER_API_TOKENS_FILE ${config.tokensFile}` : 'LEARNER_API_TOKENS'} ` +
+        `(organizations with tokens: ${config.orgs.join(', ') || 'none'})`,
     );
   }
   return org;

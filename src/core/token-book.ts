@@ -76,12 +76,13 @@ export class TokenBook {
     const added = [...after].filter(([k]) => !before.has(k)).map(([, t]) => t);
     const removed = [...before].filter(([k]) => !after.has(k)).map(([, t]) => t);
     const oldOrgs = new Set(this.#orgs);
+    const newOrgs = new Set(next.map((t) => t.org));
     const change: TokenChange = {
       added,
       removed,
       orgsChanged: [...new Set([...added, ...removed].map((t) => t.org))].sort(),
-      orgsAdded: [...new Set(next.map((t) => t.org))].filter((o) => !oldOrgs.has(o)).sort(),
-      orgsRemoved: [...oldOrgs].filter((o) => !next.some((t) => t.org === o)).sort(),
+      orgsAdded: [...newOrgs].filter((o) => !oldOrgs.has(o)).sort(),
+      orgsRemoved: [...oldOrgs].filter((o) => !newOrgs.has(o)).sort(),
     };
     if (added.length === 0 && removed.length === 0) return change;
     for (const t of removed) this.#retired.add(t.secret);

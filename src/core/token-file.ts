@@ -61,28 +61,32 @@ export function parseTokenFile(text: string, path: string): TokenFileRead {
   return problems.length > 0 ? { ok: false, problems } : { ok: true, tokens };
 }
 
-/**
- * Reads and parses the file. A path that cannot be read names the path and the system's code (ENOENT,
- * EACCES...); one that is not a regular file (a directory, a FIFO that would block the read) is refused.
- * Links are followed: a mounted Kubernetes Secret is a chain of them, swapped at each update.
- */
+/** Reads and parses the file (see readTokenText). */
 export function readTokenFile(path: string): TokenFileRead {
-  let text: string;
+  const read = readTokenText(path);
+  return read.ok ? parseTokenFile(read.text, path) : read;
+}
+
+/**
+ * The file's text. A path that cannot be read names the path and the system's code (ENOENT, EACCES...);
+ * one that is not a regular file (a directory, a FIFO that would block the read) is refused. Links are
+ * followed: a mounted Kubernetes Secret is a chain of them, swapped at each update.
+ */
+export function readTokenText(path: string): { ok: true; text: string } | { ok: false; problems: string[] } {
   try {
     const stat = statSync(path);
     if (!stat.isFile()) return fail(path, 'not a regular file');
     if (stat.size > MAX_TOKEN_FILE_BYTES) {
       return fail(path, `${stat.size} bytes, more than a token file holds (${MAX_TOKEN_FILE_BYTES})`);
     }
-    text = readFileSync(path, 'utf8');
+    return { ok: true, text: readFileSync(path, 'utf8') };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     return fail(path, `cannot read it (${code})`);
   }
-  return parseTokenFile(text, path);
 }
 
-function fail(path: string, why: string): TokenFileRead {
+function fail(path: string, why: string): { ok: false; problems: string[] } {
   return { ok: false, problems: [`${TOKENS_FILE_VAR} ${path}: ${why}`] };
 }
 

@@ -80,6 +80,9 @@ afterAll(async () => {
 describe('TokenReloader', () => {
   it('applies a rotation, an addition and a removal, each in the change log by id', async () => {
     expect(await reloader.reload('interval')).toEqual({ status: 'unchanged' });
+    // Other comments, other spaces, other line endings: the same tokens, nothing to do.
+    writeTokens(`# the same token\r\n\r\n  acme : ${A}  \r\n`);
+    expect(await reloader.reload('interval')).toEqual({ status: 'unchanged' });
 
     writeTokens(`acme:${B}\n`);
     const rotated = await reloader.reload('SIGHUP');
@@ -128,7 +131,7 @@ describe('TokenReloader', () => {
     expect(errorsMatching(/line 2: not ORG:TOKEN/)).toHaveLength(1);
     expect(errorsMatching(/the 1 tokens in force are kept/)).toHaveLength(1);
     // The same error at the next interval is not said again; a SIGHUP always answers.
-    await reloader.reload('interval');
+    expect(await reloader.reload('interval')).toEqual({ status: 'unchanged' });
     expect(errorsMatching(/line 2: not ORG:TOKEN/)).toHaveLength(1);
     await reloader.reload('SIGHUP');
     expect(errorsMatching(/line 2: not ORG:TOKEN/)).toHaveLength(2);
