@@ -2,7 +2,8 @@
 // producer, limiter, and (for commands that call the API) the client.
 import type { RedisClient } from '../redis/client.ts';
 import { LearnerApiClient } from '../api/client.ts';
-import { secretsOf, type Config } from '../core/config.ts';
+import type { Config } from '../core/config.ts';
+import { TokenBook } from '../core/token-book.ts';
 import { createKeys, type Keys } from '../core/keys.ts';
 import { inflightTtlFor, TransferBudget } from '../limiter/index.ts';
 import { createLogger, type Logger } from '../core/log.ts';
@@ -22,6 +23,11 @@ import { malformedPolicyError, seedPolicies, warnIfLimitsDiffer } from '../limit
 
 export interface AppContext {
   config: Readonly<Config>;
+  /**
+   * The tokens in force: config.tokens at start; `work` replaces them when LEARNER_API_TOKENS_FILE
+   * changes (app/token-reload.ts). Whatever picks a token or scrubs secrets asks this, not the config.
+   */
+  tokens: TokenBook;
   logger: Logger;
   redis: RedisClient;
   keys: Keys;
@@ -48,12 +54,18 @@ export async function createContext(
     logDestination?: DestinationStream | undefined;
   } = {},
 ): Promise<AppContext> {
+  // The logger scrubs the book's secrets, and the book reports a failing listener to the logger (only
+  // ever after start, when the logger is there).
+  const tokens = new TokenBook(config.tokens, {
+    onListenerError: (err) =>
+      logger.error({ err: (err as Error)?.message ?? String(err) }, 'a listener of the token changes failed'),
+  });
   const logger =
     options.logger ??
     createLogger({
       level: config.logLevel,
       ...(options.logDestination ? { destination: options.logDestination } : {}),
-      secrets: [...secretsOf(config), ...(config.dashboardToken ? [config.dashboardToken] : [])],
+      secrets: liveSecrets(tokens, config.dashboardToken),
     });
   const redis =
     options.redis ??
@@ -94,6 +106,7 @@ export async function createContext(
   await warnIfLimitsDiffer(redis, keys, config.orgs, config, logger, limitsWarned);
   return {
     config,
+    tokens,
     logger,
     redis,
     keys,
@@ -113,6 +126,22 @@ export async function createContext(
       await client?.close();
       if (ownsRedis) await closeRedis(redis);
     },
+  };
+}
+
+/**
+ * Every token secret of the book (removed ones too) and the dashboard's token: one array until the book
+ * changes, so the logger works out the forms to scrub once per change, not per line.
+ */
+export function liveSecrets(tokens: TokenBook, dashboardToken: string | undefined): () => readonly string[] {
+  let version = -1;
+  let all: readonly string[] = [];
+  return () => {
+    if (tokens.version !== version) {
+      version = tokens.version;
+      all = [...tokens.secrets(), ...(dashboardToken ? [dashboardToken] : [])];
+    }
+    return all;
   };
 }
 
@@ -161,7 +190,8 @@ export function requireOrg(config: Readonly<Config>, org: string, flag = '--org'
   if (!config.orgs.includes(org)) {
     throw new LearnerTransferError(
       'LT_UNKNOWN_ORG',
-      `${flag} '${org}' has no token in LEARNER_API_TOKENS (organizations with tokens: ${config.orgs.join(', ') || 'none'})`,
+      `${flag} '${org}' has no token in ${config.tokensFile ? `LEARNER_API_TOKENS_FILE ${config.tokensFile}` : 'LEARNER_API_TOKENS'} ` +
+        `(organizations with tokens: ${config.orgs.join(', ') || 'none'})`,
     );
   }
   return org;

@@ -23,6 +23,8 @@ export type ShutdownHook = (
 /** What only a real process can do; in process, signals never come and nothing is exited. */
 export interface ProcessHooks {
   onShutdown: ShutdownHook;
+  /** Runs `handler` on each SIGHUP (read the configuration files again); returns a function that removes it. */
+  onHangup(handler: () => void): () => void;
   /** Ends the process after `ms` (with `code`, else the exit code set): a library's open handle must not keep it alive. */
   exitAfter(ms: number, code?: number): void;
 }
@@ -37,6 +39,7 @@ export interface CliIo {
 
 const IN_PROCESS: ProcessHooks = {
   onShutdown: () => () => undefined,
+  onHangup: () => () => undefined,
   exitAfter: () => undefined,
 };
 
@@ -85,5 +88,9 @@ export class Cli {
 
   onShutdown(stop: (signal: string) => Promise<void> | void, forceAfterMs = 30_000): () => void {
     return this.hooks.onShutdown(stop, forceAfterMs);
+  }
+
+  onHangup(handler: () => void): () => void {
+    return this.hooks.onHangup(handler);
   }
 }

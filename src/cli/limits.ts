@@ -17,6 +17,7 @@ import {
 import type { PauseInfo } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/limits.ts';
+import { summarizeChange } from '../ops/controls.ts';
 import type { Cli } from './io.ts';
 import { positiveInt, rateOption, tokenIdOption, reserveOption } from './parsers.ts';
 
@@ -90,7 +91,8 @@ export function formatChange(e: ChangeEntry): string {
     e.action,
     e.org ?? '-',
     e.tokenId ? `token ${e.tokenId}` : '',
-    describeChange(e.details),
+    // Limits and pauses as before -> after; other changes (urgent learners, token reloads) by their fields.
+    summarizeChange(e),
   ]
     .filter(Boolean)
     .join('  ');
@@ -228,7 +230,9 @@ function registerReset(limits: Command, cli: Cli): void {
 export function registerChanges(program: Command, cli: Cli): void {
   program
     .command('changes')
-    .description('The log of changes made through the live controls (limits, pause, resume): who, what, when')
+    .description(
+      'The log of changes made through the live controls (limits, pause, resume) and of token file reloads: who, what, when',
+    )
     .option('--org <key>', 'only the changes of this organization')
     .option('--limit <n>', 'how many, newest first (default 50)', positiveInt('--limit', 100_000))
     .option('--json', 'machine-readable output')

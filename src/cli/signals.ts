@@ -1,6 +1,7 @@
-// What only a real process has: SIGINT/SIGTERM for a graceful stop with a forced exit after a bound, and
-// an exit that a library's open handle cannot hold back. main.ts wires these into run(); a command run in
-// process (a test, a program) gets neither, so nothing there ever calls process.exit.
+// What only a real process has: SIGINT/SIGTERM for a graceful stop with a forced exit after a bound,
+// SIGHUP to read files again, and an exit that a library's open handle cannot hold back. main.ts wires
+// these into run(); a command run in process (a test, a program) gets none, so nothing there ever calls
+// process.exit.
 import { EXIT } from '../core/errors.ts';
 import type { ProcessHooks } from './io.ts';
 
@@ -45,9 +46,20 @@ export function onProcessShutdown(
   };
 }
 
+/**
+ * Runs `handler` on each SIGHUP. Only a command that reads files again on it listens: without a
+ * listener, SIGHUP ends the process as it always did (a closed terminal stops what it started).
+ */
+function onProcessHangup(handler: () => void): () => void {
+  const listener = () => handler();
+  process.on('SIGHUP', listener);
+  return () => process.off('SIGHUP', listener);
+}
+
 /** The hooks of this process, for run(). */
 export const processHooks: ProcessHooks = {
   onShutdown: onProcessShutdown,
+  onHangup: onProcessHangup,
   exitAfter(ms, code) {
     setTimeout(() => process.exit(code), ms).unref();
   },

@@ -12,6 +12,8 @@ import {
   transferDurationHistogram,
 } from '../ops/prometheus.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
+import { TOKENS_FILE_VAR } from '../core/token-file.ts';
+import { TokenReloader } from '../app/token-reload.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
@@ -76,6 +78,41 @@ function stoppedLine(result: WorkResult): string {
   );
 }
 
+/**
+ * With LEARNER_API_TOKENS_FILE, the file is followed: read again on SIGHUP and every
+ * TOKENS_RELOAD_INTERVAL. Returns what stops that (nothing to stop without a file).
+ */
+function followTokenFile(cli: Cli, ctx: AppContext, served: readonly string[] | undefined) {
+  const path = ctx.config.tokensFile;
+  if (!path) return async () => undefined;
+  const reloader = new TokenReloader(ctx, { path, intervalMs: ctx.config.tokensReloadMs });
+  // This process serves the organizations it started with: one the file adds is served by a process
+  // started after the change (with --org, the process serves what it was told to, and nothing is said).
+  const offChange = ctx.tokens.onChange((change) => {
+    const unserved = served ? change.orgsAdded.filter((o) => !served.includes(o)) : [];
+    if (unserved.length > 0) {
+      ctx.logger.warn(
+        { orgs: unserved },
+        `organizations added to ${path} are not served by this process: start a worker (or restart this one) to serve them`,
+      );
+    }
+  });
+  reloader.start();
+  const offHangup = cli.onHangup(() => {
+    ctx.logger.info({ file: path }, 'SIGHUP received: reading the token file again');
+    reloader
+      .reload('SIGHUP')
+      .catch((err: unknown) =>
+        ctx.logger.error({ err: (err as Error)?.message ?? String(err) }, 'token file reload failed'),
+      );
+  });
+  return async () => {
+    offHangup();
+    offChange();
+    await reloader.stop();
+  };
+}
+
 /** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
 function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
@@ -91,12 +128,14 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
   const ctx = await cli.context(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
   // One token, one organization: refuse to start when Redis binds a token to another org key.
-  await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger: ctx.logger }).catch(
-    async (err: unknown) => {
-      await ctx.close();
-      throw err;
-    },
-  );
+  const source = config.tokensFile ? `${TOKENS_FILE_VAR} ${config.tokensFile}` : undefined;
+  await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, {
+    logger: ctx.logger,
+    ...(source ? { source } : {}),
+  }).catch(async (err: unknown) => {
+    await ctx.close();
+    throw err;
+  });
   const metrics = await startMetrics(ctx, opts, metricsOpen);
   const concurrency = opts.concurrency ?? config.concurrency;
   const handle = startWorkers(ctx, {
@@ -113,6 +152,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
+  const stopFollowing = followTokenFile(cli, ctx, opts.org ? undefined : orgs);
   const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
   // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
@@ -127,6 +167,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   };
   ctx.redis.once('end', onEnd);
   const result = await handle.done;
+  await stopFollowing();
   ctx.redis.off('end', onEnd);
   off();
   await metrics?.server.close();

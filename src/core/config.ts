@@ -1,23 +1,13 @@
 // One zod schema turns the environment into a frozen Config, once, at the edge. Every error names the
 // variable, the expected form and the bad value, except for token values, which are never echoed.
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
 import { ConfigError } from './errors.ts';
-import { isValidOrgKey } from './keys.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
+import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
+import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
 
-export interface TokenRef {
-  /** Organization key the token belongs to: transfers made with it land in this organization. */
-  org: string;
-  /**
-   * Stable, non-secret identity of the token: a short SHA-256 fingerprint. It survives reordering of
-   * LEARNER_API_TOKENS (so a token keeps its own hourly window) and is what Redis, logs and reports see.
-   */
-  id: string;
-  /** The secret. Lives only in this process's memory: never in Redis, logs, reports or errors. */
-  readonly secret: string;
-}
+export { tokenFingerprint, type TokenRef } from './token-ref.ts';
 
 export interface Config {
   /** REDIS_URL, or REDIS_CLUSTER_NODES, or REDIS_SENTINELS + REDIS_SENTINEL_MASTER (see core/redis-target.ts). */
@@ -25,9 +15,14 @@ export interface Config {
   queuePrefix: string;
   apiBaseUrl: string | undefined;
   userAgent: string;
+  /** The tokens at start; `work` follows a token file's changes through its TokenBook (ctx.tokens). */
   tokens: readonly TokenRef[];
-  /** Organization keys in the order they first appear in LEARNER_API_TOKENS. */
+  /** Organization keys in the order they first appear in LEARNER_API_TOKENS (or its file). */
   orgs: readonly string[];
+  /** LEARNER_API_TOKENS_FILE: where the tokens were read from, read again by `work` to follow changes. */
+  tokensFile: string | undefined;
+  /** TOKENS_RELOAD_INTERVAL: how often `work` reads the token file again (0: only on SIGHUP). */
+  tokensReloadMs: number;
   limitPerToken: Rate;
   limitPerOrg: Rate;
   requestTimeoutMs: number;
@@ -79,10 +74,6 @@ export const DEFAULT_USER_AGENT = 'learner-transfer/0.1 (bulk learner transfer w
 
 /** CRAWL_MAX_PAGES by default: 1,000,000 learners at the spec's 100 a page. */
 export const DEFAULT_CRAWL_MAX_PAGES = 10_000;
-
-export function tokenFingerprint(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex').slice(0, 12);
-}
 
 export const MIN_DISTINCT_TOKEN_CHARS = 8;
 
@@ -218,34 +209,34 @@ const tokensField = z
       .map((p) => p.trim())
       .filter((p) => p.length > 0);
     parts.forEach((part, i) => {
-      const colon = part.indexOf(':');
-      const org = colon > 0 ? part.slice(0, colon).trim() : '';
-      const secret = colon > 0 ? part.slice(colon + 1).trim() : '';
       // Never echo the pair: it holds the secret. Name its position and the org key only.
-      if (!isValidOrgKey(org) || secret.length === 0) {
+      const entry = readTokenEntry(part);
+      if (!entry.ok) {
         ctx.addIssue({
           code: 'custom',
           message:
-            `LEARNER_API_TOKENS: entry ${i + 1} is not ORG:TOKEN with ORG made of letters, digits, _ or - ` +
+            `LEARNER_API_TOKENS: entry ${i + 1} is not ${TOKEN_ENTRY_FORM} ` +
             `(like acme:TOKEN1,acme:TOKEN2,beta:TOKEN3)` +
-            (isValidOrgKey(org) ? ` (org '${org}' has an empty token)` : ''),
+            (entry.why === 'empty-token' ? ` (org '${entry.org}' has an empty token)` : ''),
         });
         return;
       }
-      if (seen.has(secret)) {
+      if (seen.has(entry.secret)) {
         ctx.addIssue({
           code: 'custom',
-          message: `LEARNER_API_TOKENS: entry ${i + 1} (org '${org}') repeats a token given earlier`,
+          message: `LEARNER_API_TOKENS: entry ${i + 1} (org '${entry.org}') repeats a token given earlier`,
         });
         return;
       }
-      seen.add(secret);
-      const ref: TokenRef = { org, id: tokenFingerprint(secret), secret };
-      // Keep the secret out of JSON.stringify and util.inspect by accident.
-      Object.defineProperty(ref, 'secret', { value: secret, enumerable: false });
-      tokens.push(ref);
+      seen.add(entry.secret);
+      tokens.push(tokenRef(entry.org, entry.secret));
     });
     return tokens;
+  });
+
+const pathField = (name: string) =>
+  z.string().refine((d) => d.trim().length > 0 && !/[\0\r\n]/.test(d), {
+    error: (iss) => `${name}: expected a file path, got ${shown(String(iss.input))}`,
   });
 
 const envSchema = z.object({
@@ -277,6 +268,10 @@ const envSchema = z.object({
       error: 'USER_AGENT: expected one line of text that names the calling company (the spec requires it)',
     }),
   LEARNER_API_TOKENS: tokensField,
+  // The tokens as a file of ORG:TOKEN lines (core/token-file.ts), instead of LEARNER_API_TOKENS.
+  LEARNER_API_TOKENS_FILE: pathField(TOKENS_FILE_VAR).optional(),
+  // How often `work` reads LEARNER_API_TOKENS_FILE again: a mounted Kubernetes Secret changes with no signal.
+  TOKENS_RELOAD_INTERVAL: durationField('TOKENS_RELOAD_INTERVAL', '30s', true),
   LIMIT_PER_TOKEN: rateField('LIMIT_PER_TOKEN', '100/1h'),
   LIMIT_PER_ORG: rateField('LIMIT_PER_ORG', '1000/1d'),
   REQUEST_TIMEOUT: durationField('REQUEST_TIMEOUT', '30s'),
@@ -378,9 +373,15 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
       'LEARNER_API_BASE_URL: required (the base address of the Learner API, like https://api.example.com)',
     );
   }
-  if (options.requireTokens && e.LEARNER_API_TOKENS.length === 0) {
+  const tokenProblems = problems.length;
+  const tokens = tokensFrom(e.LEARNER_API_TOKENS, e.LEARNER_API_TOKENS_FILE, problems);
+  // A file that could not be read has said so: "required" would only repeat it.
+  if (options.requireTokens && tokens.length === 0 && problems.length === tokenProblems) {
     problems.push(
-      'LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2)',
+      e.LEARNER_API_TOKENS_FILE
+        ? `${TOKENS_FILE_VAR} ${e.LEARNER_API_TOKENS_FILE}: no ORG:TOKEN line (one a line, like acme:TOKEN1)`
+        : 'LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2), ' +
+            `or ${TOKENS_FILE_VAR}: a file of ORG:TOKEN lines`,
     );
   }
   if (Boolean(e.DASHBOARD_TLS_CERT) !== Boolean(e.DASHBOARD_TLS_KEY)) {
@@ -392,15 +393,17 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
   if (problems.length > 0 || !redis) throw new ConfigError(problems);
 
   const orgs: string[] = [];
-  for (const t of e.LEARNER_API_TOKENS) if (!orgs.includes(t.org)) orgs.push(t.org);
+  for (const t of tokens) if (!orgs.includes(t.org)) orgs.push(t.org);
   const config: Config = {
     redis,
     redisWaitTimeoutMs: e.REDIS_WAIT_TIMEOUT,
     queuePrefix: e.QUEUE_PREFIX,
     apiBaseUrl: e.LEARNER_API_BASE_URL,
     userAgent: e.USER_AGENT,
-    tokens: Object.freeze(e.LEARNER_API_TOKENS.map((t) => Object.freeze(t))),
+    tokens: Object.freeze(tokens),
     orgs: Object.freeze(orgs),
+    tokensFile: e.LEARNER_API_TOKENS_FILE,
+    tokensReloadMs: e.TOKENS_RELOAD_INTERVAL,
     limitPerToken: Object.freeze(e.LIMIT_PER_TOKEN),
     limitPerOrg: Object.freeze(e.LIMIT_PER_ORG),
     requestTimeoutMs: e.REQUEST_TIMEOUT,
@@ -422,6 +425,29 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
   };
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
   return Object.freeze(config);
+}
+
+/**
+ * The tokens of LEARNER_API_TOKENS or of LEARNER_API_TOKENS_FILE. Both set is refused, as the `*_FILE`
+ * convention of container images does (the official postgres and mysql images stop on it): an operator
+ * who moves the tokens into a file and forgets the variable would otherwise run with tokens they believe
+ * removed, and tokens of the variable could not follow the file's reloads.
+ */
+function tokensFrom(fromEnv: TokenRef[], file: string | undefined, problems: string[]): TokenRef[] {
+  if (file === undefined) return fromEnv;
+  if (fromEnv.length > 0) {
+    problems.push(
+      `LEARNER_API_TOKENS, ${TOKENS_FILE_VAR}: both are set; give the tokens in one place ` +
+        `(unset LEARNER_API_TOKENS to use ${file})`,
+    );
+    return [];
+  }
+  const read = readTokenFile(file);
+  if (!read.ok) {
+    problems.push(...read.problems);
+    return [];
+  }
+  return read.tokens;
 }
 
 export function tokensOf(config: Config, org: string): TokenRef[] {

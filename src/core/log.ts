@@ -20,10 +20,17 @@ const REDACT_PATHS = [
   '*.headers.Authorization',
 ];
 
+/**
+ * The secrets to scrub: a list, or a getter asked at each use, for secrets that change while the process
+ * runs (tokens added by a reload of the token file). A getter should return the same array until its
+ * secrets change: their forms are worked out again only when it returns another one.
+ */
+export type Secrets = readonly string[] | (() => readonly string[]);
+
 export interface LogOptions {
   level?: string;
   /** Secrets to scrub from every line, whatever field they hide in. */
-  secrets?: readonly string[];
+  secrets?: Secrets;
   /** Where lines go (default: stderr, so stdout stays for a command's own output). */
   destination?: DestinationStream;
   name?: string;
@@ -45,10 +52,28 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   return redactForms(text, secretForms(secrets));
 }
 
-/** scrubSecrets for many texts: the forms of the secrets are worked out once. */
-export function secretScrubber(secrets: readonly string[]): (text: string) => string {
-  const forms = secretForms(secrets);
-  return (text) => redactForms(text, forms);
+/** scrubSecrets for many texts: the forms of the secrets are worked out once (per change of a getter's list). */
+export function secretScrubber(secrets: Secrets): (text: string) => string {
+  const forms = liveForms(secrets);
+  return (text) => redactForms(text, forms());
+}
+
+/** The forms of the secrets now, cached until a getter returns another array. */
+function liveForms(secrets: Secrets): () => readonly string[] {
+  if (typeof secrets !== 'function') {
+    const forms = secretForms(secrets);
+    return () => forms;
+  }
+  let seen: readonly string[] | undefined;
+  let forms: readonly string[] = [];
+  return () => {
+    const now = secrets();
+    if (now !== seen) {
+      seen = now;
+      forms = secretForms(now);
+    }
+    return forms;
+  };
 }
 
 function redactForms(text: string, forms: readonly string[]): string {
@@ -58,10 +83,10 @@ function redactForms(text: string, forms: readonly string[]): string {
 }
 
 /** A destination wrapper that replaces every secret in a serialized line before it is written. */
-function scrubbing(dest: DestinationStream, secrets: readonly string[]): DestinationStream {
-  const forms = secretForms(secrets);
-  if (forms.length === 0) return dest;
-  return { write: (line: string) => dest.write(redactForms(line, forms)) };
+function scrubbing(dest: DestinationStream, secrets: Secrets): DestinationStream {
+  if (typeof secrets !== 'function' && secretForms(secrets).length === 0) return dest;
+  const forms = liveForms(secrets);
+  return { write: (line: string) => dest.write(redactForms(line, forms())) };
 }
 
 export function createLogger(options: LogOptions = {}): Logger {

@@ -1,6 +1,7 @@
 // The change log: every change made through the live controls (limits, pause and resume, urgent
-// learners), who made it and when, appended to one Redis stream (keys.changes()). Append-only: nothing
-// here edits or trims it. Who: the CLI's user and host, or the dashboard's user and client address.
+// learners) and every change of tokens a `work` process took from its token file, who made it and when,
+// appended to one Redis stream (keys.changes()). Append-only: nothing here edits or trims it. Who: the
+// CLI's user and host, the dashboard's user and client address, or the `work` process.
 import { hostname, userInfo } from 'node:os';
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
@@ -10,9 +11,9 @@ export interface ChangeEntry {
   id: string;
   /** ISO time of the change. */
   at: string;
-  /** `cli:user@host` or `dashboard:user@address`. */
+  /** `cli:user@host`, `dashboard:user@address` or `work:user@host:pid`. */
   who: string;
-  /** What was done: `limits.set`, `limits.reset`, `pause`, `resume`, `priority.urgent`, ... */
+  /** What was done: `limits.set`, `limits.reset`, `pause`, `resume`, `priority.urgent`, `tokens.reload`, ... */
   action: string;
   org: string | null;
   tokenId: string | null;
@@ -24,13 +25,23 @@ export type NewChange = Omit<ChangeEntry, 'id' | 'at'>;
 
 /** The CLI's author: the OS user and the host it runs on. */
 export function cliActor(): string {
-  let user = 'unknown';
+  return `cli:${osUser()}@${hostname()}`;
+}
+
+/**
+ * A `work` process that changed something on its own (a reload of the token file): the person who edited
+ * the file is not known, the process that applied it is, by its user, host and pid.
+ */
+export function workActor(): string {
+  return `work:${osUser()}@${hostname()}:${process.pid}`;
+}
+
+function osUser(): string {
   try {
-    user = userInfo().username;
+    return userInfo().username;
   } catch {
-    // No passwd entry (a container's numeric uid): keep 'unknown'.
+    return 'unknown'; // no passwd entry (a container's numeric uid)
   }
-  return `cli:${user}@${hostname()}`;
 }
 
 /** The dashboard's author: the basic-auth user name when one was given, and the client's address. */

@@ -17,6 +17,14 @@ export interface BindOptions {
   dryRun?: boolean;
   /** Told when Redis refused to write the bindings (the check was still made). */
   logger?: Logger;
+  /** Where the tokens were given, for the message (default LEARNER_API_TOKENS). */
+  source?: string;
+}
+
+/** A token that Redis binds to another organization key than the one it is given to now. */
+export interface BindConflict {
+  token: Pick<TokenRef, 'id' | 'org'>;
+  boundTo: string;
 }
 
 /**
@@ -30,7 +38,21 @@ export async function bindTokens(
   tokens: readonly Pick<TokenRef, 'id' | 'org'>[],
   options: BindOptions = {},
 ): Promise<void> {
-  if (tokens.length === 0) return;
+  const conflicts = await bindEach(redis, prefix, tokens, options);
+  if (conflicts.length > 0) throw tokenBound(conflicts, options.source);
+}
+
+/**
+ * bindTokens without the refusal: binds what it can and returns the tokens bound to another key, so that
+ * a reload can refuse those alone and take the others.
+ */
+export async function bindEach(
+  redis: RedisClient,
+  prefix: string,
+  tokens: readonly Pick<TokenRef, 'id' | 'org'>[],
+  options: BindOptions = {},
+): Promise<BindConflict[]> {
+  if (tokens.length === 0) return [];
   const key = createKeys(prefix).tokenOrgs();
   const pipeline = redis.pipeline();
   if (!options.dryRun) for (const t of tokens) pipeline.hsetnx(key, t.id, t.org);
@@ -52,23 +74,28 @@ export async function bindTokens(
     break;
   }
   const owners = bound as (string | null)[];
-  const conflicts = tokens
-    .map((t, i) => ({ token: t, boundTo: owners[i] ?? null }))
-    .filter((c) => c.boundTo !== null && c.boundTo !== c.token.org);
-  if (conflicts.length > 0) throw tokenBound(conflicts);
+  const conflicts: BindConflict[] = [];
+  tokens.forEach((token, i) => {
+    const boundTo = owners[i] ?? null;
+    if (boundTo !== null && boundTo !== token.org) conflicts.push({ token, boundTo });
+  });
+  return conflicts;
 }
 
-function tokenBound(conflicts: { token: Pick<TokenRef, 'id' | 'org'>; boundTo: string | null }[]): Error {
-  const lines = conflicts.map(
-    ({ token, boundTo }) =>
-      `token ${token.id} is bound to organization '${boundTo}' in Redis but LEARNER_API_TOKENS gives it to ` +
-      `'${token.org}'`,
+/** One sentence per conflict: the token's id (never the token), the key Redis binds it to, the one given. */
+export function conflictSentence(c: BindConflict, source = 'LEARNER_API_TOKENS'): string {
+  return (
+    `token ${c.token.id} is bound to organization '${c.boundTo}' in Redis but ${source} gives it to ` +
+    `'${c.token.org}'`
   );
+}
+
+function tokenBound(conflicts: BindConflict[], source = 'LEARNER_API_TOKENS'): Error {
   const first = conflicts[0]?.token;
   return new LearnerTransferError(
     'LT_TOKEN_BOUND',
-    `${lines.join('; ')}: one token, one organization (its hourly budget is per token). Fix ` +
-      `LEARNER_API_TOKENS, or, if the token now belongs to '${first?.org}', run ` +
+    `${conflicts.map((c) => conflictSentence(c, source)).join('; ')}: one token, one organization (its hourly ` +
+      `budget is per token). Fix ${source}, or, if the token now belongs to '${first?.org}', run ` +
       `'learner-transfer tokens rebind --token ${first?.id} --org ${first?.org}'.`,
   );
 }

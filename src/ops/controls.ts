@@ -32,12 +32,11 @@ export function summarizeChange(e: ChangeEntry): string {
   const d = e.details;
   if ('before' in d || 'after' in d) return describeChange(d);
   return Object.entries(d)
-    .map(
-      ([k, v]) =>
-        `${k} ${Array.isArray(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : String(v)}`,
-    )
+    .map(([k, v]) => `${k} ${Array.isArray(v) ? v.map(shown).join(', ') || '-' : shown(v)}`)
     .join(', ');
 }
+
+const shown = (v: unknown) => (typeof v === 'object' ? JSON.stringify(v) : String(v));
 
 export async function orgControls(ctx: AppContext, org: string): Promise<OrgControls> {
   const [limits, changes] = await Promise.all([

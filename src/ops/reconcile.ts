@@ -27,11 +27,12 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
     { producer: ctx.producer, runs: ctx.runs, store: ctx.store, client: ctx.client },
     {
       ...options,
-      knownOrgs: ctx.config.orgs,
+      // The tokens in force: in `work`, a reload of the token file may have added or rotated some.
+      knownOrgs: ctx.tokens.orgs(),
       orgIds,
       maxPages: options.maxPages ?? ctx.config.crawlMaxPages,
       // The list is the reseller's: any token may read it; a refused one hands over to the next.
-      tokens: ctx.config.tokens.map((t) => t.secret),
+      tokens: ctx.tokens.all().map((t) => t.secret),
     },
   );
 }

@@ -20,7 +20,7 @@ export interface TransferTarget {
   org: string;
   learnerId: number;
   runId: string;
-  tokens: TokenRef[];
+  tokens: readonly TokenRef[];
 }
 
 /** A job admitted to its call: the permit and lease held, the token chosen, the record as it was then. */

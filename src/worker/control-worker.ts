@@ -2,8 +2,7 @@
 // whichever worker process BullMQ hands it to, one at a time per process.
 import { basename } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { AppContext } from '../app/context.ts';
-import { secretsOf } from '../core/config.ts';
+import { liveSecrets, type AppContext } from '../app/context.ts';
 import { scrubError, secretScrubber } from '../core/log.ts';
 import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
 import { runReconcile } from '../ops/reconcile.ts';
@@ -92,10 +91,7 @@ export function controlWorker(
 ): { worker: Worker<ControlJob, ControlResult>; dispose(): void } {
   // BullMQ keeps a failed job's message (failedReason) and stack (stacktrace) in Redis, and the list
   // call's errors may quote the service: only scrubbed errors leave the processor.
-  const scrub = secretScrubber([
-    ...secretsOf(ctx.config),
-    ...(ctx.config.dashboardToken ? [ctx.config.dashboardToken] : []),
-  ]);
+  const scrub = secretScrubber(liveSecrets(ctx.tokens, ctx.config.dashboardToken));
   const worker = new Worker<ControlJob, ControlResult>(
     ctx.keys.controlQueueName(),
     (job: Job<ControlJob>) =>

@@ -1,10 +1,12 @@
-// What every step of a transfer shares within one process: its dependencies, the tokens of this process's
-// config by organization, the scrubber of those tokens, what it knows of an unreachable service, and when
-// it last said that an organization waits. Tokens are looked up here by the non-secret id the limiter
-// chose; the job never carries one.
+// What every step of a transfer shares within one process: its dependencies, the tokens in force by
+// organization, the scrubber of those tokens, what it knows of an unreachable service, and when it last
+// said that an organization waits. Tokens are looked up here by the non-secret id the limiter chose; the
+// job never carries one. Both follow the process's TokenBook: a token added by a reload is used by the
+// next job, a removed one by no new call (a call that has it already finishes with it).
 import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../core/config.ts';
+import { TokenBook } from '../core/token-book.ts';
 import { secretScrubber, type Logger, type Scrub } from '../core/log.ts';
 import type { Keys } from '../core/keys.ts';
 import type { TransferBudget } from '../limiter/index.ts';
@@ -18,6 +20,8 @@ import { Unreachable } from './unreachable.ts';
 
 export interface ProcessorDeps {
   config: Readonly<Config>;
+  /** The tokens in force (ctx.tokens); without it, the config's tokens, fixed. */
+  tokens?: TokenBook;
   client: LearnerApiClient;
   budget: TransferBudget;
   store: OutcomeStore;
@@ -60,7 +64,8 @@ export interface ProcessResult {
 
 export interface ProcessorContext {
   deps: ProcessorDeps;
-  tokensByOrg: ReadonlyMap<string, TokenRef[]>;
+  /** The tokens in force now, by organization (read at each job, never kept across a change). */
+  readonly tokensByOrg: ReadonlyMap<string, readonly TokenRef[]>;
   scrub: Scrub;
   unreachable: Unreachable;
   /** When each organization was last said to have every token refused (401): once a minute. */
@@ -71,12 +76,13 @@ export interface ProcessorContext {
 
 export function processorContext(deps: ProcessorDeps): ProcessorContext {
   const { config } = deps;
-  const tokensByOrg = new Map<string, TokenRef[]>();
-  for (const t of config.tokens) tokensByOrg.set(t.org, [...(tokensByOrg.get(t.org) ?? []), t]);
+  const book = deps.tokens ?? new TokenBook(config.tokens);
   return {
     deps,
-    tokensByOrg,
-    scrub: secretScrubber(config.tokens.map((t) => t.secret)),
+    get tokensByOrg() {
+      return book.byOrg();
+    },
+    scrub: secretScrubber(() => book.secrets()),
     unreachable: new Unreachable(config),
     lastAlert: new Map(),
     lastPauseNote: new Map(),

@@ -111,7 +111,7 @@ async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Err
   const { org, learnerId, runId } = parsed.data;
   const record = await ctx.store.get(org, learnerId);
   if (record && isFinalBucket(record.b as Bucket)) return false; // the processor recorded it
-  const secrets = ctx.config.tokens.map((t) => t.secret);
+  const secrets = ctx.tokens.secrets();
   await ctx.store.recordAttempt(org, learnerId, runId, {
     bucket: 'worker-error',
     code: 'worker-error',

@@ -78,6 +78,7 @@ function transferProcessor(
   const { gate, counts, runsServed } = parts;
   return createProcessor({
     config: ctx.config,
+    tokens: ctx.tokens,
     client: parts.client,
     budget: ctx.budget,
     store: ctx.store,

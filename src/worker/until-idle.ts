@@ -52,7 +52,7 @@ export async function orgsWithJobs(
 export async function refusedOrgs(ctx: AppContext, orgs: readonly string[]): Promise<string[]> {
   const stuck: string[] = [];
   for (const org of orgs) {
-    const tokenIds = ctx.config.tokens.filter((t) => t.org === org).map((t) => t.id);
+    const tokenIds = ctx.tokens.tokensOf(org).map((t) => t.id);
     const view = await ctx.budget.peek(org, tokenIds);
     if (view.tokens.length > 0 && view.tokens.every((t) => t.blocked?.reason === '401')) stuck.push(org);
   }
