@@ -82,21 +82,12 @@ function stoppedLine(result: WorkResult): string {
  * With LEARNER_API_TOKENS_FILE, the file is followed: read again on SIGHUP and every
  * TOKENS_RELOAD_INTERVAL. Returns what stops that (nothing to stop without a file).
  */
-function followTokenFile(cli: Cli, ctx: AppContext, served: readonly string[] | undefined) {
+function followTokenFile(cli: Cli, ctx: AppContext) {
   const path = ctx.config.tokensFile;
   if (!path) return async () => undefined;
   const reloader = new TokenReloader(ctx, { path, intervalMs: ctx.config.tokensReloadMs });
-  // This process serves the organizations it started with: one the file adds is served by a process
-  // started after the change (with --org, the process serves what it was told to, and nothing is said).
-  const offChange = ctx.tokens.onChange((change) => {
-    const unserved = served ? change.orgsAdded.filter((o) => !served.includes(o)) : [];
-    if (unserved.length > 0) {
-      ctx.logger.warn(
-        { orgs: unserved },
-        `organizations added to ${path} are not served by this process: start a worker (or restart this one) to serve them`,
-      );
-    }
-  });
+  // An organization the file adds is served at once by a `work` without --org (its dispatcher follows
+  // ctx.tokens); with --org, the process serves what it was told to.
   reloader.start();
   const offHangup = cli.onHangup(() => {
     ctx.logger.info({ file: path }, 'SIGHUP received: reading the token file again');
@@ -108,7 +99,6 @@ function followTokenFile(cli: Cli, ctx: AppContext, served: readonly string[] | 
   });
   return async () => {
     offHangup();
-    offChange();
     await reloader.stop();
   };
 }
@@ -146,13 +136,14 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
     // Scheduled reconciles (schedule command) run in whichever work process takes them.
     control: opts.control === false ? false : {},
+    followTokens: !opts.org,
   });
   if (metrics) {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
-  const stopFollowing = followTokenFile(cli, ctx, opts.org ? undefined : orgs);
+  const stopFollowing = followTokenFile(cli, ctx);
   const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
   // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in

@@ -106,8 +106,6 @@ export interface Keys {
   lanesDue(): string;
   /** Pub/sub channel: a lane was marked due (a nudge; the sorted set is the truth). */
   lanesChannel(): string;
-  /** Pattern matching every organization's limiterEvents channel (one subscription for them all). */
-  limiterEventsPattern(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -152,6 +150,5 @@ export function createKeys(prefix: string): Keys {
     changes: () => `${prefix}:changes`,
     lanesDue: () => `${prefix}:{lanes}:due`,
     lanesChannel: () => `${prefix}:lanes`,
-    limiterEventsPattern: () => `${prefix}:{*}:lim:events`,
   };
 }

@@ -128,6 +128,8 @@ export function neededChecks(prefix: string, org: string, cluster: boolean): Che
     })),
     // The limiter announces budget given back, and changed limits, on the organization's channel.
     { argv: ['publish', keys.limiterEvents(org), 'x'], name: 1, args: 'channels' },
+    // Every `work` listens to the producers' nudges and the limiter's events (worker/lanes.ts).
+    { argv: ['subscribe', keys.lanesChannel()], name: 1, args: 'channels' },
   ];
   // ioredis learns which node serves which slot with CLUSTER SLOTS, and waits for CLUSTER INFO to say ok.
   if (cluster) checks.push({ argv: ['cluster', 'slots'], name: 2 }, { argv: ['cluster', 'info'], name: 2 });

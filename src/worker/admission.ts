@@ -147,11 +147,13 @@ async function waitForPermit(ctx: ProcessorContext, target: TransferTarget, perm
   // Sleep until a permit can exist, but never longer than the policy recheck bound: a resume, a raised
   // limit, a smaller reserve or an unpaused token applies within seconds. While every token is refused
   // (401) or the organization is paused, waitMs is only a sentinel and this bound is the recheck.
+  // The dispatcher detaches the organization's worker for the whole wait: it is woken when its permit
+  // frees, or at once by a policy change (its limiter event). Otherwise (a short wait, or no dispatcher)
+  // the queue sleeps, bounded: a resume, a raised limit or an unpaused token applies within seconds.
+  const indefinite = permit.scope === 'paused' || permit.allBlockedIndefinitely;
+  if (ctx.deps.onBudgetWait?.(org, permit.waitMs, indefinite)) throw Worker.RateLimitError();
   const waitMs = Math.min(permit.waitMs, POLICY_RECHECK_MS);
   await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
-  // The whole wait, not the bounded sleep: a detached organization is woken when its permit frees, or at
-  // once by a policy change (its limiter event).
-  ctx.deps.onBudgetWait?.(org, permit.waitMs, permit.scope === 'paused' || permit.allBlockedIndefinitely);
   throw Worker.RateLimitError();
 }
 

@@ -46,7 +46,8 @@ export interface LaneDispatcherOptions {
   /** The subscriber connection (pub/sub only): nudges and limiter events. */
   subscriber: RedisClient;
   lanesChannel: string;
-  limiterEventsPattern: string;
+  /** An organization's limiter events channel (keys.limiterEvents). */
+  limiterChannel: (org: string) => string;
   logger: Logger;
   /** A stalled-job check needs a second look this long after the first (BullMQ's stalledInterval). */
   stalledIntervalMs: number;
@@ -82,7 +83,6 @@ interface Lane {
   lease: string;
   since: number;
   inFlight: number;
-  drained: boolean;
   drainTimer: NodeJS.Timeout | undefined;
   closing: Promise<void> | undefined;
   budgetUntil: number | undefined;
@@ -113,8 +113,12 @@ export class LaneDispatcher {
   #sawWork = true;
   /** Lanes attached since the last call of takeTouched (the repair sweep looks only at those). */
   readonly #touched = new Set<string>();
-  readonly #onMessage = () => this.nudge();
-  readonly #onPMessage = (_pattern: string, channel: string) => this.#limiterEvent(channel);
+  /** Limiter event channel -> organization, for the lanes subscribed. */
+  #channels = new Map<string, string>();
+  readonly #onMessage = (channel: string) => {
+    if (channel === this.#o.lanesChannel) this.nudge();
+    else this.#limiterEvent(channel);
+  };
   readonly #onReady = () => this.nudge();
 
   constructor(options: LaneDispatcherOptions) {
@@ -131,11 +135,12 @@ export class LaneDispatcher {
   async start(): Promise<void> {
     const { subscriber } = this.#o;
     subscriber.on('message', this.#onMessage);
-    subscriber.on('pmessage', this.#onPMessage);
     // A reconnect may have missed nudges: look again.
     subscriber.on('ready', this.#onReady);
+    // One subscription per organization's channel, not a pattern: an ACL's &PREFIX:* grants these
+    // (PSUBSCRIBE would need its pattern granted literally). Idle, a subscription costs nothing.
     await subscriber.subscribe(this.#o.lanesChannel);
-    await subscriber.psubscribe(this.#o.limiterEventsPattern);
+    await this.#subscribe();
     this.#started = true;
     this.#renewTimer = setInterval(() => void this.#renew(), Math.max(1000, this.#o.leaseMs / 3));
     this.#renewTimer.unref();
@@ -167,9 +172,24 @@ export class LaneDispatcher {
   setLanes(lanes: readonly string[]): void {
     this.#lanes = new Set(lanes);
     for (const lane of this.#attached.values()) {
-      if (!this.#lanes.has(lane.name)) this.#detach(lane, 'removed');
+      if (!this.#lanes.has(lane.name)) void this.#detach(lane, 'removed');
     }
-    this.nudge();
+    this.#subscribe()
+      .catch((err: Error) => this.#o.logger.warn({ err: err.message }, 'lanes: could not subscribe'))
+      .finally(() => this.nudge());
+  }
+
+  /** Subscribes to the limiter events of the lanes served, and no others. */
+  async #subscribe(): Promise<void> {
+    const next = new Map<string, string>();
+    for (const lane of this.#lanes) if (!lane.startsWith(':')) next.set(this.#o.limiterChannel(lane), lane);
+    const added = [...next.keys()].filter((c) => !this.#channels.has(c));
+    const removed = [...this.#channels.keys()].filter((c) => !next.has(c));
+    this.#channels = next;
+    const { subscriber } = this.#o;
+    for (let i = 0; i < added.length; i += 1000) await subscriber.subscribe(...added.slice(i, i + 1000));
+    for (let i = 0; i < removed.length; i += 1000)
+      await subscriber.unsubscribe(...removed.slice(i, i + 1000));
   }
 
   /**
@@ -177,12 +197,15 @@ export class LaneDispatcher {
    * refused): its worker is detached and the lane waits until then, unless the wait is too short to be
    * worth a re-attach and no other lane waits for the slot.
    */
-  budgetWait(org: string, waitMs: number, indefinite: boolean): void {
+  budgetWait(org: string, waitMs: number, indefinite: boolean): boolean {
     const lane = this.#attached.get(org);
-    if (!lane || lane.closing) return;
-    if (!indefinite && waitMs < DETACH_MIN_WAIT_MS && this.#waiting === 0) return;
+    if (!lane) return false;
+    // Already leaving (another of its jobs was refused first): its worker fetches nothing more.
+    if (lane.closing) return true;
+    if (!indefinite && waitMs < DETACH_MIN_WAIT_MS && this.#waiting === 0) return false;
     lane.budgetUntil = Date.now() + (indefinite ? Math.max(waitMs, INDEFINITE_RECHECK_MS) : waitMs);
-    this.#detach(lane, 'budget');
+    void this.#detach(lane, 'budget');
+    return true;
   }
 
   /** While Redis refuses writes: the attached workers stop fetching and nothing new is attached. */
@@ -193,7 +216,11 @@ export class LaneDispatcher {
 
   resume(): void {
     this.#paused = false;
-    for (const lane of this.#attached.values()) if (!lane.closing) void lane.worker.resume().catch(() => {});
+    for (const lane of this.#attached.values()) {
+      if (lane.closing) continue;
+      void lane.worker.resume().catch(() => {});
+      this.#maybeDrained(lane);
+    }
     this.nudge();
   }
 
@@ -225,7 +252,6 @@ export class LaneDispatcher {
     if (this.#renewTimer) clearInterval(this.#renewTimer);
     const { subscriber } = this.#o;
     subscriber.off('message', this.#onMessage);
-    subscriber.off('pmessage', this.#onPMessage);
     subscriber.off('ready', this.#onReady);
     await this.#passing?.catch(() => {});
     await Promise.all([...this.#attached.values()].map((lane) => this.#detach(lane, 'stop')));
@@ -317,20 +343,14 @@ export class LaneDispatcher {
       lease,
       since: Date.now(),
       inFlight: 0,
-      drained: false,
       drainTimer: undefined,
       closing: undefined,
       budgetUntil: undefined,
     };
     slot.lane = lane;
-    // As BullMQ's own flag: a job fetched clears it, a fetch that finds none sets it (and says so once).
-    worker.on('active', () => {
-      lane.drained = false;
-    });
-    worker.on('drained', () => {
-      lane.drained = true;
-      this.#maybeDrained(lane);
-    });
+    // BullMQ says 'drained' once when a fetch finds nothing; with jobs finishing and fetching in parallel
+    // its events can come in any order, so the queue itself is read before the lane is let go.
+    worker.on('drained', () => this.#maybeDrained(lane));
     this.#attached.set(name, lane);
     this.#touched.add(name);
     this.#o.onChange?.({ kind: 'attach', lane: name });
@@ -342,11 +362,23 @@ export class LaneDispatcher {
     if (this.#paused) void worker.pause(true).catch(() => {});
   }
 
+  /**
+   * Nothing in hand: after a grace, a lane whose queue has nothing to take now is detached (what is delayed
+   * or active elsewhere is waited for under its time in LanesDue, see #dueAgain).
+   */
   #maybeDrained(lane: Lane): void {
-    if (!lane.drained || lane.inFlight > 0 || lane.closing || lane.drainTimer) return;
+    if (lane.inFlight > 0 || lane.closing || lane.drainTimer || this.#paused) return;
     lane.drainTimer = setTimeout(() => {
       lane.drainTimer = undefined;
-      if (lane.drained && lane.inFlight === 0 && !lane.closing) this.#detach(lane, 'drained');
+      if (lane.inFlight > 0 || lane.closing || this.#paused) return;
+      this.#o
+        .queueState(lane.name)
+        .then((q) => {
+          if (q.ready === 0 && lane.inFlight === 0 && !lane.closing) void this.#detach(lane, 'drained');
+        })
+        .catch((err: Error) =>
+          this.#o.logger.warn({ lane: lane.name, err: err.message }, 'lanes: could not read a queue'),
+        );
     }, this.#o.drainGraceMs);
     lane.drainTimer.unref();
   }
@@ -403,6 +435,8 @@ export class LaneDispatcher {
       const ok = await this.#o.due.swap(held.map((l) => ({ lane: l.name, seen: l.lease, next: lease })));
       held.forEach((l, i) => {
         if (ok[i]) l.lease = String(lease);
+        // A safety net for an event missed: a lane with nothing in hand is looked at again.
+        this.#maybeDrained(l);
       });
       if (ok.some((x) => !x)) this.nudge();
     } catch (err) {
@@ -412,11 +446,14 @@ export class LaneDispatcher {
 
   /** An organization's limiter event (a resume, an unblock, budget released): a lane that waits is due now. */
   #limiterEvent(channel: string): void {
-    const open = channel.indexOf('{');
-    const close = channel.indexOf('}', open + 1);
-    if (open < 0 || close < 0) return;
-    const org = channel.slice(open + 1, close);
-    if (!this.#lanes.has(org) || this.#attached.has(org)) return;
+    const org = this.#channels.get(channel);
+    if (org === undefined || !this.#lanes.has(org)) return;
+    const held = this.#attached.get(org);
+    if (held) {
+      // Being detached for want of budget: the budget came back meanwhile, so it is due again at once.
+      held.budgetUntil = undefined;
+      return;
+    }
     this.#o.due
       .wake([org])
       .then(() => this.nudge())

@@ -38,9 +38,10 @@ export interface ProcessorDeps {
   archive?: BodyArchive;
   /**
    * The limiter refused a permit for `waitMs` (`indefinite`: paused, or every token refused): the
-   * dispatcher may detach the organization's worker until then (lanes.ts).
+   * dispatcher may detach the organization's worker until then (lanes.ts). True when it did (the worker
+   * then stops fetching: no queue-wide sleep is needed).
    */
-  onBudgetWait?: (org: string, waitMs: number, indefinite: boolean) => void;
+  onBudgetWait?: (org: string, waitMs: number, indefinite: boolean) => boolean;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
 }

@@ -72,7 +72,7 @@ function transferProcessor(
     replicated: (org: string) => Promise<unknown>;
     counts: { succeeded: number; failed: number };
     runsServed: Set<string>;
-    onBudgetWait: (org: string, waitMs: number, indefinite: boolean) => void;
+    onBudgetWait: (org: string, waitMs: number, indefinite: boolean) => boolean;
   },
 ) {
   const { gate, counts, runsServed } = parts;
@@ -128,7 +128,7 @@ function laneDispatcher(
     closeWorker: (w) => closeWorker(ctx, w),
     subscriber: parts.subscriber,
     lanesChannel: ctx.keys.lanesChannel(),
-    limiterEventsPattern: ctx.keys.limiterEventsPattern(),
+    limiterChannel: (org) => ctx.keys.limiterEvents(org),
     logger: ctx.logger,
     stalledIntervalMs: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,
     mayAttach: () => ownGate?.state.writable ?? true,
@@ -140,6 +140,25 @@ function laneDispatcher(
     },
   });
   return lanes;
+}
+
+/**
+ * Tokens changed (the token file read again): organizations added are served, those left without a token
+ * detached, and those whose tokens changed woken (a rotated token may free a lane blocked by a 401).
+ */
+function followTokens(ctx: AppContext, options: WorkOptions, lanes: LaneDispatcher): () => void {
+  const due = new LanesDue(ctx.redis, ctx.keys);
+  return ctx.tokens.onChange((change) => {
+    if (change.orgsAdded.length > 0 || change.orgsRemoved.length > 0) {
+      lanes.setLanes([...ctx.tokens.orgs(), ...(options.control ? [CONTROL_LANE] : [])]);
+    }
+    due
+      .wake([...change.orgsChanged])
+      .then(() => lanes.nudge())
+      .catch((err: Error) =>
+        ctx.logger.warn({ err: err.message }, 'lanes: could not wake the organizations'),
+      );
+  });
 }
 
 export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle {
@@ -164,7 +183,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     replicated,
     counts,
     runsServed,
-    onBudgetWait: (org, waitMs, indefinite) => late.lanes?.budgetWait(org, waitMs, indefinite),
+    onBudgetWait: (org, waitMs, indefinite) => late.lanes?.budgetWait(org, waitMs, indefinite) ?? false,
   });
   // Every attached worker shares this connection for its normal commands; each holds one blocking
   // connection of its own while attached. The subscriber hears the nudges. With ctx.redis, these are the
@@ -181,6 +200,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   const served = [...options.orgs, ...(options.control ? [CONTROL_LANE] : [])];
   const lanes = laneDispatcher(ctx, options, { deps, served, subscriber, ownGate });
   late.lanes = lanes;
+  const offTokens = options.followTokens ? followTokens(ctx, options, lanes) : undefined;
   const session = new WorkSession({
     ctx,
     options,
@@ -196,6 +216,7 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     counts,
     runsServed,
   });
+  void session.done.then(() => offTokens?.());
   return {
     done: session.done,
     stop: () => session.stop(),

@@ -23,6 +23,11 @@ export interface WorkOptions {
   spool?: boolean;
   /** Serve the control queue (scheduled reconciles) too: `work` does unless --no-control. */
   control?: ControlWorkerOptions | false;
+  /**
+   * Serve the organizations of ctx.tokens as it changes (a token file read again): one added is served at
+   * once, one left without a token is detached. Off, the process serves `orgs` only.
+   */
+  followTokens?: boolean;
   /** The dispatcher's timings (tests), and a listener of its attaches and detaches. */
   lanes?: Partial<
     Pick<
