@@ -11,11 +11,15 @@ import { loadConfig } from '../src/core/config.ts';
 import { buildDashboard } from '../src/dashboard/server.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
 import { deleteKeysUnder } from '../src/redis/client.ts';
+import { runCli, runCommand } from '../test/helpers/cli.ts';
+import { manyOrgTokens, seedFleet } from '../test/helpers/many-orgs.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const FAILURES = Number(process.env.BENCH_DASHBOARD_FAILURES ?? 100_000);
 const SAMPLES = Number(process.env.BENCH_DASHBOARD_SAMPLES ?? 40);
 const SMALL_RUN_FAILURES = 50;
+const ORGS = Number(process.env.BENCH_DASHBOARD_ORGS ?? 1000);
+const PART = process.env.BENCH_DASHBOARD_PART;
 const TOKEN = 'bench-dashboard-token-0123456789';
 /** How the failures spread over codes, like a bad week: mostly 500s, then unknown ids, then 403s. */
 const MIX: [string, number, number][] = [
@@ -49,6 +53,13 @@ async function timeGet(
 }
 
 export async function runDashboardBench(): Promise<Figures> {
+  return {
+    ...(PART === 'fleet' ? {} : await runFailuresBench()),
+    ...(PART === 'failures' ? {} : await runFleetBench()),
+  };
+}
+
+async function runFailuresBench(): Promise<Figures> {
   const prefix = `lt-bench-dash-${randomBytes(4).toString('hex')}`;
   const config = loadConfig({
     REDIS_URL,
@@ -146,9 +157,126 @@ export async function runDashboardBench(): Promise<Figures> {
   }
 }
 
+/** The first `count` frames of /api/live (their sizes in bytes, the first a newcomer's full one). */
+async function liveFrames(base: string, count: number): Promise<number[]> {
+  const ac = new AbortController();
+  const res = await request(`${base}/api/live`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    signal: ac.signal,
+  });
+  const sizes: number[] = [];
+  let buffer = '';
+  try {
+    for await (const chunk of res.body) {
+      buffer += String(chunk);
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (frame.startsWith('event: ')) sizes.push(Buffer.byteLength(frame));
+      }
+      if (sizes.length >= count) break;
+    }
+  } finally {
+    ac.abort();
+  }
+  return sizes;
+}
+
+/** `status` (and `status --json`) run in this process: the p50 of `samples` runs, and the output's size. */
+async function timeStatus(
+  args: string[],
+  env: Record<string, string>,
+  samples: number,
+): Promise<{ p50: number; bytes: number }> {
+  const times: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < samples + 1; i++) {
+    const started = performance.now();
+    const r = await runCommand(args, env);
+    const ms = performance.now() - started;
+    if (r.code !== 0) throw new Error(`${args.join(' ')}: exit ${r.code}: ${r.stderr.slice(-500)}`);
+    bytes = Buffer.byteLength(r.stdout);
+    if (i >= 1) times.push(ms);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: quantile(times, 0.5), bytes };
+}
+
+async function runFleetBench(): Promise<Figures> {
+  const prefix = `lt-bench-fleet-${randomBytes(4).toString('hex')}`;
+  const soloPrefix = `${prefix}-solo`;
+  const env = {
+    REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    LEARNER_API_TOKENS: manyOrgTokens(ORGS),
+    DASHBOARD_TOKEN: TOKEN,
+    LOG_LEVEL: 'silent',
+  };
+  const config = loadConfig(env);
+  const ctx = await createContext(config);
+  const figures: Figures = {};
+  try {
+    const seedStarted = performance.now();
+    const fleet = await seedFleet(ctx, { working: 40, failing: 10, paused: 5, refused: 5 });
+    figures['fleet: organizations'] = fleet.orgs.length;
+    figures['fleet: seed s'] = round((performance.now() - seedStarted) / 1000, 1);
+    const app = await buildDashboard(ctx, { bullBoard: false, liveIntervalMs: 1000 });
+    const base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace(/\/$/, '');
+    try {
+      const samples = Math.min(SAMPLES, 15);
+      const healthz = await timeGet(base, '/healthz', samples);
+      const api = await timeGet(base, '/api/overview', samples);
+      const page = await timeGet(base, '/', samples);
+      figures['fleet: baseline /healthz p50 ms'] = round(healthz.p50, 2);
+      figures['fleet: /api/overview p50 ms'] = round(api.p50, 1);
+      figures['fleet: /api/overview bytes'] = api.bytes;
+      figures['fleet: overview page p50 ms'] = round(page.p50, 1);
+      figures['fleet: overview page bytes'] = page.bytes;
+      const frames = await liveFrames(base, 3);
+      figures['fleet: live first frame bytes'] = frames[0] ?? NaN;
+      figures['fleet: live next frames bytes'] = frames.slice(1).join(' / ');
+    } finally {
+      await app.close();
+    }
+    const status = await timeStatus(['status'], env, 5);
+    const json = await timeStatus(['status', '--json'], env, 3);
+    const solo = await timeStatus(
+      ['status'],
+      { ...env, QUEUE_PREFIX: soloPrefix, LEARNER_API_TOKENS: manyOrgTokens(1) },
+      5,
+    );
+    figures['fleet: status, 1 organization (baseline) p50 ms'] = round(solo.p50, 1);
+    figures[`fleet: status p50 ms`] = round(status.p50, 1);
+    figures['fleet: status output bytes'] = status.bytes;
+    figures['fleet: status --json p50 ms'] = round(json.p50, 1);
+    figures['fleet: status beyond 1 organization ms'] = round(status.p50 - solo.p50, 1);
+    // As a person runs it: a process of its own, whose start (node, the TypeScript loader) is the baseline.
+    const proc = async (e: Record<string, string>) => {
+      const times: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        const r = await runCli(['status'], e);
+        if (r.code !== 0) throw new Error(`status: exit ${r.code}: ${r.stderr.slice(-500)}`);
+        times.push(performance.now() - started);
+      }
+      return times.sort((a, b) => a - b)[1] ?? NaN;
+    };
+    const soloProc = await proc({ ...env, QUEUE_PREFIX: soloPrefix, LEARNER_API_TOKENS: manyOrgTokens(1) });
+    const fleetProc = await proc(env);
+    figures['fleet: status process, 1 organization ms'] = round(soloProc, 0);
+    figures['fleet: status process ms'] = round(fleetProc, 0);
+    return figures;
+  } finally {
+    await deleteKeysUnder(ctx.redis, prefix);
+    await deleteKeysUnder(ctx.redis, soloPrefix);
+    await ctx.close();
+  }
+}
+
 if (isMain(import.meta.url)) {
   printFigures(
-    `dashboard benchmark (${FAILURES} failed learners in Redis, same run)`,
+    `dashboard benchmark (${PART === 'fleet' ? '' : `${FAILURES} failed learners in Redis; `}${PART === 'failures' ? '' : `${ORGS} organizations; `}same run)`,
     await runDashboardBench(),
   );
 }

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 
-import { collectStatus, type Status } from '../ops/status.ts';
+import { collectStatus, type OrgStatus, type Status } from '../ops/status.ts';
+import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/org-states.ts';
+import { requireOrg } from '../app/context.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
 import { estimate } from '../ops/eta.ts';
 import { paceOf } from '../limiter/policy.ts';
@@ -15,55 +17,90 @@ function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView
   return ` (learned ${rate(v.limit)} from 429s, configured ${rate(v.learned.configured)}; next probe step in ${humanizeMs(v.learned.nextProbeInMs)})`;
 }
 
-export function formatStatus(s: Status): string {
+/** One organization's block: learners, jobs, limits, pauses, budget per scope, remaining and ETA. */
+function orgLines(o: OrgStatus): string[] {
+  const lines: string[] = [];
+  const learners = Object.entries(o.learners)
+    .map(([b, n]) => `${b} ${n}`)
+    .join(', ');
+  lines.push(`\n${o.org}`);
+  lines.push(`  learners: ${learners || 'none yet'}`);
+  lines.push(
+    `  jobs: ${o.jobs.waiting} waiting, ${o.jobs.delayed} delayed, ${o.jobs.active} active, ${o.jobs.failed} failed (kept)`,
+  );
+  const b = o.budget.org;
+  // The configured limits (a learned one is shown with the budget it holds, below).
+  const rate = (x: { limit: number; windowMs: number; learned?: LearnedView }) =>
+    formatRate({ max: x.learned?.configured ?? x.limit, windowMs: x.windowMs });
+  const tokenRates = [...new Set(o.budget.tokens.map(rate))];
+  lines.push(
+    `  limits${o.budget.policyStored ? ' (Redis)' : ' (LIMIT_*: none stored yet)'}: ` +
+      `${formatRate({ max: (b.learned?.configured ?? b.limit) + o.budget.reserve, windowMs: b.windowMs })} per organization` +
+      (o.budget.reserve > 0 ? ` less a reserve of ${o.budget.reserve} (${rate(b)} for this tool)` : '') +
+      `, ${tokenRates.join(' / ') || '-'} per token`,
+  );
+  if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${b.paused.at} (resume --org ${o.org})`);
+  lines.push(
+    `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
+      (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
+      learnedText(b) +
+      (b.blocked ? ` [BLOCKED: ${b.blocked.reason}]` : ''),
+  );
+  for (const t of o.budget.tokens) {
+    lines.push(
+      `  token ${t.tokenId}: ${t.used} used, ${t.inflight} in flight, ${t.remaining} of ${t.limit} left` +
+        learnedText(t) +
+        (t.rateLimited ? `, ${t.rateLimited} answered 429` : '') +
+        (t.blocked
+          ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
+          : '') +
+        (t.paused ? ` [PAUSED by ${t.paused.who} since ${t.paused.at}]` : ''),
+    );
+  }
+  lines.push(
+    `  remaining ${o.remaining}: ${b.paused && o.remaining > 0 ? 'paused; at the current limits, ' : ''}done in ${o.eta.text}`,
+  );
+  return lines;
+}
+
+/** Names shown after the idle summary line, before "and N more". */
+const IDLE_NAMES_SHOWN = 5;
+
+export interface FormatOptions {
+  /** Every organization in full, idle or not (`--all`, or organizations named with `--org`). */
+  all?: boolean;
+}
+
+/**
+ * Organizations needing a person or working first (org-states.ts), each in full; the idle ones of a
+ * fleet bigger than SMALL_FLEET in one line. A thousand idle schools are one line, not 20,000.
+ */
+export function formatStatus(s: Status, options: FormatOptions = {}): string {
   const lines: string[] = [
     `status at ${s.at} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
   ];
   // Only when it needs a person: a Redis that takes writes and has room is not news.
   if (s.redis && !s.redis.writable) lines.push(`REDIS: ${s.redis.message}`);
-  for (const o of s.orgs) {
-    const learners = Object.entries(o.learners)
-      .map(([b, n]) => `${b} ${n}`)
-      .join(', ');
-    lines.push(`\n${o.org}`);
-    lines.push(`  learners: ${learners || 'none yet'}`);
-    lines.push(
-      `  jobs: ${o.jobs.waiting} waiting, ${o.jobs.delayed} delayed, ${o.jobs.active} active, ${o.jobs.failed} failed (kept)`,
-    );
-    const b = o.budget.org;
-    // The configured limits (a learned one is shown with the budget it holds, below).
-    const rate = (x: { limit: number; windowMs: number; learned?: LearnedView }) =>
-      formatRate({ max: x.learned?.configured ?? x.limit, windowMs: x.windowMs });
-    const tokenRates = [...new Set(o.budget.tokens.map(rate))];
-    lines.push(
-      `  limits${o.budget.policyStored ? ' (Redis)' : ' (LIMIT_*: none stored yet)'}: ` +
-        `${formatRate({ max: (b.learned?.configured ?? b.limit) + o.budget.reserve, windowMs: b.windowMs })} per organization` +
-        (o.budget.reserve > 0 ? ` less a reserve of ${o.budget.reserve} (${rate(b)} for this tool)` : '') +
-        `, ${tokenRates.join(' / ') || '-'} per token`,
-    );
-    if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${b.paused.at} (resume --org ${o.org})`);
-    lines.push(
-      `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
-        (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
-        learnedText(b) +
-        (b.blocked ? ` [BLOCKED: ${b.blocked.reason}]` : ''),
-    );
-    for (const t of o.budget.tokens) {
-      lines.push(
-        `  token ${t.tokenId}: ${t.used} used, ${t.inflight} in flight, ${t.remaining} of ${t.limit} left` +
-          learnedText(t) +
-          (t.rateLimited ? `, ${t.rateLimited} answered 429` : '') +
-          (t.blocked
-            ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
-            : '') +
-          (t.paused ? ` [PAUSED by ${t.paused.who} since ${t.paused.at}]` : ''),
-      );
-    }
-    lines.push(
-      `  remaining ${o.remaining}: ${b.paused && o.remaining > 0 ? 'paused; at the current limits, ' : ''}done in ${o.eta.text}`,
-    );
+  const orgs = ranked(s.orgs.map((o) => ({ org: o.org, o, c: classify(o) })));
+  const summary = summarize(orgs.map((x) => x.c));
+  if (orgs.length > 1) lines.push(summaryText(summary));
+  const whole = options.all === true || orgs.length <= SMALL_FLEET;
+  for (const { o, c } of orgs) if (whole || c.state !== 'idle') lines.push(...orgLines(o));
+  if (!whole && summary.byState.idle > 0) {
+    const idle = orgs.filter((x) => x.c.state === 'idle').map((x) => x.org);
+    const names = idle.slice(0, IDLE_NAMES_SHOWN).join(', ');
+    const more = idle.length > IDLE_NAMES_SHOWN ? `, and ${idle.length - IDLE_NAMES_SHOWN} more` : '';
+    lines.push(`\n${idleText(summary)}: ${names}${more} (--all shows them, --org KEY one of them)`);
   }
   return lines.join('\n');
+}
+
+/** The JSON of `status --json`: complete (every organization asked for, in order), each with its state. */
+function withStates(s: Status) {
+  const classified = s.orgs.map((o) => ({ o, c: classify(o) }));
+  const orgs = classified.map(({ o, c }) => ({ ...o, state: c.state }));
+  const summary = summarize(classified.map(({ c }) => c));
+  return { ...s, summary: { ...summary, text: summaryText(summary) }, orgs };
 }
 
 export function register(program: Command, cli: Cli): void {
@@ -72,12 +109,15 @@ export function register(program: Command, cli: Cli): void {
     .description(
       'Learners by state and outcome, budgets per token and organization, and the ETA of the remaining work',
     )
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { json?: boolean }) => {
+    .option('--json', 'machine-readable output: every organization (or those of --org), with its state')
+    .option('--all', 'every organization in full, idle ones too (by default a big fleet summarizes them)')
+    .option('--org <key...>', 'only these organizations, in full')
+    .action(async (opts: { json?: boolean; all?: boolean; org?: string[] }) => {
       const config = cli.config();
+      const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
       const ctx = await cli.context(config);
       try {
-        const status = await collectStatus(ctx);
+        const status = await collectStatus(ctx, orgs);
         // The ETA at the limits every worker applies (the policy in Redis), not this environment's LIMIT_*.
         for (const o of status.orgs) {
           const pace = paceOf(o.budget);
@@ -99,9 +139,10 @@ export function register(program: Command, cli: Cli): void {
           });
         }
         // Redis's and the service's words are in it: nothing a terminal would run.
-        cli.print(
-          opts.json ? jsonForTerminal(JSON.stringify(status, null, 2)) : forTerminal(formatStatus(status)),
-        );
+        const text = opts.json
+          ? jsonForTerminal(JSON.stringify(withStates(status), null, 2))
+          : forTerminal(formatStatus(status, { all: opts.all === true || orgs !== undefined }));
+        cli.print(text);
       } finally {
         await ctx.close();
       }

@@ -20,6 +20,8 @@ export interface DashboardDeps {
   csrf: Csrf;
   readOnly: boolean;
   liveIntervalMs: number;
+  /** How often the live overview reads the whole fleet (default: routes/live.ts fleetEveryMs). */
+  liveFleetEveryMs?: number | undefined;
   /** Most open /api/live streams at once. */
   liveMaxConnections: number;
 }

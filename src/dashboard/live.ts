@@ -1,24 +1,42 @@
-// Live updates over server-sent events. One feed per dashboard: while at least one browser listens,
-// the overview is collected once per interval and sent to every listener (ten open tabs cost the same
-// Redis reads as one); with no listener, nothing runs. A newcomer gets the last snapshot if it is
-// younger than the interval, or joins the collection under way: a burst of connections costs one
-// collection, not one each. At most `maxClients` streams are open at once (the route answers 503 beyond).
+// Live updates over server-sent events. One feed per dashboard: while at least one browser listens, the
+// views the listeners watch (a view: a filter and a page of the overview) are collected together once per
+// interval and each listener is sent its own view (ten open tabs cost the same Redis reads as one); with
+// no listener, nothing runs. A newcomer gets the last snapshot of its view if it is younger than the
+// interval, or joins the collection under way: a burst of connections costs one collection, not one each.
+// A listener's first frame is whole; after that it is sent only what changed since its last frame (the
+// collector's `diff`), so a quiet fleet costs a few hundred bytes a tick per tab, not the whole page. At
+// most `maxClients` streams are open at once (the route answers 503 beyond).
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../core/log.ts';
 
-export class LiveFeed<T> {
-  readonly #clients = new Set<ServerResponse>();
-  readonly #collect: () => Promise<T>;
+export interface LiveCollector<P> {
+  /** One collection for these views (each listener's view key): the payload of each. */
+  collect(views: readonly string[]): Promise<ReadonlyMap<string, P>>;
+  /** What a newcomer is sent: the payload whole. */
+  full(payload: P): unknown;
+  /** What a listener that holds `previous` is sent for `next`: what changed. */
+  diff(previous: P, next: P): unknown;
+}
+
+interface Listener<P> {
+  view: string;
+  /** The payload whose frame it was sent last (the base of its next diff). */
+  last: P | undefined;
+}
+
+export class LiveFeed<P> {
+  readonly #clients = new Map<ServerResponse, Listener<P>>();
+  readonly #collector: LiveCollector<P>;
   readonly #intervalMs: number;
   readonly #logger: Logger;
   readonly maxClients: number;
   #timer: NodeJS.Timeout | undefined;
-  #inFlight: Promise<string> | undefined;
-  #last: { frame: string; at: number } | undefined;
+  #inFlight: { views: ReadonlySet<string>; result: Promise<ReadonlyMap<string, P> | undefined> } | undefined;
+  readonly #latest = new Map<string, { payload: P; at: number }>();
   #collections = 0;
 
-  constructor(collect: () => Promise<T>, intervalMs: number, logger: Logger, maxClients = Infinity) {
-    this.#collect = collect;
+  constructor(collector: LiveCollector<P>, intervalMs: number, logger: Logger, maxClients = Infinity) {
+    this.#collector = collector;
     this.#intervalMs = intervalMs;
     this.#logger = logger;
     this.maxClients = maxClients;
@@ -32,12 +50,13 @@ export class LiveFeed<T> {
     return this.#clients.size >= this.maxClients;
   }
 
-  /** How many collections ran (each is one overview's Redis reads). */
+  /** How many collections ran (each is one read of the views listened to). */
   get collections(): number {
     return this.#collections;
   }
 
-  add(res: ServerResponse): void {
+  /** `view`: the key of the view the listener watches (listeners of one key share its payloads). */
+  add(res: ServerResponse, view: string): void {
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -46,56 +65,100 @@ export class LiveFeed<T> {
       'x-content-type-options': 'nosniff',
     });
     res.write(`retry: ${Math.max(1000, this.#intervalMs)}\n\n`);
-    this.#clients.add(res);
+    const listener: Listener<P> = { view, last: undefined };
+    this.#clients.set(res, listener);
     res.on('close', () => this.remove(res));
     // The newcomer should not wait a whole interval for its first snapshot; a fresh one is shared.
-    const last = this.#last;
-    if (last && Date.now() - last.at < this.#intervalMs) res.write(last.frame);
-    else void this.#send(() => [res]);
-    this.#timer ??= setInterval(() => void this.#send(() => [...this.#clients]), this.#intervalMs);
+    const latest = this.#latest.get(view);
+    if (latest && Date.now() - latest.at < this.#intervalMs) {
+      res.write(this.#frame(this.#collector.full(latest.payload)));
+      listener.last = latest.payload;
+    } else void this.#send([res]);
+    this.#timer ??= setInterval(() => void this.#send([...this.#clients.keys()]), this.#intervalMs);
   }
 
   remove(res: ServerResponse): void {
+    const listener = this.#clients.get(res);
     this.#clients.delete(res);
+    if (listener && ![...this.#clients.values()].some((l) => l.view === listener.view))
+      this.#latest.delete(listener.view);
     if (this.#clients.size === 0 && this.#timer) {
       clearInterval(this.#timer);
       this.#timer = undefined;
     }
   }
 
-  /** One collection at a time: a caller while one runs waits for its frame instead of starting another. */
-  #frame(): Promise<string> {
-    if (!this.#inFlight) {
-      const running = this.#collectFrame();
-      this.#inFlight = running;
-      void running.finally(() => {
-        if (this.#inFlight === running) this.#inFlight = undefined;
-      });
-    }
-    return this.#inFlight;
+  #frame(data: unknown): string {
+    return `event: overview\ndata: ${JSON.stringify(data)}\n\n`;
   }
 
-  async #collectFrame(): Promise<string> {
+  /**
+   * One collection at a time: a caller whose views the one under way covers waits for it; another
+   * waits for it to end, then starts one for every view listened to (later callers join that one).
+   */
+  #collect(views: readonly string[]): Promise<ReadonlyMap<string, P> | undefined> {
+    const current = this.#inFlight;
+    if (current && views.every((v) => current.views.has(v))) return current.result;
+    const all = new Set([...views, ...[...this.#clients.values()].map((l) => l.view)]);
+    const result = (current?.result ?? Promise.resolve(undefined)).then(() => this.#run([...all]));
+    const entry = { views: all, result };
+    this.#inFlight = entry;
+    void result.finally(() => {
+      if (this.#inFlight === entry) this.#inFlight = undefined;
+    });
+    return result;
+  }
+
+  async #run(views: readonly string[]): Promise<ReadonlyMap<string, P> | undefined> {
     this.#collections += 1;
     try {
-      const frame = `event: overview\ndata: ${JSON.stringify(await this.#collect())}\n\n`;
-      this.#last = { frame, at: Date.now() };
-      return frame;
+      const payloads = await this.#collector.collect(views);
+      const at = Date.now();
+      for (const [view, payload] of payloads) this.#latest.set(view, { payload, at });
+      return payloads;
     } catch (err) {
       this.#logger.warn({ err: (err as Error).message }, 'live overview failed');
-      return `event: problem\ndata: ${JSON.stringify({ message: 'overview unavailable, retrying' })}\n\n`;
+      return undefined;
     }
   }
 
-  async #send(targets: () => ServerResponse[]): Promise<void> {
-    // A tick while the previous collection still runs is skipped (its listeners get that one).
-    const frame = await this.#frame();
-    for (const res of targets()) if (this.#clients.has(res) && !res.writableEnded) res.write(frame);
+  async #send(targets: readonly ServerResponse[]): Promise<void> {
+    const views = [...new Set(targets.map((res) => this.#clients.get(res)?.view ?? ''))];
+    const payloads = await this.#collect(views);
+    // Listeners of one view hold the same last payload: each frame is built once per (view, base).
+    const built = new Map<string, Map<P | undefined, string>>();
+    for (const res of targets) {
+      const listener = this.#clients.get(res);
+      if (!listener || res.writableEnded) continue;
+      if (!payloads) {
+        res.write(
+          `event: problem\ndata: ${JSON.stringify({ message: 'overview unavailable, retrying' })}\n\n`,
+        );
+        continue;
+      }
+      const next = payloads.get(listener.view);
+      // A tick while the previous collection still ran got that collection: nothing new to send.
+      if (next === undefined || next === listener.last) continue;
+      const byBase = built.get(listener.view) ?? new Map<P | undefined, string>();
+      built.set(listener.view, byBase);
+      let frame = byBase.get(listener.last);
+      if (frame === undefined) {
+        frame = this.#frame(
+          listener.last === undefined
+            ? this.#collector.full(next)
+            : this.#collector.diff(listener.last, next),
+        );
+        byBase.set(listener.last, frame);
+      }
+      res.write(frame);
+      listener.last = next;
+    }
   }
 
   close(): void {
-    for (const res of this.#clients) res.end();
+    for (const res of this.#clients.keys()) res.end();
     this.#clients.clear();
+    this.#latest.clear();
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
   }

@@ -34,6 +34,8 @@ export interface DashboardOptions {
   token?: string | undefined;
   /** Interval of the live (SSE) overview. */
   liveIntervalMs?: number;
+  /** The live overview reads the whole fleet this often; between, the watched pages (routes/live.ts). */
+  liveFleetEveryMs?: number;
   /** Mount bull-board under /queues (default true). */
   bullBoard?: boolean;
   /** A fixed CSRF secret (tests); default a random one per process. */
@@ -81,6 +83,7 @@ export async function buildDashboard(
     csrf: new Csrf(options.csrfSecret),
     readOnly: options.readOnly ?? false,
     liveIntervalMs: options.liveIntervalMs ?? 2000,
+    liveFleetEveryMs: options.liveFleetEveryMs,
     liveMaxConnections: options.liveMaxConnections ?? LIVE_MAX_CONNECTIONS,
   };
   const tls = 'tls' in options ? options.tls : tlsFromConfig(ctx);

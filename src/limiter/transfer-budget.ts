@@ -9,6 +9,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../core/keys.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { RedisClient } from '../redis/client.ts';
+import { readBatched } from '../redis/batch.ts';
 import {
   effectiveLimits,
   parsePause,
@@ -348,16 +349,43 @@ export class TransferBudget {
    * no-writes flag).
    */
   async peek(org: string, tokenIds: readonly string[]): Promise<BudgetView> {
+    const call = this.peekCall(org, tokenIds);
+    return this.peekView(await LIMITER_SCRIPTS.run(this.redis, 'peek', call.keys, call.args), call.pool);
+  }
+
+  /**
+   * peek() of many organizations, one pipeline per Redis node (redis/batch.ts), not one round trip
+   * each: `status` and the overview read every organization of a fleet at once.
+   */
+  async peekMany(scopes: readonly { org: string; tokenIds: readonly string[] }[]): Promise<BudgetView[]> {
+    const calls = scopes.map(({ org, tokenIds }) => ({ org, ...this.peekCall(org, tokenIds) }));
+    // A pipeline takes the commands its client had when it was made.
+    LIMITER_SCRIPTS.define(this.redis);
+    return readBatched(
+      this.redis,
+      calls.map((call) => ({
+        slotKey: this.keys.policy(call.org),
+        add: (pipe) => void LIMITER_SCRIPTS.queue(pipe, 'peek', call.keys, call.args),
+        read: (replies) => this.peekView(replies[0], call.pool),
+      })),
+    );
+  }
+
+  private peekCall(
+    org: string,
+    tokenIds: readonly string[],
+  ): { pool: string[]; keys: string[]; args: (string | number)[] } {
     const pool = this.pool(org, tokenIds);
     const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
-    const reply = list(
-      await LIMITER_SCRIPTS.run(
-        this.redis,
-        'peek',
-        [...this.scriptKeys(org, pool), this.keys.policy(org)],
-        [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, ...pool],
-      ),
-    );
+    return {
+      pool,
+      keys: [...this.scriptKeys(org, pool), this.keys.policy(org)],
+      args: [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, ...pool],
+    };
+  }
+
+  private peekView(raw: unknown, pool: readonly string[]): BudgetView {
+    const reply = list(raw);
     const scope = (raw: unknown): ScopeView & { override: boolean; rateLimited?: number } => {
       const v = list(raw);
       const used = num(v[0]);

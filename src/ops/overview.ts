@@ -1,129 +1,170 @@
-// The overview: per organization (learners, jobs, budget, ETA, outcomes per hour) and per run
-// (progress per organization), plus the alerts a person must act on (a token refused with 401, an
-// organization or token paused with `pause` or the Controls page, a Redis that does not take writes or
-// is above its memory high-water mark).
+// The overview: per organization (learners, jobs, budget, ETA, outcomes per hour) and per run (progress
+// per organization), plus the alerts a person must act on (alerts.ts). At 1,000 organizations it is cut
+// from one snapshot of the fleet (every organization's status and state, read in one round trip per
+// Redis node) into a view: a filter (org key substring, state), ranked (org-states.ts), one page of it.
+// Only the page's organizations get their hours read, and only the hours that recorded something.
 import type { AppContext } from '../app/context.ts';
-import { readHourly, type HourBucket } from '../outcomes/hourly.ts';
-import type { RunMeta } from '../outcomes/runs.ts';
-import { collectStatus, type OrgStatus } from './status.ts';
-import type { WriteState } from '../redis/writes.ts';
-import type { RunCounts } from '../outcomes/store.ts';
+import { readHourlyMany, type HourBucket } from '../outcomes/hourly.ts';
 import { progressOf, type RunProgress } from '../outcomes/run-progress.ts';
+import type { WriteState } from '../redis/writes.ts';
+import { redisAlert, type Alert } from './alerts.ts';
+import {
+  classify,
+  idleText,
+  matchesState,
+  ranked,
+  summarize,
+  summaryText,
+  type Classified,
+  type FleetSummary,
+  type OrgState,
+  type StateFilter,
+} from './org-states.ts';
+import { runOverviewsFrom, trimRun, type RunOverview } from './run-overview.ts';
+import { collectStatus, readStatus, type OrgStatus, type Status } from './status.ts';
 
-export interface Alert {
-  level: 'error' | 'warning';
-  /** null for an alert about the whole tool (Redis). */
-  org: string | null;
-  tokenId: string | null;
-  message: string;
-}
+export { alertsOf, redisAlert, type Alert } from './alerts.ts';
+export { runOverview, type RunOverview } from './run-overview.ts';
 
 export interface OrgOverview extends OrgStatus {
+  state: OrgState;
   progress: RunProgress;
+  /** The hours of the last day that recorded an outcome, oldest first (empty hours are left out). */
   hourly: HourBucket[];
 }
 
-export interface RunOverview extends RunMeta {
-  progress: RunProgress;
-  counts: RunCounts;
-  byOrg: Record<string, { progress: RunProgress; counts: RunCounts }>;
+export interface OverviewView {
+  /** Part of the organization key (any case); '' for every organization. */
+  q: string;
+  state: StateFilter;
+  /** 1-based. */
+  page: number;
+  perPage: number;
 }
+
+export const DEFAULT_VIEW: Readonly<OverviewView> = { q: '', state: 'attention', page: 1, perPage: 50 };
+/** Alerts sent at most (the most urgent first); `alertsTotal` counts them all. */
+export const ALERTS_SHOWN = 50;
+/** Organizations per run in the overview (trimRun); /api/runs/:id has them all. */
+export const RUN_ORGS_SHOWN = 10;
 
 export interface Overview {
   at: string;
   limits: { perToken: string; perOrg: string };
+  /** The view asked for (its page kept within the pages there are), how many match, how many pages. */
+  view: OverviewView & { matched: number; pages: number };
+  summary: FleetSummary & { text: string; idleText: string };
+  /** The page's organizations, ranked. */
   orgs: OrgOverview[];
   runs: RunOverview[];
   alerts: Alert[];
+  alertsTotal: number;
   redis: WriteState | null;
 }
 
-/** The banner for a Redis that does not take writes (or is above the high-water mark), first of all. */
-export function redisAlert(redis: WriteState | null): Alert[] {
-  if (!redis || redis.writable) return [];
-  return [{ level: 'error', org: null, tokenId: null, message: redis.message }];
+export interface FleetOrg {
+  org: string;
+  status: OrgStatus;
+  c: Classified;
 }
 
-export function alertsOf(orgs: readonly OrgStatus[]): Alert[] {
-  const alerts: Alert[] = [];
-  for (const o of orgs) {
-    // Paused by a person (`learner-transfer pause` or the controls page): no new transfer until resume.
-    const paused = o.budget.org.paused;
-    if (paused) {
-      alerts.push({
-        level: 'warning',
-        org: o.org,
-        tokenId: null,
-        message: `organization ${o.org} is paused by ${paused.who} since ${paused.at}: no new transfer is sent until it is resumed (Controls page, or 'learner-transfer resume --org ${o.org}')`,
-      });
-    }
-    for (const t of o.budget.tokens) {
-      if (!t.paused) continue;
-      alerts.push({
-        level: 'warning',
-        org: o.org,
-        tokenId: t.tokenId,
-        message: `token ${t.tokenId} of ${o.org} is paused by ${t.paused.who} since ${t.paused.at} (Controls page, or 'learner-transfer resume --org ${o.org} --token ${t.tokenId}')`,
-      });
-    }
-    for (const t of o.budget.tokens) {
-      if (!t.blocked) continue;
-      if (t.blocked.reason === '401') {
-        alerts.push({
-          level: 'error',
-          org: o.org,
-          tokenId: t.tokenId,
-          message: `token ${t.tokenId} of ${o.org} is paused: the service refused it (401). Fix LEARNER_API_TOKENS, then run 'learner-transfer tokens unpause --org ${o.org}'.`,
-        });
-      } else {
-        const left =
-          t.blocked.remainingMs === null
-            ? 'until unblocked'
-            : `${Math.ceil(t.blocked.remainingMs / 1000)} s left`;
-        alerts.push({
-          level: 'warning',
-          org: o.org,
-          tokenId: t.tokenId,
-          message: `token ${t.tokenId} of ${o.org} is blocked (${t.blocked.reason}), ${left}`,
-        });
-      }
-    }
-    if (o.budget.org.blocked) {
-      alerts.push({
-        level: 'warning',
-        org: o.org,
-        tokenId: null,
-        message: `organization ${o.org} is blocked (${o.budget.org.blocked.reason})`,
-      });
-    }
-  }
-  return alerts;
+/** Every organization's status and state (in LEARNER_API_TOKENS's order), the runs, and Redis. */
+export interface FleetSnapshot {
+  at: string;
+  limits: Status['limits'];
+  redis: WriteState | null;
+  orgs: ReadonlyMap<string, FleetOrg>;
+  runs: RunOverview[];
 }
 
-export async function runOverview(ctx: AppContext, run: RunMeta): Promise<RunOverview> {
-  const { total, byOrg } = await ctx.runs.counts(ctx.store, run);
-  const per: RunOverview['byOrg'] = {};
-  for (const [org, counts] of Object.entries(byOrg)) per[org] = { progress: progressOf(counts), counts };
-  return { ...run, progress: progressOf(total), counts: total, byOrg: per };
+function entriesOf(status: Status): [string, FleetOrg][] {
+  return status.orgs.map((s) => [s.org, { org: s.org, status: s, c: classify(s) }]);
 }
 
-export async function collectOverview(ctx: AppContext, options: { runs?: number } = {}): Promise<Overview> {
-  const status = await collectStatus(ctx);
-  const orgs = await Promise.all(
-    status.orgs.map(async (o) => ({
-      ...o,
-      progress: progressOf(o.learners),
-      hourly: await readHourly(ctx.redis, ctx.keys, o.org),
-    })),
-  );
+export async function readFleet(ctx: AppContext, options: { runs?: number } = {}): Promise<FleetSnapshot> {
   const metas = await ctx.runs.list(options.runs ?? 10);
-  const runs = await Promise.all(metas.map((m) => runOverview(ctx, m)));
+  // The runs' counters come with each organization's own reads: one call per organization in all.
+  const { status, runCounts } = await readStatus(ctx, ctx.config.orgs, metas);
+  const runs = runOverviewsFrom(metas, runCounts);
   return {
     at: status.at,
     limits: status.limits,
-    orgs,
-    runs,
-    alerts: [...redisAlert(status.redis), ...alertsOf(status.orgs)],
     redis: status.redis,
+    orgs: new Map(entriesOf(status)),
+    runs: runs.map((r) => trimRun(r, RUN_ORGS_SHOWN)),
   };
+}
+
+/** The snapshot with these organizations (and Redis's state) read again; the rest and the runs kept. */
+export async function refreshOrgs(
+  ctx: AppContext,
+  fleet: FleetSnapshot,
+  orgs: readonly string[],
+): Promise<FleetSnapshot> {
+  const status = await collectStatus(ctx, orgs);
+  const map = new Map(fleet.orgs);
+  for (const [org, entry] of entriesOf(status)) map.set(org, entry);
+  return { ...fleet, at: status.at, redis: status.redis, orgs: map };
+}
+
+/** The organizations of a view, ranked, and its page (kept within the pages there are). */
+export function pageOf(
+  fleet: FleetSnapshot,
+  view: OverviewView,
+): { items: FleetOrg[]; matched: number; pages: number; page: number } {
+  const q = view.q.toLowerCase();
+  const size = fleet.orgs.size;
+  const matching = [...fleet.orgs.values()].filter(
+    (e) => (q === '' || e.org.toLowerCase().includes(q)) && matchesState(view.state, e.c.state, size),
+  );
+  const pages = Math.max(1, Math.ceil(matching.length / view.perPage));
+  const page = Math.min(Math.max(1, view.page), pages);
+  const start = (page - 1) * view.perPage;
+  return {
+    items: ranked(matching).slice(start, start + view.perPage),
+    matched: matching.length,
+    pages,
+    page,
+  };
+}
+
+export async function overviewOf(
+  ctx: AppContext,
+  fleet: FleetSnapshot,
+  view: OverviewView,
+): Promise<Overview> {
+  const { items, matched, pages, page } = pageOf(fleet, view);
+  const hourly = await readHourlyMany(
+    ctx.redis,
+    ctx.keys,
+    items.map((e) => e.org),
+  );
+  const orgs = items.map((e, i): OrgOverview => ({
+    ...e.status,
+    state: e.c.state,
+    progress: progressOf(e.status.learners),
+    hourly: hourly[i] ?? [],
+  }));
+  const all = [...fleet.orgs.values()];
+  const alerts = [...redisAlert(fleet.redis), ...ranked(all).flatMap((e) => e.c.alerts)];
+  const summary = summarize(all.map((e) => e.c));
+  return {
+    at: fleet.at,
+    limits: fleet.limits,
+    view: { ...view, page, matched, pages },
+    summary: { ...summary, text: summaryText(summary), idleText: idleText(summary) },
+    orgs,
+    runs: fleet.runs,
+    alerts: alerts.slice(0, ALERTS_SHOWN),
+    alertsTotal: alerts.length,
+    redis: fleet.redis,
+  };
+}
+
+export async function collectOverview(
+  ctx: AppContext,
+  view: OverviewView = DEFAULT_VIEW,
+  options: { runs?: number } = {},
+): Promise<Overview> {
+  return overviewOf(ctx, await readFleet(ctx, options), view);
 }

@@ -4,6 +4,7 @@
 // limiter logs cannot serve here: they only hold one window (an hour per token), not a day of outcomes.
 import type { RedisClient } from '../redis/client.ts';
 import type { Keys } from '../core/keys.ts';
+import { addReads, hashOf, readBatched } from '../redis/batch.ts';
 
 export const HOUR_MS = 3_600_000;
 const KEEP_MS = 2 * 86_400_000;
@@ -36,7 +37,45 @@ export interface HourBucket {
   counts: Record<string, number>;
 }
 
-/** The last `hours` hours (oldest first, the current hour last), in one round trip. */
+/**
+ * The hours of the last `hours` (oldest first, the current hour last) that recorded an outcome: an hour
+ * with none is left out, so a day of a quiet organization costs nothing to send (24 x 1,000 empty
+ * buckets did). One call per organization (its hours share its slot), one pipeline per Redis node.
+ */
+export async function readHourlyMany(
+  redis: RedisClient,
+  keys: Keys,
+  orgs: readonly string[],
+  hours = 24,
+  now = Date.now(),
+): Promise<HourBucket[][]> {
+  const last = hourIndex(now);
+  const indexes = Array.from({ length: hours }, (_, i) => last - hours + 1 + i);
+  return readBatched(
+    redis,
+    orgs.map((org) => ({
+      slotKey: keys.hourly(org, last),
+      add: (pipe) =>
+        addReads(
+          pipe,
+          indexes.map((h) => [keys.hourly(org, h), 'hgetall'] as const),
+        ),
+      read: (replies) => {
+        const hashes = (replies[0] ?? []) as unknown[];
+        const buckets: HourBucket[] = [];
+        indexes.forEach((h, i) => {
+          const raw = hashOf(hashes[i]);
+          const counts: Record<string, number> = {};
+          for (const [code, n] of Object.entries(raw)) if (Number(n) !== 0) counts[code] = Number(n);
+          if (Object.keys(counts).length > 0)
+            buckets.push({ hour: new Date(h * HOUR_MS).toISOString(), counts });
+        });
+        return buckets;
+      },
+    })),
+  );
+}
+
 export async function readHourly(
   redis: RedisClient,
   keys: Keys,
@@ -44,15 +83,5 @@ export async function readHourly(
   hours = 24,
   now = Date.now(),
 ): Promise<HourBucket[]> {
-  const last = hourIndex(now);
-  const indexes = Array.from({ length: hours }, (_, i) => last - hours + 1 + i);
-  const pipe = redis.pipeline();
-  for (const h of indexes) pipe.hgetall(keys.hourly(org, h));
-  const replies = (await pipe.exec()) ?? [];
-  return indexes.map((h, i) => {
-    const raw = (replies[i]?.[1] ?? {}) as Record<string, string>;
-    const counts: Record<string, number> = {};
-    for (const [code, n] of Object.entries(raw)) counts[code] = Number(n);
-    return { hour: new Date(h * HOUR_MS).toISOString(), counts };
-  });
+  return (await readHourlyMany(redis, keys, [org], hours, now))[0] ?? [];
 }

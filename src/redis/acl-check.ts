@@ -12,9 +12,10 @@ import { createKeys } from '../core/keys.ts';
 import { isCluster, masters, type RedisClient } from './client.ts';
 import type { RedisTarget } from '../core/redis-target.ts';
 import { permissionDenial, permissionError, redisUser, type PermissionDenial } from './permission-denial.ts';
-import { loadScripts } from './scripts.ts';
+import { REDIS_SCRIPTS } from './lua.ts';
 
-export const ACL_CHECK_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['check-acl']);
+/** check-acl.lua, with the other script of this folder (lua.ts). */
+export const ACL_CHECK_SCRIPTS = REDIS_SCRIPTS;
 
 /** A command as the check sends it: `argv`, of which the first `name` strings name the command. */
 interface Check {

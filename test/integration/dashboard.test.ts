@@ -65,8 +65,10 @@ describe('overview', () => {
     expect(acme.budget.tokens).toHaveLength(2);
     expect(acme.budget.org.limit).toBe(60);
     expect(acme.eta.text).toBe('nothing left');
-    expect(acme.hourly).toHaveLength(24);
-    const thisHour = acme.hourly[23].counts;
+    // Sparse: only the hours that recorded something (this one), not 24 buckets mostly empty.
+    expect(acme.hourly).toHaveLength(1);
+    expect(acme.hourly[0].hour).toBe(new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString());
+    const thisHour = acme.hourly[0].counts;
     // Every recorded outcome counted: 2 transferred, 2 forbidden, 2 not-found, 4 x 2 attempts of 500.
     expect(thisHour).toMatchObject({ transferred: 2, forbidden: 2, 'not-found': 2, 'server-error': 8 });
     expect(o.alerts).toEqual([]);

@@ -5,7 +5,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readChanges } from '../../src/limiter/control-log.ts';
 import type { Rate } from '../../src/core/duration.ts';
 import { TransferBudget, type BudgetEvent } from '../../src/limiter/index.ts';
-import { envMismatchWarning, readPolicy, seedPolicies, seedPolicy } from '../../src/limiter/policy.ts';
+import {
+  envMismatchWarning,
+  readPolicy,
+  seedPolicies,
+  seedPolicy,
+  warnIfLimitsDiffer,
+} from '../../src/limiter/policy.ts';
 import { resetLimits, setLimits, setPaused } from '../../src/limiter/policy-control.ts';
 import { createLogger } from '../../src/core/log.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
@@ -250,6 +256,24 @@ describe('key TTLs under a policy', () => {
 });
 
 describe('seeding from LIMIT_* and the mismatch warning', () => {
+  it('at start, reads the limits stored for every organization at once and warns for those that differ', async () => {
+    const b = budget(fallback.limitPerToken, fallback.limitPerOrg);
+    const orgs = [newOrg(), newOrg(), newOrg()];
+    const other = { limitPerToken: { max: 25, windowMs: 2000 }, limitPerOrg: fallback.limitPerOrg };
+    await seedPolicy(redis, b.keys, orgs[1] as string, fallback); // stored: 10/1m, this process: 25/2s
+    await seedPolicy(redis, b.keys, orgs[2] as string, other); // stored as this process has them
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    const warned = new Set<string>();
+    await warnIfLimitsDiffer(redis, b.keys, orgs, other, logger, warned);
+    await warnIfLimitsDiffer(redis, b.keys, orgs, other, logger, warned);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const warns = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === 40);
+    // The one that differs, once; none for no stored policy (orgs[0]) or the same limits (orgs[2]).
+    expect(warns.map((w) => w.org)).toEqual([orgs[1]]);
+    expect(warns[0]?.msg).toContain('LIMIT_PER_TOKEN=25/2s (stored: 10/1m)');
+  });
+
   it('seeds once, never overwrites, and a process with other LIMIT_* says so and follows Redis', async () => {
     const org = newOrg();
     const b = budget(fallback.limitPerToken, fallback.limitPerOrg);

@@ -53,16 +53,54 @@
     });
   }
 
+  function byAttr(name, value) {
+    return $all('[' + name + ']').filter(function (e) {
+      return e.getAttribute(name) === value;
+    });
+  }
+
+  // The cards are the server's: an organization that changed state, or a page whose organizations are
+  // no longer the ones shown (ranked anew), asks for a reload instead of reshuffling under the reader.
+  function checkCards(o) {
+    var cards = $all('#org-cards > section[data-org]');
+    if (!cards.length && !o.pageOrgs) return;
+    var shown = cards.map(function (c) {
+      return c.getAttribute('data-org');
+    });
+    var changed = o.pageOrgs && shown.join(',') !== o.pageOrgs.join(',');
+    (o.orgs || []).forEach(function (org) {
+      cards.forEach(function (c) {
+        if (c.getAttribute('data-org') === org.org && c.getAttribute('data-state') !== org.state)
+          changed = true;
+      });
+    });
+    var note = $('#list-changed');
+    if (note && changed) note.hidden = false;
+  }
+
+  // A frame is the view's overview, whole (full) or with only the organizations and runs that changed.
   function applyOverview(o) {
     text($('#updated-at'), o.at);
     renderAlerts(o.alerts || []);
+    var more = $('#alerts-more');
+    if (more && typeof o.alertsTotal === 'number') {
+      var hidden = o.alertsTotal - (o.alerts || []).length;
+      text($('[data-alerts-more]', more), hidden);
+      more.hidden = hidden <= 0;
+    }
+    if (o.summary) text($('#fleet-summary'), o.summary.text);
+    checkCards(o);
     (o.orgs || []).forEach(function (org) {
       setProgress('org:' + org.org, org.progress);
-      $all('[data-remaining]').forEach(function (e) {
-        if (e.getAttribute('data-remaining') === org.org) text(e, org.remaining);
+      byAttr('data-remaining', org.org).forEach(function (e) {
+        text(e, org.remaining);
       });
-      $all('[data-eta]').forEach(function (e) {
-        if (e.getAttribute('data-eta') === org.org) text(e, org.eta.text);
+      byAttr('data-eta', org.org).forEach(function (e) {
+        text(e, org.eta.text);
+      });
+      byAttr('data-jobs', org.org).forEach(function (e) {
+        var j = org.jobs;
+        text(e, 'jobs: ' + j.waiting + ' waiting, ' + j.delayed + ' delayed, ' + j.active + ' active');
       });
     });
     (o.runs || []).forEach(function (r) {
@@ -76,8 +114,10 @@
   function live() {
     if (!$('#updated-at')) return;
     var state = $('#live-state');
+    // The view (filter, page) is the page's own query: the stream and the poll follow it.
+    var view = window.location.search;
     var poll = function () {
-      fetch('/api/overview', { credentials: 'same-origin' })
+      fetch('/api/overview' + view, { credentials: 'same-origin' })
         .then(function (r) {
           return r.json();
         })
@@ -85,7 +125,7 @@
         .catch(function () {});
     };
     if (window.EventSource) {
-      var es = new EventSource('/api/live');
+      var es = new EventSource('/api/live' + view);
       es.addEventListener('overview', function (ev) {
         applyOverview(JSON.parse(ev.data));
         text(state, '(live)');

@@ -1,21 +1,30 @@
-// GET /api/live: server-sent events, one `overview` event (the JSON of /api/overview) per interval.
-// All streams share one collection per interval (see LiveFeed); beyond the cap of open streams the
-// answer is 503 with Retry-After (the page falls back to reloading).
+// GET /api/live: server-sent events, one `overview` event per interval: the /api/overview JSON of the
+// view in the query (q, state, page, limit: overview-query.ts), whole in the first event and then with
+// only the organizations that changed (live-overview.ts). All streams share one collection per interval
+// (see LiveFeed); beyond the cap of open streams the answer is 503 with Retry-After (the page falls back
+// to reloading).
 import type { FastifyInstance } from 'fastify';
 import { httpAnswer } from '../../core/errors.ts';
+import type { Overview } from '../../ops/overview.ts';
 import { LiveFeed } from '../live.ts';
-import { collectOverview } from '../../ops/overview.ts';
+import { OverviewLive } from '../live-overview.ts';
 import type { DashboardDeps } from '../deps.ts';
+import { parseOverviewView, viewKey } from './overview-query.ts';
 
-export function registerLive(app: FastifyInstance, deps: DashboardDeps): LiveFeed<unknown> {
-  const feed = new LiveFeed(
-    () => collectOverview(deps.ctx),
-    deps.liveIntervalMs,
-    deps.ctx.logger,
-    deps.liveMaxConnections,
-  );
+/** The whole fleet is read again this often at least (ten ticks, and never more than every 10 s). */
+export function fleetEveryMs(intervalMs: number): number {
+  return Math.max(10_000, 10 * intervalMs);
+}
+
+export function registerLive(
+  app: FastifyInstance,
+  deps: DashboardDeps,
+): { feed: LiveFeed<Overview>; collector: OverviewLive } {
+  const collector = new OverviewLive(deps.ctx, deps.liveFleetEveryMs ?? fleetEveryMs(deps.liveIntervalMs));
+  const feed = new LiveFeed(collector, deps.liveIntervalMs, deps.ctx.logger, deps.liveMaxConnections);
   app.addHook('onClose', async () => feed.close());
-  app.get('/api/live', (_req, reply) => {
+  app.get('/api/live', (req, reply) => {
+    const view = parseOverviewView(req.query);
     if (feed.full) {
       const refused = httpAnswer('LT_HTTP_TOO_MANY_STREAMS');
       return reply
@@ -28,7 +37,7 @@ export function registerLive(app: FastifyInstance, deps: DashboardDeps): LiveFee
     }
     // The stream outlives the handler: fastify hands the raw response over.
     reply.hijack();
-    feed.add(reply.raw);
+    feed.add(reply.raw, viewKey(view));
   });
-  return feed;
+  return { feed, collector };
 }

@@ -1,9 +1,9 @@
 // Small pieces the pages share: a progress bar, the per-hour chart (inline SVG), the budget table.
-import type { HourBucket } from '../../outcomes/hourly.ts';
+import { hourIndex, type HourBucket } from '../../outcomes/hourly.ts';
 import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
 import type { RunProgress } from '../../outcomes/run-progress.ts';
-import type { Alert } from '../../ops/overview.ts';
+import type { Alert } from '../../ops/alerts.ts';
 
 function pct(n: number, total: number): string {
   return total > 0 ? ((100 * n) / total).toFixed(2) : '0';
@@ -35,15 +35,27 @@ export function progressBar(p: RunProgress, id?: string): Html {
   </div>`;
 }
 
-/** Outcomes per hour over the last day: transferred in green, every other outcome stacked in grey. */
-export function hourlyChart(hours: readonly HourBucket[], org: string): Html {
-  const series = hours.map((h) => {
-    const transferred = h.counts.transferred ?? 0;
-    const all = Object.values(h.counts).reduce((a, b) => a + b, 0);
-    return { hour: h.hour, transferred, other: all - transferred };
-  });
+/**
+ * Outcomes per hour over the last day: transferred in green, every other outcome stacked in grey. The
+ * hours come sparse (only those that recorded something, hourly.ts) and are placed in the day that ends
+ * with the hour of `at`; an empty hour draws nothing, so a quiet organization's chart is a few bytes.
+ */
+export function hourlyChart(hours: readonly HourBucket[], org: string, at: string, span = 24): Html {
+  const last = hourIndex(Date.parse(at));
+  const series = hours
+    .map((h) => {
+      const transferred = h.counts.transferred ?? 0;
+      const all = Object.values(h.counts).reduce((a, b) => a + b, 0);
+      return {
+        slot: hourIndex(Date.parse(h.hour)) - (last - span + 1),
+        hour: h.hour,
+        transferred,
+        other: all - transferred,
+      };
+    })
+    .filter((s) => s.slot >= 0 && s.slot < span);
   const max = Math.max(1, ...series.map((s) => s.transferred + s.other));
-  const bw = 100 / Math.max(1, series.length);
+  const bw = 100 / span;
   const total = series.reduce((a, s) => a + s.transferred, 0);
   return html`<figure class="chart">
     <svg
@@ -52,10 +64,10 @@ export function hourlyChart(hours: readonly HourBucket[], org: string): Html {
       role="img"
       aria-label="transfers per hour over the last day for ${org}: ${total} transferred"
     >
-      ${series.map((s, i) => {
+      ${series.map((s) => {
         const ht = (38 * s.transferred) / max;
         const ho = (38 * s.other) / max;
-        const x = (i * bw + 0.1).toFixed(2);
+        const x = (s.slot * bw + 0.1).toFixed(2);
         const w = Math.max(0.2, bw - 0.2).toFixed(2);
         return html`<g
           ><title>${s.hour.slice(11, 16)} UTC: ${s.transferred} transferred, ${s.other} other outcomes</title

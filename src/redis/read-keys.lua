@@ -1,0 +1,24 @@
+#!lua flags=no-writes
+--[[
+  Reads several keys of one slot in one call: the batched reads of many organizations (batch.ts) send
+  one call per organization, not one command per key. At 1,000 organizations that is 1,000 commands to
+  build, send and parse instead of 7,000, which is most of what a read of the whole fleet costs.
+
+  Input:
+    KEYS[1]     a key
+    KEYS[2..]   more keys, all in the slot of KEYS[1] (one organization's {hash tag})
+    ARGV[i]     how to read KEYS[i]: 'hgetall', 'llen' or 'zcard'
+
+  Output: one entry per key, in order: HGETALL's flat list of fields and values (empty for no key), or
+  the length (0 for no key).
+]]
+--- @keys 1+
+local out = {}
+for i = 1, #KEYS do
+  local how = ARGV[i]
+  if how ~= 'hgetall' and how ~= 'llen' and how ~= 'zcard' then
+    return redis.error_reply('read-keys: no read ' .. tostring(how) .. ' for key ' .. i)
+  end
+  out[i] = redis.call(how, KEYS[i])
+end
+return out
