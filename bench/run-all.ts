@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark in one run, one table. Each figure that has a baseline is a ratio
 // against it, measured in the same run on the same machine. BENCH_ONLY=limiter,enqueue runs a subset;
-// BENCH_ROWS, BENCH_TRANSFERS and the load benchmark's own variables scale them down.
+// BENCH_ROWS, BENCH_TRANSFERS, BENCH_ORGS and the load benchmark's own variables scale them down.
 import { cpus, totalmem } from 'node:os';
 import { isMain, type Figures } from './common.ts';
 
@@ -13,6 +13,7 @@ const BENCHES: Bench[] = [
   { name: 'crawl', run: async () => (await import('./crawl.ts')).runCrawlBench() },
   { name: 'dashboard', run: async () => (await import('./dashboard.ts')).runDashboardBench() },
   { name: 'load', run: async () => (await import('./load.ts')).runLoadBench() },
+  { name: 'orgs', run: async () => (await import('./orgs.ts')).runOrgsBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {
