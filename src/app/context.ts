@@ -50,6 +50,8 @@ export async function createContext(
     logger?: Logger;
     redis?: RedisClient;
     redisTimeoutMs?: number;
+    /** CLIENT SETNAME of the connection made here (`work` adds its pid: CLIENT LIST tells processes apart). */
+    connectionName?: string;
     /** Where the logger built here writes (default: stderr). */
     logDestination?: DestinationStream | undefined;
   } = {},
@@ -72,6 +74,7 @@ export async function createContext(
     (await connectRedis(config.redis, {
       logger,
       timeoutMs: options.redisTimeoutMs ?? config.redisConnectTimeoutMs,
+      ...(options.connectionName ? { name: options.connectionName } : {}),
     }));
   // A user without a rule the tool needs stops here, with the rule named (exit 7), not on first use.
   await checkRedisPermissions(redis, config.redis, config.queuePrefix, config.orgs).catch(

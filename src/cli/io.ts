@@ -82,7 +82,10 @@ export class Cli {
     return { write: (line: string) => void this.stderr.write(line) };
   }
 
-  context(config: Readonly<Config>, options: { redisTimeoutMs?: number } = {}): Promise<AppContext> {
+  context(
+    config: Readonly<Config>,
+    options: { redisTimeoutMs?: number; connectionName?: string } = {},
+  ): Promise<AppContext> {
     return createContext(config, { ...options, logDestination: this.logDestination });
   }
 

@@ -116,7 +116,11 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
   const metricsOpen = checkMetricsHost(opts, config.dashboardToken);
   // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
-  const ctx = await cli.context(config, { redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000 });
+  const ctx = await cli.context(config, {
+    redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000,
+    // Every connection of a `work` process ends with its pid (REDIS_MAX_CONNECTIONS, CLIENT LIST).
+    connectionName: `learner-transfer:${process.pid}`,
+  });
   // One token, one organization: refuse to start when Redis binds a token to another org key.
   const source = config.tokensFile ? `${TOKENS_FILE_VAR} ${config.tokensFile}` : undefined;
   await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, {

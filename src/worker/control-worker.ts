@@ -102,7 +102,7 @@ export function controlWorker(
           throw scrubError(err, scrub);
         }
       }),
-    { connection, prefix: ctx.keys.prefix, concurrency: 1, autorun: false },
+    { connection, prefix: ctx.keys.prefix, name: String(process.pid), concurrency: 1, autorun: false },
   );
   worker.on('failed', (job, err) =>
     ctx.logger.error({ schedule: job?.data.scheduleId, err: err.message }, 'scheduled reconcile failed'),

@@ -85,6 +85,10 @@ interface Lane {
   inFlight: number;
   drainTimer: NodeJS.Timeout | undefined;
   closing: Promise<void> | undefined;
+  /** The worker's own concurrency (it runs with less while lanes wait: #pace). */
+  concurrency: number;
+  /** Closing, and its blocking connection let go already: it holds no slot. */
+  released: boolean;
   budgetUntil: number | undefined;
 }
 
@@ -92,6 +96,8 @@ interface Lane {
 const HEAD = 256;
 /** A wait for budget shorter than this is slept through attached (a re-attach would cost more). */
 const DETACH_MIN_WAIT_MS = 1_000;
+/** Jobs in flight per attached lane while other lanes wait for a slot (see #pace). */
+const WAITING_CONCURRENCY = 1;
 /** A lane whose budget waits for a person (paused, every token refused) is looked at again this often. */
 const INDEFINITE_RECHECK_MS = 10 * 60_000;
 
@@ -111,6 +117,13 @@ export class LaneDispatcher {
   #waiting = 0;
   /** Whether the last pass saw work anywhere in this process's lanes (until-idle asks). */
   #sawWork = true;
+  /** Lanes whose blocking connection is open (attached, or closing and not yet let go). */
+  #holding(): number {
+    let n = 0;
+    for (const lane of this.#attached.values()) if (!lane.released) n++;
+    return n;
+  }
+
   /** Lanes attached since the last call of takeTouched (the repair sweep looks only at those). */
   readonly #touched = new Set<string>();
   /** Limiter event channel -> organization, for the lanes subscribed. */
@@ -283,7 +296,7 @@ export class LaneDispatcher {
     const held = due.filter((t) => this.#attached.get(t.lane) && !this.#attached.get(t.lane)?.closing);
     const free = due.filter((t) => !this.#attached.has(t.lane));
     const gateOpen = !this.#paused && (this.#o.mayAttach?.() ?? true);
-    const slots = gateOpen ? Math.max(0, this.#o.maxAttached - this.#attached.size) : 0;
+    const slots = gateOpen ? Math.max(0, this.#o.maxAttached - this.#holding()) : 0;
     const toAttach = free.slice(0, slots);
     const lease = Math.ceil(now + this.#o.leaseMs);
     const swaps = [...held, ...toAttach].map((t) => ({ lane: t.lane, seen: t.raw, next: lease }));
@@ -295,6 +308,7 @@ export class LaneDispatcher {
       else this.#attach(s.lane, String(lease));
     });
     this.#waiting = gateOpen ? Math.max(0, free.length - toAttach.length) : 0;
+    this.#pace();
     let nextMs = this.#o.safetyMs;
     if (this.#waiting > 0) nextMs = Math.min(nextMs, this.#rotate(this.#waiting));
     // The next lane to come due that this process does not hold (held ones are renewed on their own).
@@ -302,6 +316,20 @@ export class LaneDispatcher {
     if (next) nextMs = Math.min(nextMs, next.at - now);
     if (toAttach.length < swaps.length - held.length || taken.some((t) => !t)) nextMs = Math.min(nextMs, 50);
     this.#schedule(nextMs);
+  }
+
+  /**
+   * While lanes wait for a slot, each attached lane takes one job at a time: the machine's time goes to
+   * every lane's first transfers before anyone's tenth (with ten in flight per lane, a lane attached last
+   * waits behind hundreds of calls). With no lane waiting, each takes its full concurrency again.
+   */
+  #pace(): void {
+    const waiting = this.#waiting > 0;
+    for (const lane of this.#attached.values()) {
+      if (lane.closing) continue;
+      const want = waiting ? Math.min(WAITING_CONCURRENCY, lane.concurrency) : lane.concurrency;
+      if (lane.worker.concurrency !== want) lane.worker.concurrency = want;
+    }
   }
 
   /**
@@ -345,6 +373,8 @@ export class LaneDispatcher {
       inFlight: 0,
       drainTimer: undefined,
       closing: undefined,
+      concurrency: worker.concurrency,
+      released: false,
       budgetUntil: undefined,
     };
     slot.lane = lane;
@@ -390,8 +420,14 @@ export class LaneDispatcher {
 
   async #close(lane: Lane, reason: DetachReason): Promise<void> {
     if (lane.drainTimer) clearTimeout(lane.drainTimer);
+    // close() stops the fetching at once, then waits for the jobs in hand. Those need only the shared
+    // connection: the blocking one is let go now, and its slot goes to a lane that waits.
+    const closed = this.#o.closeWorker(lane.worker);
+    await lane.worker.backend.disconnectBlocking(true).catch(() => {});
+    lane.released = true;
+    if (!this.#stopped) this.nudge();
     try {
-      await this.#o.closeWorker(lane.worker);
+      await closed;
     } finally {
       lane.dispose();
     }

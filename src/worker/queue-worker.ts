@@ -44,6 +44,9 @@ export function queueWorker(
     {
       connection: deps.connection,
       prefix: ctx.keys.prefix,
+      // BullMQ names the worker's blocking connection after it (`PREFIX:QUEUE:w:PID`): CLIENT LIST tells
+      // which process holds it.
+      name: String(process.pid),
       concurrency: options.concurrency,
       lockDuration: options.lockDurationMs ?? 30_000,
       stalledInterval: options.stalledIntervalMs ?? options.lockDurationMs ?? 30_000,

@@ -188,8 +188,8 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
   // Every attached worker shares this connection for its normal commands; each holds one blocking
   // connection of its own while attached. The subscriber hears the nudges. With ctx.redis, these are the
   // three connections a process always holds (REDIS_MAX_CONNECTIONS counts them).
-  const connection = createRedis(ctx.config.redis, 'learner-transfer-worker');
-  const subscriber = createRedis(ctx.config.redis, 'learner-transfer-lanes');
+  const connection = createRedis(ctx.config.redis, `learner-transfer-worker:${process.pid}`);
+  const subscriber = createRedis(ctx.config.redis, `learner-transfer-lanes:${process.pid}`);
   // While Redis is down every worker reports the same error many times a second: log it as one.
   const errors = new LogThrottle(ctx.logger);
   connection.on('error', (err) => errors.warn({ err: err.message }, 'worker redis connection error'));

@@ -42,6 +42,11 @@ export function waitExit(
   timeoutMs = 60_000,
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
+    // Exited already (while the caller awaited another child): its 'exit' event is gone.
+    if (child.exitCode !== null || child.signalCode !== null) {
+      setImmediate(() => resolve({ code: child.exitCode, signal: child.signalCode, ...child.output }));
+      return;
+    }
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(
