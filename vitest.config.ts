@@ -68,6 +68,17 @@ export default defineConfig({
       {
         test: {
           ...shared,
+          // Files that measure how fast the tool serves many organizations at once: run after every other
+          // file, one at a time, so that the machine's cores are theirs.
+          name: 'alone',
+          include: ['test/alone/**/*.test.ts'],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          ...shared,
           name: 'serial',
           include: SERIAL,
           // Starts the shared topologies in the background when the run begins; a file run alone without

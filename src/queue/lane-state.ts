@@ -3,6 +3,7 @@
 import type { RedisClient } from '../redis/client.ts';
 import type { Keys } from '../core/keys.ts';
 import { CONTROL_LANE } from './lanes-due.ts';
+import { readBatched } from '../redis/batch.ts';
 
 export interface LaneJobs {
   lane: string;
@@ -25,41 +26,41 @@ export function hasJobs(j: LaneJobs): boolean {
   return j.ready + j.active + j.delayed > 0;
 }
 
-/** The jobs of each lane, in chunks of pipelined reads (a cluster splits a pipeline by slot itself). */
+/**
+ * The jobs of each lane, read in one pipeline per Redis node (a lane's keys share its hash tag; a Cluster
+ * pipeline must stay on one node: redis/batch.ts groups them).
+ */
 export async function laneJobs(
   redis: RedisClient,
   keys: Keys,
   lanes: readonly string[],
-  chunk = 500,
 ): Promise<LaneJobs[]> {
-  const out: LaneJobs[] = [];
-  for (let i = 0; i < lanes.length; i += chunk) {
-    const part = lanes.slice(i, i + chunk);
-    const pipe = redis.pipeline();
-    for (const lane of part) {
+  return readBatched(
+    redis,
+    lanes.map((lane) => {
       const q = laneQueueName(keys, lane);
-      pipe.llen(keys.queueKey(q, 'wait'));
-      pipe.zcard(keys.queueKey(q, 'prioritized'));
-      pipe.llen(keys.queueKey(q, 'active'));
-      pipe.zcard(keys.queueKey(q, 'delayed'));
-      pipe.zrange(keys.queueKey(q, 'delayed'), 0, 0, 'WITHSCORES');
-    }
-    const replies = (await pipe.exec()) ?? [];
-    part.forEach((lane, j) => {
-      const r = replies.slice(j * 5, j * 5 + 5);
-      const failed = r.find((x) => x?.[0]);
-      if (failed?.[0]) throw failed[0];
-      const num = (k: number) => Number(r[k]?.[1] ?? 0);
-      const first = r[4]?.[1] as string[] | undefined;
-      const score = first && first.length >= 2 ? Number(first[1]) : undefined;
-      out.push({
-        lane,
-        ready: num(0) + num(1),
-        active: num(2),
-        delayed: num(3),
-        firstDelayed: score === undefined ? undefined : Math.floor(score / DELAY_FACTOR),
-      });
-    });
-  }
-  return out;
+      return {
+        slotKey: keys.queueKey(q, 'wait'),
+        add(pipe) {
+          pipe.llen(keys.queueKey(q, 'wait'));
+          pipe.zcard(keys.queueKey(q, 'prioritized'));
+          pipe.llen(keys.queueKey(q, 'active'));
+          pipe.zcard(keys.queueKey(q, 'delayed'));
+          pipe.zrange(keys.queueKey(q, 'delayed'), 0, 0, 'WITHSCORES');
+        },
+        read(r): LaneJobs {
+          const num = (k: number) => Number(r[k] ?? 0);
+          const first = r[4] as string[] | undefined;
+          const score = first && first.length >= 2 ? Number(first[1]) : undefined;
+          return {
+            lane,
+            ready: num(0) + num(1),
+            active: num(2),
+            delayed: num(3),
+            firstDelayed: score === undefined ? undefined : Math.floor(score / DELAY_FACTOR),
+          };
+        },
+      };
+    }),
+  );
 }

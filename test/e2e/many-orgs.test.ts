@@ -1,39 +1,19 @@
 // Hundreds of organizations on one fleet, as `work` processes serve them for real: the Redis connections
 // of each process stay within REDIS_MAX_CONNECTIONS (CLIENT LIST, by the pid each connection's name ends
-// with), an idle fleet sends next to no commands (INFO stats on a redis-server of this file's own, since
-// other files share the default one), and 200 organizations with work at once each move at their own full
-// speed. Counts come from Redis and the simulator's record; the one time bound is the issue's own (2 s).
+// with), and an idle fleet sends next to no commands (INFO stats on a redis-server of this file's own,
+// since other files share the default one). Counts come from Redis and the simulator's record. The
+// fairness of 200 organizations at once is test/alone/fairness.test.ts (it runs alone: it measures speed).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { progressOf } from '../../src/outcomes/run-progress.ts';
-import type { SimOrg } from '../../src/simulator/types.ts';
+import { learnersFor, world } from '../helpers/schools.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { requireRedisServer, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 import { waitFor } from '../helpers/wait.ts';
-
-const orgKey = (i: number) => `o${String(i).padStart(3, '0')}`;
-
-/** A source organization, then `n` schools: learner i starts in organizations[(i - 1) % (n + 1)]. */
-function world(n: number): SimOrg[] {
-  return [
-    { id: 1, key: 'src', name: 'Source' },
-    ...Array.from({ length: n }, (_, i) => ({ id: i + 2, key: orgKey(i + 1), name: `School ${i + 1}` })),
-  ];
-}
-
-/** `count` learners for the organization at `index` (1-based) that are not already its own. */
-function learnersFor(organizations: SimOrg[], index: number, count: number, stride: number): number[] {
-  const ids: number[] = [];
-  const org = organizations[index]?.key;
-  for (let id = (index - 1) * stride + 2; ids.length < count; id++) {
-    if (organizations[(id - 1) % organizations.length]?.key !== org) ids.push(id);
-  }
-  return ids;
-}
 
 /** Connections per `work` process: every name a process gives ends with `:PID`. */
 async function connectionsByPid(own: OwnRedis, pids: readonly number[]): Promise<Map<number, number>> {
@@ -187,96 +167,4 @@ describe('300 organizations, two work processes, a token file', () => {
     for (const w of workers) w.kill('SIGTERM');
     for (const w of workers) expect((await waitExit(w, 30_000)).code).toBe(130);
   }, 240_000);
-});
-
-describe('200 organizations with work at once', () => {
-  const N = 200;
-  const PER_ORG = 70;
-  const SPAN_MS = 60_000;
-  const organizations = world(N);
-  const tokens = organizations.slice(1).map((o) => ({ org: o.key, token: `sim-${o.key}-1` }));
-  let h: Harness;
-  beforeAll(async () => {
-    h = await startHarness({
-      tag: 'fair',
-      redisUrl: own.url,
-      sim: {
-        organizations,
-        learners: (N + 1) * PER_ORG + 10,
-        tokens,
-        // The service enforces the same limits: a call over them would be a 429 in the record.
-        limits: {
-          perToken: { max: 10, windowMs: 5_000 },
-          perOrg: { max: 10, windowMs: 10_000 },
-          window: 'rolling',
-        },
-      },
-      env: {
-        LEARNER_API_TOKENS: tokens.map((t) => `${t.org}:${t.token}`).join(','),
-        LIMIT_PER_TOKEN: '10/5s',
-        LIMIT_PER_ORG: '10/10s',
-        LOG_LEVEL: 'warn',
-        REQUEST_TIMEOUT: '5s',
-      },
-    });
-  }, 60_000);
-  afterAll(async () => {
-    await h?.close();
-  });
-
-  it('gives every organization 0.9 or more of its limits over 60 s, each starting within 2 s', async () => {
-    const runId = newRunId();
-    const orgs = tokens.map((t) => t.org);
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'fair.csv', orgs });
-    // Each organization gets more learners than its limits allow in the span, none of them its own.
-    for (const [i, org] of orgs.entries()) {
-      await h.ctx.producer.add(
-        learnersFor(organizations, i + 1, PER_ORG, PER_ORG).map((learnerId) => ({
-          org,
-          learnerId,
-          source: 'fair.csv',
-        })),
-        runId,
-      );
-    }
-    // One process, the default cap (32 connections: 29 workers attached at most, for 200 organizations).
-    const works = [spawnCli(['work'], { ...h.env, CONCURRENCY: '10' })];
-    const counted = () => h.sim.record.filter((r) => r.method === 'PATCH' && r.countedAt !== undefined);
-    // The span starts at the first counted transfer of any organization.
-    const t0 = await waitFor(
-      'the first transfer',
-      () => counted()[0]?.countedAt,
-      (t) => t !== undefined,
-      { timeoutMs: 30_000, everyMs: 20 },
-    );
-    await new Promise((r) => setTimeout(r, (t0 as number) + SPAN_MS + 500 - Date.now()));
-    for (const w of works) w.kill('SIGTERM');
-    for (const w of works) expect((await waitExit(w, 30_000)).code).toBe(130);
-
-    const start = t0 as number;
-    const calls = counted().filter((r) => (r.countedAt as number) < start + SPAN_MS);
-    const perOrg = new Map<string, number>();
-    const first = new Map<string, number>();
-    for (const r of calls) {
-      const org = r.org as string;
-      perOrg.set(org, (perOrg.get(org) ?? 0) + 1);
-      if (!first.has(org)) first.set(org, r.countedAt as number);
-    }
-    // What the limits allow one organization in the span: 10 per 10 s, 6 windows.
-    const allowed = 60;
-    const short = orgs.map((org) => ({ org, n: perOrg.get(org) ?? 0 })).filter((o) => o.n < 0.9 * allowed);
-    const late = orgs
-      .map((org) => ({ org, afterMs: (first.get(org) ?? Infinity) - start }))
-      .filter((o) => o.afterMs > 2_000);
-    const counts = orgs.map((org) => perOrg.get(org) ?? 0);
-    console.log(
-      `fairness: ${calls.length} transfers in ${SPAN_MS / 1000} s; per organization ${Math.min(...counts)} to ` +
-        `${Math.max(...counts)} of ${allowed}; the last first transfer ` +
-        `${Math.max(...[...first.values()].map((t) => t - start))} ms after the first`,
-    );
-    expect(short, 'organizations under 0.9 of their limits').toEqual([]);
-    expect(late, 'organizations whose first transfer came more than 2 s after the first').toEqual([]);
-    expect(h.sim.record.filter((r) => r.result === 'rate-limited')).toEqual([]);
-    expect(h.sim.violations()).toEqual([]);
-  }, 180_000);
 });

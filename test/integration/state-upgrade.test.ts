@@ -121,6 +121,8 @@ async function writeOldState(prefix: string, env: Env = {}): Promise<string> {
     .add('transfer', { org: 'acme', learnerId: 11, runId: OLD_RUN, source: 'old' }, { jobId: 'l11' });
   expect(await redis.exists(keys.claims())).toBe(0);
   expect(await redis.exists(keys.stateVersion())).toBe(0);
+  // Nor which organizations have work: a `work` of this release finds the old job at start (lanes).
+  expect(await redis.exists(keys.lanesDue())).toBe(0);
   return auditId as string;
 }
 
