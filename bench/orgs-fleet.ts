@@ -18,7 +18,7 @@ import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator, type SimOrg, type Simulator } from '../src/simulator/index.ts';
 import { spawnCli, waitExit } from '../test/helpers/cli.ts';
 import { startOwnRedis, type OwnRedis } from '../test/helpers/redis-server.ts';
-import { clientsOtherThan, readingCost, type Clients } from './orgs-probes.ts';
+import { clientsOtherThan, commandsProcessed, readingCost, type Clients } from './orgs-probes.ts';
 import { tokensVariable, type OrgToken } from './orgs-tokens.ts';
 
 export const BENCH_CLIENT = 'lt-bench-orgs';
@@ -123,6 +123,15 @@ function alive(fleet: Fleet): boolean {
   return fleet.work.exitCode === null && fleet.work.signalCode === null;
 }
 
+/** Whether a second goes by with at most 2 commands on the server, the bench's own readings aside. */
+async function quietSecond(fleet: Fleet): Promise<boolean> {
+  const cost = await readingCost(fleet.monitor);
+  const a = await commandsProcessed(fleet.monitor);
+  await sleep(1000);
+  const b = await commandsProcessed(fleet.monitor);
+  return b - a - cost <= 2;
+}
+
 /** Waits until the process's connections stay the same for `steadyS` seconds in a row. */
 export async function settle(fleet: Fleet, timeoutMs: number, steadyS = 3): Promise<Clients> {
   const deadline = Date.now() + timeoutMs;
@@ -134,7 +143,10 @@ export async function settle(fleet: Fleet, timeoutMs: number, steadyS = 3): Prom
     const now = await clientsOtherThan(fleet.monitor, BENCH_CLIENT);
     steady = last && now.count === last.count && now.count > 0 ? steady + 1 : 0;
     last = now;
-    if (steady >= steadyS) return now;
+    // Connections that stay flat are not enough: a process that attaches workers only where there is
+    // work holds the same few connections while its start-up sweeps still read every organization. It
+    // has settled when, besides, a second goes by with next to no commands (the bench's own aside).
+    if (steady >= steadyS && (await quietSecond(fleet))) return now;
     if (Date.now() > deadline)
       throw new Error(`work did not settle in ${timeoutMs / 1000} s (${now.count} connections at the end)`);
   }

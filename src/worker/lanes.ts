@@ -398,18 +398,22 @@ export class LaneDispatcher {
    */
   #maybeDrained(lane: Lane): void {
     if (lane.inFlight > 0 || lane.closing || lane.drainTimer || this.#paused) return;
-    lane.drainTimer = setTimeout(() => {
-      lane.drainTimer = undefined;
-      if (lane.inFlight > 0 || lane.closing || this.#paused) return;
-      this.#o
-        .queueState(lane.name)
-        .then((q) => {
-          if (q.ready === 0 && lane.inFlight === 0 && !lane.closing) void this.#detach(lane, 'drained');
-        })
-        .catch((err: Error) =>
-          this.#o.logger.warn({ lane: lane.name, err: err.message }, 'lanes: could not read a queue'),
-        );
-    }, this.#o.drainGraceMs);
+    // With lanes waiting for a slot, no grace: the slot is theirs as soon as this queue is empty.
+    lane.drainTimer = setTimeout(
+      () => {
+        lane.drainTimer = undefined;
+        if (lane.inFlight > 0 || lane.closing || this.#paused) return;
+        this.#o
+          .queueState(lane.name)
+          .then((q) => {
+            if (q.ready === 0 && lane.inFlight === 0 && !lane.closing) void this.#detach(lane, 'drained');
+          })
+          .catch((err: Error) =>
+            this.#o.logger.warn({ lane: lane.name, err: err.message }, 'lanes: could not read a queue'),
+          );
+      },
+      this.#waiting > 0 ? 0 : this.#o.drainGraceMs,
+    );
     lane.drainTimer.unref();
   }
 
