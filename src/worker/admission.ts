@@ -94,6 +94,8 @@ async function takePermit(ctx: ProcessorContext, target: TransferTarget): Promis
   const holder = jobToken ?? `p${process.pid}-${randomUUID()}`;
   // The permit and the lease count the call in flight for the in-flight TTL from (no earlier than) here.
   const askedAt = performance.now();
+  // A budget event after this (a resume) is newer than a refusal of this acquire (lanes.ts).
+  const askedAtMs = Date.now();
   const permit = await budget.acquire(
     org,
     tokens.map((t) => t.id),
@@ -105,7 +107,7 @@ async function takePermit(ctx: ProcessorContext, target: TransferTarget): Promis
       graceMs: config.leaseGraceMs,
     },
   );
-  if (!permit.ok) return waitForPermit(ctx, target, permit);
+  if (!permit.ok) return waitForPermit(ctx, target, permit, askedAtMs);
   // The permit and the lease must outlive a failover, or a promoted replica would grant them again.
   await ctx.deps.replicated?.(org);
   const ttls = budget.keyTtls;
@@ -120,7 +122,12 @@ async function takePermit(ctx: ProcessorContext, target: TransferTarget): Promis
 }
 
 /** A refused permit: the job waits for the lease, or for the budget, or ends when its lock is lost. */
-async function waitForPermit(ctx: ProcessorContext, target: TransferTarget, permit: Refused): Promise<never> {
+async function waitForPermit(
+  ctx: ProcessorContext,
+  target: TransferTarget,
+  permit: Refused,
+  askedAtMs: number,
+): Promise<never> {
   const { logger, queues } = ctx.deps;
   const { job, jobToken, org, learnerId, runId } = target;
   if (permit.scope === 'lost-lock') {
@@ -151,7 +158,7 @@ async function waitForPermit(ctx: ProcessorContext, target: TransferTarget, perm
   // frees, or at once by a policy change (its limiter event). Otherwise (a short wait, or no dispatcher)
   // the queue sleeps, bounded: a resume, a raised limit or an unpaused token applies within seconds.
   const indefinite = permit.scope === 'paused' || permit.allBlockedIndefinitely;
-  if (ctx.deps.onBudgetWait?.(org, permit.waitMs, indefinite)) throw Worker.RateLimitError();
+  if (ctx.deps.onBudgetWait?.(org, permit.waitMs, indefinite, askedAtMs)) throw Worker.RateLimitError();
   const waitMs = Math.min(permit.waitMs, POLICY_RECHECK_MS);
   await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));
   throw Worker.RateLimitError();

@@ -87,6 +87,8 @@ interface Lane {
   closing: Promise<void> | undefined;
   /** The worker's own concurrency (it runs with less while lanes wait: #pace). */
   concurrency: number;
+  /** When its organization's limiter last announced budget back (0: never while attached). */
+  lastEventAt: number;
   /** Closing, and its blocking connection let go already: it holds no slot. */
   released: boolean;
   budgetUntil: number | undefined;
@@ -210,13 +212,18 @@ export class LaneDispatcher {
    * refused): its worker is detached and the lane waits until then, unless the wait is too short to be
    * worth a re-attach and no other lane waits for the slot.
    */
-  budgetWait(org: string, waitMs: number, indefinite: boolean): boolean {
+  budgetWait(org: string, waitMs: number, indefinite: boolean, askedAtMs = 0): boolean {
     const lane = this.#attached.get(org);
     if (!lane) return false;
     // Already leaving (another of its jobs was refused first): its worker fetches nothing more.
     if (lane.closing) return true;
     if (!indefinite && waitMs < DETACH_MIN_WAIT_MS && this.#waiting === 0) return false;
-    lane.budgetUntil = Date.now() + (indefinite ? Math.max(waitMs, INDEFINITE_RECHECK_MS) : waitMs);
+    // A budget event (a resume, an unblock) came after the refused acquire was sent: the refusal may be
+    // stale, so the lane is let go due at once instead of for the wait.
+    const stale = lane.lastEventAt >= askedAtMs;
+    lane.budgetUntil = stale
+      ? undefined
+      : Date.now() + (indefinite ? Math.max(waitMs, INDEFINITE_RECHECK_MS) : waitMs);
     void this.#detach(lane, 'budget');
     return true;
   }
@@ -374,6 +381,7 @@ export class LaneDispatcher {
       drainTimer: undefined,
       closing: undefined,
       concurrency: worker.concurrency,
+      lastEventAt: 0,
       released: false,
       budgetUntil: undefined,
     };
@@ -436,9 +444,12 @@ export class LaneDispatcher {
       lane.dispose();
     }
     let dueAt: number | null = Date.now();
+    const decidedAt = Date.now();
     try {
       dueAt = this.#dueAgain(lane, reason, await this.#o.queueState(lane.name));
       await this.#o.due.swap([{ lane: lane.name, seen: lane.lease, next: dueAt }]);
+      // An event heard after the time above was decided (it could not change it): wake the lane now.
+      if (lane.lastEventAt >= decidedAt && dueAt !== null) await this.#o.due.wake([lane.name]);
     } catch (err) {
       // Left under its lease: it comes due when the lease ends, and whoever takes it then looks again.
       this.#o.logger.warn(
@@ -490,7 +501,9 @@ export class LaneDispatcher {
     if (org === undefined || !this.#lanes.has(org)) return;
     const held = this.#attached.get(org);
     if (held) {
-      // Being detached for want of budget: the budget came back meanwhile, so it is due again at once.
+      // Being detached for want of budget, or about to be (its refusal is on its way to budgetWait): the
+      // budget came back meanwhile, so it is due again at once (#close wakes it if this comes too late).
+      held.lastEventAt = Date.now();
       held.budgetUntil = undefined;
       return;
     }

@@ -41,7 +41,7 @@ export interface ProcessorDeps {
    * dispatcher may detach the organization's worker until then (lanes.ts). True when it did (the worker
    * then stops fetching: no queue-wide sleep is needed).
    */
-  onBudgetWait?: (org: string, waitMs: number, indefinite: boolean) => boolean;
+  onBudgetWait?: (org: string, waitMs: number, indefinite: boolean, askedAtMs: number) => boolean;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
 }

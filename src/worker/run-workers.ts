@@ -72,7 +72,7 @@ function transferProcessor(
     replicated: (org: string) => Promise<unknown>;
     counts: { succeeded: number; failed: number };
     runsServed: Set<string>;
-    onBudgetWait: (org: string, waitMs: number, indefinite: boolean) => boolean;
+    onBudgetWait: (org: string, waitMs: number, indefinite: boolean, askedAtMs: number) => boolean;
   },
 ) {
   const { gate, counts, runsServed } = parts;
@@ -183,7 +183,8 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     replicated,
     counts,
     runsServed,
-    onBudgetWait: (org, waitMs, indefinite) => late.lanes?.budgetWait(org, waitMs, indefinite) ?? false,
+    onBudgetWait: (org, waitMs, indefinite, askedAtMs) =>
+      late.lanes?.budgetWait(org, waitMs, indefinite, askedAtMs) ?? false,
   });
   // Every attached worker shares this connection for its normal commands; each holds one blocking
   // connection of its own while attached. The subscriber hears the nudges. With ctx.redis, these are the
