@@ -13,17 +13,8 @@
 import type { Worker } from 'bullmq';
 import type { Logger } from '../core/log.ts';
 import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';
+import type { LaneJobs } from '../queue/lane-state.ts';
 import type { RedisClient } from '../redis/client.ts';
-
-/** What the dispatcher needs to know of a lane's queue to say when it is due again. */
-export interface LaneQueueState {
-  /** Jobs waiting or prioritized: due now. */
-  ready: number;
-  /** Jobs active (this process's are done by then: another process's, or stalled ones). */
-  active: number;
-  /** The first delayed job's time (ms), if any. */
-  firstDelayed: number | undefined;
-}
 
 export interface AttachedWorker {
   worker: Worker;
@@ -40,7 +31,7 @@ export interface LaneDispatcherOptions {
   /** A worker for the lane, not running yet; `track` wraps its processor (jobs in hand). */
   createWorker(lane: string, track: <T>(run: () => Promise<T>) => Promise<T>): AttachedWorker;
   /** Reads the lane's queue once its worker is closed. */
-  queueState(lane: string): Promise<LaneQueueState>;
+  queueState(lane: string): Promise<LaneJobs>;
   /** Closes a worker, bounded (work-session.ts closeWorker). */
   closeWorker(worker: Worker): Promise<void>;
   /** The subscriber connection (pub/sub only): nudges and limiter events. */
@@ -117,8 +108,6 @@ export class LaneDispatcher {
   #paused = false;
   /** Lanes seen due but left waiting for a slot in the last pass. */
   #waiting = 0;
-  /** Whether the last pass saw work anywhere in this process's lanes (until-idle asks). */
-  #sawWork = true;
   /** Lanes whose blocking connection is open (attached, or closing and not yet let go). */
   #holding(): number {
     let n = 0;
@@ -253,11 +242,6 @@ export class LaneDispatcher {
     return [...this.#attached.keys()];
   }
 
-  /** Whether any lane of this process had work at the last look (or is attached). */
-  get hasWork(): boolean {
-    return this.#sawWork || this.#attached.size > 0;
-  }
-
   /** The lanes attached since the last call (then forgotten). */
   takeTouched(): string[] {
     const out = [...this.#touched, ...this.#attached.keys()];
@@ -297,7 +281,6 @@ export class LaneDispatcher {
     if (this.#stopped) return;
     const now = Date.now();
     const times = await this.#times();
-    this.#sawWork = times.length > 0;
     const due = times.filter((t) => t.at <= now);
     // Lanes due that this process holds already (a producer marked them): take them back under its lease.
     const held = due.filter((t) => this.#attached.get(t.lane) && !this.#attached.get(t.lane)?.closing);
@@ -464,7 +447,7 @@ export class LaneDispatcher {
   }
 
   /** When the lane needs a worker again, from what is left in its queue (null: nothing). */
-  #dueAgain(lane: Lane, reason: DetachReason, q: LaneQueueState): number | null {
+  #dueAgain(lane: Lane, reason: DetachReason, q: LaneJobs): number | null {
     const now = Date.now();
     const any = q.ready + q.active > 0 || q.firstDelayed !== undefined;
     if (!any) return null;
@@ -507,9 +490,14 @@ export class LaneDispatcher {
       held.budgetUntil = undefined;
       return;
     }
+    this.wake([org]);
+  }
+
+  /** Lanes that wait (for budget, a resume, a token) are due now, and this process looks at once. */
+  wake(lanes: readonly string[]): void {
     this.#o.due
-      .wake([org])
+      .wake(lanes)
       .then(() => this.nudge())
-      .catch((err: Error) => this.#o.logger.warn({ org, err: err.message }, 'lanes: could not wake a lane'));
+      .catch((err: Error) => this.#o.logger.warn({ lanes, err: err.message }, 'lanes: could not wake lanes'));
   }
 }

@@ -18,7 +18,7 @@ import { queueWorker, type QueueWorkerDeps } from './queue-worker.ts';
 import { controlWorker } from './control-worker.ts';
 import { LaneDispatcher } from './lanes.ts';
 import { CONTROL_LANE, LanesDue } from '../queue/lanes-due.ts';
-import { laneJobs } from '../queue/lane-state.ts';
+import { laneJobs, type LaneJobs } from '../queue/lane-state.ts';
 import { closeWorker } from './close-worker.ts';
 import type { WorkOptions, WorkResult } from './work-options.ts';
 import { WorkSession } from './work-session.ts';
@@ -121,10 +121,7 @@ function laneDispatcher(
       lane === CONTROL_LANE
         ? controlWorker(ctx, deps.connection, deps.errors, options.control || {}, track)
         : queueWorker(ctx, lane, deps, track),
-    queueState: async (lane) => {
-      const [jobs] = await laneJobs(ctx.redis, ctx.keys, [lane]);
-      return { ready: jobs?.ready ?? 0, active: jobs?.active ?? 0, firstDelayed: jobs?.firstDelayed };
-    },
+    queueState: async (lane) => (await laneJobs(ctx.redis, ctx.keys, [lane]))[0] as LaneJobs,
     closeWorker: (w) => closeWorker(ctx, w),
     subscriber: parts.subscriber,
     lanesChannel: ctx.keys.lanesChannel(),
@@ -147,17 +144,11 @@ function laneDispatcher(
  * detached, and those whose tokens changed woken (a rotated token may free a lane blocked by a 401).
  */
 function followTokens(ctx: AppContext, options: WorkOptions, lanes: LaneDispatcher): () => void {
-  const due = new LanesDue(ctx.redis, ctx.keys);
   return ctx.tokens.onChange((change) => {
     if (change.orgsAdded.length > 0 || change.orgsRemoved.length > 0) {
       lanes.setLanes([...ctx.tokens.orgs(), ...(options.control ? [CONTROL_LANE] : [])]);
     }
-    due
-      .wake([...change.orgsChanged])
-      .then(() => lanes.nudge())
-      .catch((err: Error) =>
-        ctx.logger.warn({ err: err.message }, 'lanes: could not wake the organizations'),
-      );
+    lanes.wake(change.orgsChanged);
   });
 }
 
