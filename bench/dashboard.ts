@@ -4,6 +4,7 @@
 // the ratio says what reading a page of failures costs beyond answering at all. A small run of 50
 // failures, older than all of them, times the run filter where the organization's index is big and
 // the run's own is small.
+import { sseFrames } from '../test/helpers/sse.ts';
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { createContext } from '../src/app/context.ts';
@@ -165,16 +166,9 @@ async function liveFrames(base: string, count: number): Promise<number[]> {
     signal: ac.signal,
   });
   const sizes: number[] = [];
-  let buffer = '';
   try {
-    for await (const chunk of res.body) {
-      buffer += String(chunk);
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        if (frame.startsWith('event: ')) sizes.push(Buffer.byteLength(frame));
-      }
+    for await (const frame of sseFrames(res.body)) {
+      if (frame.event !== undefined) sizes.push(Buffer.byteLength(frame.raw));
       if (sizes.length >= count) break;
     }
   } finally {

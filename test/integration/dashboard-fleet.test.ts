@@ -5,6 +5,7 @@
 // 10. The page stays small (under 300 KB) and readable: the organizations needing a person or working
 // first, the idle ones in one line, paging and a filter kept in the URL. The live feed re-reads only the
 // organizations on the page between reads of the whole fleet, and sends only what changed.
+import { sseFrames } from '../helpers/sse.ts';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
@@ -182,18 +183,13 @@ async function liveStream(base: string, query = '') {
   const res = await request(`${base}/api/live${query}`, { headers: bearer, signal: ac.signal });
   expect(res.statusCode).toBe(200);
   const frames: { bytes: number; data: Record<string, unknown> }[] = [];
-  let buffer = '';
   const reading = (async () => {
-    for await (const chunk of res.body) {
-      buffer += String(chunk);
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = /^data: (.+)$/m.exec(frame)?.[1];
-        if (frame.startsWith('event: overview') && data)
-          frames.push({ bytes: Buffer.byteLength(frame), data: JSON.parse(data) as Record<string, unknown> });
-      }
+    for await (const frame of sseFrames(res.body)) {
+      if (frame.event === 'overview' && frame.data)
+        frames.push({
+          bytes: Buffer.byteLength(frame.raw),
+          data: JSON.parse(frame.data) as Record<string, unknown>,
+        });
     }
   })().catch(() => undefined);
   return {

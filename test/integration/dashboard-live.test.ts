@@ -1,6 +1,7 @@
 // Live parts of the dashboard over a real run: the server-sent event stream (real socket), /metrics
 // for Prometheus, a token refused with 401 shown as an alert everywhere, and the worker's own /metrics
 // with the transfer-call duration histogram (src/ops/prometheus.ts, as `work --metrics-port` serves it).
+import { sseFrames } from '../helpers/sse.ts';
 import type { FastifyInstance } from 'fastify';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,18 +41,9 @@ async function readEvents(name: string, count: number): Promise<unknown[]> {
   expect(res.statusCode).toBe(200);
   expect(res.headers['content-type']).toContain('text/event-stream');
   const events: unknown[] = [];
-  let buffer = '';
   try {
-    for await (const chunk of res.body) {
-      buffer += String(chunk);
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.+)$/m.exec(frame)?.[1];
-        const data = /^data: (.+)$/m.exec(frame)?.[1];
-        if (event === name && data) events.push(JSON.parse(data));
-      }
+    for await (const { event, data } of sseFrames(res.body)) {
+      if (event === name && data) events.push(JSON.parse(data));
       if (events.length >= count) break;
     }
   } finally {

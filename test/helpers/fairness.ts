@@ -1,0 +1,92 @@
+// Many organizations with work at once, one token each at 10/5s, each organization at 10/10s (the service
+// enforces the same), served by one `work` process: what test/alone/fairness.test.ts asserts and
+// bench/fairness.ts reports, counted from the simulator's record of the calls it counted.
+import { newRunId } from '../../src/outcomes/runs.ts';
+import type { RequestRecord } from '../../src/simulator/types.ts';
+import { spawnCli, waitExit } from './cli.ts';
+import { startHarness, type Harness } from './pipeline.ts';
+import { learnersFor, world } from './schools.ts';
+import { waitFor } from './wait.ts';
+
+export interface FairWorld {
+  h: Harness;
+  orgs: string[];
+  /** What the limits allow one organization in the span (10 per 10 s). */
+  allowed: number;
+  spanMs: number;
+}
+
+/** The harness, and more learners for each organization than its limits allow in the span. */
+export async function fairWorld(n: number, spanMs: number, tag: string): Promise<FairWorld> {
+  const windows = Math.ceil(spanMs / 10_000);
+  const perOrg = windows * 10 + 10;
+  const organizations = world(n);
+  const tokens = organizations.slice(1).map((o) => ({ org: o.key, token: `sim-${o.key}-1` }));
+  const h = await startHarness({
+    tag,
+    sim: {
+      organizations,
+      learners: (n + 1) * perOrg + 10,
+      tokens,
+      limits: {
+        perToken: { max: 10, windowMs: 5_000 },
+        perOrg: { max: 10, windowMs: 10_000 },
+        window: 'rolling',
+      },
+    },
+    env: {
+      LEARNER_API_TOKENS: tokens.map((t) => `${t.org}:${t.token}`).join(','),
+      LIMIT_PER_TOKEN: '10/5s',
+      LIMIT_PER_ORG: '10/10s',
+      LOG_LEVEL: 'warn',
+      REQUEST_TIMEOUT: '5s',
+    },
+  });
+  const orgs = tokens.map((t) => t.org);
+  const runId = newRunId();
+  await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'fair.csv', orgs });
+  // None of an organization's learners is its own already.
+  for (const [i, org] of orgs.entries()) {
+    const ids = learnersFor(organizations, i + 1, perOrg, perOrg);
+    await h.ctx.producer.add(
+      ids.map((learnerId) => ({ org, learnerId, source: 'fair.csv' })),
+      runId,
+    );
+  }
+  return { h, orgs, allowed: windows * 10, spanMs };
+}
+
+export interface FairSpan {
+  /** Counted transfer calls in the span, which starts at the first of any organization. */
+  calls: RequestRecord[];
+  perOrg: Map<string, number>;
+  /** Each organization's first counted transfer, in ms after the first of any. */
+  firstAfter: Map<string, number>;
+  /** How `work` ended after SIGTERM. */
+  exitCode: number | null;
+}
+
+/** One `work` process (default connection cap) for the span, then SIGTERM; the calls it made, tallied. */
+export async function runFairSpan(w: FairWorld): Promise<FairSpan> {
+  const { h, spanMs } = w;
+  const work = spawnCli(['work'], { ...h.env, CONCURRENCY: '10' });
+  const counted = () => h.sim.record.filter((r) => r.method === 'PATCH' && r.countedAt !== undefined);
+  const t0 = (await waitFor(
+    'the first transfer',
+    () => counted()[0]?.countedAt,
+    (t) => t !== undefined,
+    { timeoutMs: 30_000, everyMs: 20 },
+  )) as number;
+  await new Promise((r) => setTimeout(r, t0 + spanMs + 500 - Date.now()));
+  work.kill('SIGTERM');
+  const { code } = await waitExit(work, 30_000);
+  const calls = counted().filter((r) => (r.countedAt as number) < t0 + spanMs);
+  const perOrg = new Map<string, number>();
+  const firstAfter = new Map<string, number>();
+  for (const r of calls) {
+    const org = r.org as string;
+    perOrg.set(org, (perOrg.get(org) ?? 0) + 1);
+    if (!firstAfter.has(org)) firstAfter.set(org, (r.countedAt as number) - t0);
+  }
+  return { calls, perOrg, firstAfter, exitCode: code };
+}
