@@ -4,7 +4,8 @@
 // removed one is used by no new call, a token Redis binds to another organization is refused and never
 // sent, and a bad file changes nothing. The change log holds token ids; no token is in the process's
 // output or anywhere in Redis under the test's prefix. A bad file at start stops `work` with exit 3.
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tokenLeaks, writeTokenFile } from '../helpers/token-leaks.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,24 +32,13 @@ const secretsDir = mkdtempSync(join(tmpdir(), 'lt-tokfile-'));
 const path = join(secretsDir, 'learner-tokens');
 const outputs: string[] = [];
 
-function writeTokens(text: string): void {
-  writeFileSync(path, text);
-  chmodSync(path, 0o600);
-}
+const writeTokens = (text: string) => writeTokenFile(path, text);
 
 /** Transfer calls the simulator received with a token (by its label). */
 const uses = (label: string) =>
   h.sim.record.filter((r) => r.method === 'PATCH' && r.tokenLabel === label).length;
 
-function leaks(texts: readonly string[]): string[] {
-  const found: string[] = [];
-  for (const t of texts)
-    for (const s of ALL)
-      for (let i = 0; i + 8 <= s.length; i++) {
-        if (t.includes(s.slice(i, i + 8))) found.push(`${s.slice(0, 4)} in: ${t.slice(0, 160)}`);
-      }
-  return found;
-}
+const leaks = (texts: readonly string[]) => tokenLeaks(texts, ALL);
 
 const count = (text: string, re: RegExp) => text.match(new RegExp(re.source, 'g'))?.length ?? 0;
 

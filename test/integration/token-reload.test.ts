@@ -2,7 +2,8 @@
 // removal replace the tokens in force and are written to the change log by id; a bad or empty file
 // changes nothing and is said once per distinct error; a token Redis binds to another organization is
 // refused alone. No token reaches Redis or the log.
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tokenLeaks, writeTokenFile } from '../helpers/token-leaks.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -31,20 +32,9 @@ const dir = mkdtempSync(join(tmpdir(), 'lt-tokreload-'));
 const path = join(dir, 'learner-tokens');
 const lines: string[] = [];
 
-function writeTokens(text: string): void {
-  writeFileSync(path, text);
-  chmodSync(path, 0o600);
-}
+const writeTokens = (text: string) => writeTokenFile(path, text);
 
-function leaks(texts: readonly string[]): string[] {
-  const found: string[] = [];
-  for (const t of texts)
-    for (const s of ALL)
-      for (let i = 0; i + 8 <= s.length; i++) {
-        if (t.includes(s.slice(i, i + 8))) found.push(`${s.slice(0, 4)} in: ${t.slice(0, 160)}`);
-      }
-  return found;
-}
+const leaks = (texts: readonly string[]) => tokenLeaks(texts, ALL);
 
 /** The log lines (JSON) at error level whose message matches. */
 const errorsMatching = (re: RegExp) =>

@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { problemsOf } from '../helpers/config-problems.ts';
 import { loadConfig, tokenFingerprint } from '../../src/core/config.ts';
-import { ConfigError } from '../../src/core/errors.ts';
 import { parseRate, parseDuration, humanizeMs } from '../../src/core/duration.ts';
-
-function problemsOf(env: Record<string, string>, opts = {}): string[] {
-  try {
-    loadConfig(env, opts);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('config', () => {
   it('has the documented defaults', () => {

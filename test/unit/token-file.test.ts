@@ -1,12 +1,12 @@
 // LEARNER_API_TOKENS_FILE read on its own (core/token-file.ts) and through loadConfig: what a line may
 // look like, what a bad one is called (the file and the line, never the token), and the live token set
 // (core/token-book.ts) with the scrubbers that follow it.
+import { problemsOf } from '../helpers/config-problems.ts';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig, tokenFingerprint } from '../../src/core/config.ts';
-import { ConfigError } from '../../src/core/errors.ts';
 import { createLogger, secretScrubber } from '../../src/core/log.ts';
 import { TokenBook, type TokenChange } from '../../src/core/token-book.ts';
 import { parseTokenFile, readTokenFile, tokenFileModeWarning } from '../../src/core/token-file.ts';
@@ -20,16 +20,6 @@ function file(name: string, text: string, mode = 0o600): string {
   writeFileSync(path, text);
   chmodSync(path, mode);
   return path;
-}
-
-function problemsOf(env: Record<string, string>, opts = {}): string[] {
-  try {
-    loadConfig(env, opts);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 /** Long, unlike any word of a message: a fragment of one in a text is a leak. */
