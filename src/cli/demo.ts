@@ -47,39 +47,67 @@ export function register(program: Command, cli: Cli): void {
         };
         const outDir =
           opts.out ?? join('out', `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`);
-        const session = await runDemo({
-          csv: opts.csv,
-          limitPerToken: opts.limitPerToken,
-          limitPerOrg: opts.limitPerOrg,
-          outDir,
-          print,
-          live,
-          env: cli.env,
-        });
+        // One shutdown handler for the whole demo: a signal during the run stops the workers and removes
+        // what the demo started (a throwaway Redis included); during the dashboard phase it ends the demo.
+        const stopping = new AbortController();
+        const off = cli.onShutdown(() => stopping.abort(), 30_000);
         try {
-          print('');
-          print('outcomes');
-          for (const [code, n] of Object.entries(session.final).sort((a, b) => b[1] - a[1])) {
-            const why = isOutcomeCode(code) ? OUTCOMES[code].description : code;
-            print(`  ${code.padEnd(16)} ${String(n).padStart(4)}  ${why}`);
-          }
-          print(
-            `service   ${session.sim.record.length} requests seen, ${session.tooManyRequests} answered 429, ${session.violations} limit violations`,
-          );
-          print(`reports   ${session.files.report}`);
-          print(`          ${session.files.successes}, ${session.files.failures}, ${session.files.pending}`);
-          if (session.enqueue.rejectsFile)
-            print(`          ${session.enqueue.rejectsFile} (rows that were not learner ids)`);
-          if (opts.dashboard) {
-            const { startDemoDashboard } = await import('../demo/dashboard-hook.ts');
-            const dashboard = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));
-            print(`dashboard ${dashboard.url} (Ctrl-C to stop)`);
-            await new Promise<void>((resolveStop) => cli.onShutdown(() => resolveStop(), 10_000));
-            await dashboard.close();
-          }
+          await runAndShow(cli, opts, outDir, print, live, stopping.signal);
         } finally {
-          await session.close();
+          off();
         }
       },
     );
+}
+
+async function runAndShow(
+  cli: Cli,
+  opts: {
+    csv: string;
+    limitPerToken: string;
+    limitPerOrg: string;
+    dashboard: boolean;
+    dashboardPort: string;
+  },
+  outDir: string,
+  print: (line: string) => void,
+  live: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const session = await runDemo({
+    csv: opts.csv,
+    limitPerToken: opts.limitPerToken,
+    limitPerOrg: opts.limitPerOrg,
+    outDir,
+    print,
+    live,
+    env: cli.env,
+    signal,
+  });
+  try {
+    print('');
+    print('outcomes');
+    for (const [code, n] of Object.entries(session.final).sort((a, b) => b[1] - a[1])) {
+      const why = isOutcomeCode(code) ? OUTCOMES[code].description : code;
+      print(`  ${code.padEnd(16)} ${String(n).padStart(4)}  ${why}`);
+    }
+    print(
+      `service   ${session.sim.record.length} requests seen, ${session.tooManyRequests} answered 429, ${session.violations} limit violations`,
+    );
+    print(`reports   ${session.files.report}`);
+    print(`          ${session.files.successes}, ${session.files.failures}, ${session.files.pending}`);
+    if (session.enqueue.rejectsFile)
+      print(`          ${session.enqueue.rejectsFile} (rows that were not learner ids)`);
+    if (opts.dashboard) {
+      const { startDemoDashboard } = await import('../demo/dashboard-hook.ts');
+      const dashboard = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));
+      print(`dashboard ${dashboard.url} (Ctrl-C to stop)`);
+      if (!signal.aborted) {
+        await new Promise<void>((resolveStop) => signal.addEventListener('abort', () => resolveStop()));
+      }
+      await dashboard.close();
+    }
+  } finally {
+    await session.close();
+  }
 }

@@ -49,6 +49,11 @@ export interface DemoOptions {
   live: (line: string) => void;
   /** The environment the demo reads its Redis from (default: this process's). */
   env?: Record<string, string | undefined>;
+  /**
+   * Aborted by SIGINT/SIGTERM: the workers stop, everything the demo started (its keys, the simulator,
+   * a throwaway Redis) is removed, and runDemo rejects with ABORT_ERR.
+   */
+  signal?: AbortSignal;
 }
 
 export interface DemoSession {
@@ -183,6 +188,12 @@ async function startDemo(
 
   const { runId, enqueue } = await enqueueDemoCsv(ctx, options);
   const final = await workUntilIdle(ctx, options, runId);
+  if (options.signal?.aborted) {
+    throw new LearnerTransferError(
+      'ABORT_ERR',
+      'demo stopped before the end: its keys and processes are removed',
+    );
+  }
 
   const report = join(options.outDir, 'report.csv');
   await writeReport(ctx.store, { orgs: ['acme'], runId }, { format: 'csv', out: report });
@@ -272,14 +283,19 @@ async function workUntilIdle(
   const tick = setInterval(() => {
     void showProgress(ctx, options, runId).catch(() => {});
   }, 500);
-  const result = await handle.done;
-  clearInterval(tick);
+  const stop = () => void handle.stop();
+  options.signal?.addEventListener('abort', stop, { once: true });
+  if (options.signal?.aborted) stop();
+  const result = await handle.done.finally(() => {
+    clearInterval(tick);
+    options.signal?.removeEventListener('abort', stop);
+  });
 
   const counts = await ctx.store.runCounts('acme', runId);
   const final: Record<string, number> = {};
   for (const [k, v] of Object.entries(counts)) if (k !== 'total' && v) final[k] = v;
   options.print(
-    `work      finished in ${((Date.now() - started) / 1000).toFixed(1)} s: ${result.succeeded} succeeded, ${result.failed} failed`,
+    `work      ${options.signal?.aborted ? 'stopped after' : 'finished in'} ${((Date.now() - started) / 1000).toFixed(1)} s: ${result.succeeded} succeeded, ${result.failed} failed`,
   );
   return final;
 }

@@ -64,12 +64,17 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
     { stdio: 'ignore' },
   );
   const url = `redis://127.0.0.1:${port}`;
+  // A forced exit (a second Ctrl-C, the shutdown bound passing) runs no cleanup: the server goes with us.
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
   for (let i = 0; i < 50; i++) {
     if (await redisAnswers(url, 300)) {
       return {
         url,
         stop: () =>
           new Promise<void>((resolve) => {
+            process.off('exit', reap);
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
             child.once('exit', () => resolve());
             child.kill('SIGTERM');
           }),

@@ -51,6 +51,38 @@ describe('demo', () => {
   });
 });
 
+describe('demo stopped by a signal mid-run', () => {
+  // A throwaway Redis must not outlive the demo: a SIGTERM stops the workers and removes it; a second
+  // signal exits at once (no cleanup runs) and the server still goes with the process.
+  it.each([
+    ['one SIGTERM: a graceful stop', 1],
+    ['two SIGTERMs: a forced exit', 2],
+  ])('%s leaves no throwaway Redis behind', async (_name, signals) => {
+    const { spawnCli, waitExit } = await import('../helpers/cli.ts');
+    const { redisAnswers } = await import('../../src/demo/throwaway-redis.ts');
+    const port = await freePort();
+    const out = join(mkdtempSync(join(tmpdir(), 'lt-demo-')), 'out');
+    const child = spawnCli(['demo', '--no-dashboard', '--out', out], {
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+    });
+    await waitFor(
+      'the demo to enqueue on its throwaway Redis',
+      () => ({ stdout: child.output.stdout, exitCode: child.exitCode }),
+      (o) => o.stdout.includes('enqueue ') || o.exitCode !== null,
+      { timeoutMs: 60_000, everyMs: 50, show: (o) => `exit ${o.exitCode}, stdout ${o.stdout.slice(-600)}` },
+    );
+    const url = /started a throwaway one at (redis:\/\/127\.0\.0\.1:\d+)/.exec(child.output.stdout)?.[1];
+    expect(url, child.output.stdout).toBeDefined();
+    expect(await redisAnswers(url as string)).toBe(true);
+    for (let i = 0; i < signals; i++) child.kill('SIGTERM');
+    const r = await waitExit(child, 30_000);
+    expect(r.code).toBe(130);
+    if (signals === 1) expect(r.stderr).toContain('demo stopped before the end');
+    else expect(r.stderr).toContain('second SIGTERM, exiting now');
+    expect(await redisAnswers(url as string)).toBe(false);
+  });
+});
+
 describe('demo with the dashboard', () => {
   it('keeps the dashboard up after the run until SIGINT, then exits cleanly', async () => {
     const { spawnCli, waitExit } = await import('../helpers/cli.ts');
