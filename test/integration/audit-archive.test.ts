@@ -1,7 +1,15 @@
 // The audit archive (docs/audit-archive.md): the stream goes to fsynced day files and only then is trimmed;
 // nothing is trimmed that is not on disk, nothing is written twice (two archivers at once, a crash between
 // the file and the cursor), and `audit` still answers from the files what the stream no longer holds.
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -56,8 +64,10 @@ async function transfer(org: string, id: number, runId = 'run-a'): Promise<strin
   return r.auditId ?? '';
 }
 
+const today = () => new Date().toISOString().slice(0, 10);
+
 /** Every line of an organization's archive, in file order. */
-function archived(dir: string, org: string, day = new Date().toISOString().slice(0, 10)): ArchivedEntry[] {
+function archived(dir: string, org: string, day = today()): ArchivedEntry[] {
   const text = gunzipSync(readFileSync(dayFile(dir, org, day))).toString('utf8');
   return text
     .split('\n')
@@ -129,6 +139,9 @@ describe('the archiver of work (AUDIT_ARCHIVE_DIR)', () => {
     expect(pass).toMatchObject({ ran: true, archived: 3, trimmed: 3, failed: [] });
     const lines = archived(dir, org);
     expect(lines.map((l) => l.auditId)).toEqual(ids);
+    // Private: names and e-mails.
+    expect(statSync(dayFile(dir, org, today())).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, org)).mode & 0o077).toBe(0);
     expect(lines[2]?.fields).toMatchObject({ kind: 'claim-move', learnerId: '3', runId: 'run-a' });
     expect(await streamIds(org)).toEqual([]);
     expect((await stream.state(org)).last).toBe(ids[2]);
