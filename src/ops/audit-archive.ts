@@ -14,7 +14,7 @@ import type { Logger } from '../core/log.ts';
 import type { Keys } from '../core/keys.ts';
 import { loadScripts } from '../redis/scripts.ts';
 import type { RedisClient } from '../redis/client.ts';
-import { AuditStream } from '../outcomes/audit-stream.ts';
+import { AuditStream, nextId } from '../outcomes/audit-stream.ts';
 import {
   appendMember,
   archiveLine,
@@ -25,8 +25,8 @@ import {
   verifyMember,
 } from './audit-archive-file.ts';
 
-/** The archiver's lease script (audit-lease.lua), beside this module. */
-export const AUDIT_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['audit-lease']);
+/** The archiver's scripts, beside this module: its lease, and the commit of a write. */
+export const AUDIT_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['audit-lease', 'audit-commit']);
 
 export interface ArchiverOptions {
   dir: string;
@@ -141,26 +141,50 @@ export class AuditArchiver {
       if (!(await this.#lease('renew'))) throw new LeaseLost();
       const file = dayFile(this.#dir, org, day);
       const size = await sizeOf(file);
-      await this.#stream.begin(org, file, size);
+      await this.#stream.begin(org, file, size, this.#holder);
+      let before = size;
       try {
-        const before = await appendMember(file, chunk.map((e) => archiveLine(org, e)).join(''));
+        before = await appendMember(file, chunk.map((e) => archiveLine(org, e)).join(''));
         await verifyMember(file, before, { count: chunk.length, lastId });
+        const n = await this.#commit(org, lastId);
+        if (n < 0) throw new LeaseLost();
+        trimmed += n;
       } catch (err) {
-        // Undone now if the disk lets us; otherwise the note stays and the next pass undoes it.
-        if (
-          await truncateTo(file, size).then(
-            () => true,
-            () => false,
-          )
-        )
-          await this.#stream.abandon(org);
+        await this.#undo(org, file, before);
         throw err;
       }
-      trimmed += await this.#stream.commit(org, lastId);
       archived += chunk.length;
       last = lastId;
     }
     return { archived, trimmed };
+  }
+
+  /** The cursor and the trim, if the write's note is still this holder's (audit-commit.lua); -1 if not. */
+  async #commit(org: string, lastId: string): Promise<number> {
+    const k = this.#keys;
+    const n = await AUDIT_SCRIPTS.run(
+      this.#redis,
+      'audit-commit',
+      [k.auditArchive(org), k.audit(org)],
+      [this.#holder, lastId, nextId(lastId)],
+    );
+    return Number(n);
+  }
+
+  /**
+   * A write that failed, or whose commit was refused (this process stalled past its lease): cut back to
+   * where this write began, unless another holder's write is under way (it may have appended since; the
+   * readers skip a line whose id is not after the previous one). Undone now if the disk lets us;
+   * otherwise the note stays and the next pass undoes it.
+   */
+  async #undo(org: string, file: string, size: number): Promise<void> {
+    const holder = await this.#stream.noteHolder(org).catch(() => undefined);
+    if (holder !== this.#holder && holder !== '') return;
+    const cut = await truncateTo(file, size).then(
+      () => true,
+      () => false,
+    );
+    if (cut && holder === this.#holder) await this.#stream.abandon(org).catch(() => undefined);
   }
 
   /**

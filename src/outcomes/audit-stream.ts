@@ -2,7 +2,6 @@
 // archive keeps what a later release writes too), the archive's cursor beside the stream, and the trim.
 // Stream ids only grow (every entry is written with XADD *), so "every id up to the last exported one" is
 // exactly the exported entries: an entry added after an export began has a greater id and is never trimmed.
-import { LearnerTransferError } from '../core/errors.ts';
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 
@@ -80,38 +79,30 @@ export class AuditStream {
     return { last, pending: { file: h.file, size: Number(h.size ?? 0) } };
   }
 
-  /** Before a write: the file and its size, so that a crash before commit() is undone (truncated). */
-  async begin(org: string, file: string, size: number): Promise<void> {
-    await this.#redis.hset(this.#keys.auditArchive(org), 'file', file, 'size', String(size));
+  /**
+   * Before a write: the file, its size and who writes, so that a crash before the commit is undone (the
+   * file cut back to that size) and only this holder commits it (ops/audit-commit.lua).
+   */
+  async begin(org: string, file: string, size: number, holder: string): Promise<void> {
+    await this.#redis.hset(
+      this.#keys.auditArchive(org),
+      'file',
+      file,
+      'size',
+      String(size),
+      'holder',
+      holder,
+    );
+  }
+
+  /** Whose write the note is ('' when none). */
+  async noteHolder(org: string): Promise<string> {
+    return (await this.#redis.hget(this.#keys.auditArchive(org), 'holder')) ?? '';
   }
 
   /** The write was given up and undone: nothing is pending. */
   async abandon(org: string): Promise<void> {
-    await this.#redis.hdel(this.#keys.auditArchive(org), 'file', 'size');
-  }
-
-  /**
-   * After the fsync and the read-back: the cursor moves to `last` and the stream is trimmed up to it, in one
-   * MULTI (one slot: both keys are the organization's). Returns how many entries were trimmed.
-   */
-  async commit(org: string, last: string): Promise<number> {
-    const k = this.#keys;
-    const reply = await this.#redis
-      .multi()
-      .hset(k.auditArchive(org), 'last', last)
-      .hdel(k.auditArchive(org), 'file', 'size')
-      .xtrim(k.audit(org), 'MINID', nextId(last))
-      .exec();
-    const failed = reply?.find(([err]) => err)?.[0];
-    if (!reply || failed) {
-      // Nothing moved: the write's note stays, and the next pass cuts the file back and writes again.
-      throw new LearnerTransferError(
-        'LT_REDIS_WRITE_REFUSED',
-        `Redis refused the audit archive's cursor and trim of ${org}${failed ? ` (${failed.message})` : ''}: nothing was trimmed`,
-        { cause: failed },
-      );
-    }
-    return Number(reply[2]?.[1] ?? 0);
+    await this.#redis.hdel(this.#keys.auditArchive(org), 'file', 'size', 'holder');
   }
 
   /** Marks that an organization's stream has an entry to archive (one SADD; cheap, idempotent). */

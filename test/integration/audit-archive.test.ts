@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/core/keys.ts';
-import { AuditArchiver } from '../../src/ops/audit-archive.ts';
+import { AUDIT_SCRIPTS, AuditArchiver } from '../../src/ops/audit-archive.ts';
 import {
   appendMember,
   archiveLine,
@@ -25,7 +25,7 @@ import {
 } from '../../src/ops/audit-archive-file.ts';
 import { exportAndTrim } from '../../src/ops/audit-export.ts';
 import { auditEntriesById, searchAudit, type AuditFilter } from '../../src/ops/audit-search.ts';
-import { AuditStream } from '../../src/outcomes/audit-stream.ts';
+import { AuditStream, nextId } from '../../src/outcomes/audit-stream.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, REDIS_URL, randomPrefix } from '../helpers/redis.ts';
@@ -201,7 +201,7 @@ describe('the archiver of work (AUDIT_ARCHIVE_DIR)', () => {
     // What a process killed after its fsync and before its cursor leaves: the note, the appended member.
     const file = dayFile(dir, org, new Date().toISOString().slice(0, 10));
     const entries = await stream.read(org, first, '+', 10);
-    await stream.begin(org, file, await sizeOf(file));
+    await stream.begin(org, file, await sizeOf(file), 'a-process-since-killed');
     await appendMember(file, entries.map((e) => archiveLine(org, e)).join(''));
     // Meanwhile `audit` reads each entry once (the unconfirmed lines are read from the stream).
     expect(await collect({ orgs: [org] }, dir)).toEqual([first, ...ids]);
@@ -209,10 +209,19 @@ describe('the archiver of work (AUDIT_ARCHIVE_DIR)', () => {
     expect(archived(dir, org).map((l) => l.auditId)).toEqual([first, ...ids]);
     // A torn write (killed mid-write): garbage after the note's size, cut back by the next pass.
     const last = await transfer(org, 4);
-    await stream.begin(org, file, await sizeOf(file));
+    await stream.begin(org, file, await sizeOf(file), 'a-process-since-killed');
     appendFileSync(file, Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x42]));
     await new AuditArchiver(redis, keys, { dir }).runOnce();
     expect(archived(dir, org).map((l) => l.auditId)).toEqual([first, ...ids, last]);
+    // A process that stalled past its lease and wakes to commit: refused, nothing moves.
+    const commit = [keys.auditArchive(org), keys.audit(org)];
+    expect(await AUDIT_SCRIPTS.run(redis, 'audit-commit', commit, ['stalled', first, nextId(first)])).toBe(
+      -1,
+    );
+    expect((await stream.state(org)).last).toBe(last);
+    // And should its lines be in the file twice, `audit` reads each once.
+    await appendMember(file, entries.map((e) => archiveLine(org, e)).join(''));
+    expect(await collect({ orgs: [org] }, dir)).toEqual([first, ...ids, last]);
   });
 
   it('archives the stream as the previous release wrote it (entries with `result`, no cursor, no mark)', async () => {
