@@ -161,13 +161,22 @@ export async function* readDayFile(path: string): AsyncGenerator<ArchivedEntry> 
   source.on('error', (err) => gunzipped.destroy(err));
   const lines = createInterface({ input: source.pipe(gunzipped), crlfDelay: Infinity });
   let n = 0;
-  for await (const line of lines) {
-    n++;
-    if (!line) continue;
-    try {
-      yield JSON.parse(line) as ArchivedEntry;
-    } catch (err) {
-      throw new LearnerTransferError('LT_INPUT_INVALID', `${path}: line ${n} is not JSON`, { cause: err });
+  try {
+    for await (const line of lines) {
+      n++;
+      if (!line) continue;
+      let entry: ArchivedEntry;
+      try {
+        entry = JSON.parse(line) as ArchivedEntry;
+      } catch (err) {
+        throw new LearnerTransferError('LT_INPUT_INVALID', `${path}: line ${n} is not JSON`, { cause: err });
+      }
+      yield entry;
     }
+  } catch (err) {
+    // A torn last member: a write under way, or one a crash cut short that the next pass cuts back. Its
+    // entries are still in the stream (the cursor never moved past them): the file ends before it.
+    if ((err as NodeJS.ErrnoException).code === 'Z_BUF_ERROR') return;
+    throw err;
   }
 }

@@ -11,7 +11,7 @@
 //   release's stream, which marked nothing).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../core/log.ts';
-import type { Keys } from '../core/keys.ts';
+import { isValidOrgKey, type Keys } from '../core/keys.ts';
 import { loadScripts } from '../redis/scripts.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { AuditStream, nextId } from '../outcomes/audit-stream.ts';
@@ -27,6 +27,9 @@ import {
 
 /** The archiver's scripts, beside this module: its lease, and the commit of a write. */
 export const AUDIT_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['audit-lease', 'audit-commit']);
+
+/** The most one write appends (uncompressed): entries are read 1000 at a time, and a few may be big. */
+const MAX_WRITE_BYTES = 8 * 1024 * 1024;
 
 export interface ArchiverOptions {
   dir: string;
@@ -91,7 +94,9 @@ export class AuditArchiver {
     if (!(await this.#lease('take'))) return pass;
     pass.ran = true;
     try {
-      const orgs = [...new Set([...(await this.#stream.takeUnarchived()), ...sweep])];
+      // Only keys that name a directory of their own (the set is ours; a key is never a path).
+      const marked = (await this.#stream.takeUnarchived()).filter(isValidOrgKey);
+      const orgs = [...new Set([...marked, ...sweep])];
       for (const [i, org] of orgs.entries()) {
         try {
           const r = await this.#archiveOrg(org);
@@ -136,16 +141,24 @@ export class AuditArchiver {
       const first = batch[0];
       if (!first) break;
       const day = dayOf(first.id);
-      const chunk = batch.filter((e) => dayOf(e.id) === day);
-      const lastId = (chunk[chunk.length - 1] ?? first).id;
+      // One day file per write, and a few MB at most (a batch of big unreadable bodies is cut short).
+      const lines: string[] = [];
+      let bytes = 0;
+      for (const e of batch) {
+        if (dayOf(e.id) !== day || (lines.length > 0 && bytes > MAX_WRITE_BYTES)) break;
+        const line = archiveLine(org, e);
+        lines.push(line);
+        bytes += line.length;
+      }
+      const lastId = (batch[lines.length - 1] ?? first).id;
       if (!(await this.#lease('renew'))) throw new LeaseLost();
       const file = dayFile(this.#dir, org, day);
       const size = await sizeOf(file);
       await this.#stream.begin(org, file, size, this.#holder);
       let before = size;
       try {
-        before = await appendMember(file, chunk.map((e) => archiveLine(org, e)).join(''));
-        await verifyMember(file, before, { count: chunk.length, lastId });
+        before = await appendMember(file, lines.join(''));
+        await verifyMember(file, before, { count: lines.length, lastId });
         const n = await this.#commit(org, lastId);
         if (n < 0) throw new LeaseLost();
         trimmed += n;
@@ -153,7 +166,7 @@ export class AuditArchiver {
         await this.#undo(org, file, before);
         throw err;
       }
-      archived += chunk.length;
+      archived += lines.length;
       last = lastId;
     }
     return { archived, trimmed };

@@ -211,6 +211,8 @@ describe('the archiver of work (AUDIT_ARCHIVE_DIR)', () => {
     const last = await transfer(org, 4);
     await stream.begin(org, file, await sizeOf(file), 'a-process-since-killed');
     appendFileSync(file, Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x42]));
+    // Read meanwhile (the dashboard, `audit`): the file ends before the tear, the entry is in the stream.
+    expect(await collect({ orgs: [org] }, dir)).toEqual([first, ...ids, last]);
     await new AuditArchiver(redis, keys, { dir }).runOnce();
     expect(archived(dir, org).map((l) => l.auditId)).toEqual([first, ...ids, last]);
     // A process that stalled past its lease and wakes to commit: refused, nothing moves.
