@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -57,6 +58,15 @@ function checkTrim(opts: AuditFlags): void {
   }
 }
 
+/** An archive named on the command line must be there: a mistyped path would answer "no entries". */
+function checkArchive(dir: string | undefined): void {
+  if (dir === undefined || existsSync(dir)) return;
+  throw new LearnerTransferError(
+    'LT_USAGE',
+    `--archive ${dir}: no such directory (the audit archive to read)`,
+  );
+}
+
 export function register(program: Command, cli: Cli): void {
   program
     .command('audit')
@@ -85,6 +95,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .action(async (opts: AuditFlags) => {
       checkTrim(opts);
+      checkArchive(opts.archive);
       const config = cli.config();
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
       const ctx = await cli.context(config);

@@ -122,6 +122,9 @@ describe('audit --out FILE --trim', () => {
     const bad = await runCommand(['audit', '--since', '26/11/2026'], env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--since expects a UTC day like 2026-11-26');
+    const typo = await runCommand(['audit', '--archive', join(root, 'no-such-dir')], env);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('no-such-dir: no such directory');
   });
 });
 
