@@ -80,7 +80,8 @@ export async function* searchAudit(
     }
     const upto = options.upto?.get(org) ?? '+';
     if (upto === '') continue;
-    let after = !archived || (cursor && compareIds(cursor, archived) > 0) ? cursor : archived;
+    // Archived lines after the cursor were skipped: the cursor, when there is one, is the furthest.
+    let after = cursor || archived;
     for (;;) {
       const batch = await src.stream.read(org, after, upto, BATCH);
       for (const raw of batch) {
