@@ -17,6 +17,7 @@ import { TokenReloader } from '../app/token-reload.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
+import { AuditArchiver } from '../ops/audit-archive.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -103,6 +104,18 @@ function followTokenFile(cli: Cli, ctx: AppContext) {
   };
 }
 
+/**
+ * With AUDIT_ARCHIVE_DIR, the audit streams go to files and are trimmed: now (with a sweep of this
+ * process's organizations), every AUDIT_ARCHIVE_INTERVAL, and at the stop (docs/audit-archive.md).
+ */
+function startAuditArchive(ctx: AppContext, orgs: readonly string[]): AuditArchiver | undefined {
+  const dir = ctx.config.auditArchiveDir;
+  if (!dir) return undefined;
+  const archiver = new AuditArchiver(ctx.redis, ctx.keys, { dir, logger: ctx.logger });
+  archiver.start(ctx.config.auditArchiveIntervalMs, orgs);
+  return archiver;
+}
+
 /** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
 function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
@@ -148,6 +161,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   const stopFollowing = followTokenFile(cli, ctx);
+  const archiver = startAuditArchive(ctx, orgs);
   const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
   // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
@@ -163,6 +177,8 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   ctx.redis.once('end', onEnd);
   const result = await handle.done;
   await stopFollowing();
+  // A last pass at a graceful stop (none when Redis is gone: there is nothing to read).
+  await archiver?.stop(!lostRedis);
   ctx.redis.off('end', onEnd);
   off();
   await metrics?.server.close();

@@ -66,6 +66,10 @@ export interface Config {
   /** DASHBOARD_TLS_CERT / DASHBOARD_TLS_KEY: PEM files; with both, the dashboard serves HTTPS. */
   dashboardTlsCert?: string | undefined;
   dashboardTlsKey?: string | undefined;
+  /** AUDIT_ARCHIVE_DIR: where `work` archives the audit stream (gzip NDJSON by day) and then trims it. */
+  auditArchiveDir?: string | undefined;
+  /** AUDIT_ARCHIVE_INTERVAL: how often `work` archives (and at its graceful stop). */
+  auditArchiveIntervalMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -338,6 +342,13 @@ const envSchema = z.object({
   // Paths of a PEM certificate (chain) and its private key: set both and the dashboard serves HTTPS.
   DASHBOARD_TLS_CERT: z.string().optional(),
   DASHBOARD_TLS_KEY: z.string().optional(),
+  AUDIT_ARCHIVE_DIR: z
+    .string()
+    .refine((d) => d.trim().length > 0 && !/[\0\r\n]/.test(d), {
+      error: (iss) => `AUDIT_ARCHIVE_DIR: expected a directory path, got ${shown(String(iss.input))}`,
+    })
+    .optional(),
+  AUDIT_ARCHIVE_INTERVAL: durationField('AUDIT_ARCHIVE_INTERVAL', '5m'),
 });
 
 /** Every environment variable the tool reads (the README's configuration table is tested against it). */
@@ -422,6 +433,8 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     redisMaxConnections: e.REDIS_MAX_CONNECTIONS,
     dashboardTlsCert: e.DASHBOARD_TLS_CERT,
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
+    auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
+    auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
   };
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
   return Object.freeze(config);

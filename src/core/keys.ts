@@ -106,6 +106,16 @@ export interface Keys {
   lanesDue(): string;
   /** Pub/sub channel: a lane was marked due (a nudge; the sorted set is the truth). */
   lanesChannel(): string;
+  /**
+   * Audit archive of an organization (hash: `last` = the last stream id safely in the archive files, and
+   * while a write is under way `file` + `size`, the day file and its size before the write, so an exporter
+   * that died mid-write is undone by the next one). In the org's slot, beside the stream it trims.
+   */
+  auditArchive(org: string): string;
+  /** Organizations whose audit stream has entries not yet archived (set of org keys, marked on write). */
+  auditUnarchived(): string;
+  /** The audit archiver's lease (string: holder, with a PX expiry): one exporter at a time. */
+  auditArchiveLock(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -150,5 +160,8 @@ export function createKeys(prefix: string): Keys {
     changes: () => `${prefix}:changes`,
     lanesDue: () => `${prefix}:{lanes}:due`,
     lanesChannel: () => `${prefix}:lanes`,
+    auditArchive: (org) => `${o(org)}:audit:archive`,
+    auditUnarchived: () => `${prefix}:audit:unarchived`,
+    auditArchiveLock: () => `${prefix}:audit:archive-lock`,
   };
 }

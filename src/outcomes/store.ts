@@ -6,6 +6,7 @@ import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
+import { AuditStream } from './audit-stream.ts';
 import {
   BUCKETS,
   decodeRecord,
@@ -322,6 +323,9 @@ export class OutcomeStore {
       a.audit?.body?.sha256 ?? '',
     ])) as unknown[];
     const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
+    // After the write, so an archiver that unmarked the organization before reading its stream is told again.
+    // Best effort: the record is written; a mark lost here is found by the archiver's sweep at start.
+    if (auditId) await this.#markUnarchived(org);
     return {
       auditId: auditId ? auditId : undefined,
       bucket: bucket as Bucket,
@@ -358,7 +362,17 @@ export class OutcomeStore {
       'raw',
       raw,
     );
+    await this.#markUnarchived(org);
     return id ?? '';
+  }
+
+  /** The audit streams as the archive reads and trims them (entries verbatim, the archive's cursor). */
+  auditStream(): AuditStream {
+    return new AuditStream(this.#redis, this.#keys);
+  }
+
+  async #markUnarchived(org: string): Promise<void> {
+    await new AuditStream(this.#redis, this.#keys).markUnarchived(org).catch(() => undefined);
   }
 
   /** Audit entries by their stream ids (a record keeps the ids of its learner's entries). */
@@ -483,7 +497,8 @@ const AUDIT_KINDS: ReadonlySet<string> = new Set([
   'possible-repeat',
 ]);
 
-function toAuditEntry(id: string, fields: string[]): AuditEntry {
+/** An entry of the stream (or of the archive, which keeps its fields verbatim) as the ledger reads it. */
+export function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
   const base = {

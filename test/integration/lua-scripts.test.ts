@@ -12,11 +12,19 @@ import { LIMITER_SCRIPTS } from '../../src/limiter/scripts.ts';
 import { OUTCOME_SCRIPTS } from '../../src/outcomes/store.ts';
 import { QUEUE_SCRIPTS } from '../../src/queue/scripts.ts';
 import { ACL_CHECK_SCRIPTS } from '../../src/redis/acl-check.ts';
+import { AUDIT_SCRIPTS } from '../../src/ops/audit-archive.ts';
 import { loadScripts, type LuaScript } from '../../src/redis/scripts.ts';
 import { ROOT } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 
-const SETS = [LIMITER_SCRIPTS, OUTCOME_SCRIPTS, CLAIM_SCRIPTS, QUEUE_SCRIPTS, ACL_CHECK_SCRIPTS];
+const SETS = [
+  LIMITER_SCRIPTS,
+  OUTCOME_SCRIPTS,
+  CLAIM_SCRIPTS,
+  QUEUE_SCRIPTS,
+  ACL_CHECK_SCRIPTS,
+  AUDIT_SCRIPTS,
+];
 const SCRIPTS: LuaScript[] = SETS.flatMap((s) => s.all);
 const SRC = join(ROOT, 'src');
 

@@ -30,6 +30,7 @@ import {
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { LEARNER_JS } from '../assets.ts';
 import { describePlace, learnerPage } from '../views/learner.ts';
+import { auditEntriesById } from '../../ops/audit-search.ts';
 
 const MAX_IDS = 500;
 
@@ -49,15 +50,31 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
     const id = learnerIdParam(idParam);
     const record = await ctx.store.get(org, id);
     if (!record) throw notFound(`no record of learner ${id} in ${org}`);
-    const audit = await ctx.store.auditEntries(org, record.au ?? []);
-    return { learner: toLearnerOutcome(org, id, record), audit };
+    // Entries trimmed from Redis are read from the audit archive (AUDIT_ARCHIVE_DIR) by their day file.
+    const { found, missing } = await auditEntriesById(
+      {
+        stream: ctx.store.auditStream(),
+        archiveDir: ctx.config.auditArchiveDir,
+        read: (o, ids) => ctx.store.auditEntries(o, ids),
+      },
+      org,
+      record.au ?? [],
+    );
+    const audit = found.map((f) => f.entry);
+    const archived = found.filter((f) => f.file).map((f) => ({ id: f.entry.id, file: f.file ?? '' }));
+    return {
+      learner: toLearnerOutcome(org, id, record),
+      audit,
+      auditArchived: archived,
+      auditMissing: missing,
+    };
   };
 
   app.get<{ Params: { org: string; id: string } }>('/api/learners/:org/:id', async (req) =>
     load(req.params.org, req.params.id),
   );
   app.get<{ Params: { org: string; id: string } }>('/learners/:org/:id', async (req, reply) => {
-    const { learner, audit } = await load(req.params.org, req.params.id);
+    const { learner, audit, auditArchived, auditMissing } = await load(req.params.org, req.params.id);
     const retryable = FAILURE_BUCKETS.includes(learner.state as Bucket);
     const queue = isWaiting(learner.state)
       ? {
@@ -65,7 +82,13 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
           canMoveAhead: !deps.readOnly,
         }
       : undefined;
-    return sendPage(reply, learnerPage(pageContext(deps, '/learners'), learner, audit, retryable, queue));
+    return sendPage(
+      reply,
+      learnerPage(pageContext(deps, '/learners'), learner, audit, retryable, queue, {
+        archived: auditArchived,
+        missing: auditMissing,
+      }),
+    );
   });
   app.get('/assets/learner.js', async (_req, reply) =>
     reply

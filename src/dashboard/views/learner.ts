@@ -133,13 +133,21 @@ function auditBlock(a: AuditEntry): Html {
   </section>`;
 }
 
+/** Entries of the record read from the audit archive (and where), and those found nowhere here. */
+export interface AuditArchiveNotes {
+  archived: readonly { id: string; file: string }[];
+  missing: readonly string[];
+}
+
 export function learnerPage(
   page: PageContext,
   l: LearnerOutcome,
   audit: readonly AuditEntry[],
   retryable: boolean,
   queue?: QueueControls,
+  archive: AuditArchiveNotes = { archived: [], missing: [] },
 ): Html {
+  const archivedIn = new Map(archive.archived.map((a) => [a.id, a.file]));
   const key = `${l.org}:${l.learnerId}`;
   const body = html` <h1>Learner ${l.learnerId} <small class="muted">${l.org}</small></h1>
     <p>
@@ -173,6 +181,14 @@ export function learnerPage(
         : html`<p class="muted">no attempt yet</p>`
     }
     <h2>Audit record</h2>
-    ${audit.length ? audit.map(auditBlock) : html`<p class="muted">no effective transfer recorded</p>`}`;
+    ${
+      audit.length || archive.missing.length
+        ? audit.map(
+            (a) =>
+              html`${auditBlock(a)}${archivedIn.has(a.id) ? html`<p class="muted" data-archived="${a.id}">audit entry ${a.id} is archived (trimmed from Redis): read from ${archivedIn.get(a.id) ?? ''}</p>` : ''}`,
+          )
+        : html`<p class="muted">no effective transfer recorded</p>`
+    }
+    ${archive.missing.map((id) => html`<p class="message" data-archived="${id}">audit entry ${id} is archived (trimmed from Redis) and not in the archive this dashboard reads: find it with <code>learner-transfer audit --learner ${l.learnerId} --archive DIR</code></p>`)}`;
   return layout(page, `Learner ${l.learnerId}`, body);
 }

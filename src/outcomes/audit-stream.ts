@@ -1,0 +1,123 @@
+// The audit stream as the archive sees it: entries with every field verbatim (whatever their kind: the
+// archive keeps what a later release writes too), the archive's cursor beside the stream, and the trim.
+// Stream ids only grow (every entry is written with XADD *), so "every id up to the last exported one" is
+// exactly the exported entries: an entry added after an export began has a greater id and is never trimmed.
+import type { Keys } from '../core/keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+
+/** One stream entry: its id and its fields as written. */
+export interface RawAuditEntry {
+  id: string;
+  fields: Record<string, string>;
+}
+
+/** The archive's state of one organization (keys.auditArchive). */
+export interface ArchiveState {
+  /** The last stream id safely in the archive files ('' = none yet). */
+  last: string;
+  /** A write under way (or cut short by a crash): the day file and its size before the write. */
+  pending?: { file: string; size: number };
+}
+
+export function fieldsOf(flat: readonly string[]): Record<string, string> {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
+  return f;
+}
+
+/** The id right after `id` (XTRIM MINID keeps ids >= it: every id up to `id` goes). */
+export function nextId(id: string): string {
+  const [ms, seq] = id.split('-');
+  return `${ms}-${BigInt(seq ?? '0') + 1n}`;
+}
+
+/** When Redis wrote the entry (ms): the time part of its id. */
+export function idTime(id: string): number {
+  return Number(id.split('-')[0]);
+}
+
+/** Compares two stream ids (-1, 0, 1). */
+export function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map((x) => BigInt(x));
+  const [bm, bs] = b.split('-').map((x) => BigInt(x));
+  if (am !== bm) return (am ?? 0n) < (bm ?? 0n) ? -1 : 1;
+  if (as === bs) return 0;
+  return (as ?? 0n) < (bs ?? 0n) ? -1 : 1;
+}
+
+export class AuditStream {
+  readonly #redis: RedisClient;
+  readonly #keys: Keys;
+
+  constructor(redis: RedisClient, keys: Keys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  /** Entries after `after` ('' = from the start) up to `upto` included, at most `count`. */
+  async read(org: string, after: string, upto: string, count: number): Promise<RawAuditEntry[]> {
+    const start = after ? `(${after}` : '-';
+    const batch = await this.#redis.xrange(this.#keys.audit(org), start, upto, 'COUNT', count);
+    return batch.map(([id, flat]) => ({ id, fields: fieldsOf(flat) }));
+  }
+
+  /** The id of the newest entry ('' when the stream is empty or absent). */
+  async lastId(org: string): Promise<string> {
+    const [last] = await this.#redis.xrevrange(this.#keys.audit(org), '+', '-', 'COUNT', 1);
+    return last?.[0] ?? '';
+  }
+
+  /** Every entry up to `id` included goes; later ones stay. Returns how many went. */
+  async trimThrough(org: string, id: string): Promise<number> {
+    return this.#redis.xtrim(this.#keys.audit(org), 'MINID', nextId(id));
+  }
+
+  async state(org: string): Promise<ArchiveState> {
+    const h = await this.#redis.hgetall(this.#keys.auditArchive(org));
+    const last = h.last ?? '';
+    if (h.file === undefined) return { last };
+    return { last, pending: { file: h.file, size: Number(h.size ?? 0) } };
+  }
+
+  /**
+   * Before a write: the file, its size and who writes, so that a crash before the commit is undone (the
+   * file cut back to that size) and only this holder commits it (ops/audit-commit.lua).
+   */
+  async begin(org: string, file: string, size: number, holder: string): Promise<void> {
+    await this.#redis.hset(
+      this.#keys.auditArchive(org),
+      'file',
+      file,
+      'size',
+      String(size),
+      'holder',
+      holder,
+    );
+  }
+
+  /** Whose write the note is ('' when none). */
+  async noteHolder(org: string): Promise<string> {
+    return (await this.#redis.hget(this.#keys.auditArchive(org), 'holder')) ?? '';
+  }
+
+  /** The write was given up and undone: nothing is pending. */
+  async abandon(org: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.auditArchive(org), 'file', 'size', 'holder');
+  }
+
+  /** Marks that an organization's stream has an entry to archive (one SADD; cheap, idempotent). */
+  async markUnarchived(org: string): Promise<void> {
+    await this.#redis.sadd(this.#keys.auditUnarchived(), org);
+  }
+
+  /**
+   * The organizations marked since the last call, unmarked. Unmarked BEFORE their streams are read: an
+   * entry written after this marks its organization again (the mark follows the write), so none is missed.
+   */
+  async takeUnarchived(): Promise<string[]> {
+    const key = this.#keys.auditUnarchived();
+    const orgs = await this.#redis.smembers(key);
+    if (orgs.length > 0) await this.#redis.srem(key, ...orgs);
+    return orgs.sort();
+  }
+}
