@@ -6,6 +6,7 @@ import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
+import { recordStoryOf, withStory } from './story.ts';
 import {
   BUCKETS,
   decodeRecord,
@@ -236,6 +237,18 @@ export class OutcomeStore {
 
   async get(org: string, learnerId: number): Promise<OutcomeRecord | undefined> {
     return decodeRecord(await this.#redis.hget(this.#keys.outcomes(org), String(learnerId)));
+  }
+
+  /**
+   * The record with its history and audit ids, read back from the stream when it was compacted (the
+   * learner page); `archived`: part of it is only in the archive files now.
+   */
+  async getWithStory(
+    org: string,
+    learnerId: number,
+  ): Promise<{ record: OutcomeRecord; archived: boolean } | undefined> {
+    const record = await this.get(org, learnerId);
+    return record ? withStory(this.#redis, this.#keys.audit(org), record) : undefined;
   }
 
   async getMany(org: string, learnerIds: readonly number[]): Promise<(OutcomeRecord | undefined)[]> {
@@ -469,7 +482,7 @@ export interface AuditEntry {
   /** The body as the service sent it (entries written before it was kept verbatim: undefined). */
   raw: string | undefined;
   /** 'possible-repeat': a 400 "already associated" after a lost answer (no body; see repeatCauses). */
-  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat';
+  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat' | 'record';
   /** A repeat of a transfer whose own answer was lost: that transfer's revoked authorizations are unknown. */
   possibleRepeat: boolean;
   /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
@@ -481,6 +494,7 @@ const AUDIT_KINDS: ReadonlySet<string> = new Set([
   'unexpected',
   'claim-move',
   'possible-repeat',
+  'record',
 ]);
 
 function toAuditEntry(id: string, fields: string[]): AuditEntry {
@@ -504,6 +518,7 @@ function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const kind = (AUDIT_KINDS.has(f.kind ?? '') ? f.kind : 'transfer') as AuditEntry['kind'];
   if (kind === 'claim-move') return { ...base, result: JSON.parse(f.raw) as unknown, raw: f.raw, kind };
   if (kind === 'possible-repeat') return { ...base, result: null, raw: undefined, kind };
+  if (kind === 'record') return { ...base, result: recordStoryOf(f), raw: undefined, kind };
   let data: unknown;
   if (kind !== 'unreadable') {
     try {
