@@ -23,6 +23,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 export const OUTCOME_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'finish-attempt',
   'record-outcome',
+  'compact-records',
 ]);
 const INDEXED_BUCKETS = BUCKETS.filter(isIndexedBucket);
 const INDEXED = INDEXED_BUCKETS.join(' ');
@@ -249,6 +250,17 @@ export class OutcomeStore {
   ): Promise<{ record: OutcomeRecord; archived: boolean } | undefined> {
     const record = await this.get(org, learnerId);
     return record ? withStory(this.#redis, this.#keys.audit(org), record) : undefined;
+  }
+
+  /**
+   * Compacts the final records among these learners that an earlier release wrote whole (the upgrade to
+   * state version 5); returns how many were. Records not final or already compact are left as they are.
+   */
+  async compactRecords(org: string, learnerIds: readonly number[]): Promise<number> {
+    if (learnerIds.length === 0) return 0;
+    const k = this.#keys;
+    const keys = [k.outcomes(org), k.audit(org), k.auditIds(org)];
+    return Number(await OUTCOME_SCRIPTS.run(this.#redis, 'compact-records', keys, learnerIds.map(String)));
   }
 
   async getMany(org: string, learnerIds: readonly number[]): Promise<(OutcomeRecord | undefined)[]> {
