@@ -15,12 +15,14 @@
   Returns the number of records compacted.
 ]]
 --- @keys 3
---- @include "record"
 --- @include "compact"
 local done = 0
 for i = 1, #ARGV do
   local learner = ARGV[i]
-  local rec = lt_decode(redis.call('HGET', KEYS[1], learner))
+  local text = redis.call('HGET', KEYS[1], learner)
+  local ok, rec = false, nil
+  if text then ok, rec = pcall(cjson.decode, text) end
+  if not ok or type(rec) ~= 'table' then rec = nil end
   local b = rec and rec['b'] or ''
   local whole = rec and (rec['h'] ~= nil or rec['au'] ~= nil or rec['ai'] ~= nil)
   if rec and b ~= '' and b ~= 'queued' and b ~= 'retrying' and whole then
