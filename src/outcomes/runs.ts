@@ -13,6 +13,8 @@ export interface RunMeta {
   kind: string;
   source: string;
   orgs: string[];
+  /** A reconcile's drift report (the file of what differed). */
+  driftReport?: string | undefined;
 }
 
 /** Sortable, readable run ids: 20261122T015153-3f9a (letters, digits and '-': they fit isRunId). */
@@ -48,6 +50,7 @@ export class Runs {
       kind: full.kind,
       source: full.source,
       orgs: full.orgs.join(','),
+      ...(full.driftReport ? { driftReport: full.driftReport } : {}),
     });
     await this.#redis.zadd(this.#keys.runs(), now.getTime(), meta.id);
     return full;
@@ -61,6 +64,11 @@ export class Runs {
     await this.#redis.hset(this.#keys.run(runId), 'orgs', merged.join(','));
   }
 
+  /** Names the drift report of a reconcile that added to an existing run. */
+  async setDriftReport(runId: string, path: string): Promise<void> {
+    await this.#redis.hset(this.#keys.run(runId), 'driftReport', path);
+  }
+
   async get(runId: string): Promise<RunMeta | undefined> {
     const h = await this.#redis.hgetall(this.#keys.run(runId));
     if (!h.createdAt) return undefined;
@@ -70,6 +78,7 @@ export class Runs {
       kind: h.kind ?? '',
       source: h.source ?? '',
       orgs: (h.orgs ?? '').split(',').filter(Boolean),
+      ...(h.driftReport ? { driftReport: h.driftReport } : {}),
     };
   }
 
