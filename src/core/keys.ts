@@ -106,6 +106,13 @@ export interface Keys {
   lanesDue(): string;
   /** Pub/sub channel: a lane was marked due (a nudge; the sorted set is the truth). */
   lanesChannel(): string;
+  /**
+   * Runs compacted after RUN_RETENTION (hash run id -> JSON summary: its metadata and per-organization
+   * counters); their own keys are gone (ops/run-retention.ts).
+   */
+  runsCompacted(): string;
+  /** The fleet's run-retention turn (a string with an expiry): one process compacts per interval. */
+  runRetentionLock(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -150,5 +157,7 @@ export function createKeys(prefix: string): Keys {
     changes: () => `${prefix}:changes`,
     lanesDue: () => `${prefix}:{lanes}:due`,
     lanesChannel: () => `${prefix}:lanes`,
+    runsCompacted: () => `${prefix}:runs:compacted`,
+    runRetentionLock: () => `${prefix}:run-retention:lock`,
   };
 }

@@ -15,6 +15,11 @@ export interface RunMeta {
   orgs: string[];
   /** A reconcile's drift report (the file of what differed). */
   driftReport?: string | undefined;
+  /**
+   * Set on a run compacted after RUN_RETENTION (ops/run-retention.ts): when, and its per-organization
+   * counters as they were then. Its learners' records still name it.
+   */
+  compacted?: { at: string; byOrg: Record<string, RunCounts> } | undefined;
 }
 
 /** Sortable, readable run ids: 20261122T015153-3f9a (letters, digits and '-': they fit isRunId). */
@@ -71,7 +76,7 @@ export class Runs {
 
   async get(runId: string): Promise<RunMeta | undefined> {
     const h = await this.#redis.hgetall(this.#keys.run(runId));
-    if (!h.createdAt) return undefined;
+    if (!h.createdAt) return this.#compacted(runId);
     return {
       id: runId,
       createdAt: h.createdAt,
@@ -80,6 +85,18 @@ export class Runs {
       orgs: (h.orgs ?? '').split(',').filter(Boolean),
       ...(h.driftReport ? { driftReport: h.driftReport } : {}),
     };
+  }
+
+  /** A run compacted after RUN_RETENTION, from its summary. */
+  async #compacted(runId: string): Promise<RunMeta | undefined> {
+    const text = await this.#redis.hget(this.#keys.runsCompacted(), runId);
+    if (!text) return undefined;
+    try {
+      const meta = JSON.parse(text) as RunMeta;
+      return meta.compacted ? { ...meta, id: runId } : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Whether a run of this id is stored (a run of an earlier release may have any id: see isReadableRunId). */
@@ -106,7 +123,7 @@ export class Runs {
     const byOrg: Record<string, RunCounts> = {};
     const total: RunCounts = {};
     for (const org of run.orgs) {
-      const c = await store.runCounts(org, run.id);
+      const c = run.compacted ? (run.compacted.byOrg[org] ?? {}) : await store.runCounts(org, run.id);
       byOrg[org] = c;
       for (const [k, v] of Object.entries(c))
         total[k as keyof RunCounts] = (total[k as keyof RunCounts] ?? 0) + v;
