@@ -41,8 +41,9 @@
   transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below), with
   its causes; a possible repeat that brought no body (the 400) gets an audit entry of its own.
 
-  Compaction: a record that ends final keeps only what report, retry and the dashboard read (and `ai`,
-  for replays); its history and audit ids go to the stream in an entry of kind 'record' (see compact).
+  Compaction: a record that ends final keeps only what report, retry and the dashboard read (and its
+  merged attempt ids as short hashes, `ah`, for replays); its history and audit ids go to the stream in
+  an entry of kind 'record' (includes/compact.lua).
 
   Returns {auditId ('' when none), bucket written, 1 if the attempt was already merged, pr}
 ]]
@@ -131,8 +132,11 @@ elseif auditKey ~= '' then
     sameBody = redis.call('HGET', KEYS[5], bodyKey)
     if sameBody then auditRaw = '' end
   end
-  -- A compacted record's dedupe keys are gone: its transfer's own entry is in its story already.
-  local inStory = not known and old ~= nil and old['f'] ~= nil and old['x'] ~= nil and auditKey == 't:' .. old['x']
+  -- A compacted record's dedupe keys are gone. A record compacted as 'transferred' got its transfer id
+  -- from that transfer's own answer, written in the same step: that entry is in its story already. (An
+  -- id taken from a repeat's answer is not: the transfer's own answer, replayed late, is written.)
+  local inStory = not known and old ~= nil and old['f'] ~= nil and old['b'] == 'transferred'
+    and old['x'] ~= nil and auditKey == 't:' .. old['x']
   if known then
     auditId = known
   elseif inStory then

@@ -132,6 +132,36 @@ describe('a final record is compacted', () => {
     expect(await store.orgCounts(org)).toEqual(before.counts);
   });
 
+  it("a transfer's own answer replayed after a repeat compacted the record is written, not lost", async () => {
+    const org = newOrg();
+    await queued(org, 5, false);
+    // The transfer's answer reached the spool, not Redis; a later attempt got the 200 repeat naming it.
+    const own = attempt(org, 5, transferred('T5'), { audit: audit('T5') });
+    const repeat: Update = {
+      b: 'already-in-org',
+      c: 'already-in-org',
+      s: 200,
+      x: 'T5',
+      d: 9,
+      n: 1,
+      ok: 1,
+      lost: 1,
+    };
+    await store.finish(
+      attempt(org, 5, repeat, {
+        audit: { key: 'a:rep5', transferId: 'T5', raw: '{"data":{}}', kind: 'transfer' },
+      }),
+    );
+    expect(await store.get(org, 5)).toMatchObject({ b: 'already-in-org', x: 'T5', pr: 1 });
+    // The spool replay of the transfer's own answer: its revoked authorizations reach the stream.
+    const r = await store.finish(own);
+    expect(r.replayed).toBe(false);
+    expect(r.auditId).toBeDefined();
+    const [entry] = await store.auditEntries(org, [r.auditId as string]);
+    expect(entry?.raw).toContain('a@b.c');
+    expect(await store.get(org, 5)).toMatchObject({ b: 'transferred', x: 'T5' });
+  });
+
   it('a retry re-opens it; a later repeat after its lost answer is still a possible repeat', async () => {
     const org = newOrg();
     await queued(org, 3, false);
