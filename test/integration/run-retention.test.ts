@@ -9,7 +9,8 @@ import { selectOutcomes } from '../../src/ops/report.ts';
 import { compactedRunNote, compactOldRuns } from '../../src/ops/run-retention.ts';
 import { Runs } from '../../src/outcomes/runs.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
-import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { runCommand } from '../helpers/cli.ts';
+import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
 const redis = newRedis();
 const prefix = randomPrefix('retention');
@@ -70,6 +71,13 @@ describe('run retention', () => {
     const rows = [];
     for await (const o of selectOutcomes(store, { orgs: ['acme'], runId: OLD })) rows.push(o.learnerId);
     expect(rows.sort()).toEqual([1, 2, 3]);
+
+    // As an operator types it: the rows, and a word that the run was compacted (not "unknown run").
+    const env = { REDIS_URL, QUEUE_PREFIX: prefix, LEARNER_API_TOKENS: 'acme:a1', LOG_LEVEL: 'silent' };
+    const r = await runCommand(['report', '--run', OLD, '--org', 'acme'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`run ${OLD} was compacted on`);
+    expect(r.stdout.trim().split('\n')).toHaveLength(4);
   });
 
   it('one process of the fleet per interval (the lock); a later pass finds nothing more', async () => {
