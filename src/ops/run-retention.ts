@@ -25,7 +25,8 @@ export interface RetentionDeps {
   logger: Logger;
 }
 
-export type RetentionResult = { kind: 'locked' } | { kind: 'done'; compacted: string[] };
+export type RetentionResult =
+  { kind: 'locked' } | { kind: 'done'; compacted: string[]; unfinished: string[] };
 
 /**
  * Compacts the runs created before `now - retentionMs`, if this process gets the fleet's turn (the lock
@@ -43,11 +44,17 @@ export async function compactOldRuns(
   const ids = await redis.zrangebyscore(keys.runs(), '-inf', now - retentionMs, 'LIMIT', 0, MAX_PER_PASS);
   const runs = new Runs(redis, keys);
   const compacted: string[] = [];
+  const unfinished: string[] = [];
   for (const id of ids) {
     const meta = await runs.get(id);
-    if (meta) await compactRun(deps, meta, new Date(now));
     // Listed without metadata (a crash between the two writes of Runs.create): only the listing is left.
-    else await redis.zrem(keys.runs(), id);
+    if (!meta) await redis.zrem(keys.runs(), id);
+    // A run with learners still waiting is in use, however old (a million learners at 1000 a day take
+    // years): its counters stay live until its last learner is final.
+    else if (!meta.compacted && (await waiting(deps, meta))) {
+      unfinished.push(id);
+      continue;
+    } else await compactRun(deps, meta, new Date(now));
     compacted.push(id);
   }
   if (compacted.length > 0) {
@@ -56,7 +63,16 @@ export async function compactOldRuns(
       `run retention: ${compacted.length} runs older than the retention compacted`,
     );
   }
-  return { kind: 'done', compacted };
+  return { kind: 'done', compacted, unfinished };
+}
+
+/** Whether any organization of the run has learners of it queued or retrying. */
+async function waiting(deps: RetentionDeps, meta: RunMeta): Promise<boolean> {
+  for (const org of meta.orgs) {
+    const c = await deps.store.runCounts(org, meta.id);
+    if ((c.queued ?? 0) + (c.retrying ?? 0) > 0) return true;
+  }
+  return false;
 }
 
 /**

@@ -22,6 +22,7 @@ const DAY = 24 * 60 * 60 * 1000;
 const NOW = Date.parse('2026-11-26T10:00:00Z');
 const OLD = '20261001T000000-0old';
 const NEW = '20261120T000000-0new';
+const BUSY = '20260101T000000-busy';
 
 afterAll(async () => {
   await deletePrefix(redis, prefix);
@@ -48,16 +49,25 @@ describe('run retention', () => {
   it('compacts a run past retention into its summary; it stays readable and says so', async () => {
     await runWithOutcomes(OLD, NOW - 40 * DAY, [1, 2, 3]);
     await runWithOutcomes(NEW, NOW - 6 * DAY, [4, 5]);
+    // Old, but one of its learners still waits: in use, kept whole.
+    await runWithOutcomes(BUSY, NOW - 300 * DAY, [6, 7]);
+    await store.markQueued([{ org: 'acme', learnerId: 8, runId: BUSY, source: 't', force: false }]);
     const countsBefore = await store.runCounts('acme', OLD);
     expect(countsBefore).toEqual({ forbidden: 1, transferred: 2, total: 3 });
     expect(await store.runFailureSize('acme', OLD)).toBe(1);
 
-    expect(await compactOldRuns(deps, 30 * DAY, NOW)).toEqual({ kind: 'done', compacted: [OLD] });
+    expect(await compactOldRuns(deps, 30 * DAY, NOW)).toEqual({
+      kind: 'done',
+      compacted: [OLD],
+      unfinished: [BUSY],
+    });
+    expect(await runs.get(BUSY)).not.toHaveProperty('compacted');
+    expect(await store.runCounts('acme', BUSY)).toMatchObject({ queued: 1, total: 3 });
 
     // Its keys are gone and it left the list; the recent run is whole.
     for (const key of [keys.run(OLD), keys.runCounters('acme', OLD), keys.runFailures('acme', OLD)])
       expect(await redis.exists(key), key).toBe(0);
-    expect((await runs.list()).map((r) => r.id)).toEqual([NEW]);
+    expect((await runs.list()).map((r) => r.id)).toEqual([NEW, BUSY]);
     expect(await store.runCounts('acme', NEW)).toEqual({ forbidden: 1, transferred: 1, total: 2 });
 
     // Readable: its metadata and counters from the summary, its rows from the records.
@@ -83,7 +93,11 @@ describe('run retention', () => {
   it('one process of the fleet per interval (the lock); a later pass finds nothing more', async () => {
     expect(await compactOldRuns(deps, 30 * DAY, NOW)).toEqual({ kind: 'locked' });
     await redis.del(keys.runRetentionLock());
-    expect(await compactOldRuns(deps, 30 * DAY, NOW)).toEqual({ kind: 'done', compacted: [] });
+    expect(await compactOldRuns(deps, 30 * DAY, NOW)).toEqual({
+      kind: 'done',
+      compacted: [],
+      unfinished: [BUSY],
+    });
     // The summary of the compacted run was not rewritten from its (gone) counters.
     expect((await runs.get(OLD))?.compacted?.byOrg.acme).toMatchObject({ transferred: 2 });
   });
