@@ -9,6 +9,9 @@ import { selectOutcomes } from '../../src/ops/report.ts';
 import { compactedRunNote, compactOldRuns } from '../../src/ops/run-retention.ts';
 import { Runs } from '../../src/outcomes/runs.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
+import { createContext } from '../../src/app/context.ts';
+import { loadConfig } from '../../src/core/config.ts';
+import { retryFailed } from '../../src/ops/retry.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
@@ -88,6 +91,34 @@ describe('run retention', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain(`run ${OLD} was compacted on`);
     expect(r.stdout.trim().split('\n')).toHaveLength(4);
+  });
+
+  it('a retry of a learner of a compacted run starts a new run, and leaves the summary as it was', async () => {
+    const config = loadConfig({
+      REDIS_URL,
+      QUEUE_PREFIX: prefix,
+      LEARNER_API_TOKENS: 'acme:a1',
+      LOG_LEVEL: 'silent',
+    });
+    const conn = newRedis();
+    const ctx = await createContext(config, { redis: conn, logger: createLogger({ level: 'silent' }) });
+    try {
+      const summary = await redis.hget(keys.runsCompacted(), OLD);
+      const r = await retryFailed(ctx, { orgs: ['acme'], learnerIds: [1] });
+      expect(r.requeued).toBe(1);
+      const rec = await store.get('acme', 1);
+      expect(rec?.b).toBe('queued');
+      expect(rec?.r).not.toBe(OLD);
+      expect(await runs.get(rec?.r as string)).toMatchObject({
+        kind: 'retry',
+        source: `retry of compacted run ${OLD}`,
+      });
+      expect(await redis.exists(keys.runCounters('acme', OLD))).toBe(0);
+      expect(await redis.hget(keys.runsCompacted(), OLD)).toBe(summary);
+    } finally {
+      await ctx.close();
+      await conn.quit();
+    }
   });
 
   it('one process of the fleet per interval (the lock); a later pass finds nothing more', async () => {
