@@ -47,14 +47,15 @@ export async function compactOldRuns(
   const unfinished: string[] = [];
   for (const id of ids) {
     const meta = await runs.get(id);
-    // Listed without metadata (a crash between the two writes of Runs.create): only the listing is left.
-    if (!meta) await redis.zrem(keys.runs(), id);
     // A run with learners still waiting is in use, however old (a million learners at 1000 a day take
     // years): its counters stay live until its last learner is final.
-    else if (!meta.compacted && (await waiting(deps, meta))) {
+    if (meta && !meta.compacted && (await waiting(deps, meta))) {
       unfinished.push(id);
       continue;
-    } else await compactRun(deps, meta, new Date(now));
+    }
+    // Listed with neither metadata nor summary: nothing to keep but the listing, which goes.
+    if (meta) await compactRun(deps, meta, new Date(now));
+    else await redis.zrem(keys.runs(), id);
     compacted.push(id);
   }
   if (compacted.length > 0) {
