@@ -203,7 +203,8 @@ if not replay and ARGV[5] ~= '' then
   -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
   if u['b'] == 'transferred' then rec['pr'], rec['ll'] = nil, nil end
   if auditId ~= '' and not contains(list(rec['au']), auditId) then rec['au'] = push(list(rec['au']), auditId, 10) end
-  rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, tonumber(u['d']) or 0}, 10)
+  -- The duration in whole ms (the readers round it anyway): a float's 16 digits cost every history entry.
+  rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, math.floor((tonumber(u['d']) or 0) + 0.5)}, 10)
   rec['ai'] = push(list(rec['ai']), attemptId, 10)
   -- The dedupe keys this learner's entries hold in KEYS[5], dropped with them when the record is compacted.
   if auditKey ~= '' and not contains(list(rec['ak']), auditKey) then rec['ak'] = push(list(rec['ak']), auditKey, 10) end
