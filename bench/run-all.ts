@@ -16,6 +16,7 @@ const BENCHES: Bench[] = [
   { name: 'orgs', run: async () => (await import('./orgs.ts')).runOrgsBench() },
   { name: 'fairness', run: async () => (await import('./fairness.ts')).runFairnessBench() },
   { name: 'audit-archive', run: async () => (await import('./audit-archive.ts')).runAuditArchiveBench() },
+  { name: 'redis-bytes', run: async () => (await import('./redis-bytes.ts')).runRedisBytesBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {

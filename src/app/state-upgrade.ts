@@ -10,14 +10,24 @@
 // Records of earlier versions in a failure bucket are added to their run's index.
 // Version 4: the control queue is named `{control}` (a hash tag, for Redis Cluster): the schedules and
 // waiting jobs of the old `control` queue are moved to it.
+// Version 5: the compact record. A final record keeps what report, retry and the dashboard read; its
+// history and audit ids are in the audit stream (an entry of kind 'record'), its audit dedupe keys gone
+// (src/outcomes/includes/compact.lua). Final records written whole are compacted the same way.
 import { scanKeys, type RedisClient } from '../redis/client.ts';
 import { moveLegacyControlQueue } from '../queue/control-upgrade.ts';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import { Claims } from '../claims/claims.ts';
-import { decodeRecord, FAILURE_BUCKETS, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
+import {
+  decodeRecord,
+  FAILURE_BUCKETS,
+  isFinalBucket,
+  isSuccessBucket,
+  type Bucket,
+} from '../outcomes/record.ts';
+import { OutcomeStore } from '../outcomes/store.ts';
 
-export const STATE_VERSION = 4;
+export const STATE_VERSION = 5;
 
 export interface UpgradeDeps {
   redis: RedisClient;
@@ -40,6 +50,7 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
     if ((await redis.exists(keys.runs())) === 0) return;
     if (version < 2) await claimRecorded(deps);
     if (version < 3) await indexRunFailures(deps);
+    if (version < 5) await compactFinished(deps);
     await redis.set(keys.stateVersion(), String(STATE_VERSION));
   } catch (err) {
     // A Redis that refuses writes must not stop read-only commands (status, report): the worker claims
@@ -139,4 +150,30 @@ async function indexRunFailures({ redis, keys, logger, orgs }: UpgradeDeps): Pro
     } while (cursor !== '0');
   }
   logger.debug({ orgs: all.length, indexed }, 'Redis state upgraded: failed learners are indexed per run');
+}
+
+/**
+ * Compacts every final record written whole (compact-records.lua), a batch of ids per script call. The
+ * script reads each record again, atomically: one a worker of this release compacted, or moved out of its
+ * final bucket, since the HSCAN is left as it is.
+ */
+async function compactFinished({ redis, keys, logger, orgs }: UpgradeDeps): Promise<void> {
+  const store = new OutcomeStore(redis, keys);
+  const all = [...new Set([...orgs, ...(await recordedOrgs(redis, keys))])];
+  let compacted = 0;
+  for (const org of all) {
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis.hscan(keys.outcomes(org), cursor, 'COUNT', 500);
+      cursor = next;
+      const ids: number[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const rec = decodeRecord(flat[i + 1]);
+        if (!rec || !isFinalBucket(rec.b as Bucket)) continue;
+        if (rec.h !== undefined || rec.au !== undefined || rec.ai !== undefined) ids.push(Number(flat[i]));
+      }
+      compacted += await store.compactRecords(org, ids);
+    } while (cursor !== '0');
+  }
+  logger.debug({ orgs: all.length, compacted }, 'Redis state upgraded: finished records are compacted');
 }

@@ -3,6 +3,7 @@ import { requireOrg } from '../app/context.ts';
 import { writeReport, writeSplit } from '../ops/report.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { requireReadableRunId } from './shared.ts';
+import { compactedRunNote } from '../ops/run-retention.ts';
 import type { Cli } from './io.ts';
 
 export function register(program: Command, cli: Cli): void {
@@ -29,6 +30,9 @@ export function register(program: Command, cli: Cli): void {
         const ctx = await cli.context(config);
         try {
           await requireReadableRunId(ctx.runs, '--run', opts.run);
+          // A run past RUN_RETENTION is not unknown: its rows come from the records, and it says so.
+          const note = opts.run ? compactedRunNote(await ctx.runs.get(opts.run)) : undefined;
+          if (note) cli.warn(note);
           const filter = { orgs, runId: opts.run, status: opts.status };
           if (opts.split) {
             const s = await writeSplit(ctx.store, filter, opts.split);

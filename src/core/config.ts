@@ -43,6 +43,13 @@ export interface Config {
   /** REPAIR_INTERVAL: how often `work` looks for learners left without a job (and jobs without a record). */
   repairIntervalMs: number;
   /**
+   * RUN_RETENTION: runs older than this are compacted by `work` (their per-organization counters and
+   * failure indexes folded into one summary; ops/run-retention.ts); 0 keeps every run whole.
+   */
+  runRetentionMs: number;
+  /** DRIFT_REPORT_DIR: where a reconcile that found drift writes its report (unset: out/). */
+  driftReportDir: string | undefined;
+  /**
    * CRAWL_MAX_PAGES: the most pages a crawl or reconcile believes the learner list has; a service that
    * claims more stops the walk with an error (a service claiming a billion pages is not walked).
    */
@@ -297,6 +304,13 @@ const envSchema = z.object({
     .optional(),
   LEASE_GRACE: durationField('LEASE_GRACE', '15s'),
   REPAIR_INTERVAL: durationField('REPAIR_INTERVAL', '10m'),
+  RUN_RETENTION: durationField('RUN_RETENTION', '90d', true),
+  DRIFT_REPORT_DIR: z
+    .string()
+    .refine((d) => d.trim().length > 0 && !/[\0\r\n]/.test(d), {
+      error: (iss) => `DRIFT_REPORT_DIR: expected a directory path, got ${shown(String(iss.input))}`,
+    })
+    .optional(),
   REDIS_MAX_CONNECTIONS: intField('REDIS_MAX_CONNECTIONS', 32, 4, 10_000),
   CRAWL_MAX_PAGES: intField('CRAWL_MAX_PAGES', DEFAULT_CRAWL_MAX_PAGES, 1, 10_000_000),
   REDIS_CONNECT_TIMEOUT: z
@@ -426,6 +440,8 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     scheduleDir: e.SCHEDULE_DIR,
     leaseGraceMs: e.LEASE_GRACE,
     repairIntervalMs: e.REPAIR_INTERVAL,
+    runRetentionMs: e.RUN_RETENTION,
+    driftReportDir: e.DRIFT_REPORT_DIR,
     crawlMaxPages: e.CRAWL_MAX_PAGES,
     logLevel: e.LOG_LEVEL,
     redisConnectTimeoutMs: e.REDIS_CONNECT_TIMEOUT,

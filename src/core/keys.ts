@@ -116,6 +116,13 @@ export interface Keys {
   auditUnarchived(): string;
   /** The audit archiver's lease (string: holder, with a PX expiry): one exporter at a time. */
   auditArchiveLock(): string;
+  /**
+   * Runs compacted after RUN_RETENTION (hash run id -> JSON summary: its metadata and per-organization
+   * counters); their own keys are gone (ops/run-retention.ts).
+   */
+  runsCompacted(): string;
+  /** The fleet's run-retention turn (a string with an expiry): one process compacts per interval. */
+  runRetentionLock(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -163,5 +170,7 @@ export function createKeys(prefix: string): Keys {
     auditArchive: (org) => `${o(org)}:audit:archive`,
     auditUnarchived: () => `${prefix}:audit:unarchived`,
     auditArchiveLock: () => `${prefix}:audit:archive-lock`,
+    runsCompacted: () => `${prefix}:runs:compacted`,
+    runRetentionLock: () => `${prefix}:run-retention:lock`,
   };
 }

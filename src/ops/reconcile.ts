@@ -31,6 +31,7 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
       knownOrgs: ctx.tokens.orgs(),
       orgIds,
       maxPages: options.maxPages ?? ctx.config.crawlMaxPages,
+      reportDir: options.reportDir ?? ctx.config.driftReportDir,
       // The list is the reseller's: any token may read it; a refused one hands over to the next.
       tokens: ctx.tokens.all().map((t) => t.secret),
     },

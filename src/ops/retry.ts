@@ -3,6 +3,7 @@
 import type { AppContext } from '../app/context.ts';
 import { FAILURE_BUCKETS, type Bucket } from '../outcomes/record.ts';
 import type { ProducerItem } from '../queue/producer.ts';
+import { newRunId } from '../outcomes/runs.ts';
 
 /** Lets the event loop run (probes, other requests) between chunks of a bulk retry. */
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -71,7 +72,8 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
       if (list) list.push(b);
       else byRun.set(b.runId, [b]);
     }
-    for (const [runId, items] of byRun) {
+    for (const [ownRun, items] of byRun) {
+      const runId = await liveRun(ctx, ownRun, org);
       for (let i = 0; i < items.length; i += 1000) {
         const counts = await ctx.producer.add(items.slice(i, i + 1000), runId, {
           force: true,
@@ -87,4 +89,17 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
     }
   }
   return summary;
+}
+
+/**
+ * The run a retried learner goes back into: its own, unless that run was compacted after RUN_RETENTION
+ * (ops/run-retention.ts): its counters are a summary now, so the learner starts a new run that says
+ * where it came from.
+ */
+async function liveRun(ctx: AppContext, runId: string, org: string): Promise<string> {
+  const meta = await ctx.runs.get(runId);
+  if (!meta?.compacted) return runId;
+  const id = newRunId();
+  await ctx.runs.create({ id, kind: 'retry', source: `retry of compacted run ${runId}`, orgs: [org] });
+  return id;
 }

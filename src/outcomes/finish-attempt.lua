@@ -41,10 +41,15 @@
   transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below), with
   its causes; a possible repeat that brought no body (the 400) gets an audit entry of its own.
 
+  Compaction: a record that ends final keeps only what report, retry and the dashboard read (and its
+  merged attempt ids as short hashes, `ah`, for replays); its history and audit ids go to the stream in
+  an entry of kind 'record' (includes/compact.lua).
+
   Returns {auditId ('' when none), bucket written, 1 if the attempt was already merged, pr}
 ]]
 --- @keys 11+
 --- @include "record"
+--- @include "compact"
 local learner, runId, now, attemptId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 -- No update: the attempt ended before a call (the learner was found done): free the permit and lease only.
 local u = {}
@@ -76,7 +81,8 @@ local function push(t, x, max)
   return t
 end
 
-local replay = old ~= nil and contains(list(old['ai']), attemptId)
+-- Attempts merged before the record was compacted are kept as short hashes (`ah`, includes/compact.lua).
+local replay = old ~= nil and (contains(list(old['ai']), attemptId) or contains(list(old['ah']), lt_short(attemptId)))
 
 -- A repeat ('already-in-org', by a 200 or the 400) of a learner never recorded transferred, after an
 -- attempt whose answer was lost (no answer, an unreadable one, or a lease taken over from a holder that
@@ -96,6 +102,10 @@ if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'trans
     if type(h) == 'table' and h[2] == 'network-error' then because('no-answer') end
     if type(h) == 'table' and h[2] == 'bad-response' then because('unreadable-answer') end
   end
+  -- A compacted record keeps what its history said of lost answers (field `hc`, see compact below).
+  local hc = old['hc'] or ''
+  if string.find(hc, 'n', 1, true) then because('no-answer') end
+  if string.find(hc, 'u', 1, true) then because('unreadable-answer') end
 elseif u['b'] == 'already-in-org' and not old and tonumber(u['lost']) == 1 then
   because('lost-lease')
 end
@@ -108,9 +118,13 @@ if auditKey == '' and pr == 1 then
   auditKey, auditKind, auditRaw, auditTransfer = 'r:' .. attemptId, 'possible-repeat', '', ''
 end
 
--- 1. The response, verbatim, once.
+-- 1. The response, verbatim, once. A replay of an attempt already merged wrote its entry in that same
+-- step: nothing is written again (its dedupe key is gone once the record was compacted).
 local auditId = ''
-if auditKey ~= '' then
+local bodyKeyNew = nil
+if auditKey ~= '' and replay then
+  auditId = redis.call('HGET', KEYS[5], auditKey) or ''
+elseif auditKey ~= '' then
   local known = redis.call('HGET', KEYS[5], auditKey)
   local bodyKey, sameBody = nil, nil
   if ARGV[22] and ARGV[22] ~= '' then
@@ -118,8 +132,15 @@ if auditKey ~= '' then
     sameBody = redis.call('HGET', KEYS[5], bodyKey)
     if sameBody then auditRaw = '' end
   end
+  -- A compacted record's dedupe keys are gone. A record compacted as 'transferred' got its transfer id
+  -- from that transfer's own answer, written in the same step: that entry is in its story already. (An
+  -- id taken from a repeat's answer is not: the transfer's own answer, replayed late, is written.)
+  local inStory = not known and old ~= nil and old['f'] ~= nil and old['b'] == 'transferred'
+    and old['x'] ~= nil and auditKey == 't:' .. old['x']
   if known then
     auditId = known
+  elseif inStory then
+    auditId = ''
   else
     local fields = {'learnerId', learner, 'runId', runId, 'transferId', auditTransfer, 'kind', auditKind,
       'at', ARGV[3], 'raw', auditRaw}
@@ -145,7 +166,10 @@ if auditKey ~= '' then
     end
     auditId = redis.call('XADD', KEYS[4], '*', unpack(fields))
     redis.call('HSET', KEYS[5], auditKey, auditId)
-    if bodyKey and not sameBody then redis.call('HSET', KEYS[5], bodyKey, auditId) end
+    if bodyKey and not sameBody then
+      redis.call('HSET', KEYS[5], bodyKey, auditId)
+      bodyKeyNew = bodyKey
+    end
   end
 end
 
@@ -179,8 +203,13 @@ if not replay and ARGV[5] ~= '' then
   -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
   if u['b'] == 'transferred' then rec['pr'], rec['ll'] = nil, nil end
   if auditId ~= '' and not contains(list(rec['au']), auditId) then rec['au'] = push(list(rec['au']), auditId, 10) end
-  rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, tonumber(u['d']) or 0}, 10)
+  -- The duration in whole ms (the readers round it anyway): a float's 16 digits cost every history entry.
+  rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, math.floor((tonumber(u['d']) or 0) + 0.5)}, 10)
   rec['ai'] = push(list(rec['ai']), attemptId, 10)
+  -- The dedupe keys this learner's entries hold in KEYS[5], dropped with them when the record is compacted.
+  if auditKey ~= '' and not contains(list(rec['ak']), auditKey) then rec['ak'] = push(list(rec['ak']), auditKey, 10) end
+  if bodyKeyNew then rec['ak'] = push(list(rec['ak']), bodyKeyNew, 10) end
+  if bucket ~= 'queued' and bucket ~= 'retrying' then lt_compact(rec, learner, writeRun, bucket, ARGV[3], KEYS[4], KEYS[5]) end
   -- KEYS[11] is the failure index of the job's run (ARGV[2]): a record kept in another run (a success
   -- that a late attempt of this job does not replace) has no business with it.
   local runFail = nil

@@ -30,7 +30,7 @@ local idx = lt_index_keys(ARGV[4], 5)
 local fail = lt_names(ARGV[3])
 
 local runDelta, orgDelta = {}, {}
-local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr', 'll'}
+local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr', 'll', 'ak', 'f', 'hc', 'ah'}
 
 local results = {}
 for i = 7, #ARGV, 3 do
@@ -55,6 +55,8 @@ for i = 7, #ARGV, 3 do
         for _, field in ipairs(KEEP) do
           if oldRecord[field] ~= nil and rec[field] == nil then rec[field] = oldRecord[field] end
         end
+        -- A compacted record left out an outcome code equal to its bucket: the code goes on with it.
+        if oldRecord['f'] ~= nil and oldRecord['c'] == nil then rec['c'] = oldBucket end
         -- The new record starts at 0 attempts: the learner's count goes on from its old one.
         if oldRecord['a'] ~= nil then rec['a'] = oldRecord['a'] end
         newJson = cjson.encode(rec)

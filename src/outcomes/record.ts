@@ -1,5 +1,6 @@
 // The per-learner outcome record, stored as compact JSON in one hash per organization. Short field names
 // because a migration holds a million of them (bytes per learner are measured in bench/).
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './codes.ts';
 
@@ -87,16 +88,36 @@ export const recordSchema = z.object({
    * a later repeat is a possible repeat, whatever that attempt itself was answered.
    */
   ll: z.number().optional(),
+  /** Audit dedupe keys of this learner's entries (non-final records only: deleted when compacted). */
+  ak: list(z.string()).optional(),
+  /**
+   * Compacted (a final record): the stream id of the audit entry of kind 'record' that holds its history
+   * and audit ids (finish-attempt.lua, compact). Absent on records not compacted yet.
+   */
+  f: z.string().optional(),
+  /** What a compacted history said of lost answers (n: no answer, u: unreadable), for possible repeats. */
+  hc: z.string().optional(),
+  /** Compacted: the ids of the last attempts merged, as the first 10 hex of their SHA-1 (replay check). */
+  ah: list(z.string()).optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
 
 export const MAX_HISTORY = 10;
 
+/** An attempt id as a compacted record keeps it (`ah`): the first 10 hex of its SHA-1 (compact.lua). */
+export function shortAttemptId(id: string): string {
+  return createHash('sha1').update(id).digest('hex').slice(0, 10);
+}
+
 export function decodeRecord(text: string | null | undefined): OutcomeRecord | undefined {
   if (!text) return undefined;
   try {
     const parsed = recordSchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
+    if (!parsed.success) return undefined;
+    const r = parsed.data;
+    // A compacted record leaves out an outcome code equal to its bucket (finish-attempt.lua, compact).
+    if (r.f !== undefined && r.c === undefined && r.b !== 'queued' && r.b !== 'retrying') r.c = r.b;
+    return r;
   } catch {
     return undefined;
   }

@@ -13,6 +13,13 @@ export interface RunMeta {
   kind: string;
   source: string;
   orgs: string[];
+  /** A reconcile's drift report (the file of what differed). */
+  driftReport?: string | undefined;
+  /**
+   * Set on a run compacted after RUN_RETENTION (ops/run-retention.ts): when, and its per-organization
+   * counters as they were then. Its learners' records still name it.
+   */
+  compacted?: { at: string; byOrg: Record<string, RunCounts> } | undefined;
 }
 
 /** Sortable, readable run ids: 20261122T015153-3f9a (letters, digits and '-': they fit isRunId). */
@@ -48,6 +55,7 @@ export class Runs {
       kind: full.kind,
       source: full.source,
       orgs: full.orgs.join(','),
+      ...(full.driftReport ? { driftReport: full.driftReport } : {}),
     });
     await this.#redis.zadd(this.#keys.runs(), now.getTime(), meta.id);
     return full;
@@ -61,16 +69,34 @@ export class Runs {
     await this.#redis.hset(this.#keys.run(runId), 'orgs', merged.join(','));
   }
 
+  /** Names the drift report of a reconcile that added to an existing run. */
+  async setDriftReport(runId: string, path: string): Promise<void> {
+    await this.#redis.hset(this.#keys.run(runId), 'driftReport', path);
+  }
+
   async get(runId: string): Promise<RunMeta | undefined> {
     const h = await this.#redis.hgetall(this.#keys.run(runId));
-    if (!h.createdAt) return undefined;
+    if (!h.createdAt) return this.#compacted(runId);
     return {
       id: runId,
       createdAt: h.createdAt,
       kind: h.kind ?? '',
       source: h.source ?? '',
       orgs: (h.orgs ?? '').split(',').filter(Boolean),
+      ...(h.driftReport ? { driftReport: h.driftReport } : {}),
     };
+  }
+
+  /** A run compacted after RUN_RETENTION, from its summary. */
+  async #compacted(runId: string): Promise<RunMeta | undefined> {
+    const text = await this.#redis.hget(this.#keys.runsCompacted(), runId);
+    if (!text) return undefined;
+    try {
+      const meta = JSON.parse(text) as RunMeta;
+      return meta.compacted ? { ...meta, id: runId } : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Whether a run of this id is stored (a run of an earlier release may have any id: see isReadableRunId). */
@@ -97,7 +123,7 @@ export class Runs {
     const byOrg: Record<string, RunCounts> = {};
     const total: RunCounts = {};
     for (const org of run.orgs) {
-      const c = await store.runCounts(org, run.id);
+      const c = run.compacted ? (run.compacted.byOrg[org] ?? {}) : await store.runCounts(org, run.id);
       byOrg[org] = c;
       for (const [k, v] of Object.entries(c))
         total[k as keyof RunCounts] = (total[k as keyof RunCounts] ?? 0) + v;

@@ -7,6 +7,7 @@ import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import { AuditStream } from './audit-stream.ts';
+import { recordStoryOf, withStory } from './story.ts';
 import {
   BUCKETS,
   decodeRecord,
@@ -23,6 +24,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 export const OUTCOME_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'finish-attempt',
   'record-outcome',
+  'compact-records',
 ]);
 const INDEXED_BUCKETS = BUCKETS.filter(isIndexedBucket);
 const INDEXED = INDEXED_BUCKETS.join(' ');
@@ -237,6 +239,29 @@ export class OutcomeStore {
 
   async get(org: string, learnerId: number): Promise<OutcomeRecord | undefined> {
     return decodeRecord(await this.#redis.hget(this.#keys.outcomes(org), String(learnerId)));
+  }
+
+  /**
+   * The record with its history and audit ids, read back from the stream when it was compacted (the
+   * learner page); `archived`: part of it is only in the archive files now.
+   */
+  async getWithStory(
+    org: string,
+    learnerId: number,
+  ): Promise<{ record: OutcomeRecord; archived: boolean } | undefined> {
+    const record = await this.get(org, learnerId);
+    return record ? withStory(this.#redis, this.#keys.audit(org), record) : undefined;
+  }
+
+  /**
+   * Compacts the final records among these learners that an earlier release wrote whole (the upgrade to
+   * state version 5); returns how many were. Records not final or already compact are left as they are.
+   */
+  async compactRecords(org: string, learnerIds: readonly number[]): Promise<number> {
+    if (learnerIds.length === 0) return 0;
+    const k = this.#keys;
+    const keys = [k.outcomes(org), k.audit(org), k.auditIds(org)];
+    return Number(await OUTCOME_SCRIPTS.run(this.#redis, 'compact-records', keys, learnerIds.map(String)));
   }
 
   async getMany(org: string, learnerIds: readonly number[]): Promise<(OutcomeRecord | undefined)[]> {
@@ -483,7 +508,7 @@ export interface AuditEntry {
   /** The body as the service sent it (entries written before it was kept verbatim: undefined). */
   raw: string | undefined;
   /** 'possible-repeat': a 400 "already associated" after a lost answer (no body; see repeatCauses). */
-  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat';
+  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat' | 'record';
   /** A repeat of a transfer whose own answer was lost: that transfer's revoked authorizations are unknown. */
   possibleRepeat: boolean;
   /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
@@ -495,6 +520,7 @@ const AUDIT_KINDS: ReadonlySet<string> = new Set([
   'unexpected',
   'claim-move',
   'possible-repeat',
+  'record',
 ]);
 
 /** An entry of the stream (or of the archive, which keeps its fields verbatim) as the ledger reads it. */
@@ -519,6 +545,7 @@ export function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const kind = (AUDIT_KINDS.has(f.kind ?? '') ? f.kind : 'transfer') as AuditEntry['kind'];
   if (kind === 'claim-move') return { ...base, result: JSON.parse(f.raw) as unknown, raw: f.raw, kind };
   if (kind === 'possible-repeat') return { ...base, result: null, raw: undefined, kind };
+  if (kind === 'record') return { ...base, result: recordStoryOf(f), raw: undefined, kind };
   let data: unknown;
   if (kind !== 'unreadable') {
     try {

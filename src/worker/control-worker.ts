@@ -66,8 +66,12 @@ async function runScheduledReconcile(
       enqueued: summary.enqueued,
       wrongOrg: summary.wrongOrg,
       notFound: summary.notFound,
+      driftReport: summary.driftFile,
     },
-    'scheduled reconcile done',
+    // No drift: no run and no report (src/queue/sources/reconcile.ts).
+    summary.driftFile
+      ? 'scheduled reconcile done: drift report written'
+      : 'scheduled reconcile done: no drift',
   );
   options.onRun?.(summary);
   return {

@@ -4,6 +4,7 @@
 import type { AppContext } from '../app/context.ts';
 import type { LogThrottle } from '../core/log-throttle.ts';
 import { formatRepair, repairOrg } from '../ops/repair.ts';
+import { compactOldRuns, RUN_RETENTION_INTERVAL_MS } from '../ops/run-retention.ts';
 import { closeRedis, type RedisClient } from '../redis/client.ts';
 import type { WriteGate } from '../redis/writes.ts';
 import type { Recorder } from './recorder.ts';
@@ -44,6 +45,7 @@ export class WorkSession {
   #runFailures = 0;
   #timer: NodeJS.Timeout | undefined;
   #repairTimer: NodeJS.Timeout | undefined;
+  #retentionTimer: NodeJS.Timeout | undefined;
   #spool: Spool | undefined;
   readonly #bootAbort = new AbortController();
   readonly #booted: Promise<void>;
@@ -107,6 +109,23 @@ export class WorkSession {
       this.#repair(orgs).catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
     }, ctx.config.repairIntervalMs);
     this.#repairTimer.unref();
+    this.#startRunRetention();
+  }
+
+  /** Runs older than RUN_RETENTION compacted, now and every interval, by one process of the fleet. */
+  #startRunRetention(): void {
+    const { ctx } = this.#parts;
+    const retentionMs = ctx.config.runRetentionMs;
+    if (retentionMs <= 0) return;
+    const deps = { redis: ctx.redis, keys: ctx.keys, store: ctx.store, logger: ctx.logger };
+    const pass = () => {
+      compactOldRuns(deps, retentionMs).catch((err: Error) =>
+        ctx.logger.warn({ err: err.message }, 'run retention failed (tried again at the next interval)'),
+      );
+    };
+    pass();
+    this.#retentionTimer = setInterval(pass, RUN_RETENTION_INTERVAL_MS);
+    this.#retentionTimer.unref();
   }
 
   /**
@@ -135,6 +154,7 @@ export class WorkSession {
     const { ctx, ownGate, gateAbort, lanes, pending, connection, subscriber, errors } = this.#parts;
     if (this.#timer) clearInterval(this.#timer);
     if (this.#repairTimer) clearInterval(this.#repairTimer);
+    if (this.#retentionTimer) clearInterval(this.#retentionTimer);
     this.#bootAbort.abort();
     gateAbort.abort();
     await this.#booted.catch(() => {});

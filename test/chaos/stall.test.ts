@@ -208,7 +208,7 @@ describe('a worker frozen past its request timeout', () => {
     expect(ra.signal, ra.stderr.slice(-2000)).toBeNull();
     // B's 400 "already associated" came after A's transfer: the record keeps the transfer (with its id),
     // and nothing is a possible repeat, since the transfer's own answer is on record.
-    const rec = await harness.ctx.store.get('acme', taken);
+    const rec = (await harness.ctx.store.getWithStory('acme', taken))?.record;
     expect(rec?.b).toBe('transferred');
     expect(rec?.x).toBe(harness.sim.transfersOf(taken)[0]?.data.transferDetails.transferId);
     expect(rec?.pr).toBeUndefined();

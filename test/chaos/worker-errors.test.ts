@@ -68,7 +68,7 @@ describe('a job failed by the worker itself', () => {
     } finally {
       h.sim.setFaults({});
     }
-    const rec = await h.ctx.store.get('acme', 8);
+    const rec = (await h.ctx.store.getWithStory('acme', 8))?.record;
     expect(rec?.b).toBe('bad-response');
     expect(h.sim.ownerChanges(8)).toBe(1);
     const [entry] = await h.ctx.store.auditEntries('acme', rec?.au ?? []);

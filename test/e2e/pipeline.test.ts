@@ -136,7 +136,7 @@ describe('CSV to outcomes', () => {
     }
     expect((await h.ctx.store.get('acme', FORBIDDEN))?.b).toBe('forbidden');
     expect((await h.ctx.store.get('acme', MISSING))?.b).toBe('not-found');
-    const failing = await h.ctx.store.get('acme', FAILING);
+    const failing = (await h.ctx.store.getWithStory('acme', FAILING))?.record;
     expect(failing?.b).toBe('server-error');
     expect(failing?.a).toBe(4);
     expect(failing?.h?.map((e) => e[1])).toEqual([
@@ -161,7 +161,7 @@ describe('CSV to outcomes', () => {
   it('keeps the audit record of every transfer: groups and revoked authorizations', async () => {
     await built();
     const id = transferable[0] as number;
-    const r = await h.ctx.store.get('acme', id);
+    const r = (await h.ctx.store.getWithStory('acme', id))?.record;
     const [entry] = await h.ctx.store.auditEntries('acme', r?.au ?? []);
     const simBody = h.sim.transfersOf(id)[0];
     expect(entry?.transferId).toBe(simBody?.data.transferDetails.transferId);

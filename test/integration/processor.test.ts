@@ -138,7 +138,7 @@ describe('createProcessor', () => {
     expect(err).toBeInstanceOf(UnrecoverableError);
     expect((err as Error).message).toBe("unexpected-result 200 (transfer status 'pending', not 'completed')");
     expect(patchesOf(h, id).map((r) => r.status)).toEqual([200]);
-    const rec = await h.ctx.store.get('acme', id);
+    const rec = (await h.ctx.store.getWithStory('acme', id))?.record;
     expect(rec).toMatchObject({ b: 'unexpected-result', c: 'unexpected-result', s: 200 });
     expect(rec?.m).toBe("transfer status 'pending', not 'completed'");
     // Not this learner's transfer: no transfer id kept as its own, the body kept in the audit stream.

@@ -97,16 +97,39 @@ describe('reconcile', () => {
     expect(result.failed).toBe(0);
     for (const id of driftAcme) expect(h.sim.learner(id)?.organizationId).toBe(1);
 
+    const runsBefore = (await h.ctx.runs.list(1000)).length;
     const clean = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r2') });
     expect(clean.wrongOrg).toBe(0);
     expect(clean.enqueued).toBe(0);
+    // Nothing to enqueue: no run. The learners not found and the refused rows still differ: reported.
+    expect(clean.runId).toBeNull();
+    expect(readFileSync(clean.driftFile as string, 'utf8')).toContain(',not-found,');
+    // A file that says where every learner already is: no drift, no run, no report at all.
+    const inPlace = h.writeFile('in-place.csv', `learnerId,org\n${driftAcme.join(',acme\n')},acme\n`);
+    const none = await runReconcile(h.ctx, {
+      file: inPlace,
+      orgIds: ORG_IDS,
+      reportDir: join(h.dir, 'none'),
+    });
+    expect(none).toMatchObject({
+      runId: null,
+      driftFile: null,
+      summaryFile: null,
+      inPlace: driftAcme.length,
+    });
+    expect(existsSync(join(h.dir, 'none'))).toBe(false);
+    expect((await h.ctx.runs.list(1000)).length).toBe(runsBefore);
 
     // Learner 2 was transferred into acme by the run above (its record is final: transferred). Someone
     // moves it back to beta: the next reconcile must transfer it again, not keep the old record.
     expect((await h.ctx.store.get('acme', 2))?.b).toBe('transferred');
     const back = await h.ctx.client?.transferLearner(2, 'sim-beta-1');
     expect(back?.code).toBe('transferred');
-    const again = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, outDir: join(h.dir, 'r3') });
+    // DRIFT_REPORT_DIR (reportDir): a directory per reconcile, its report named on the run.
+    const reports = join(h.dir, 'reports');
+    const again = await runReconcile(h.ctx, { file, orgIds: ORG_IDS, reportDir: reports });
+    expect(again.driftFile).toBe(join(reports, again.runId as string, 'drift.csv'));
+    expect((await h.ctx.runs.get(again.runId as string))?.driftReport).toBe(again.driftFile);
     expect(again.wrongOrg).toBe(1);
     expect(again.enqueued).toBe(1);
     expect(await h.ctx.queues.get('acme').getJob(jobIdOf(2))).toBeDefined();

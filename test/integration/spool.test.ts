@@ -21,6 +21,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/core/keys.ts';
 import { createLogger } from '../../src/core/log.ts';
 import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
+import { shortAttemptId } from '../../src/outcomes/record.ts';
 import { Recorder } from '../../src/worker/recorder.ts';
 import {
   abandonedSpools,
@@ -244,11 +245,12 @@ describe('Recorder.replay', () => {
     expect(readdirSync(dir)).toEqual([]);
     const r20 = await store.get('acme', 20);
     expect(r20).toMatchObject({ b: 'transferred', x: 'RA', a: 1 });
-    expect(r20?.ai).toEqual([a.attemptId]);
-    expect(r20?.h).toEqual([[a.at, 'transferred', 200, 10]]);
+    // Final, so compacted: the attempt kept as its short hash, the history in the record's story entry.
+    expect(r20?.ah).toEqual([shortAttemptId(a.attemptId)]);
+    expect((await store.getWithStory('acme', 20))?.record.h).toEqual([[a.at, 'transferred', 200, 10]]);
     expect((await store.get('acme', 21))?.x).toBe('RB');
     expect(await store.get('acme', 22)).toBeUndefined();
-    expect(await redis.xlen(keys.audit('acme'))).toBe(before + 2);
+    expect(await redis.xlen(keys.audit('acme'))).toBe(before + 4); // 2 answers, 2 story entries
     const counts = await store.runCounts('acme', 'run-spool');
     expect(counts.transferred).toBe(countedBefore + 2);
     expect(logLines.some((l) => l.includes('replayed 2 responses from 1 spool files'))).toBe(true);
@@ -257,7 +259,7 @@ describe('Recorder.replay', () => {
     copyFileSync(copy, file);
     expect(await recorder.replay(dir, prefix)).toEqual({ files: 1, entries: 2 });
     expect(existsSync(file)).toBe(false);
-    expect(await redis.xlen(keys.audit('acme'))).toBe(before + 2);
+    expect(await redis.xlen(keys.audit('acme'))).toBe(before + 4);
     const again = await store.get('acme', 20);
     expect(again).toEqual(r20);
     expect(again?.a).toBe(1);
@@ -269,7 +271,7 @@ describe('Recorder.replay', () => {
     expect(abandonedSpools(dir, prefix)).toEqual([taken]);
     expect(await recorder.replay(dir, prefix)).toEqual({ files: 1, entries: 2 });
     expect(readdirSync(dir)).toEqual([]);
-    expect(await redis.xlen(keys.audit('acme'))).toBe(before + 2);
+    expect(await redis.xlen(keys.audit('acme'))).toBe(before + 4);
     expect((await store.get('acme', 20))?.a).toBe(1);
   });
 

@@ -151,9 +151,9 @@ describe('a migration in progress survives an upgrade', () => {
     expect(held[0]).toContain('acme');
     expect(await ctx.store.get('beta', 10)).toBeUndefined();
 
-    // The old audit entry reads as before.
+    // The old audit entry reads as before (beside the story entry of learner 12's compacted record).
     const entries = [];
-    for await (const e of ctx.store.audit('acme')) entries.push(e);
+    for await (const e of ctx.store.audit('acme')) if (e.kind !== 'record') entries.push(e);
     expect(entries).toEqual([
       {
         id: auditId,

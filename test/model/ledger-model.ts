@@ -2,7 +2,7 @@
 // acquire.lua's "Lease" paragraph, not from their code: what each learner's record must be after the
 // finish calls that reached Redis (in the order they reached it), which audit entries must exist, who
 // holds each learner's lease, and what the service did to each learner. Plain data, no Redis, no vitest.
-import { isSuccessBucket, type Bucket } from '../../src/outcomes/record.ts';
+import { isFinalBucket, isSuccessBucket, type Bucket } from '../../src/outcomes/record.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 
 /** One learner's record as the rules make it (only what the rules decide; the rest is bookkeeping). */
@@ -21,6 +21,8 @@ export interface ModelRecord {
   codes: string[];
   /** Audit keys of the entries this record points to, in the order they were first pointed to. */
   audit: string[];
+  /** A final record is compacted: its audit ids and history went to a story entry of the stream. */
+  compacted: boolean;
 }
 
 /** A learner's record before any attempt was merged into it. */
@@ -35,6 +37,7 @@ function freshRecord(bucket: Bucket, runId: string): ModelRecord {
     merged: [],
     codes: [],
     audit: [],
+    compacted: false,
   };
 }
 
@@ -69,6 +72,10 @@ export class LedgerModel {
   readonly records = new Map<number, ModelRecord>();
   /** Audit entries by their dedupe key, in the order they were written. */
   readonly audit = new Map<string, ModelAuditEntry>();
+  /** Dedupe keys Redis must still hold: those of learners not compacted since their entry was written. */
+  readonly dedupe = new Set<string>();
+  /** Story entries (kind 'record') written: one per compaction. */
+  stories = 0;
   readonly leases = new Map<number, LeaseState>();
   readonly effects: Effect[] = [];
   /** Learners the service has moved into the organization. */
@@ -139,6 +146,7 @@ export class LedgerModel {
     }
     if (auditKey !== '' && !this.audit.has(auditKey)) {
       this.audit.set(auditKey, { key: auditKey, learnerId: a.learnerId, transferId, kind, possibleRepeat });
+      this.dedupe.add(auditKey);
     }
 
     // The record, merged from its current state.
@@ -168,6 +176,13 @@ export class LedgerModel {
       if (auditKey !== '' && !rec.audit.includes(auditKey)) rec.audit.push(auditKey);
       rec.merged.push(a.attemptId);
       rec.codes.push(u.c);
+      // Final: compacted (its story to the stream, its dedupe keys dropped; replays are known by `ai`).
+      if (isFinalBucket(next)) {
+        for (const k of rec.audit.slice(-10)) this.dedupe.delete(k);
+        rec.audit = [];
+        rec.compacted = true;
+        this.stories++;
+      }
       this.records.set(a.learnerId, rec);
       bucket = next;
     }

@@ -48,7 +48,8 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
   const load = async (orgParam: string, idParam: string) => {
     const org = knownOrg(deps, orgParam);
     const id = learnerIdParam(idParam);
-    const record = await ctx.store.get(org, id);
+    // A finished learner's history and audit ids are in the stream (compacted record): read back here.
+    const { record } = (await ctx.store.getWithStory(org, id)) ?? {};
     if (!record) throw notFound(`no record of learner ${id} in ${org}`);
     // Entries trimmed from Redis are read from the audit archive (AUDIT_ARCHIVE_DIR) by their day file.
     const { found, missing } = await auditEntriesById(

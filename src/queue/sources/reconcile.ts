@@ -45,8 +45,10 @@ export interface ReconcileOptions {
   /** Token secrets that may list learners (any organization's: the list is the reseller's). */
   tokens: readonly string[];
   runId?: string | undefined;
-  /** Where the drift report goes (default out/<run>). */
+  /** Where the drift report goes (default <reportDir>/<run>). */
   outDir?: string | undefined;
+  /** DRIFT_REPORT_DIR: the directory of each reconcile's report directory (default out). */
+  reportDir?: string | undefined;
   /** Read only: no run, no queue writes, no report files; the drift ids come back for plan. */
   dryRun?: boolean | undefined;
   /** Run source text (the schedule names itself here). */
@@ -129,15 +131,23 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   if (options.dryRun) {
     return { ...base, ...emptyCounts(), runId: null, driftFile: null, summaryFile: null, driftIds };
   }
+  // Nothing differed (and no row was refused): no run and no report, so a nightly reconcile of a fleet
+  // in place leaves nothing behind in Redis or on disk.
+  if (drift.length === 0 && rejects.length === 0) {
+    return { ...base, ...emptyCounts(), runId: null, driftFile: null, summaryFile: null };
+  }
 
-  const runId = options.runId ?? newRunId();
-  const outDir = options.outDir ?? join('out', runId);
+  // A run only when there is something to enqueue; the report of what differed either way.
+  const runId = toMove.length > 0 ? (options.runId ?? newRunId()) : null;
+  const outDir = options.outDir ?? join(options.reportDir ?? 'out', runId ?? `reconcile-${newRunId()}`);
   const driftFile = join(outDir, 'drift.csv');
   const summaryFile = join(outDir, 'drift-summary.json');
   // Refused before anything is enqueued: a planted link at a report's path is not written through.
   assertPrivateTarget(driftFile);
   assertPrivateTarget(summaryFile);
-  const counts = await enqueueDrift(deps, options, runId, toMove, byOrg, walkStartedAt);
+  const counts = runId
+    ? await enqueueDrift(deps, options, runId, toMove, byOrg, walkStartedAt, driftFile)
+    : emptyCounts();
 
   mkdirSync(outDir, { recursive: true });
   writePrivateFileSync(driftFile, driftCsv(drift, rejects));
@@ -304,6 +314,7 @@ async function enqueueDrift(
   toMove: readonly DriftRow[],
   byOrg: Record<string, number>,
   walkStartedAt: number,
+  driftFile: string,
 ): Promise<ProduceCounts> {
   const counts = emptyCounts();
   if (!(await deps.runs.get(runId))) {
@@ -312,8 +323,9 @@ async function enqueueDrift(
       kind: 'reconcile',
       source: options.sourceLabel ?? `reconcile ${basename(options.file)}`,
       orgs: Object.keys(byOrg),
+      driftReport: driftFile,
     });
-  }
+  } else await deps.runs.setDriftReport(runId, driftFile);
   const source = basename(options.file);
   for (let i = 0; i < toMove.length; i += 1000) {
     const items: ProducerItem[] = toMove.slice(i, i + 1000).map((r) => ({

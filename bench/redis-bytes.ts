@@ -1,0 +1,147 @@
+// Redis bytes per finished learner: REDIS_BYTES_LEARNERS (default 100,000) learners transferred through
+// the whole pipeline in this process (CSV -> producer -> workers -> the simulator), then every key under
+// the bench's prefix weighed with MEMORY USAGE (exact: SAMPLES 0) and grouped by what it holds. Once with
+// the audit stream, once with it trimmed as the archive would (docs/redis-memory.md).
+// `node bin/run-ts.js bench/redis-bytes.ts`. Uses the shared Redis under a random prefix of its own.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createContext } from '../src/app/context.ts';
+import { loadConfig } from '../src/core/config.ts';
+import { createLogger } from '../src/core/log.ts';
+import { newRunId } from '../src/outcomes/runs.ts';
+import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
+import { createSimulator } from '../src/simulator/index.ts';
+import { startWorkers } from '../src/worker/run-workers.ts';
+import { deleteKeysUnder, scanKeys, type RedisClient } from '../src/redis/client.ts';
+import { isMain, printFigures, round, type Figures } from './common.ts';
+
+function envInt(name: string, fallback: number): number {
+  const n = Number(process.env[name] ?? fallback);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name}: expected a whole number >= 1`);
+  return n;
+}
+
+/** What a key holds, from its name (src/core/keys.ts). */
+export function keyKind(prefix: string, key: string): string {
+  const rest = key.slice(prefix.length + 1);
+  if (rest.startsWith('transfers-'))
+    return `bullmq ${rest.replace(/^transfers-\{[^}]+\}:?/, '').replace(/:.*$/, '') || 'meta'}`;
+  const m = /^\{[^}]+\}:(.*)$/.exec(rest);
+  if (!m) return rest.replace(/:.*$/, '');
+  const tail = m[1] ?? '';
+  if (tail === 'out') return 'records (out)';
+  if (tail.startsWith('out:idx:')) return 'bucket indexes';
+  if (tail === 'audit') return 'audit stream';
+  if (tail === 'audit:ids') return 'audit dedupe (audit:ids)';
+  if (tail.startsWith('run:')) return tail.endsWith(':fail') ? 'run failure index' : 'run counters';
+  if (tail.startsWith('hourly:')) return 'hourly';
+  if (tail.startsWith('lim:')) return 'limiter';
+  if (tail.startsWith('crawl:')) return 'crawl';
+  return tail.replace(/:.*$/, '');
+}
+
+/** Bytes per kind of key under the prefix (every master of a cluster). */
+export async function weigh(redis: RedisClient, prefix: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for await (const batch of scanKeys(redis, `${prefix}:*`)) {
+    for (const key of batch) {
+      const bytes = Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
+      const kind = keyKind(prefix, key);
+      out.set(kind, (out.get(kind) ?? 0) + bytes);
+    }
+  }
+  return out;
+}
+
+/**
+ * Simulates the archive's trim (XTRIM to nothing) until the archiver is wired here.
+ * TODO(archive): call the archive helper's export-and-trim (src/ops/audit-export.ts) instead, so the
+ * figure is the one a fleet with AUDIT_ARCHIVE_DIR gets.
+ */
+export async function archiveAudit(redis: RedisClient, auditKey: string): Promise<void> {
+  await redis.xtrim(auditKey, 'MAXLEN', 0);
+}
+
+function perLearner(kinds: Map<string, number>, learners: number, skip?: string): number {
+  let sum = 0;
+  for (const [k, v] of kinds) if (k !== skip) sum += v;
+  return round(sum / learners, 0);
+}
+
+export async function runRedisBytesBench(): Promise<Figures> {
+  const learners = envInt('REDIS_BYTES_LEARNERS', 100_000);
+  const prefix = `lt-bench-bytes-${Date.now().toString(36)}`;
+  const tokens = [1, 2, 3, 4].map((i) => ({ token: `bytes-acme-token-${i}`, org: 'acme' }));
+  // Learner i belongs to organization (i-1) % 3 in the simulator's seed: acme owns every third.
+  const ids: number[] = [];
+  for (let id = 2; ids.length < learners; id++) if ((id - 1) % 3 !== 0) ids.push(id);
+  const dir = mkdtempSync(join(tmpdir(), 'lt-bytes-'));
+  const env: Record<string, string> = {
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: prefix,
+    LEARNER_API_TOKENS: tokens.map((t) => `acme:${t.token}`).join(','),
+    LIMIT_PER_TOKEN: '5000/1s',
+    LIMIT_PER_ORG: '20000/1s',
+    REQUEST_TIMEOUT: '2s',
+    BACKOFF: '100ms',
+    LOG_LEVEL: 'warn',
+    SPOOL_DIR: join(dir, 'spool'),
+  };
+  const config = loadConfig(env, { requireTokens: true });
+  const sim = createSimulator({
+    learners: (ids.at(-1) ?? 0) + 1,
+    tokens,
+    limits: { perToken: config.limitPerToken, perOrg: config.limitPerOrg, window: 'rolling' },
+  });
+  await sim.listen();
+  env.LEARNER_API_BASE_URL = sim.url;
+  const ctx = await createContext(loadConfig(env, { requireTokens: true }), {
+    logger: createLogger({ level: 'warn' }),
+  });
+  try {
+    const file = join(dir, 'bytes.csv');
+    writeFileSync(file, `learner_id\n${ids.join('\n')}\n`);
+    const runId = newRunId();
+    await ctx.runs.create({ id: runId, kind: 'csv', source: 'bytes.csv', orgs: ['acme'] });
+    await enqueueCsv(
+      { producer: ctx.producer, runs: ctx.runs },
+      { file, defaultOrg: 'acme', knownOrgs: ['acme'], runId, rejectsFile: join(dir, 'rejects.csv') },
+    );
+    const t0 = Date.now();
+    await startWorkers(ctx, { orgs: ['acme'], concurrency: 64, untilIdle: true, idleCheckMs: 200 }).done;
+    const wallMs = Date.now() - t0;
+    const counts = await ctx.store.orgCounts('acme');
+    const finished = Object.entries(counts)
+      .filter(([k]) => k !== 'queued' && k !== 'retrying')
+      .reduce((s, [, v]) => s + v, 0);
+    const withStream = await weigh(ctx.redis, prefix);
+    const sample = (await ctx.redis.hrandfield(ctx.keys.outcomes('acme'), 1, 'WITHVALUES')) as string[];
+    await archiveAudit(ctx.redis, ctx.keys.audit('acme'));
+    const trimmed = await weigh(ctx.redis, prefix);
+    const figures: Figures = {
+      learners,
+      'finished learners': finished,
+      'work wall time s': round(wallMs / 1000, 1),
+      'bytes per finished learner, audit stream counted': perLearner(withStream, finished),
+      'bytes per finished learner, audit stream archived (goal < 400)': perLearner(
+        trimmed,
+        finished,
+        'audit stream',
+      ),
+    };
+    figures['a record, as stored'] = sample[1] ?? '';
+    const kinds = [...withStream.entries()].sort((a, b) => b[1] - a[1]);
+    for (const [kind, bytes] of kinds) figures[`  ${kind} (bytes/learner)`] = round(bytes / finished, 1);
+    return figures;
+  } finally {
+    await deleteKeysUnder(ctx.redis, prefix);
+    await ctx.close();
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (isMain(import.meta.url)) {
+  printFigures('redis-bytes: Redis bytes per finished learner', await runRedisBytesBench());
+}
