@@ -1,7 +1,8 @@
 // Redis bytes per finished learner: REDIS_BYTES_LEARNERS (default 100,000) learners transferred through
 // the whole pipeline in this process (CSV -> producer -> workers -> the simulator), then every key under
 // the bench's prefix weighed with MEMORY USAGE (exact: SAMPLES 0) and grouped by what it holds. Once with
-// the audit stream, once with it trimmed as the archive would (docs/redis-memory.md).
+// the audit stream as it grows with the archive off, once after the archive (AUDIT_ARCHIVE_DIR) ran
+// (docs/redis-memory.md).
 // `node bin/run-ts.js bench/redis-bytes.ts`. Uses the shared Redis under a random prefix of its own.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,8 @@ import { newRunId } from '../src/outcomes/runs.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { startWorkers } from '../src/worker/run-workers.ts';
+import { AuditArchiver } from '../src/ops/audit-archive.ts';
+import type { Keys } from '../src/core/keys.ts';
 import { deleteKeysUnder, scanKeys, type RedisClient } from '../src/redis/client.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
 
@@ -55,12 +58,19 @@ export async function weigh(redis: RedisClient, prefix: string): Promise<Map<str
 }
 
 /**
- * Simulates the archive's trim (XTRIM to nothing) until the archiver is wired here.
- * TODO(archive): call the archive helper's export-and-trim (src/ops/audit-export.ts) instead, so the
- * figure is the one a fleet with AUDIT_ARCHIVE_DIR gets.
+ * The archive a fleet with AUDIT_ARCHIVE_DIR runs (src/ops/audit-archive.ts): every entry exported to the
+ * day files, fsynced and read back, then trimmed from the stream. Returns how many it archived.
  */
-export async function archiveAudit(redis: RedisClient, auditKey: string): Promise<void> {
-  await redis.xtrim(auditKey, 'MAXLEN', 0);
+export async function archiveAudit(
+  redis: RedisClient,
+  keys: Keys,
+  dir: string,
+  orgs: readonly string[],
+): Promise<number> {
+  const pass = await new AuditArchiver(redis, keys, { dir }).runOnce(orgs);
+  if (!pass.ran || pass.failed.length > 0)
+    throw new Error(`the archive pass failed: ${JSON.stringify(pass)}`);
+  return pass.archived;
 }
 
 function perLearner(kinds: Map<string, number>, learners: number, skip?: string): number {
@@ -117,18 +127,15 @@ export async function runRedisBytesBench(): Promise<Figures> {
       .reduce((s, [, v]) => s + v, 0);
     const withStream = await weigh(ctx.redis, prefix);
     const sample = (await ctx.redis.hrandfield(ctx.keys.outcomes('acme'), 1, 'WITHVALUES')) as string[];
-    await archiveAudit(ctx.redis, ctx.keys.audit('acme'));
+    const archived = await archiveAudit(ctx.redis, ctx.keys, join(dir, 'archive'), ['acme']);
     const trimmed = await weigh(ctx.redis, prefix);
     const figures: Figures = {
       learners,
       'finished learners': finished,
       'work wall time s': round(wallMs / 1000, 1),
+      'audit entries archived': archived,
       'bytes per finished learner, audit stream counted': perLearner(withStream, finished),
-      'bytes per finished learner, audit stream archived (goal < 400)': perLearner(
-        trimmed,
-        finished,
-        'audit stream',
-      ),
+      'bytes per finished learner, AUDIT_ARCHIVE_DIR on (goal < 400)': perLearner(trimmed, finished),
     };
     figures['a record, as stored'] = sample[1] ?? '';
     const kinds = [...withStream.entries()].sort((a, b) => b[1] - a[1]);
