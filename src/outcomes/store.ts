@@ -7,7 +7,7 @@ import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import { AuditStream } from './audit-stream.ts';
-import { recordStoryOf, withStory } from './story.ts';
+import { recordStoryOf, withStory, type StoryReader } from './story.ts';
 import {
   BUCKETS,
   decodeRecord,
@@ -248,9 +248,10 @@ export class OutcomeStore {
   async getWithStory(
     org: string,
     learnerId: number,
+    fromArchive?: StoryReader,
   ): Promise<{ record: OutcomeRecord; archived: boolean } | undefined> {
     const record = await this.get(org, learnerId);
-    return record ? withStory(this.#redis, this.#keys.audit(org), record) : undefined;
+    return record ? withStory(this.#redis, this.#keys.audit(org), record, fromArchive) : undefined;
   }
 
   /**

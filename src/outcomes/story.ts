@@ -14,6 +14,9 @@ export interface RecordStory {
   prev: string | undefined;
 }
 
+/** Reads a story entry that the archive trimmed from the stream (undefined: not found there either). */
+export type StoryReader = (entryId: string) => Promise<RecordStory | undefined>;
+
 /** At most this many entries of one record are followed (each late attempt or retry adds one). */
 const MAX_CHAIN = 20;
 
@@ -40,25 +43,33 @@ export function recordStoryOf(f: Record<string, string>): RecordStory {
 
 /**
  * The record with its whole story put back (h, au): from its story entries, oldest first, then what it
- * gathered since. `archived` is true when an entry is no longer in the stream (the archive trimmed it).
+ * gathered since, each entry from the stream or else from `fromArchive`. `archived` is true when an
+ * entry could be read from neither (the archive trimmed it, and its files were not given or lack it).
  */
 export async function withStory(
   redis: RedisClient,
   auditKey: string,
   record: OutcomeRecord,
+  fromArchive?: StoryReader,
 ): Promise<{ record: OutcomeRecord; archived: boolean }> {
   const stories: RecordStory[] = [];
   let id = record.f;
   let archived = false;
   for (let hop = 0; id && hop < MAX_CHAIN; hop++) {
     const [entry] = await redis.xrange(auditKey, id, id);
-    if (!entry) {
+    let story: RecordStory | undefined;
+    if (entry) {
+      const f: Record<string, string> = {};
+      for (let i = 0; i + 1 < entry[1].length; i += 2) f[entry[1][i] as string] = entry[1][i + 1] as string;
+      story = recordStoryOf(f);
+    } else {
+      // Trimmed from the stream: the archive files (AUDIT_ARCHIVE_DIR) keep it, when the caller reads them.
+      story = await fromArchive?.(id);
+    }
+    if (!story) {
       archived = true;
       break;
     }
-    const f: Record<string, string> = {};
-    for (let i = 0; i + 1 < entry[1].length; i += 2) f[entry[1][i] as string] = entry[1][i + 1] as string;
-    const story = recordStoryOf(f);
     stories.unshift(story);
     id = story.prev;
   }

@@ -32,29 +32,47 @@ describe('work with AUDIT_ARCHIVE_DIR', () => {
 
     const out = await runCommand(['audit', '--archive', archive, '--learner', '2'], h.env);
     expect(out.code).toBe(0);
+    // The transfer's entry and the finished learner's story (its attempts), both from the archive.
     expect(
       out.stdout
         .trim()
         .split('\n')
-        .map((l) => (JSON.parse(l) as { learnerId: number }).learnerId),
-    ).toEqual([2]);
+        .map((l) => JSON.parse(l) as { learnerId: number; kind: string })
+        .map((l) => [l.learnerId, l.kind]),
+    ).toEqual([
+      [2, 'transfer'],
+      [2, 'record'],
+    ]);
 
-    // The dashboard of a host with the archive, and of one without it.
+    // The dashboard of a host with the archive: the learner's story (attempts, audit ids) and its transfer's
+    // entry are both read back from the day file.
     const withArchive = { ...h.ctx, config: { ...h.ctx.config, auditArchiveDir: archive } };
-    for (const [ctx, shows] of [
-      [withArchive, `read from ${join(archive, 'acme', files[0] ?? '')}`],
-      [h.ctx, 'is archived (trimmed from Redis) and not in the archive this dashboard reads'],
-    ] as const) {
-      const app = await buildDashboard(ctx, { bullBoard: false });
-      try {
-        const page = await authed(app, { url: '/learners/acme/2' });
-        expect(page.statusCode).toBe(200);
-        expect(page.body).toContain(shows);
-        const api = (await authed(app, { url: '/api/learners/acme/2' })).json();
-        expect(api.audit.length + api.auditMissing.length).toBe(1);
-      } finally {
-        await app.close();
-      }
+    let app = await buildDashboard(withArchive, { bullBoard: false });
+    try {
+      const page = await authed(app, { url: '/learners/acme/2' });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain(`read from ${join(archive, 'acme', files[0] ?? '')}`);
+      const api = (await authed(app, { url: '/api/learners/acme/2' })).json();
+      expect(api.storyArchived).toBe(false);
+      expect(api.learner.history.map((a: { outcome: string }) => a.outcome)).toEqual(['transferred']);
+      expect(api.audit.map((a: { kind: string }) => a.kind)).toEqual(['transfer']);
+      expect(api.auditMissing).toEqual([]);
+    } finally {
+      await app.close();
+    }
+    // And of a host without it: the page says where to find what Redis no longer holds.
+    app = await buildDashboard(h.ctx, { bullBoard: false });
+    try {
+      const page = await authed(app, { url: '/learners/acme/2' });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain(
+        'attempts and audit ids are archived (trimmed from Redis) and not in the archive this dashboard reads',
+      );
+      const api = (await authed(app, { url: '/api/learners/acme/2' })).json();
+      expect(api.storyArchived).toBe(true);
+      expect(api.learner.state).toBe('transferred');
+    } finally {
+      await app.close();
     }
   });
 });

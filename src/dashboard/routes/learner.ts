@@ -31,6 +31,7 @@ import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { LEARNER_JS } from '../assets.ts';
 import { describePlace, learnerPage } from '../views/learner.ts';
 import { auditEntriesById } from '../../ops/audit-search.ts';
+import type { RecordStory } from '../../outcomes/story.ts';
 
 const MAX_IDS = 500;
 
@@ -48,19 +49,22 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
   const load = async (orgParam: string, idParam: string) => {
     const org = knownOrg(deps, orgParam);
     const id = learnerIdParam(idParam);
-    // A finished learner's history and audit ids are in the stream (compacted record): read back here.
-    const { record } = (await ctx.store.getWithStory(org, id)) ?? {};
-    if (!record) throw notFound(`no record of learner ${id} in ${org}`);
     // Entries trimmed from Redis are read from the audit archive (AUDIT_ARCHIVE_DIR) by their day file.
-    const { found, missing } = await auditEntriesById(
-      {
-        stream: ctx.store.auditStream(),
-        archiveDir: ctx.config.auditArchiveDir,
-        read: (o, ids) => ctx.store.auditEntries(o, ids),
-      },
-      org,
-      record.au ?? [],
-    );
+    const sources = {
+      stream: ctx.store.auditStream(),
+      archiveDir: ctx.config.auditArchiveDir,
+      read: (o: string, ids: readonly string[]) => ctx.store.auditEntries(o, ids),
+    };
+    const storyFromArchive = async (entryId: string) => {
+      const entry = (await auditEntriesById(sources, org, [entryId])).found[0]?.entry;
+      return entry?.kind === 'record' ? (entry.result as RecordStory) : undefined;
+    };
+    // A finished learner's history and audit ids are in the stream (compacted record), or once trimmed,
+    // in the archive: read back here.
+    const { record, archived: storyArchived } =
+      (await ctx.store.getWithStory(org, id, storyFromArchive)) ?? {};
+    if (!record) throw notFound(`no record of learner ${id} in ${org}`);
+    const { found, missing } = await auditEntriesById(sources, org, record.au ?? []);
     const audit = found.map((f) => f.entry);
     const archived = found.filter((f) => f.file).map((f) => ({ id: f.entry.id, file: f.file ?? '' }));
     return {
@@ -68,6 +72,8 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       audit,
       auditArchived: archived,
       auditMissing: missing,
+      /** The history and audit ids could not all be read: their story entry is archived out of reach. */
+      storyArchived: storyArchived === true,
     };
   };
 
@@ -75,7 +81,10 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
     load(req.params.org, req.params.id),
   );
   app.get<{ Params: { org: string; id: string } }>('/learners/:org/:id', async (req, reply) => {
-    const { learner, audit, auditArchived, auditMissing } = await load(req.params.org, req.params.id);
+    const { learner, audit, auditArchived, auditMissing, storyArchived } = await load(
+      req.params.org,
+      req.params.id,
+    );
     const retryable = FAILURE_BUCKETS.includes(learner.state as Bucket);
     const queue = isWaiting(learner.state)
       ? {
@@ -88,6 +97,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       learnerPage(pageContext(deps, '/learners'), learner, audit, retryable, queue, {
         archived: auditArchived,
         missing: auditMissing,
+        storyArchived,
       }),
     );
   });

@@ -137,6 +137,8 @@ function auditBlock(a: AuditEntry): Html {
 export interface AuditArchiveNotes {
   archived: readonly { id: string; file: string }[];
   missing: readonly string[];
+  /** The record's history and audit ids (its story entry) were trimmed and not found in the archive. */
+  storyArchived?: boolean;
 }
 
 export function learnerPage(
@@ -166,6 +168,7 @@ export function learnerPage(
     ${queue ? queueBlock(l, queue) : ''}
     ${!page.readOnly && retryable ? html`<p><button type="button" class="retry-one" data-learner="${key}">retry this learner</button> <span id="retry-result" role="status"></span></p>` : ''}
     <h2>Attempts</h2>
+    ${archive.storyArchived ? html`<p class="message" data-story-archived>this learner's attempts and audit ids are archived (trimmed from Redis) and not in the archive this dashboard reads: find them with <code>learner-transfer audit --learner ${l.learnerId} --archive DIR</code></p>` : ''}
     ${
       l.history.length
         ? html`<ol class="timeline">
@@ -178,11 +181,13 @@ export function learnerPage(
                 </li>`,
             )}
           </ol>`
-        : html`<p class="muted">no attempt yet</p>`
+        : archive.storyArchived
+          ? ''
+          : html`<p class="muted">no attempt yet</p>`
     }
     <h2>Audit record</h2>
     ${
-      audit.length || archive.missing.length
+      audit.length || archive.missing.length || archive.storyArchived
         ? audit.map(
             (a) =>
               html`${auditBlock(a)}${archivedIn.has(a.id) ? html`<p class="muted" data-archived="${a.id}">audit entry ${a.id} is archived (trimmed from Redis): read from ${archivedIn.get(a.id) ?? ''}</p>` : ''}`,
