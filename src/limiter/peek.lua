@@ -12,8 +12,16 @@
     ARGV[1]  token limit   ARGV[2]  token window (ms)   ARGV[3]  org limit   ARGV[4]  org window (ms)
              (the fallbacks, as in acquire.lua)
     ARGV[4+i] token i's id
+    ARGV[5+n] optional: a number of steps B. Given, the reply ends with one more element, the times the
+              permits counted now leave their windows (for the ETA's simulation, src/ops/eta-simulate.ts):
+              {orgFrees, token 1 frees, ..., token n frees}, each a flat list {inMs, count, ...} in
+              ascending inMs. A permit in the log (or in flight past its deadline) at score s leaves at
+              s + window + 1 (see acquire.lua, "Counting"); its inMs is that time less now, rounded UP to
+              a multiple of ceil((window + 1) / B), so no permit is said to leave earlier than it does. A
+              permit still in flight is counted as settled now: it leaves at window + 1. Reading them costs
+              at most 2B ZCOUNTs per scope, however full its window is.
 
-  Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve}, each view
+  Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve[, frees]}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
      limit, windowMs, paused ('' or the pause's JSON), overridden (0|1),
      configured, learnedMax, learnedAt, nextProbeInMs, count429}
@@ -78,12 +86,59 @@ local function view(logKey, inflightKey, blockKey, max, window)
   return {used, inflight, nextFree, reason or '', redis.call('PTTL', blockKey), max, window}
 end
 
+-- The frees of one scope (see ARGV[5+n] above). Few entries: read and bucketed here; many: one count
+-- per step, so a window of 1,000 permits costs what one of 100 does.
+local function frees(logKey, inflightKey, window, inflight, steps)
+  local from = now - window
+  local step = math.ceil((window + 1) / steps)
+  local counted = redis.call('ZCOUNT', logKey, from, '+inf') + redis.call('ZCOUNT', inflightKey, from, now)
+  local counts = {}
+  if counted <= 2 * steps then
+    local function add(scores)
+      for i = 2, #scores, 2 do
+        local b = math.ceil((tonumber(scores[i]) + window + 1 - now) / step)
+        counts[b] = (counts[b] or 0) + 1
+      end
+    end
+    add(redis.call('ZRANGE', logKey, from, '+inf', 'BYSCORE', 'WITHSCORES'))
+    add(redis.call('ZRANGE', inflightKey, from, now, 'BYSCORE', 'WITHSCORES'))
+  elseif counted > 0 then
+    -- Step b holds the scores s with (b - 1) * step < s + window + 1 - now <= b * step.
+    for b = 1, steps do
+      local lo = string.format('(%d', now - window - 1 + (b - 1) * step)
+      local hi = now - window - 1 + b * step
+      local c = redis.call('ZCOUNT', logKey, lo, hi) + redis.call('ZCOUNT', inflightKey, lo, math.min(hi, now))
+      if c > 0 then
+        counts[b] = c
+      end
+    end
+  end
+  local out = {}
+  for b = 1, steps do
+    if counts[b] then
+      out[#out + 1] = math.min(b * step, window + 1)
+      out[#out + 1] = counts[b]
+    end
+  end
+  if inflight > 0 then
+    out[#out + 1] = window + 1
+    out[#out + 1] = inflight
+  end
+  return out
+end
+
+local steps = tonumber(ARGV[5 + tokenCount] or '')
+local schedule = {}
+
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 local reserve = math.max(0, tonumber(policy['reserve']) or 0)
 local orgUsable = math.max(0, orgMax - reserve)
 local orgLimit, orgLearned, orgAt, orgProbe = learned('learned:org', orgUsable, orgMax, orgWindow)
 local orgView = view(KEYS[1], KEYS[2], KEYS[3], orgLimit, orgWindow)
+if steps then
+  schedule[1] = frees(KEYS[1], KEYS[2], orgWindow, orgView[2], steps)
+end
 orgView[8] = policy['paused'] or ''
 orgView[9] = reserve > 0 and 1 or 0
 orgView[10], orgView[11], orgView[12], orgView[13], orgView[14] = orgUsable, orgLearned, orgAt, orgProbe, -1
@@ -101,6 +156,9 @@ for i = 1, tokenCount do
   v[10], v[11], v[12], v[13] = configured, max, at, probe
   v[14] = (id ~= '' and tonumber(policy['429:' .. id])) or -1
   out[#out + 1] = v
+  if steps then
+    schedule[#schedule + 1] = frees(KEYS[3 * i + 1], KEYS[3 * i + 2], window, v[2], steps)
+  end
 end
 local present = 0
 for f in pairs(policy) do
@@ -113,4 +171,7 @@ for f in pairs(policy) do
 end
 out[#out + 1] = present
 out[#out + 1] = reserve
+if steps then
+  out[#out + 1] = schedule
+end
 return out

@@ -3,8 +3,9 @@
 // 1,000 organizations is read in one round trip per Redis node (redis/batch.ts): the counters and queue
 // lengths in one call per organization, the limiter's peeks in another, both batches sent at once.
 import type { AppContext } from '../app/context.ts';
-import { estimate, type Eta } from './eta.ts';
+import { etaOf, type Eta } from './eta.ts';
 import type { BudgetView } from '../limiter/index.ts';
+import { FREE_STEPS } from '../limiter/budget-schedule.ts';
 import type { JobCounts } from '../queue/queues.ts';
 import { addReads, hashOf, readBatched } from '../redis/batch.ts';
 import { checkRedisWrites, type WriteState } from '../redis/writes.ts';
@@ -109,23 +110,20 @@ export async function readStatus(
   for (const t of ctx.config.tokens) tokenIds.set(t.org, [...(tokenIds.get(t.org) ?? []), t.id]);
   const [counts, budgets] = await Promise.all([
     readCounts(ctx, orgs, runs),
-    ctx.budget.peekMany(orgs.map((org) => ({ org, tokenIds: tokenIds.get(org) ?? [] }))),
+    // With when each counted permit leaves its window: the ETA simulates the limiter from there.
+    ctx.budget.peekMany(
+      orgs.map((org) => ({ org, tokenIds: tokenIds.get(org) ?? [] })),
+      { freeSteps: FREE_STEPS },
+    ),
   ]);
   const byOrg = new Map<string, CountsRead>();
   const out = orgs.map((org, i): OrgStatus => {
     const { learners, jobs } = counts[i] as CountsRead;
     byOrg.set(org, counts[i] as CountsRead);
-    const budget = budgets[i] as BudgetView;
+    const { frees: _frees, ...budget } = budgets[i] as BudgetView;
     const remaining = (learners.queued ?? 0) + (learners.retrying ?? 0);
-    const usableTokens = budget.tokens.filter((t) => !t.blocked);
-    const tokensLeft = usableTokens.reduce((sum, t) => sum + t.remaining, 0);
-    const eta = estimate({
-      remaining,
-      tokens: usableTokens.length,
-      perToken: ctx.config.limitPerToken,
-      perOrg: ctx.config.limitPerOrg,
-      availableNow: budget.org.blocked ? 0 : Math.min(budget.org.remaining, tokensLeft),
-    });
+    // At the limits every worker applies (the policy in Redis), the same function as plan's.
+    const eta = etaOf(budgets[i] as BudgetView, remaining);
     return { org, learners, remaining, jobs, budget, eta };
   });
   const status: Status = {
