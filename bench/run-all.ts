@@ -15,6 +15,7 @@ const BENCHES: Bench[] = [
   { name: 'load', run: async () => (await import('./load.ts')).runLoadBench() },
   { name: 'orgs', run: async () => (await import('./orgs.ts')).runOrgsBench() },
   { name: 'fairness', run: async () => (await import('./fairness.ts')).runFairnessBench() },
+  { name: 'eta', run: async () => (await import('./eta.ts')).runEtaBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {

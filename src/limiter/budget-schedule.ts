@@ -2,8 +2,12 @@
 // (src/ops/eta-simulate.ts). peek.lua reports them when asked (its optional last argument), bucketed
 // into a fixed number of steps per window, so a full window of 1,000 permits costs what one of 10 does.
 
-/** Steps per window peek.lua buckets the frees into: a day's window in 30-minute steps, an hour's in 75 s. */
-export const FREE_STEPS = 48;
+/**
+ * Steps per window peek.lua buckets the frees into: a day's window in 2-hour steps, an hour's in 5 min.
+ * A permit is said to leave at the end of its step (never earlier than it does), so the ETA starts at
+ * most one step late; fewer steps make the peek and the simulation cheaper (bench/eta.ts).
+ */
+export const FREE_STEPS = 12;
 
 /** [ms from now when these permits leave the window (rounded up to the step), how many]. */
 export type FreeStep = readonly [inMs: number, count: number];

@@ -19,7 +19,7 @@
               s + window + 1 (see acquire.lua, "Counting"); its inMs is that time less now, rounded UP to
               a multiple of ceil((window + 1) / B), so no permit is said to leave earlier than it does. A
               permit still in flight is counted as settled now: it leaves at window + 1. Reading them costs
-              at most 2B ZCOUNTs per scope, however full its window is.
+              at most 2B + 2 ZCOUNTs per scope, however full its window is.
 
   Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve[, frees]}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
@@ -91,23 +91,31 @@ end
 local function frees(logKey, inflightKey, window, inflight, steps)
   local from = now - window
   local step = math.ceil((window + 1) / steps)
-  local counted = redis.call('ZCOUNT', logKey, from, '+inf') + redis.call('ZCOUNT', inflightKey, from, now)
+  local logged = redis.call('ZCOUNT', logKey, from, '+inf')
+  local expired = redis.call('ZCOUNT', inflightKey, from, now)
   local counts = {}
-  if counted <= 2 * steps then
+  if logged + expired <= steps then
     local function add(scores)
       for i = 2, #scores, 2 do
         local b = math.ceil((tonumber(scores[i]) + window + 1 - now) / step)
         counts[b] = (counts[b] or 0) + 1
       end
     end
-    add(redis.call('ZRANGE', logKey, from, '+inf', 'BYSCORE', 'WITHSCORES'))
-    add(redis.call('ZRANGE', inflightKey, from, now, 'BYSCORE', 'WITHSCORES'))
-  elseif counted > 0 then
+    if logged > 0 then
+      add(redis.call('ZRANGE', logKey, from, '+inf', 'BYSCORE', 'WITHSCORES'))
+    end
+    if expired > 0 then
+      add(redis.call('ZRANGE', inflightKey, from, now, 'BYSCORE', 'WITHSCORES'))
+    end
+  else
     -- Step b holds the scores s with (b - 1) * step < s + window + 1 - now <= b * step.
     for b = 1, steps do
       local lo = string.format('(%d', now - window - 1 + (b - 1) * step)
       local hi = now - window - 1 + b * step
-      local c = redis.call('ZCOUNT', logKey, lo, hi) + redis.call('ZCOUNT', inflightKey, lo, math.min(hi, now))
+      local c = redis.call('ZCOUNT', logKey, lo, hi)
+      if expired > 0 then
+        c = c + redis.call('ZCOUNT', inflightKey, lo, math.min(hi, now))
+      end
       if c > 0 then
         counts[b] = c
       end

@@ -108,20 +108,36 @@ export async function readStatus(
   const redis = redisWriteState(ctx);
   const tokenIds = new Map<string, string[]>();
   for (const t of ctx.config.tokens) tokenIds.set(t.org, [...(tokenIds.get(t.org) ?? []), t.id]);
+  const scopeOf = (org: string) => ({ org, tokenIds: tokenIds.get(org) ?? [] });
   const [counts, budgets] = await Promise.all([
     readCounts(ctx, orgs, runs),
-    // With when each counted permit leaves its window: the ETA simulates the limiter from there.
-    ctx.budget.peekMany(
-      orgs.map((org) => ({ org, tokenIds: tokenIds.get(org) ?? [] })),
-      { freeSteps: FREE_STEPS },
-    ),
+    ctx.budget.peekMany(orgs.map(scopeOf)),
   ]);
+  const remainingOf = (i: number) => {
+    const { learners } = counts[i] as CountsRead;
+    return (learners.queued ?? 0) + (learners.retrying ?? 0);
+  };
+  // The ETA simulates the limiter from when each counted permit leaves its window: read again, with
+  // those times, for the organizations with work left and permits in a window (an idle one, or one
+  // with empty windows, needs none). One more round trip, and only when there is work.
+  const busy = orgs.flatMap((org, i) => {
+    const b = budgets[i] as BudgetView;
+    const counted = [b.org, ...b.tokens].some((s) => s.used + s.inflight > 0);
+    return remainingOf(i) > 0 && counted ? [i] : [];
+  });
+  if (busy.length > 0) {
+    const again = await ctx.budget.peekMany(
+      busy.map((i) => scopeOf(orgs[i] as string)),
+      { freeSteps: FREE_STEPS },
+    );
+    busy.forEach((i, k) => (budgets[i] = again[k] as BudgetView));
+  }
   const byOrg = new Map<string, CountsRead>();
   const out = orgs.map((org, i): OrgStatus => {
     const { learners, jobs } = counts[i] as CountsRead;
     byOrg.set(org, counts[i] as CountsRead);
     const { frees: _frees, ...budget } = budgets[i] as BudgetView;
-    const remaining = (learners.queued ?? 0) + (learners.retrying ?? 0);
+    const remaining = remainingOf(i);
     // At the limits every worker applies (the policy in Redis), the same function as plan's.
     const eta = etaOf(budgets[i] as BudgetView, remaining);
     return { org, learners, remaining, jobs, budget, eta };

@@ -1,7 +1,8 @@
 // The ETA against a real run: plan and status predict the finish from the limiter's state in Redis
 // (limits set there, not this process's LIMIT_*; part of the budget already spent), then the workers
 // move the learners through the simulator, and the last transfer call must come within one organization
-// window of the prediction. Compressed time: 2 tokens at 10/1s, the organization at 40/2s.
+// window of the prediction. Compressed time: 2 tokens at 20/2s, the organization at 80/4s (20 a second
+// both: the tokens' windows come back four times in the run, the organization's twice).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokensOf } from '../../src/core/config.ts';
 import { setLimits } from '../../src/limiter/policy-control.ts';
@@ -11,7 +12,7 @@ import { collectOverview, DEFAULT_VIEW } from '../../src/ops/overview.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
-const ORG_WINDOW_MS = 2000;
+const ORG_WINDOW_MS = 4000;
 const LEARNERS = 160;
 const SPENT = 15;
 
@@ -27,7 +28,7 @@ beforeAll(async () => {
     h.ctx.redis,
     h.ctx.keys,
     'acme',
-    { perToken: { max: 10, windowMs: 1000 }, perOrg: { max: 40, windowMs: ORG_WINDOW_MS } },
+    { perToken: { max: 20, windowMs: 2000 }, perOrg: { max: 80, windowMs: ORG_WINDOW_MS } },
     { limitPerToken: h.config.limitPerToken, limitPerOrg: h.config.limitPerOrg },
     'cli:test',
   );
@@ -71,8 +72,8 @@ describe('the ETA on a compressed run', () => {
         `error of plan ${finish - planned} ms, of status ${finish - predicted} ms, of status --json ` +
         `${finish - fromCli.finishAt} ms (organization window ${ORG_WINDOW_MS} ms)`,
     );
-    // Both follow the limits in Redis (40/2s and 10/1s), not this process's LIMIT_* (100/1s).
-    expect(status?.eta.heldBy).toBe("the tokens' budgets, 10/1s each");
+    // Both follow the limits in Redis (80/4s and 20/2s), not this process's LIMIT_* (100/1s).
+    expect(status?.eta.heldBy).toBe("the tokens' budgets, 20/2s each");
     expect(plan?.eta.heldBy).toBe(status?.eta.heldBy);
     expect(fromCli.heldBy).toBe(status?.eta.heldBy);
     // plan and status agree: one simulation, read a few ms apart (windows are bucketed per 1/48).

@@ -91,6 +91,29 @@ describe('simulate', () => {
     expect(r.boundBy).toBe('token');
   });
 
+  it('skips whole periods of a token-bound schedule too, and from a fragmented start', () => {
+    const r = simulate({
+      remaining: 1_000_000,
+      org: fresh(500, 5 * S),
+      tokens: [fresh(50, S), fresh(50, S)],
+    });
+    // 10,000 batches of 100, one every 1,001 ms.
+    expect(r.finishMs).toBe(9999 * 1001);
+    expect(r.steps).toBeLessThan(30);
+    // 200 of the day's permits leaving over the day, 60 of each token's over the hour (as peek reports
+    // them, in steps): the finish is the day's pattern repeated, found after a few days, not 20 of them.
+    const day = (n: number, w: number, steps: number) =>
+      Array.from({ length: steps }, (_, i) => [Math.ceil((w + 1) / steps) * (i + 1), n / steps] as const);
+    const busy = {
+      org: fresh(1000, D, { frees: day(240, D, 12) }),
+      tokens: [fresh(100, H, { frees: day(60, H, 12) }), fresh(100, H, { frees: day(60, H, 12) })],
+    };
+    const twenty = simulate({ remaining: 20_000, ...busy });
+    const forty = simulate({ remaining: 40_000, ...busy });
+    expect(forty.finishMs - twenty.finishMs).toBe(20 * (D + 1));
+    expect(forty.steps).toBeLessThan(200);
+  });
+
   it('a token-bound pace: 250 learners at one token of 100/1h and an organization of 1000/1m', () => {
     const r = simulate({ remaining: 250, org: fresh(1000, 60 * S), tokens: [fresh(100, H)] });
     expect(r.finishMs).toBe(2 * (H + 1));
