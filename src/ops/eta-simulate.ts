@@ -252,7 +252,8 @@ class PeriodFinder {
       const a = list[j - d];
       const bIn = b !== undefined && b.t > t - this.span;
       const aIn = a !== undefined && a.t > t - p - this.span;
-      if (!bIn || !aIn) return bIn === aIn && (a !== undefined || j - d < 0) ? anchor : null;
+      // Both ranges end together, or one holds a grant the other has not.
+      if (!bIn || !aIn) return bIn === aIn ? anchor : null;
       if (b.t - a.t !== p || b.n !== a.n || b.takes !== a.takes) return null;
     }
   }

@@ -8,6 +8,8 @@ import { tokensOf } from '../../src/core/config.ts';
 import { setLimits } from '../../src/limiter/policy-control.ts';
 import { planCsv } from '../../src/ops/plan.ts';
 import { collectStatus } from '../../src/ops/status.ts';
+import { formatStatus } from '../../src/cli/status.ts';
+import { humanizeMs } from '../../src/core/duration.ts';
 import { collectOverview, DEFAULT_VIEW } from '../../src/ops/overview.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -53,7 +55,8 @@ describe('the ETA on a compressed run', () => {
     const cli = await runCommand(['status', '--json', '--org', 'acme'], h.env);
     const file = h.writeFile('eta.csv', `learnerId\n${ids.join('\n')}\n`);
     const [plan] = (await planCsv(h.ctx, { file, defaultOrg: 'acme', knownOrgs: h.config.orgs })).plans;
-    const [status] = (await collectStatus(h.ctx, ['acme'])).orgs;
+    const whole = await collectStatus(h.ctx, ['acme']);
+    const [status] = whole.orgs;
     // The dashboard's overview (and /api/overview) reads the same ETA.
     const [card] = (await collectOverview(h.ctx, { ...DEFAULT_VIEW, state: 'all' })).orgs;
     expect(plan?.backlog).toBe(LEARNERS);
@@ -80,6 +83,10 @@ describe('the ETA on a compressed run', () => {
     expect(Math.abs(planned - predicted)).toBeLessThan(250);
     expect(Math.abs(fromCli.finishAt - predicted)).toBeLessThan(ORG_WINDOW_MS);
     expect(plan?.eta.windows).toBe(status?.eta.windows);
+    expect(formatStatus(whole)).toContain(
+      `remaining ${LEARNERS}: done by ${status?.eta.finishUtc}, in ${humanizeMs(status?.eta.ms ?? 0)} ` +
+        `(${status?.eta.windows} windows of 4s); held back by the tokens' budgets, 20/2s each`,
+    );
     expect(card?.eta.heldBy).toBe(status?.eta.heldBy);
     expect(Math.abs((card?.eta.finishAt ?? NaN) - predicted)).toBeLessThan(250);
     // The run ends within one organization window of the prediction.

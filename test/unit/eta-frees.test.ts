@@ -31,7 +31,7 @@ describe('peek with frees', () => {
     }
     granted(await budget.acquire('acme', ['t1', 't2']));
     // An entry settled 30 s ago, written as settle would have: it leaves in about 30 s.
-    const [sec] = (await redis.time()) as [string, string];
+    const [sec] = await redis.time();
     await redis.zadd(budget.keys.orgLog('acme'), Number(sec) * 1000 - 30_000, 'old');
     const plain = await budget.peek('acme', ['t1', 't2']);
     expect(plain.frees).toBeUndefined();
