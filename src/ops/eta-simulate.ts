@@ -98,6 +98,11 @@ class Log {
  * what each token took, as text (two grants that spread alike leave the windows alike).
  */
 function spread(tokens: Log[], rooms: number[], n: number, t: number): string {
+  if (tokens.length === 1) {
+    const log = tokens[0] as Log;
+    log.push(t + log.windowMs + 1, n);
+    return '';
+  }
   const order = rooms.map((_, i) => i).sort((a, b) => (rooms[b] ?? 0) - (rooms[a] ?? 0));
   const r = order.map((i) => rooms[i] ?? 0);
   // Water-fill: bring the k fullest down to one level L (some at L + 1) that uses exactly n.
@@ -141,13 +146,16 @@ export function simulate(input: SimInput): SimResult {
   let t = 0;
   let steps = 0;
   let finish = 0;
+  const rooms = new Array<number>(tokens.length).fill(0);
   while (left > 0) {
     org.release(t);
-    for (const log of tokens) log.release(t);
-    const orgRoom = org.room(t);
-    const rooms = tokens.map((log) => log.room(t));
-    const tokenRoom = rooms.reduce((a, b) => a + b, 0);
-    const n = Math.min(left, orgRoom, tokenRoom);
+    let tokenRoom = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const log = tokens[i] as Log;
+      log.release(t);
+      tokenRoom += rooms[i] = log.room(t);
+    }
+    const n = Math.min(left, org.room(t), tokenRoom);
     if (n > 0) {
       org.push(t + org.windowMs + 1, n);
       const takes = spread(tokens, rooms, n, t);
@@ -174,7 +182,8 @@ export function simulate(input: SimInput): SimResult {
       }
     }
     const orgAt = org.nextRoom(t);
-    const tokenAt = Math.min(...tokens.map((log) => log.nextRoom(t)));
+    let tokenAt = Infinity;
+    for (const log of tokens) tokenAt = Math.min(tokenAt, log.nextRoom(t));
     const next = Math.max(orgAt, tokenAt);
     if (next === Infinity)
       return { finishMs: Infinity, waited, boundBy: orgAt === Infinity ? 'org' : 'token', steps };
