@@ -15,11 +15,8 @@
     ARGV[5+n] optional: a number of steps B. Given, the reply ends with one more element, the times the
               permits counted now leave their windows (for the ETA's simulation, src/ops/eta-simulate.ts):
               {orgFrees, token 1 frees, ..., token n frees}, each a flat list {inMs, count, ...} in
-              ascending inMs. A permit in the log (or in flight past its deadline) at score s leaves at
-              s + window + 1 (see acquire.lua, "Counting"); its inMs is that time less now, rounded UP to
-              a multiple of ceil((window + 1) / B), so no permit is said to leave earlier than it does. A
-              permit still in flight is counted as settled now: it leaves at window + 1. Reading them costs
-              at most 2B + 2 ZCOUNTs per scope, however full its window is.
+              ascending inMs, in B steps per window (includes/frees.lua says how; peek-frees.lua reads
+              them alone).
 
   Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve[, frees]}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
@@ -39,6 +36,7 @@
 --- @keys 4+
 --- @include "policy"
 --- @include "clock"
+--- @include "frees"
 local now = lt_now()
 
 local tokenCount = (#KEYS - 4) / 3
@@ -86,55 +84,6 @@ local function view(logKey, inflightKey, blockKey, max, window)
   return {used, inflight, nextFree, reason or '', redis.call('PTTL', blockKey), max, window}
 end
 
--- The frees of one scope (see ARGV[5+n] above). Few entries: read and bucketed here; many: one count
--- per step, so a window of 1,000 permits costs what one of 100 does.
-local function frees(logKey, inflightKey, window, inflight, steps)
-  local from = now - window
-  local step = math.ceil((window + 1) / steps)
-  local logged = redis.call('ZCOUNT', logKey, from, '+inf')
-  local expired = redis.call('ZCOUNT', inflightKey, from, now)
-  local counts = {}
-  if logged + expired <= steps then
-    local function add(scores)
-      for i = 2, #scores, 2 do
-        local b = math.ceil((tonumber(scores[i]) + window + 1 - now) / step)
-        counts[b] = (counts[b] or 0) + 1
-      end
-    end
-    if logged > 0 then
-      add(redis.call('ZRANGE', logKey, from, '+inf', 'BYSCORE', 'WITHSCORES'))
-    end
-    if expired > 0 then
-      add(redis.call('ZRANGE', inflightKey, from, now, 'BYSCORE', 'WITHSCORES'))
-    end
-  else
-    -- Step b holds the scores s with (b - 1) * step < s + window + 1 - now <= b * step.
-    for b = 1, steps do
-      local lo = string.format('(%d', now - window - 1 + (b - 1) * step)
-      local hi = now - window - 1 + b * step
-      local c = redis.call('ZCOUNT', logKey, lo, hi)
-      if expired > 0 then
-        c = c + redis.call('ZCOUNT', inflightKey, lo, math.min(hi, now))
-      end
-      if c > 0 then
-        counts[b] = c
-      end
-    end
-  end
-  local out = {}
-  for b = 1, steps do
-    if counts[b] then
-      out[#out + 1] = math.min(b * step, window + 1)
-      out[#out + 1] = counts[b]
-    end
-  end
-  if inflight > 0 then
-    out[#out + 1] = window + 1
-    out[#out + 1] = inflight
-  end
-  return out
-end
-
 local steps = tonumber(ARGV[5 + tokenCount] or '')
 local schedule = {}
 
@@ -145,7 +94,7 @@ local orgUsable = math.max(0, orgMax - reserve)
 local orgLimit, orgLearned, orgAt, orgProbe = learned('learned:org', orgUsable, orgMax, orgWindow)
 local orgView = view(KEYS[1], KEYS[2], KEYS[3], orgLimit, orgWindow)
 if steps then
-  schedule[1] = frees(KEYS[1], KEYS[2], orgWindow, orgView[2], steps)
+  schedule[1] = lt_frees(now, KEYS[1], KEYS[2], orgWindow, orgView[2], steps)
 end
 orgView[8] = policy['paused'] or ''
 orgView[9] = reserve > 0 and 1 or 0
@@ -165,7 +114,7 @@ for i = 1, tokenCount do
   v[14] = (id ~= '' and tonumber(policy['429:' .. id])) or -1
   out[#out + 1] = v
   if steps then
-    schedule[#schedule + 1] = frees(KEYS[3 * i + 1], KEYS[3 * i + 2], window, v[2], steps)
+    schedule[#schedule + 1] = lt_frees(now, KEYS[3 * i + 1], KEYS[3 * i + 2], window, v[2], steps)
   end
 end
 local present = 0

@@ -8,7 +8,7 @@ import type { Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../core/keys.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
-import { parseFrees } from './budget-schedule.ts';
+import { parseFrees, type BudgetFrees } from './budget-schedule.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
 import {
@@ -382,6 +382,34 @@ export class TransferBudget {
         slotKey: this.keys.policy(call.org),
         add: (pipe) => void LIMITER_SCRIPTS.queue(pipe, 'peek', call.keys, call.args),
         read: (replies) => this.peekView(replies[0], call.pool),
+      })),
+    );
+  }
+
+  /**
+   * When the permits counted in each organization's windows leave them (BudgetView.frees), alone, read
+   * with the windows a peek just gave (`view`): status reads them only for the organizations it must
+   * simulate, after one peek of all. One pipeline per Redis node.
+   */
+  async peekFreesMany(
+    scopes: readonly { org: string; tokenIds: readonly string[]; view: BudgetView }[],
+    freeSteps: number,
+  ): Promise<(BudgetFrees | undefined)[]> {
+    const calls = scopes.map(({ org, tokenIds, view }) => {
+      const pool = this.pool(org, tokenIds);
+      const k = this.keys;
+      const keys = [k.orgLog(org), k.orgInflight(org)];
+      for (const t of pool) keys.push(k.tokenLog(org, t), k.tokenInflight(org, t));
+      const windows = pool.map((_, i) => view.tokens[i]?.windowMs ?? this.options.limitPerToken.windowMs);
+      return { org, pool, keys, args: [freeSteps, view.org.windowMs, ...windows] };
+    });
+    LIMITER_SCRIPTS.define(this.redis);
+    return readBatched(
+      this.redis,
+      calls.map((call) => ({
+        slotKey: this.keys.policy(call.org),
+        add: (pipe) => void LIMITER_SCRIPTS.queue(pipe, 'peek-frees', call.keys, call.args),
+        read: (replies) => parseFrees(replies[0], call.pool.length),
       })),
     );
   }

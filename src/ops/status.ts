@@ -117,20 +117,20 @@ export async function readStatus(
     const { learners } = counts[i] as CountsRead;
     return (learners.queued ?? 0) + (learners.retrying ?? 0);
   };
-  // The ETA simulates the limiter from when each counted permit leaves its window: read again, with
-  // those times, for the organizations with work left and permits in a window (an idle one, or one
-  // with empty windows, needs none). One more round trip, and only when there is work.
+  // The ETA simulates the limiter from when each counted permit leaves its window: those times are read
+  // next, for the organizations with work left and permits in a window (an idle one, or one with empty
+  // windows, needs none). One more round trip, and only when there is work.
   const busy = orgs.flatMap((org, i) => {
     const b = budgets[i] as BudgetView;
     const counted = [b.org, ...b.tokens].some((s) => s.used + s.inflight > 0);
     return remainingOf(i) > 0 && counted ? [i] : [];
   });
   if (busy.length > 0) {
-    const again = await ctx.budget.peekMany(
-      busy.map((i) => scopeOf(orgs[i] as string)),
-      { freeSteps: FREE_STEPS },
+    const frees = await ctx.budget.peekFreesMany(
+      busy.map((i) => ({ ...scopeOf(orgs[i] as string), view: budgets[i] as BudgetView })),
+      FREE_STEPS,
     );
-    busy.forEach((i, k) => (budgets[i] = again[k] as BudgetView));
+    busy.forEach((i, k) => (budgets[i] = { ...(budgets[i] as BudgetView), frees: frees[k] }));
   }
   const byOrg = new Map<string, CountsRead>();
   const out = orgs.map((org, i): OrgStatus => {

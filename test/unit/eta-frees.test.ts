@@ -1,5 +1,5 @@
 // peek.lua's frees (for the ETA): when each permit counted in a window leaves it, bucketed in steps and
-// rounded up, against a real Redis. A window with few permits is read whole, one with many is counted
+// rounded up, against a real Redis (peek.lua with its steps, and peek-frees.lua alone). A window with few permits is read whole, one with many is counted
 // per step; both must say the same. A plain peek keeps the shape it always had.
 import { afterAll, describe, expect, it } from 'vitest';
 import { TransferBudget } from '../../src/limiter/index.ts';
@@ -51,5 +51,8 @@ describe('peek with frees', () => {
     // The ETA's batch read says the same.
     const [many] = await budget.peekMany([{ org: 'acme', tokenIds: ['t1', 't2'] }], { freeSteps: 12 });
     expect(many?.frees?.org.reduce((a, [, n]) => a + n, 0)).toBe(22);
+    // And peek-frees.lua, which status reads after a plain peek, gives the very same steps.
+    const [alone] = await budget.peekFreesMany([{ org: 'acme', tokenIds: ['t1', 't2'], view: v }], 12);
+    expect(alone).toEqual(v.frees);
   });
 });
