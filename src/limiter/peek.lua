@@ -12,8 +12,9 @@
     ARGV[1]  token limit   ARGV[2]  token window (ms)   ARGV[3]  org limit   ARGV[4]  org window (ms)
              (the fallbacks, as in acquire.lua)
     ARGV[4+i] token i's id
-    ARGV[5+n] optional: a number of steps B. Given, the reply ends with one more element, the times the
-              permits counted now leave their windows (for the ETA's simulation, src/ops/eta-simulate.ts):
+    ARGV[5+n] optional: 'frees:B', B a number of steps from 1 to 1000. Given, the reply ends with
+              one more element, the times the permits counted now leave their windows (for the
+              ETA's simulation, src/ops/eta-simulate.ts):
               {orgFrees, token 1 frees, ..., token n frees}, each a flat list {inMs, count, ...} in
               ascending inMs, in B steps per window (includes/frees.lua says how; peek-frees.lua reads
               them alone).
@@ -84,7 +85,17 @@ local function view(logKey, inflightKey, blockKey, max, window)
   return {used, inflight, nextFree, reason or '', redis.call('PTTL', blockKey), max, window}
 end
 
-local steps = tonumber(ARGV[5 + tokenCount] or '')
+-- 'frees:B' (B from 1 to 1000), and nothing else, asks for the frees: an argument after the token ids
+-- that is not one (the model test's stepped clock passes its time there) changes nothing.
+local steps = tonumber(string.match(ARGV[5 + tokenCount] or '', '^frees:(%d+)$') or '')
+if steps and (steps < 1 or steps > 1000) then
+  steps = nil
+end
+-- Bounded: the model test's stepped clock passes now (µs) as the last ARGV, which must never be read as
+-- a number of steps (a loop of 1e15 steps blocks Redis for everyone).
+if steps and (steps < 1 or steps > 4096 or steps ~= math.floor(steps)) then
+  steps = nil
+end
 local schedule = {}
 
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))

@@ -355,7 +355,7 @@ export class TransferBudget {
     options: { freeSteps?: number } = {},
   ): Promise<BudgetView> {
     const call = this.peekCall(org, tokenIds);
-    if (options.freeSteps) call.args.push(options.freeSteps);
+    if (options.freeSteps) call.args.push(`frees:${options.freeSteps}`);
     return this.peekView(await LIMITER_SCRIPTS.run(this.redis, 'peek', call.keys, call.args), call.pool);
   }
 
@@ -371,7 +371,7 @@ export class TransferBudget {
   ): Promise<BudgetView[]> {
     const calls = scopes.map(({ org, tokenIds }) => {
       const call = this.peekCall(org, tokenIds);
-      if (options.freeSteps) call.args.push(options.freeSteps);
+      if (options.freeSteps) call.args.push(`frees:${options.freeSteps}`);
       return { org, ...call };
     });
     // A pipeline takes the commands its client had when it was made.
