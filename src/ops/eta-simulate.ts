@@ -123,7 +123,7 @@ function spread(tokens: Log[], rooms: number[], n: number, t: number): string {
 }
 
 /** A bound on the batches simulated; past it the rest goes at the average pace so far. */
-const MAX_STEPS = 200_000;
+const MAX_STEPS = 20_000;
 
 /** One batch granted, and where the simulation stood after it. */
 interface Grant {

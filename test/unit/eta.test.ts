@@ -114,6 +114,19 @@ describe('simulate', () => {
     expect(forty.steps).toBeLessThan(200);
   });
 
+  it('goes on at the average pace when no period shows within its bound of batches', () => {
+    // Windows of 1,000 and 1,001 ms drift against each other: the schedule has no short period.
+    const r = simulate({
+      remaining: 1_000_000,
+      org: fresh(1_000_000, D),
+      tokens: [fresh(10, S), fresh(10, S + 1)],
+    });
+    expect(r.steps).toBe(20_000);
+    // About 10 per 1,001 ms and 10 per 1,002 ms.
+    const pace = 10 / 1001 + 10 / 1002;
+    expect(Math.abs(r.finishMs - 1_000_000 / pace) / (1_000_000 / pace)).toBeLessThan(0.01);
+  });
+
   it('a token-bound pace: 250 learners at one token of 100/1h and an organization of 1000/1m', () => {
     const r = simulate({ remaining: 250, org: fresh(1000, 60 * S), tokens: [fresh(100, H)] });
     expect(r.finishMs).toBe(2 * (H + 1));
