@@ -1,7 +1,9 @@
 // The status of the whole tool: per organization, learners by state and outcome, queue counts, budget
 // used and remaining per token and organization, and when the remaining work will be done. A fleet of
 // 1,000 organizations is read in one round trip per Redis node (redis/batch.ts): the counters and queue
-// lengths in one call per organization, the limiter's peeks in another, both batches sent at once.
+// lengths in one call per organization, the limiter's peeks in another, both batches sent at once; then,
+// for the ETA (eta.ts) of the organizations with work left and permits in a window, one more batch:
+// when those permits leave their windows.
 import type { AppContext } from '../app/context.ts';
 import { etaOf, type Eta } from './eta.ts';
 import type { BudgetView } from '../limiter/index.ts';
