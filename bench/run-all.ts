@@ -17,6 +17,7 @@ const BENCHES: Bench[] = [
   { name: 'fairness', run: async () => (await import('./fairness.ts')).runFairnessBench() },
   { name: 'audit-archive', run: async () => (await import('./audit-archive.ts')).runAuditArchiveBench() },
   { name: 'redis-bytes', run: async () => (await import('./redis-bytes.ts')).runRedisBytesBench() },
+  { name: 'eta', run: async () => (await import('./eta.ts')).runEtaBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { basename } from 'node:path';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -10,12 +10,20 @@ import type { Cli } from './io.ts';
 import { orgIdPairOption } from './parsers.ts';
 
 /** enqueue --dry-run and plan --csv: the CSV read as enqueue reads it, then planned. */
-export async function runCsvPlan(cli: Cli, opts: { csv: string; org?: string | undefined }): Promise<void> {
+export async function runCsvPlan(
+  cli: Cli,
+  opts: { csv: string; org?: string | undefined; tokens?: number | undefined },
+): Promise<void> {
   const config = cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
   const ctx = await cli.context(config);
   try {
-    const p = await planCsv(ctx, { file: opts.csv, defaultOrg: opts.org, knownOrgs: config.orgs });
+    const p = await planCsv(ctx, {
+      file: opts.csv,
+      defaultOrg: opts.org,
+      knownOrgs: config.orgs,
+      tokens: opts.tokens,
+    });
     cli.print(
       formatPlan(
         p.plans,
@@ -36,7 +44,17 @@ type PlanFlags = CrawlFlags & {
   desired?: string;
   crawl?: boolean;
   orgId?: Record<string, number>;
+  tokens?: number;
 };
+
+/** --tokens N: a whole number of tokens, 1 to 1,000. */
+function tokensOption(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 1000) {
+    throw new InvalidArgumentError(`--tokens expects a whole number from 1 to 1000, got '${value}'`);
+  }
+  return n;
+}
 
 export function register(program: Command, cli: Cli): void {
   addCrawlOptions(
@@ -54,6 +72,11 @@ export function register(program: Command, cli: Cli): void {
       'with --desired: numeric id of an organization key (repeatable)',
       orgIdPairOption,
     )
+    .option(
+      '--tokens <n>',
+      'with --csv: also say when the work would finish with N usable tokens per organization',
+      tokensOption,
+    )
     .option('--quiet', 'no progress output')
     .action(async (opts: PlanFlags) => {
       const sources = [opts.csv, opts.crawl, opts.desired].filter(Boolean).length;
@@ -63,7 +86,10 @@ export function register(program: Command, cli: Cli): void {
           'plan needs exactly one of --csv FILE, --crawl or --desired FILE',
         );
       }
-      if (opts.csv) return runCsvPlan(cli, { csv: opts.csv, org: opts.org });
+      if (opts.tokens !== undefined && !opts.csv) {
+        throw new LearnerTransferError('LT_USAGE', 'plan --tokens N works with --csv FILE');
+      }
+      if (opts.csv) return runCsvPlan(cli, { csv: opts.csv, org: opts.org, tokens: opts.tokens });
       if (opts.desired) {
         return runReconcileCommand(cli, {
           desired: opts.desired,

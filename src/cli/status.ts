@@ -4,8 +4,6 @@ import { collectStatus, type OrgStatus, type Status } from '../ops/status.ts';
 import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/org-states.ts';
 import { requireOrg } from '../app/context.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
-import { estimate } from '../ops/eta.ts';
-import { paceOf } from '../limiter/policy.ts';
 import type { LearnedView } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import type { Cli } from './io.ts';
@@ -57,9 +55,7 @@ function orgLines(o: OrgStatus): string[] {
         (t.paused ? ` [PAUSED by ${t.paused.who} since ${t.paused.at}]` : ''),
     );
   }
-  lines.push(
-    `  remaining ${o.remaining}: ${b.paused && o.remaining > 0 ? 'paused; at the current limits, ' : ''}done in ${o.eta.text}`,
-  );
+  lines.push(`  remaining ${o.remaining}: ${o.eta.text}`);
   return lines;
 }
 
@@ -117,27 +113,8 @@ export function register(program: Command, cli: Cli): void {
       const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
       const ctx = await cli.context(config);
       try {
+        // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta.ts).
         const status = await collectStatus(ctx, orgs);
-        // The ETA at the limits every worker applies (the policy in Redis), not this environment's LIMIT_*.
-        for (const o of status.orgs) {
-          const pace = paceOf(o.budget);
-          if (pace.perOrg.max <= 0 && o.remaining > 0) {
-            o.eta = {
-              ms: Infinity,
-              boundBy: 'org',
-              availableNow: 0,
-              text: `never at these limits: the reserve leaves this tool nothing (limits set --org ${o.org} --reserve)`,
-            };
-            continue;
-          }
-          o.eta = estimate({
-            remaining: o.remaining,
-            tokens: pace.tokens,
-            perToken: pace.perToken,
-            perOrg: pace.perOrg,
-            availableNow: pace.availableNow,
-          });
-        }
         // Redis's and the service's words are in it: nothing a terminal would run.
         const text = opts.json
           ? jsonForTerminal(JSON.stringify(withStates(status), null, 2))

@@ -19,7 +19,7 @@ import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
-import type { BudgetView, PauseInfo } from './types.ts';
+import type { PauseInfo } from './types.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 
 /**
@@ -369,37 +369,6 @@ export async function seedPolicies(
       );
     }
   }
-}
-
-/**
- * The pace of an organization for an ETA, from a peek (the limits in effect, reserve and pauses
- * applied): the usable tokens (not paused, not refused until unblock), one per-token rate for them (their average,
- * over the longest of their windows, when they differ), the organization's usable rate, and the budget
- * usable now (0 while the organization is paused or blocked).
- */
-export function paceOf(view: BudgetView): {
-  tokens: number;
-  perToken: Rate;
-  perOrg: Rate;
-  availableNow: number;
-} {
-  // A 429 block passes; a token paused, or refused (401) until unblock, sets no pace.
-  const usable = view.tokens.filter((t) => !t.paused && !(t.blocked && t.blocked.remainingMs === null));
-  const perOrg = { max: Math.max(0, view.org.limit), windowMs: view.org.windowMs };
-  const windowMs = Math.max(...usable.map((t) => t.windowMs), view.tokens[0]?.windowMs ?? perOrg.windowMs);
-  const scaled = usable.reduce((sum, t) => sum + (t.limit * windowMs) / t.windowMs, 0);
-  const perToken = {
-    max: usable.length > 0 ? Math.max(1, Math.floor(scaled / usable.length)) : (view.tokens[0]?.limit ?? 1),
-    windowMs,
-  };
-  const stopped = view.org.paused !== null || view.org.blocked !== null;
-  const availableNow = stopped
-    ? 0
-    : Math.min(
-        view.org.remaining,
-        usable.reduce((sum, t) => sum + (t.blocked ? 0 : t.remaining), 0),
-      );
-  return { tokens: usable.length, perToken, perOrg, availableNow };
 }
 
 /**

@@ -9,6 +9,7 @@ export const LIMITER_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'change-policy',
   'learn',
   'peek',
+  'peek-frees',
   'release',
   'settle',
 ]);

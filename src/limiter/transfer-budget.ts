@@ -8,6 +8,7 @@ import type { Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../core/keys.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
+import { parseFrees, type BudgetFrees } from './budget-schedule.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
 import {
@@ -348,17 +349,31 @@ export class TransferBudget {
    * The budget as acquire would see it now, under the same policy, read-only (the script runs with the
    * no-writes flag).
    */
-  async peek(org: string, tokenIds: readonly string[]): Promise<BudgetView> {
+  async peek(
+    org: string,
+    tokenIds: readonly string[],
+    options: { freeSteps?: number } = {},
+  ): Promise<BudgetView> {
     const call = this.peekCall(org, tokenIds);
+    if (options.freeSteps) call.args.push(`frees:${options.freeSteps}`);
     return this.peekView(await LIMITER_SCRIPTS.run(this.redis, 'peek', call.keys, call.args), call.pool);
   }
 
   /**
    * peek() of many organizations, one pipeline per Redis node (redis/batch.ts), not one round trip
-   * each: `status` and the overview read every organization of a fleet at once.
+   * each: `status` and the overview read every organization of a fleet at once. `freeSteps`: each view
+   * also says when its counted permits leave their windows (BudgetView.frees, for the ETA), in that
+   * many steps per window.
    */
-  async peekMany(scopes: readonly { org: string; tokenIds: readonly string[] }[]): Promise<BudgetView[]> {
-    const calls = scopes.map(({ org, tokenIds }) => ({ org, ...this.peekCall(org, tokenIds) }));
+  async peekMany(
+    scopes: readonly { org: string; tokenIds: readonly string[] }[],
+    options: { freeSteps?: number } = {},
+  ): Promise<BudgetView[]> {
+    const calls = scopes.map(({ org, tokenIds }) => {
+      const call = this.peekCall(org, tokenIds);
+      if (options.freeSteps) call.args.push(`frees:${options.freeSteps}`);
+      return { org, ...call };
+    });
     // A pipeline takes the commands its client had when it was made.
     LIMITER_SCRIPTS.define(this.redis);
     return readBatched(
@@ -367,6 +382,34 @@ export class TransferBudget {
         slotKey: this.keys.policy(call.org),
         add: (pipe) => void LIMITER_SCRIPTS.queue(pipe, 'peek', call.keys, call.args),
         read: (replies) => this.peekView(replies[0], call.pool),
+      })),
+    );
+  }
+
+  /**
+   * When the permits counted in each organization's windows leave them (BudgetView.frees), alone, read
+   * with the windows a peek just gave (`view`): status reads them only for the organizations it must
+   * simulate, after one peek of all. One pipeline per Redis node.
+   */
+  async peekFreesMany(
+    scopes: readonly { org: string; tokenIds: readonly string[]; view: BudgetView }[],
+    freeSteps: number,
+  ): Promise<(BudgetFrees | undefined)[]> {
+    const calls = scopes.map(({ org, tokenIds, view }) => {
+      const pool = this.pool(org, tokenIds);
+      const k = this.keys;
+      const keys = [k.orgLog(org), k.orgInflight(org)];
+      for (const t of pool) keys.push(k.tokenLog(org, t), k.tokenInflight(org, t));
+      const windows = pool.map((_, i) => view.tokens[i]?.windowMs ?? this.options.limitPerToken.windowMs);
+      return { org, pool, keys, args: [freeSteps, view.org.windowMs, ...windows] };
+    });
+    LIMITER_SCRIPTS.define(this.redis);
+    return readBatched(
+      this.redis,
+      calls.map((call) => ({
+        slotKey: this.keys.policy(call.org),
+        add: (pipe) => void LIMITER_SCRIPTS.queue(pipe, 'peek-frees', call.keys, call.args),
+        read: (replies) => parseFrees(replies[0], call.pool.length),
       })),
     );
   }
@@ -426,6 +469,8 @@ export class TransferBudget {
       tokens,
       policyStored: num(reply[pool.length + 2]) === 1,
       reserve: num(reply[pool.length + 3]),
+      // Only when asked for (peekMany's freeSteps): a plain peek has the shape it always had.
+      ...(reply.length > pool.length + 4 ? { frees: parseFrees(reply[pool.length + 4], pool.length) } : {}),
     };
   }
 

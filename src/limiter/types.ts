@@ -1,6 +1,7 @@
 // The transfer budget's public shapes. Times are Redis TIME in ms since the epoch; token ids are the
 // non-secret fingerprints of config.ts (TokenRef.id), never a token.
 import type { Rate } from '../core/duration.ts';
+import type { BudgetFrees } from './budget-schedule.ts';
 
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
@@ -169,6 +170,8 @@ export interface BudgetView {
   reserve: number;
   /** Whether a policy is stored in Redis for the organization (false: the fallback limits apply). */
   policyStored: boolean;
+  /** When the permits counted now leave their windows (only from peekMany with freeSteps). */
+  frees?: BudgetFrees | undefined;
 }
 
 /**

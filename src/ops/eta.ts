@@ -1,44 +1,200 @@
-// How long remaining work takes at the configured limits, from the budget left now. The limits are
-// sliding windows, so after today's remainder the work proceeds one full window's budget at a time.
-import type { Rate } from '../core/duration.ts';
-import { formatRate, humanizeMs } from '../core/duration.ts';
-
-export interface EtaInput {
-  remaining: number;
-  tokens: number;
-  perToken: Rate;
-  perOrg: Rate;
-  /** Budget usable right now (min of the org's and the tokens' remaining); defaults to a full window. */
-  availableNow?: number | undefined;
-}
+// When the remaining work of one organization will be done, from the limiter's state in Redis (a peek:
+// the limits in force from the policy, learned limits and the reserve applied, pauses, blocks, and when
+// the permits counted now leave their windows), by simulating the limiter forward (eta-simulate.ts).
+// `plan`, `status` and the dashboard all call etaOf, so they agree. The finish is the time the last
+// permit can be granted; its calls take their own latency on top (see docs/eta.md).
+import { formatDuration, formatRate, humanizeMs, type Rate } from '../core/duration.ts';
+import type { BudgetView, ScopeView, TokenView } from '../limiter/types.ts';
+import { simulate, type Frees, type SimScope } from './eta-simulate.ts';
 
 export interface Eta {
+  /** Ms from now until the finish (Infinity: never, or paused). */
   ms: number;
-  /** Which limit sets the pace. */
+  /** Which budget holds the work back ('none': it fits the budget left now). */
   boundBy: 'org' | 'token' | 'none';
+  /** Permits usable right now (the smaller of the organization's and its usable tokens' room). */
   availableNow: number;
   text: string;
+  /**
+   * The finish, ms since the epoch (Redis's clock); null when there is nothing to wait for (nothing left,
+   * or it all fits the budget left now: ms is 0) or no finish (never, or paused). Kept null then, not
+   * "now", so an idle organization's ETA does not change between two reads (the live overview sends
+   * only what changed).
+   */
+  finishAt: number | null;
+  /** The finish as "2026-12-14 09:00 UTC"; null as finishAt. */
+  finishUtc: string | null;
+  /** "the organization's budget, 1000/1d" or "the tokens' budgets, 100/1h each"; '' for 'none'. */
+  heldBy: string;
+  /** Organization windows the work spans, the current one included (0: nothing left). */
+  windows: number;
+  /** Usable tokens the finish was computed for. */
+  tokens: number;
+  /** The organization is paused: no finish until it is resumed (ms then says how long after a resume). */
+  paused: boolean;
 }
 
-export function estimate(input: EtaInput): Eta {
-  const { remaining, tokens, perToken, perOrg } = input;
-  const fullNow = Math.min(perOrg.max, tokens * perToken.max);
-  const availableNow = Math.max(0, Math.min(input.availableNow ?? fullNow, fullNow));
-  if (remaining <= 0) return { ms: 0, boundBy: 'none', availableNow, text: 'nothing left' };
-  if (tokens === 0)
-    return { ms: Infinity, boundBy: 'token', availableNow: 0, text: 'never: no token for this organization' };
-  const after = Math.max(0, remaining - availableNow);
-  const tokenMs = Math.ceil(after / (tokens * perToken.max)) * perToken.windowMs;
-  const orgMs = Math.ceil(after / perOrg.max) * perOrg.windowMs;
-  const ms = Math.max(tokenMs, orgMs);
-  const boundBy = after === 0 ? 'none' : orgMs >= tokenMs ? 'org' : 'token';
-  const pace =
-    boundBy === 'org'
-      ? formatRate(perOrg)
-      : `${tokens} token${tokens > 1 ? 's' : ''} x ${formatRate(perToken)}`;
+/** "2026-12-14 09:00 UTC", to the nearest minute (to the second when `seconds`). */
+export function formatUtc(ms: number, seconds = false): string {
+  const unit = seconds ? 1000 : 60_000;
+  const iso = new Date(Math.round(ms / unit) * unit).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
+}
+
+/** The permits counted now by when they leave: peek's frees, or (a peek without them) all at a window's end. */
+function framesOf(scope: ScopeView, frees: Frees | undefined): Frees {
+  if (frees) return frees;
+  const counted = scope.used + scope.inflight;
+  return counted > 0 ? [[scope.windowMs + 1, counted]] : [];
+}
+
+/** Until the scope is usable: 0 now, the 429 block's ms, Infinity for a pause or a block until unblock. */
+function blockedMs(scope: ScopeView): number {
+  if (scope.paused) return Infinity;
+  if (!scope.blocked) return 0;
+  return scope.blocked.remainingMs ?? Infinity;
+}
+
+/** The configured rate of a token (a learned limit is what the service allowed lately, not the rate). */
+function rateOf(t: TokenView): Rate {
+  return { max: t.learned?.configured ?? t.limit, windowMs: t.windowMs };
+}
+
+function tokenScopes(view: BudgetView, count: number | undefined): { scopes: SimScope[]; rates: Rate[] } {
+  const all = view.tokens.map((t, i) => ({
+    scope: {
+      limit: Math.max(0, t.limit),
+      windowMs: t.windowMs,
+      frees: framesOf(t, view.frees?.tokens[i]),
+      blockedMs: blockedMs(t),
+    },
+    rate: { max: t.limit, windowMs: t.windowMs },
+    configured: rateOf(t),
+  }));
+  const usable = all.filter((t) => t.scope.blockedMs !== Infinity);
+  if (count === undefined) return { scopes: usable.map((t) => t.scope), rates: usable.map((t) => t.rate) };
+  // What-if: the first `count` usable tokens as they are, then fresh ones at the configured rate.
+  const fresh = (all[0]?.configured ?? { max: 0, windowMs: view.org.windowMs }) as Rate;
+  const chosen = usable.slice(0, count);
+  while (chosen.length < count) {
+    chosen.push({
+      scope: { limit: fresh.max, windowMs: fresh.windowMs, frees: [], blockedMs: 0 },
+      rate: fresh,
+      configured: fresh,
+    });
+  }
+  return { scopes: chosen.map((t) => t.scope), rates: chosen.map((t) => t.rate) };
+}
+
+function orgHeld(view: BudgetView): string {
+  const rate = formatRate({ max: Math.max(0, view.org.limit), windowMs: view.org.windowMs });
+  const notes = [
+    view.reserve > 0 ? `after a reserve of ${view.reserve}` : '',
+    view.org.learned ? 'learned from 429s' : '',
+  ].filter(Boolean);
+  return `the organization's budget, ${rate}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+}
+
+function tokensHeld(rates: readonly Rate[]): string {
+  const names = [...new Set(rates.map(formatRate))];
+  if (rates.length === 1) return `the token's budget, ${names[0]}`;
+  if (names.length === 1) return `the tokens' budgets, ${names[0]} each`;
+  return `the tokens' budgets, ${names.join(' and ')}`;
+}
+
+function never(text: string, availableNow: number, tokens: number, paused = false): Eta {
+  return {
+    ms: Infinity,
+    boundBy: 'org',
+    availableNow,
+    text,
+    finishAt: null,
+    finishUtc: null,
+    heldBy: '',
+    windows: Infinity,
+    tokens,
+    paused,
+  };
+}
+
+/**
+ * The finish of `remaining` learners for the organization of `view` (a peek, with frees for the exact
+ * start). `tokens`: as if the organization had that many usable tokens (plan --tokens).
+ */
+export function etaOf(view: BudgetView, remaining: number, options: { tokens?: number } = {}): Eta {
+  const { scopes, rates } = tokenScopes(view, options.tokens);
+  const org: SimScope = {
+    limit: Math.max(0, view.org.limit),
+    windowMs: view.org.windowMs,
+    frees: framesOf(view.org, view.frees?.org),
+    blockedMs: view.org.paused ? 0 : blockedMs(view.org),
+  };
+  const room = (s: SimScope) => (s.blockedMs > 0 ? 0 : Math.max(0, s.limit - framesCount(s.frees)));
+  const paused = view.org.paused !== null;
+  const availableNow = paused
+    ? 0
+    : Math.min(
+        room(org),
+        scopes.reduce((a, s) => a + room(s), 0),
+      );
+  const base = { availableNow, tokens: scopes.length };
+  if (remaining <= 0) {
+    return {
+      ...base,
+      ms: 0,
+      boundBy: 'none',
+      text: 'nothing left',
+      finishAt: null,
+      finishUtc: null,
+      heldBy: '',
+      windows: 0,
+      paused,
+    };
+  }
+  if (org.limit <= 0)
+    return never('never at these limits: the reserve leaves this tool nothing', 0, scopes.length);
+  if (scopes.length === 0)
+    return never('never: no usable token (each is paused or refused with 401)', 0, 0, paused);
+  if (org.blockedMs === Infinity)
+    return never('never: the organization is blocked until unblocked', 0, scopes.length);
+  const sim = simulate({ remaining, org, tokens: scopes });
+  if (sim.finishMs === Infinity) return never('never at these limits', availableNow, scopes.length, paused);
+  const heldBy = sim.boundBy === 'org' ? orgHeld(view) : sim.boundBy === 'token' ? tokensHeld(rates) : '';
+  const windows = 1 + Math.floor(sim.finishMs / view.org.windowMs);
+  const span = `${windows} window${windows === 1 ? '' : 's'} of ${formatDuration(view.org.windowMs)}`;
+  if (paused) {
+    return {
+      ...never(
+        `paused: no finish until it is resumed (then ${humanizeMs(sim.finishMs)} at these limits)`,
+        0,
+        scopes.length,
+        true,
+      ),
+      ms: sim.finishMs,
+      boundBy: sim.boundBy,
+      heldBy,
+      windows,
+    };
+  }
+  const finishAt = sim.boundBy === 'none' ? null : view.now + sim.finishMs;
+  const finishUtc = finishAt === null ? null : formatUtc(finishAt, sim.finishMs < 3_600_000);
   const text =
-    after === 0
-      ? `within the current budget (${availableNow} left now)`
-      : `${humanizeMs(ms)} at ${pace}, ${availableNow} left in the current window`;
-  return { ms, boundBy, availableNow, text };
+    sim.boundBy === 'none'
+      ? `done now, within the budget left (${availableNow} left)`
+      : `done by ${finishUtc}, in ${humanizeMs(sim.finishMs)} (${span}); held back by ${heldBy}`;
+  return {
+    ...base,
+    ms: sim.finishMs,
+    boundBy: sim.boundBy,
+    text,
+    finishAt,
+    finishUtc,
+    heldBy,
+    windows,
+    paused,
+  };
+}
+
+function framesCount(frees: Frees): number {
+  return frees.reduce((a, [, n]) => a + n, 0);
 }

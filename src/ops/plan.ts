@@ -1,15 +1,16 @@
 // plan: what a source would enqueue and how long it would take, with no queue writes and no transfer
 // calls. The learners come from a CSV, a dry-run crawl or a dry-run reconcile; each is classified the
 // way the producer would (new, already queued, already done; a forced reconcile re-opens the done),
-// and the ETA comes from eta.ts at the limits in effect (the organization's policy in Redis, read by the
-// limiter peek, a read-only script) and the budget already used in the current window. Jobs already waiting in the organization's queue are
-// spent first, so they count toward the ETA.
+// and the ETA comes from eta.ts (a simulation of the limiter forward from its state now: the policy in
+// Redis, the permits in each window and when they leave, blocks, pauses), the same as status's. Jobs
+// already waiting in the organization's queue are spent first, so they count toward the ETA.
 import { Queue } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { tokensOf } from '../core/config.ts';
-import { formatRate, type Rate } from '../core/duration.ts';
-import { estimate, type Eta } from './eta.ts';
-import { paceOf } from '../limiter/policy.ts';
+import { humanizeMs } from '../core/duration.ts';
+import { etaOf, type Eta } from './eta.ts';
+import { FREE_STEPS } from '../limiter/budget-schedule.ts';
+import type { BudgetView } from '../limiter/types.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { readCsv } from '../queue/sources/csv.ts';
@@ -29,78 +30,49 @@ export interface OrgPlan {
   tokens: number;
   /** Budget usable now: the smaller of the org's and its tokens' remaining in their windows. */
   availableNow: number;
-  /** Windows of the limit that sets the pace, the current one included. */
+  /** Organization windows the work spans, the current one included. */
   periods: number;
   /** Length of one such window, ms. */
   periodMs: number;
   eta: Eta;
+  /** `plan --tokens N`: the finish with N usable tokens instead. */
+  whatIf?: { tokens: number; eta: Eta; text: string };
   text: string;
-}
-
-const NAMED: [number, string][] = [
-  [86_400_000, 'day'],
-  [3_600_000, 'hour'],
-  [60_000, 'minute'],
-  [1_000, 'second'],
-];
-
-function periodName(ms: number, plural: boolean): string {
-  const named = NAMED.find(([size]) => size === ms)?.[1];
-  if (named) return plural ? `${named}s` : named;
-  return `${plural ? 'windows' : 'window'} of ${formatRate({ max: 1, windowMs: ms }).slice(2)}`;
-}
-
-function rateText(rate: Rate): string {
-  const named = NAMED.find(([size]) => size === rate.windowMs)?.[1];
-  return named ? `${rate.max}/${named}` : formatRate(rate);
 }
 
 const n = (x: number) => x.toLocaleString('en-US');
 
-/**
- * The number of windows the work spans and the wording, from estimate(): the current window (with what
- * is left of it) plus one full window per `capacity` learners after it.
- */
+/** The ETA of `work` learners and its wording, from the organization's peek (ops/eta.ts). */
 export function describeEta(
   org: string,
   learners: number,
   work: number,
-  tokens: number,
-  perToken: Rate,
-  perOrg: Rate,
-  availableNow: number,
+  view: BudgetView,
+  options: { tokens?: number } = {},
 ): { eta: Eta; periods: number; periodMs: number; text: string } {
   const head = `${n(learners)} learner${learners === 1 ? '' : 's'} for ${org}`;
-  if (perOrg.max <= 0 && work > 0 && tokens > 0) {
-    // `limits set --reserve` as large as the organization's limit: this tool may spend nothing.
-    const text = 'never at these limits: the reserve leaves this tool nothing';
-    return {
-      eta: { ms: Infinity, boundBy: 'org', availableNow: 0, text },
-      periods: Infinity,
-      periodMs: perOrg.windowMs,
-      text: `${head}: ${text}`,
-    };
-  }
-  const eta = estimate({ remaining: work, tokens, perToken, perOrg, availableNow });
-  const byToken = eta.boundBy === 'token';
-  const periodMs = byToken ? perToken.windowMs : perOrg.windowMs;
+  const eta = etaOf(view, work, options);
+  const periodMs = view.org.windowMs;
   if (work <= 0) return { eta, periods: 0, periodMs, text: `${head}: nothing to transfer` };
-  if (tokens === 0) return { eta, periods: Infinity, periodMs, text: `${head}: ${eta.text}` };
-  const periods = 1 + Math.round(eta.ms / periodMs);
-  const pace = byToken ? `${tokens} token${tokens > 1 ? 's' : ''} x ${rateText(perToken)}` : rateText(perOrg);
-  const first = periodName(periodMs, false);
-  const text =
-    periods === 1
-      ? `${head}: within the current ${first} (${n(eta.availableNow)} left)`
-      : `${head}: ${n(periods)} ${periodName(periodMs, true)} at ${pace}, first ${first} ${n(eta.availableNow)} left`;
-  return { eta, periods, periodMs, text };
+  return { eta, periods: eta.windows, periodMs, text: `${head}: ${eta.text}` };
 }
 
-/** Plans learners per organization. `force`: final learners would be re-opened (reconcile). */
+/** The what-if line of `plan --tokens N`: both finishes. */
+function whatIfText(eta: Eta, other: Eta, tokens: number): string {
+  const was = eta.finishUtc ? `${eta.finishUtc}, in ${humanizeMs(eta.ms)}` : eta.text;
+  const would = other.finishUtc ? `${other.finishUtc}, in ${humanizeMs(other.ms)}` : other.text;
+  const held = other.heldBy ? ` (held back by ${other.heldBy})` : '';
+  return `with ${tokens} token${tokens === 1 ? '' : 's'} instead of ${eta.tokens}: done by ${would}${held}, against ${was}`;
+}
+
+/**
+ * Plans learners per organization. `force`: final learners would be re-opened (reconcile). `tokens`:
+ * also says when the work would finish with that many usable tokens (plan --tokens).
+ */
 export async function planOrgs(
   deps: PlanDeps,
   byOrg: ReadonlyMap<string, readonly number[]>,
-  options: { force?: boolean } = {},
+  options: { force?: boolean; tokens?: number | undefined } = {},
 ): Promise<OrgPlan[]> {
   const { config } = deps;
   const plans: OrgPlan[] = [];
@@ -119,19 +91,13 @@ export async function planOrgs(
     }
     const backlog = await queueBacklog(deps, org);
     const tokenIds = tokensOf(config, org).map((t) => t.id);
-    // At the limits every worker applies (the policy in Redis: limits, reserve, pauses), from a peek.
-    const view = await deps.budget.peek(org, tokenIds);
-    const pace = paceOf(view);
-    const availableNow = pace.availableNow;
-    const d = describeEta(
-      org,
-      ids.length,
-      backlog + toEnqueue,
-      pace.tokens,
-      pace.perToken,
-      pace.perOrg,
-      availableNow,
-    );
+    // At the limits every worker applies (the policy in Redis: limits, reserve, pauses), from a peek
+    // that says when each counted permit leaves its window: the same ETA as status's (ops/eta.ts).
+    const view = await deps.budget.peek(org, tokenIds, { freeSteps: FREE_STEPS });
+    const work = backlog + toEnqueue;
+    const d = describeEta(org, ids.length, work, view);
+    const availableNow = d.eta.availableNow;
+    const other = options.tokens === undefined ? undefined : etaOf(view, work, { tokens: options.tokens });
     const extra = [
       toEnqueue !== ids.length ? `${n(toEnqueue)} to enqueue` : '',
       alreadyQueued ? `${n(alreadyQueued)} already queued` : '',
@@ -150,6 +116,9 @@ export async function planOrgs(
       periods: d.periods,
       periodMs: d.periodMs,
       eta: d.eta,
+      ...(other && options.tokens !== undefined && work > 0
+        ? { whatIf: { tokens: options.tokens, eta: other, text: whatIfText(d.eta, other, options.tokens) } }
+        : {}),
       text: extra.length ? `${d.text} (${extra.join(', ')})` : d.text,
     });
   }
@@ -176,7 +145,10 @@ async function queueBacklog(deps: PlanDeps, org: string): Promise<number> {
 
 export function formatPlan(plans: readonly OrgPlan[], title: string): string {
   if (plans.length === 0) return `${title}: nothing to transfer`;
-  return [`${title} (no queue writes, no transfer calls):`, ...plans.map((p) => `  ${p.text}`)].join('\n');
+  return [
+    `${title} (no queue writes, no transfer calls):`,
+    ...plans.flatMap((p) => [`  ${p.text}`, ...(p.whatIf ? [`    ${p.whatIf.text}`] : [])]),
+  ].join('\n');
 }
 
 export interface CsvPlan {
@@ -189,7 +161,13 @@ export interface CsvPlan {
 /** Reads a CSV as enqueue would (same reader, same in-file dedupe) and plans it. */
 export async function planCsv(
   deps: PlanDeps,
-  options: { file: string; defaultOrg?: string | undefined; knownOrgs: readonly string[] },
+  options: {
+    file: string;
+    defaultOrg?: string | undefined;
+    knownOrgs: readonly string[];
+    /** Also plan with this many usable tokens (plan --tokens). */
+    tokens?: number | undefined;
+  },
 ): Promise<CsvPlan> {
   const byOrg = new Map<string, Set<number>>();
   let read = 0;
@@ -207,5 +185,5 @@ export async function planCsv(
   }
   const lists = new Map([...byOrg].map(([org, ids]) => [org, [...ids]] as const));
   const valid = [...lists.values()].reduce((a, ids) => a + ids.length, 0);
-  return { plans: await planOrgs(deps, lists), read, valid, rejected };
+  return { plans: await planOrgs(deps, lists, { tokens: options.tokens }), read, valid, rejected };
 }

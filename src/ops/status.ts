@@ -1,10 +1,13 @@
 // The status of the whole tool: per organization, learners by state and outcome, queue counts, budget
 // used and remaining per token and organization, and when the remaining work will be done. A fleet of
 // 1,000 organizations is read in one round trip per Redis node (redis/batch.ts): the counters and queue
-// lengths in one call per organization, the limiter's peeks in another, both batches sent at once.
+// lengths in one call per organization, the limiter's peeks in another, both batches sent at once; then,
+// for the ETA (eta.ts) of the organizations with work left and permits in a window, one more batch:
+// when those permits leave their windows.
 import type { AppContext } from '../app/context.ts';
-import { estimate, type Eta } from './eta.ts';
+import { etaOf, type Eta } from './eta.ts';
 import type { BudgetView } from '../limiter/index.ts';
+import { FREE_STEPS } from '../limiter/budget-schedule.ts';
 import type { JobCounts } from '../queue/queues.ts';
 import { addReads, hashOf, readBatched } from '../redis/batch.ts';
 import { checkRedisWrites, type WriteState } from '../redis/writes.ts';
@@ -107,25 +110,38 @@ export async function readStatus(
   const redis = redisWriteState(ctx);
   const tokenIds = new Map<string, string[]>();
   for (const t of ctx.config.tokens) tokenIds.set(t.org, [...(tokenIds.get(t.org) ?? []), t.id]);
+  const scopeOf = (org: string) => ({ org, tokenIds: tokenIds.get(org) ?? [] });
   const [counts, budgets] = await Promise.all([
     readCounts(ctx, orgs, runs),
-    ctx.budget.peekMany(orgs.map((org) => ({ org, tokenIds: tokenIds.get(org) ?? [] }))),
+    ctx.budget.peekMany(orgs.map(scopeOf)),
   ]);
+  const remainingOf = (i: number) => {
+    const { learners } = counts[i] as CountsRead;
+    return (learners.queued ?? 0) + (learners.retrying ?? 0);
+  };
+  // The ETA simulates the limiter from when each counted permit leaves its window: those times are read
+  // next, for the organizations with work left and permits in a window (an idle one, or one with empty
+  // windows, needs none). One more round trip, and only when there is work.
+  const busy = orgs.flatMap((org, i) => {
+    const b = budgets[i] as BudgetView;
+    const counted = [b.org, ...b.tokens].some((s) => s.used + s.inflight > 0);
+    return remainingOf(i) > 0 && counted ? [i] : [];
+  });
+  if (busy.length > 0) {
+    const frees = await ctx.budget.peekFreesMany(
+      busy.map((i) => ({ ...scopeOf(orgs[i] as string), view: budgets[i] as BudgetView })),
+      FREE_STEPS,
+    );
+    busy.forEach((i, k) => (budgets[i] = { ...(budgets[i] as BudgetView), frees: frees[k] }));
+  }
   const byOrg = new Map<string, CountsRead>();
   const out = orgs.map((org, i): OrgStatus => {
     const { learners, jobs } = counts[i] as CountsRead;
     byOrg.set(org, counts[i] as CountsRead);
-    const budget = budgets[i] as BudgetView;
-    const remaining = (learners.queued ?? 0) + (learners.retrying ?? 0);
-    const usableTokens = budget.tokens.filter((t) => !t.blocked);
-    const tokensLeft = usableTokens.reduce((sum, t) => sum + t.remaining, 0);
-    const eta = estimate({
-      remaining,
-      tokens: usableTokens.length,
-      perToken: ctx.config.limitPerToken,
-      perOrg: ctx.config.limitPerOrg,
-      availableNow: budget.org.blocked ? 0 : Math.min(budget.org.remaining, tokensLeft),
-    });
+    const { frees: _frees, ...budget } = budgets[i] as BudgetView;
+    const remaining = remainingOf(i);
+    // At the limits every worker applies (the policy in Redis), the same function as plan's.
+    const eta = etaOf(budgets[i] as BudgetView, remaining);
     return { org, learners, remaining, jobs, budget, eta };
   });
   const status: Status = {

@@ -1,15 +1,18 @@
-// plan and --dry-run: the ETA follows the configured limits and the budget already used in the current
-// window, learners already queued or done are told apart, and nothing is written to a queue, the
+// plan and --dry-run: the ETA follows the limits in Redis and the budget already used in the current
+// window (ops/eta.ts simulates the limiter from it), learners already queued or done are told apart,
+// --tokens says what another number of tokens would change, and nothing is written to a queue, the
 // outcome store or a run, and no transfer is called.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tokensOf } from '../../src/core/config.ts';
 import { describeEta, planCsv, planOrgs } from '../../src/ops/plan.ts';
 import { crawl } from '../../src/queue/sources/crawl.ts';
+import { setLimits } from '../../src/limiter/policy-control.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { runCommand } from '../helpers/cli.ts';
 
 let h: Harness;
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 
 // Each test gets its own harness (queue, outcome store, budget): the state one test writes is never another's
 // premise.
@@ -17,7 +20,13 @@ beforeEach(async () => {
   h = await startHarness({
     tag: 'plan',
     sim: { learners: 1000 },
-    env: { LIMIT_PER_TOKEN: '1000/1h', LIMIT_PER_ORG: '1000/1d', LOG_LEVEL: 'warn' },
+    env: {
+      LIMIT_PER_TOKEN: '1000/1h',
+      LIMIT_PER_ORG: '1000/1d',
+      LOG_LEVEL: 'warn',
+      // beta: an organization with nothing spent, for the what-if.
+      LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2,beta:sim-beta-1,beta:sim-beta-2',
+    },
   });
   // Spend 388 of today's 1000: 612 left.
   const tokenIds = tokensOf(h.config, 'acme').map((t) => t.id);
@@ -49,18 +58,22 @@ async function writtenKeys(): Promise<string[]> {
 }
 
 describe('plan', () => {
-  it("says '18,400 learners for acme: 19 days at 1000/day, first day 612 left' and writes nothing", async () => {
+  it('says when 18,400 learners are done, in 19 windows of a day, and writes nothing', async () => {
     const ids = Array.from({ length: 18_400 }, (_, i) => i + 1);
     const file = h.writeFile('big.csv', `learnerId\n${ids.join('\n')}\n12\nnope\n`);
     const p = await planCsv(h.ctx, { file, defaultOrg: 'acme', knownOrgs: h.config.orgs });
     expect(p.valid).toBe(18_400);
     expect(p.rejected).toBe(2);
     const [acme] = p.plans;
-    expect(acme?.text).toBe('18,400 learners for acme: 19 days at 1000/day, first day 612 left');
+    expect(acme?.text).toMatch(
+      /^18,400 learners for acme: done by \d{4}-\d\d-\d\d \d\d:\d\d UTC, in 18 days \(19 windows of 1d\); held back by the organization's budget, 1000\/1d$/,
+    );
     expect(acme?.availableNow).toBe(612);
     expect(acme?.periods).toBe(19);
-    // (18,400 - 612) / 1000 -> 18 more full days after today.
-    expect(acme?.eta.ms).toBe(18 * DAY);
+    // 612 now; the 388 spent a moment ago leave with them a day (+ 1 ms) later, then 1000 a day: the
+    // last 788 go on the 19th day, 18 x (1 d + 1 ms) from now.
+    expect(acme?.eta.ms).toBe(18 * (DAY + 1));
+    expect(Math.abs((acme?.eta.finishAt ?? 0) - Date.now() - 18 * DAY)).toBeLessThan(60_000);
     expect(acme?.eta.boundBy).toBe('org');
     expect(await writtenKeys()).toEqual([]);
   });
@@ -76,7 +89,7 @@ describe('plan', () => {
     // 700 queued + 300 new = 1000 at 612 left today: today and one more day.
     expect(acme?.periods).toBe(2);
     expect(acme?.text).toMatch(
-      /^1,000 learners for acme: 2 days at 1000\/day, first day 612 left \(300 to enqueue/,
+      /^1,000 learners for acme: done by .* UTC, in 1 day \(2 windows of 1d\); held back by the organization's budget, 1000\/1d \(300 to enqueue/,
     );
   });
 
@@ -103,28 +116,42 @@ describe('plan', () => {
     expect(acme?.toEnqueue).toBe(100);
   });
 
-  it('words a window that is not a day and a pace set by the tokens', () => {
-    const d = describeEta(
+  it('--tokens says what another number of tokens would change: both finishes', async () => {
+    // 2 x 10/1h against 1000/1d: the tokens hold the work back; 5 of them move it twice as fast.
+    await setLimits(
+      h.ctx.redis,
+      h.ctx.keys,
       'beta',
-      250,
-      250,
-      1,
-      { max: 100, windowMs: 3_600_000 },
-      { max: 1000, windowMs: 60_000 },
-      100,
+      { perToken: { max: 10, windowMs: HOUR } },
+      { limitPerToken: h.config.limitPerToken, limitPerOrg: h.config.limitPerOrg },
+      'cli:test',
     );
-    expect(d.eta.boundBy).toBe('token');
-    expect(d.text).toBe('250 learners for beta: 3 hours at 1 token x 100/hour, first hour 100 left');
+    const ids = Array.from({ length: 100 }, (_, i) => i + 5001);
+    const [acme] = await planOrgs(h.ctx, new Map([['beta', ids]]), { tokens: 4 });
+    expect(acme?.eta.boundBy).toBe('token');
+    expect(acme?.eta.heldBy).toBe("the tokens' budgets, 10/1h each");
+    // 20 an hour, the first batch now: the 5th at 4 h (+ 4 ms). With 4 tokens, 40 an hour: 2 h (+ 2 ms).
+    expect(acme?.eta.ms).toBe(4 * (HOUR + 1));
+    expect(acme?.whatIf?.eta.ms).toBe(2 * (HOUR + 1));
+    expect(acme?.whatIf?.text).toMatch(
+      /^with 4 tokens instead of 2: done by .* UTC, in 2 h \(held back by the tokens' budgets, 10\/1h each\), against .* UTC, in 4 h$/,
+    );
     const none = describeEta(
       'beta',
       5,
       0,
-      1,
-      { max: 100, windowMs: 4000 },
-      { max: 100, windowMs: 4000 },
-      100,
+      await h.ctx.budget.peek(
+        'beta',
+        tokensOf(h.config, 'beta').map((t) => t.id),
+      ),
     );
     expect(none.text).toBe('5 learners for beta: nothing to transfer');
+    const file = h.writeFile('what-if.csv', `learnerId\n${ids.join('\n')}\n`);
+    const r = await runCommand(['plan', '--csv', file, '--org', 'beta', '--tokens', '4'], h.env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('    with 4 tokens instead of 2: done by ');
+    const bad = await runCommand(['plan', '--csv', file, '--tokens', 'two'], h.env);
+    expect(bad.stderr).toContain("--tokens expects a whole number from 1 to 1000, got 'two'");
   });
 
   it('enqueue --dry-run and plan --crawl print the plan from the CLI', async () => {
@@ -133,8 +160,8 @@ describe('plan', () => {
     const r = await runCommand(['enqueue', '--csv', file, '--org', 'acme', '--dry-run'], h.env);
     expect(r.code).toBe(0);
     // 700 jobs wait ahead of them, 612 left today: they go tomorrow.
-    expect(r.stdout).toContain(
-      '3 learners for acme: 2 days at 1000/day, first day 612 left (after 700 jobs already in the queue)',
+    expect(r.stdout).toMatch(
+      /3 learners for acme: done by .* UTC, in 1 day \(2 windows of 1d\); held back by the organization's budget, 1000\/1d \(after 700 jobs already in the queue\)/,
     );
     const c = await runCommand(
       ['plan', '--crawl', '--org', 'acme', '--target-org-id', '1', '--from-org', '2', '--quiet'],
