@@ -133,28 +133,78 @@ describe('crawl resume', () => {
     const since = lastSeq();
     const abort = new AbortController();
     const filters = { fromOrgId: 2 };
+    const handed: number[] = [];
     await expect(
       run({
         filters,
         crawlId: 'resume',
+        // Small batches, so the walk is still under way when page 4 is committed.
+        readAhead: 4,
+        batchPages: 2,
         signal: abort.signal,
         onPage: (read) => {
+          handed.push(read.page);
           if (read.page === 4) abort.abort();
         },
       }),
     ).rejects.toThrow();
+    // Pages are handed on a few at a time (read ahead): the cursor stands right after the last one.
+    const next = Math.max(...handed) + 1;
+    expect(next).toBeGreaterThanOrEqual(5);
+    expect(next).toBeLessThanOrEqual(10);
     const cursor = await h.ctx.redis.hget(h.ctx.keys.crawlCursor('acme', 'resume'), 'next');
-    expect(Number(cursor)).toBe(5);
+    expect(Number(cursor)).toBe(next);
     const s = await run({ filters, crawlId: 'resume' });
-    expect(s.resumedAt).toBe(5);
+    expect(s.resumedAt).toBe(next);
     const reads = listReads(since);
-    for (let p = 1; p <= 4; p++) expect(reads.get(p)).toBe(1);
-    for (let p = 5; p <= 10; p++) expect(reads.get(p)).toBeGreaterThanOrEqual(1);
+    for (let p = 1; p < next; p++) expect(reads.get(p)).toBe(1);
+    for (let p = next; p <= 10; p++) expect(reads.get(p)).toBeGreaterThanOrEqual(1);
     for (const n of reads.values()) expect(n).toBeLessThanOrEqual(2);
     expect(await recordedIds(s.runId)).toEqual(simIds((l) => l.organizationId === 2));
     expect(s.selected).toBe(333);
     expect(s.enqueued).toBe(333);
     expect(s.alreadyQueued).toBe(0);
+  });
+
+  it('read ahead: a crash between a batch enqueued and its commit resumes with every learner enqueued once', async () => {
+    const filters = { fromOrgId: 3 };
+    const expected = simIds((l) => l.organizationId === 3);
+    let adds = 0;
+    let crashedBatch = 0;
+    // The second batch reaches the queue, then the process "dies" before the cursor commits it.
+    const crashing = Object.create(h.ctx.producer) as typeof h.ctx.producer;
+    crashing.add = async (items, runId, o) => {
+      const counts = await h.ctx.producer.add(items, runId, o);
+      if (++adds === 2) {
+        crashedBatch = counts.enqueued;
+        throw new Error('killed after enqueue, before commit');
+      }
+      return counts;
+    };
+    const opts = { filters, crawlId: 'ahead', concurrency: 2, readAhead: 8, batchPages: 3 };
+    await expect(
+      crawl(
+        { ...deps(), producer: crashing },
+        { org: 'acme', targetOrgId: ACME, tokens: ['sim-acme-1'], ...opts },
+      ),
+    ).rejects.toThrow('killed after enqueue');
+    const next = Number(await h.ctx.redis.hget(h.ctx.keys.crawlCursor('acme', 'ahead'), 'next'));
+    expect(next).toBeGreaterThan(1);
+    expect(next).toBeLessThan(10);
+    const s = await run(opts);
+    expect(s.resumedAt).toBe(next);
+    // The crashed batch is offered again: its jobs exist, so nothing is added twice and nobody is missed.
+    // The same run resumed: every learner of gamma recorded in it.
+    expect(await recordedIds(s.runId)).toEqual(expected);
+    // The crawl's counts go on across the resume: the crashed batch's learners count once, as already queued.
+    expect(crashedBatch).toBeGreaterThan(0);
+    expect(s.enqueued + crashedBatch).toBe(expected.length);
+    expect(s.alreadyQueued).toBe(crashedBatch);
+    const queue = h.ctx.queues.get('acme');
+    expect((await queue.getJobCounts('waiting')).waiting).toBe(expected.length);
+    const ids = new Set<number>();
+    for await (const [id] of h.ctx.store.scan('acme')) ids.add(id);
+    expect([...ids].sort((a, b) => a - b)).toEqual(expected);
   });
 
   it('resumes after the CLI is killed with SIGKILL mid-crawl, losing nobody', async () => {
@@ -200,6 +250,8 @@ describe('a list that changes while it is read', () => {
       filters: { fromOrgId: 2 },
       crawlId: 'changing',
       concurrency: 3,
+      // Reads must still be under way when the list changes, for the walk to see the change.
+      readAhead: 3,
       onPage: (read) => {
         if (read.pass === 1 && read.page === 3 && !changed) {
           changed = true;

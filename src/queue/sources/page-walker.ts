@@ -42,12 +42,31 @@ export interface PageRead {
 }
 
 export type OnPage = (read: PageRead) => Promise<'stop' | void> | 'stop' | void;
+export type OnPages = (
+  reads: readonly PageRead[],
+) => Promise<'stop' | number | void> | 'stop' | number | void;
+
+/** Pages read ahead of the one being handled, by default. */
+export const DEFAULT_READ_AHEAD = 32;
+/** Pages handed to onPages at once, by default. */
+export const DEFAULT_BATCH_PAGES = 16;
 
 export interface WalkOptions {
   client: ListReader;
   /** Token secrets that may list; a 401 moves on to the next, until none is left. */
   tokens: readonly string[];
   concurrency?: number | undefined;
+  /**
+   * Most pages read and not yet handed on (default DEFAULT_READ_AHEAD, at least `concurrency`): while
+   * the handler enqueues a page's learners, the pages after it are read. Bounds memory, and what a
+   * killed crawl read without committing.
+   */
+  readAhead?: number | undefined;
+  /**
+   * Most pages handed on at once to `onPages` (default DEFAULT_BATCH_PAGES): the pages read ahead and
+   * ready, in order, so their learners go to Redis in one batch and their cursor in one commit.
+   */
+  batchPages?: number | undefined;
   /** Attempts after the first for server errors, network errors and bad bodies (default 5). */
   retries?: number | undefined;
   backoffMs?: number | undefined;
@@ -65,7 +84,13 @@ export interface WalkOptions {
    */
   maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
-  onPage: OnPage;
+  /** Hears each page in order; or `onPages`, which hears the ready pages in order, a few at a time. */
+  onPage?: OnPage | undefined;
+  /**
+   * Pages handed on together (consecutive, in order, up to `batchPages`). Returns 'stop' to end the walk,
+   * or a number: the handler stopped after that many of them (the rest are not handled).
+   */
+  onPages?: OnPages | undefined;
   /** Called for each failed try that will be retried (for logs). */
   onRetry?: ((page: number, code: string, waitMs: number) => void) | undefined;
 }
@@ -159,8 +184,12 @@ export function checkPageClaims(page: number, body: ListPage, maxPages = DEFAULT
 
 export class PageWalker {
   readonly #o: {
-    [K in keyof Omit<WalkOptions, 'signal' | 'onRetry' | 'history'>]-?: Exclude<WalkOptions[K], undefined>;
+    [K in keyof Omit<WalkOptions, 'signal' | 'onRetry' | 'history' | 'onPage' | 'onPages'>]-?: Exclude<
+      WalkOptions[K],
+      undefined
+    >;
   } & Pick<WalkOptions, 'signal' | 'onRetry'>;
+  readonly #onPages: OnPages;
   /** Ranges and counters only (page-marks.ts): its size does not grow with the pages read. */
   readonly #marks: WalkMarks;
   #token = 0;
@@ -174,8 +203,11 @@ export class PageWalker {
     if (options.tokens.length === 0) {
       throw new LearnerTransferError('LT_NO_TOKEN', 'listing learners needs a token of the organization');
     }
+    const concurrency = given.concurrency ?? 4;
     this.#o = {
-      concurrency: 4,
+      concurrency,
+      readAhead: Math.max(concurrency, given.readAhead ?? DEFAULT_READ_AHEAD),
+      batchPages: options.onPages ? (given.batchPages ?? DEFAULT_BATCH_PAGES) : 1,
       retries: 5,
       backoffMs: 500,
       maxBackoffMs: 30_000,
@@ -184,6 +216,9 @@ export class PageWalker {
       maxPages: DEFAULT_CRAWL_MAX_PAGES,
       ...given,
     };
+    const { onPage, onPages } = options;
+    if (!onPages && !onPage) throw new TypeError('PageWalker: onPage or onPages is required');
+    this.#onPages = onPages ?? ((reads) => onPage?.(reads[0] as PageRead));
     const h = options.history;
     this.#marks = h ? { ...h, read: h.read.copy(), fresh: h.fresh.copy() } : emptyMarks();
   }
@@ -282,9 +317,10 @@ export class PageWalker {
     let wake: (() => void) | undefined;
 
     const launch = () => {
-      // Read ahead at most `concurrency` pages past the one being handled: memory stays bounded and a
-      // killed crawl has read at most that many pages it did not commit.
-      while (!stopped && !failure && launched - next < o.concurrency) {
+      // At most `concurrency` requests at once, and at most `readAhead` pages past the one being
+      // handled: memory stays bounded and a killed crawl has read at most that many pages it did not
+      // commit.
+      while (!stopped && !failure && inFlight < o.concurrency && launched - next < o.readAhead) {
         const page = nextPage();
         if (page === undefined) return;
         const index = launched++;
@@ -308,6 +344,9 @@ export class PageWalker {
           })
           .finally(() => {
             inFlight--;
+            // Keep reading ahead while the handler is busy with the pages before (a read-ahead refilled
+            // only between handlings would read no more than `concurrency` pages per handling).
+            launch();
             wake?.();
           });
       }
@@ -318,17 +357,22 @@ export class PageWalker {
 
     for (;;) {
       launch();
-      let read: PageRead | undefined;
-      while (!stopped && (!failure || next < failure.index) && (read = results.get(next)) !== undefined) {
+      for (;;) {
+        const batch = this.#ready(results, next, failure?.index ?? Infinity);
+        if (stopped || batch.length === 0) break;
         // An abort stops handing pages on at once; the cursor has every page handled so far.
         if (o.signal?.aborted) {
           failure = { err: o.signal.reason, index: next };
           break;
         }
-        this.#handled(read);
-        handled++;
-        if ((await o.onPage(read)) === 'stop') stopped = true;
-        results.delete(next++);
+        for (const r of batch) this.#handled(r);
+        const answer = await this.#onPages(batch);
+        // A number: the handler stopped after that many pages (a --limit reached inside the batch).
+        const taken = typeof answer === 'number' ? answer : batch.length;
+        if (answer === 'stop' || typeof answer === 'number') stopped = true;
+        handled += taken;
+        for (let i = 0; i < batch.length; i++) results.delete(next + i);
+        next += batch.length;
         if (!stopped) launch();
       }
       // Pages named before the failure that are still in flight are waited for (below), then handed on.
@@ -346,6 +390,19 @@ export class PageWalker {
       }
       if (!results.has(next)) await new Promise<void>((resolve) => (wake = resolve));
     }
+  }
+
+  /** The pages ready in order from `next`, before `end` (a failure), up to batchPages. */
+  #ready(results: ReadonlyMap<number, PageRead>, next: number, end: number): PageRead[] {
+    const batch: PageRead[] = [];
+    let read: PageRead | undefined;
+    while (
+      batch.length < this.#o.batchPages &&
+      next + batch.length < end &&
+      (read = results.get(next + batch.length)) !== undefined
+    )
+      batch.push(read);
+    return batch;
   }
 
   /** One page, with retries: waits on 429 cost no attempt, a 401 moves to the next token. */
