@@ -1,28 +1,33 @@
-// learner id -> first line number, for the in-file duplicate check of a million-row CSV. A JS Map of a
-// million entries costs ~60 MB of small objects and makes V8 grow the heap far past that; this is
-// open addressing over two typed arrays: 12 bytes a slot, at most half full.
+// learner id -> first line number (and a small tag: the organization's index), for the in-file
+// duplicate check of a million-row CSV. A JS Map of a million entries costs ~60 MB of small objects and
+// makes V8 grow the heap far past that; this is open addressing over typed arrays, at most half full:
+// 8 bytes a slot (a 32-bit id and its line), 2 more only once a tag other than 0 is set (a file naming
+// several organizations). Ids of 2^32 and more (allowed, up to 2^53, and rare) sit in a small Map.
 
 export class IdLineMap {
-  #keys: Float64Array;
+  #keys: Uint32Array;
   #lines: Uint32Array;
+  /** Allocated at the first tag other than 0. */
+  #tags: Uint16Array | undefined;
+  /** Ids of 2^32 and more: [line, tag]. */
+  readonly #big = new Map<number, [number, number]>();
   #size = 0;
 
   constructor(initialCapacity = 1024) {
     let cap = 16;
     while (cap < initialCapacity * 2) cap *= 2;
-    this.#keys = new Float64Array(cap);
+    this.#keys = new Uint32Array(cap);
     this.#lines = new Uint32Array(cap);
   }
 
   get size(): number {
-    return this.#size;
+    return this.#size + this.#big.size;
   }
 
-  /** Ids are positive safe integers; 0 marks an empty slot. */
-  #slot(keys: Float64Array, id: number): number {
+  /** Ids are positive; 0 marks an empty slot. */
+  #slot(keys: Uint32Array, id: number): number {
     const mask = keys.length - 1;
-    // Mix the high and low 32 bits (ids go up to 2^53).
-    let h = Math.imul((id % 4294967296) ^ Math.floor(id / 4294967296), 0x9e3779b1);
+    let h = Math.imul(id, 0x9e3779b1);
     h ^= h >>> 16;
     let i = h & mask;
     while (keys[i] !== 0 && keys[i] !== id) i = (i + 1) & mask;
@@ -30,31 +35,50 @@ export class IdLineMap {
   }
 
   get(id: number): number | undefined {
+    if (id > 0xffffffff) return this.#big.get(id)?.[0];
     const i = this.#slot(this.#keys, id);
     return this.#keys[i] === id ? this.#lines[i] : undefined;
   }
 
-  set(id: number, line: number): void {
+  /** The tag set with the id (0 when none was), or undefined for an id not in the map. */
+  tagOf(id: number): number | undefined {
+    if (id > 0xffffffff) return this.#big.get(id)?.[1];
+    const i = this.#slot(this.#keys, id);
+    if (this.#keys[i] !== id) return undefined;
+    return this.#tags ? this.#tags[i] : 0;
+  }
+
+  set(id: number, line: number, tag = 0): void {
     if (!Number.isSafeInteger(id) || id < 1)
       throw new RangeError(`learner id ${id} is not a positive safe integer`);
+    if (!Number.isInteger(tag) || tag < 0 || tag > 0xffff) throw new RangeError(`tag ${tag} is not 0..65535`);
+    if (id > 0xffffffff) {
+      this.#big.set(id, [line, tag]);
+      return;
+    }
     if ((this.#size + 1) * 2 > this.#keys.length) this.#grow();
     const i = this.#slot(this.#keys, id);
     if (this.#keys[i] !== id) this.#size++;
     this.#keys[i] = id;
     this.#lines[i] = line;
+    if (tag !== 0) this.#tags ??= new Uint16Array(this.#keys.length);
+    if (this.#tags) this.#tags[i] = tag;
   }
 
   #grow(): void {
     const oldKeys = this.#keys;
     const oldLines = this.#lines;
-    this.#keys = new Float64Array(oldKeys.length * 2);
+    const oldTags = this.#tags;
+    this.#keys = new Uint32Array(oldKeys.length * 2);
     this.#lines = new Uint32Array(oldKeys.length * 2);
+    this.#tags = oldTags ? new Uint16Array(oldKeys.length * 2) : undefined;
     for (let j = 0; j < oldKeys.length; j++) {
       const id = oldKeys[j] as number;
       if (id === 0) continue;
       const i = this.#slot(this.#keys, id);
       this.#keys[i] = id;
       this.#lines[i] = oldLines[j] as number;
+      if (this.#tags && oldTags) this.#tags[i] = oldTags[j] as number;
     }
   }
 }
