@@ -9,9 +9,9 @@
 // left. A --limit counts selected learners exactly, across resumes.
 //
 // Fast without losing the cursor: the walker reads up to `readAhead` pages past the one being handled,
-// and hands the pages ready in order to handlePages a few at a time; their learners go to the producer
-// in one batch and the pages to the cursor in one commit after it, so the cursor only ever passes pages
-// whose learners are all enqueued.
+// and hands the pages ready, in order, a few at a time to PageBatches (crawl-pages.ts): their learners
+// go to the producer in one batch while the next pages are read, and the pages to the cursor in one
+// commit after it, so the cursor only ever passes pages whose learners are all enqueued.
 //
 // The target's numeric id: with --from-org it is not needed to select (a learner of that organization
 // is not in the target), so a crawl can start without it and learn it from the list (crawl-org-id.ts).
