@@ -59,6 +59,29 @@ async function rawLoop(url: string, pages: number): Promise<number> {
   return pages / s;
 }
 
+/**
+ * The same learners through the producer alone, in batches the size of the crawl's (16 pages of
+ * selected learners), two on their way at once: the most an enqueueing crawl could reach here.
+ */
+async function enqueueAlone(redis: Redis, prefix: string, ids: readonly number[], perPage: number) {
+  const keys = createKeys(prefix);
+  const queues = new QueueSet(redis, keys, { attempts: 3, backoffMs: 1000 });
+  const producer = new Producer(queues, new OutcomeStore(redis, keys), new Claims(redis, keys), keys);
+  const size = Math.max(1, Math.round(perPage * DEFAULT_BATCH_PAGES));
+  const start = performance.now();
+  const pending: Promise<unknown>[] = [];
+  for (let i = 0; i < ids.length; i += size) {
+    const items = ids.slice(i, i + size).map((learnerId) => ({ org: 'acme', learnerId, source: 'bench' }));
+    pending.push(producer.add(items, 'bench'));
+    if (pending.length >= MAX_BATCHES_IN_FLIGHT) await pending.shift();
+  }
+  await Promise.all(pending);
+  const s = (performance.now() - start) / 1000;
+  await queues.close();
+  await deletePrefix(redis, prefix);
+  return s;
+}
+
 export async function runCrawlBench(): Promise<Figures> {
   const sim = createSimulator({ learners: LEARNERS });
   const url = await sim.listen();
@@ -91,6 +114,7 @@ export async function runCrawlBench(): Promise<Figures> {
     const raws: number[] = [];
     const dryRates: number[] = [];
     const realRates: number[] = [];
+    const aloneRates: number[] = [];
     let selected = 0;
     let enqueued = 0;
     for (let i = 0; i < RUNS; i++) {
@@ -119,6 +143,8 @@ export async function runCrawlBench(): Promise<Figures> {
       enqueued = real.enqueued;
       await runQueues.close();
       await deletePrefix(redis, `${prefix}-${i}`);
+      const ids = dry.selectedIds ?? [];
+      aloneRates.push(pages / (await enqueueAlone(redis, `${prefix}-alone-${i}`, ids, ids.length / pages)));
     }
     const raw = median(raws);
     const ratios = realRates.map((r, i) => r / (raws[i] as number));
@@ -133,6 +159,11 @@ export async function runCrawlBench(): Promise<Figures> {
       'crawl enqueueing pages/s': round(median(realRates)),
       'crawl enqueueing / raw': round(median(ratios), 2),
       'crawl enqueueing / raw, each run': ratios.map((r) => round(r, 2)).join(', '),
+      'producer alone, same learners and batches, pages/s': round(median(aloneRates)),
+      'producer alone / raw (the ceiling of crawl enqueueing / raw)': round(
+        median(aloneRates.map((r, i) => r / (raws[i] as number))),
+        2,
+      ),
       'learners selected / enqueued': `${selected} / ${enqueued}`,
     };
   } finally {
