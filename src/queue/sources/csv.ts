@@ -225,8 +225,8 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
     line++;
     // The byte order mark (UTF-8, or UTF-16 decoded to it) is not part of the first cell.
     const lineText = line === 1 && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-    // csv-parse's skip_empty_lines: an empty line is no record.
-    if (lineText === '') continue;
+    // csv-parse's skip_empty_lines with trim: a line empty or of blanks only is no record.
+    if (lineText.trim() === '') continue;
     const guarded = guardReject(lineText, line, maxRecord);
     if (guarded) {
       yield guarded;
