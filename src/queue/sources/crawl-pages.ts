@@ -151,12 +151,11 @@ export class PageBatches {
     const before = this.#chain;
     const commit = Promise.all([before, added]).then(([, counts]) => this.#commit(batch, counts));
     this.#chain = commit;
-    const settled = commit.then(
-      () => {},
-      (err: unknown) => {
-        this.#failed ??= { err };
-      },
-    );
+    // Settled once its commit and its add are both over: a commit skipped for a failure before it must
+    // not leave its add writing after the crawl has returned.
+    const settled = Promise.allSettled([commit, added]).then(([c]) => {
+      if (c.status === 'rejected') this.#failed ??= { err: c.reason };
+    });
     this.#pending.push(settled);
     while (this.#pending.length >= MAX_BATCHES_IN_FLIGHT) await this.#pending.shift();
     this.#throwIfFailed();
