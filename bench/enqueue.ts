@@ -1,6 +1,8 @@
 // Enqueue benchmark: BENCH_ROWS (default 1,000,000) ids from a CSV through the real producer, against
-// raw addBulk of the same ids in the same run; the producer's peak RSS; Redis bytes per queued job and
-// per outcome record (queued, and final with history).
+// raw addBulk of the same ids in the same run; the producer's peak RSS against raw addBulk's own; Redis
+// bytes per queued job and per outcome record (queued, and final with history). The two sides run
+// BENCH_ENQUEUE_RUNS times (default 5), alternated, each in a process of its own; the figures are the
+// medians (a shared 2-core machine makes any single run noisy), and each run's pair is listed too.
 import { execFileSync } from 'node:child_process';
 import { createWriteStream, mkdtempSync } from 'node:fs';
 import { once } from 'node:events';
@@ -87,7 +89,16 @@ async function finalRecordBytes(redis: Redis, prefix: string): Promise<number> {
   return bytes / n;
 }
 
-export async function runEnqueueBench(rows = Number(process.env.BENCH_ROWS ?? 1_000_000)): Promise<Figures> {
+function median(values: number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
+}
+
+export async function runEnqueueBench(
+  rows = Number(process.env.BENCH_ROWS ?? 1_000_000),
+  runs = Number(process.env.BENCH_ENQUEUE_RUNS ?? 5),
+): Promise<Figures> {
   const redis = new Redis(REDIS_URL);
   const tag = randomBytes(3).toString('hex');
   const rawPrefix = `lt-bench-raw-${tag}`;
@@ -95,27 +106,46 @@ export async function runEnqueueBench(rows = Number(process.env.BENCH_ROWS ?? 1_
   const recPrefix = `lt-bench-rec-${tag}`;
   try {
     const csv = await writeCsv(rows);
-    const m0 = await usedMemory(redis);
-    const raw = child('raw', rawPrefix, rows, csv);
-    const m1 = await usedMemory(redis);
-    await dropPrefix(redis, rawPrefix);
-    const m2 = await usedMemory(redis);
-    const prod = child('producer', prodPrefix, rows, csv);
-    const m3 = await usedMemory(redis);
-    const keys = createKeys(prodPrefix);
-    const queuedRecordBytes =
-      Number(await redis.call('MEMORY', 'USAGE', keys.outcomes('acme'), 'SAMPLES', '0')) / rows;
-    await dropPrefix(redis, prodPrefix);
+    const pairs: { raw: { ms: number; maxRssKb: number }; prod: { ms: number; maxRssKb: number } }[] = [];
+    let rawJobBytes = 0;
+    let learnerBytes = 0;
+    let queuedRecordBytes = 0;
+    for (let i = 0; i < runs; i++) {
+      process.stderr.write(`  enqueue run ${i + 1}/${runs} ...\n`);
+      const m0 = await usedMemory(redis);
+      const raw = child('raw', rawPrefix, rows, csv);
+      const m1 = await usedMemory(redis);
+      await dropPrefix(redis, rawPrefix);
+      const m2 = await usedMemory(redis);
+      const prod = child('producer', prodPrefix, rows, csv);
+      const m3 = await usedMemory(redis);
+      if (i === 0) {
+        rawJobBytes = (m1 - m0) / rows;
+        learnerBytes = (m3 - m2) / rows;
+        const keys = createKeys(prodPrefix);
+        queuedRecordBytes =
+          Number(await redis.call('MEMORY', 'USAGE', keys.outcomes('acme'), 'SAMPLES', '0')) / rows;
+      }
+      await dropPrefix(redis, prodPrefix);
+      pairs.push({ raw, prod });
+    }
     const finalBytes = await finalRecordBytes(redis, recPrefix);
+    const ratios = pairs.map((p) => p.raw.ms / p.prod.ms);
+    const rssMb = (kb: number) => mb(kb * 1024);
     return {
       rows,
-      'raw addBulk rows/s (baseline)': Math.round((rows / raw.ms) * 1000),
-      'producer rows/s': Math.round((rows / prod.ms) * 1000),
-      'producer / raw addBulk': round(raw.ms / prod.ms, 3),
-      'producer peak RSS MB': mb(prod.maxRssKb * 1024),
-      'raw addBulk peak RSS MB': mb(raw.maxRssKb * 1024),
-      'Redis bytes per queued job (raw addBulk)': Math.round((m1 - m0) / rows),
-      'Redis bytes per queued learner (job + outcome record)': Math.round((m3 - m2) / rows),
+      'runs (medians below)': runs,
+      'raw addBulk rows/s (baseline)': Math.round(median(pairs.map((p) => (rows / p.raw.ms) * 1000))),
+      'producer rows/s': Math.round(median(pairs.map((p) => (rows / p.prod.ms) * 1000))),
+      'producer / raw addBulk': round(median(ratios), 3),
+      'producer / raw addBulk, each run': ratios.map((r) => round(r, 3)).join(', '),
+      'producer peak RSS MB': rssMb(median(pairs.map((p) => p.prod.maxRssKb))),
+      'raw addBulk peak RSS MB': rssMb(median(pairs.map((p) => p.raw.maxRssKb))),
+      'peak RSS MB producer / raw, each run': pairs
+        .map((p) => `${rssMb(p.prod.maxRssKb)}/${rssMb(p.raw.maxRssKb)}`)
+        .join(', '),
+      'Redis bytes per queued job (raw addBulk)': Math.round(rawJobBytes),
+      'Redis bytes per queued learner (job + outcome record)': Math.round(learnerBytes),
       'Redis bytes per outcome record, queued': Math.round(queuedRecordBytes),
       'Redis bytes per outcome record, final with history': Math.round(finalBytes),
     };

@@ -32,7 +32,8 @@ export function addCrawlOptions(cmd: Command): Command {
     .addOption(
       new Option(
         '--target-org-id <n>',
-        'numeric id of --org as the list shows it (organizationId); remembered in Redis after the first use',
+        'numeric id of --org as the list shows it (organizationId); remembered in Redis after the first use; ' +
+          'with --from-org it may be left out (it is learned from the list)',
       ).argParser(positiveInt('--target-org-id')),
     )
     .addOption(
@@ -111,7 +112,7 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
         stream: cli.stderr,
         enabled: !opts.quiet,
       });
-      const { summary, plans } = await runCrawl(ctx, {
+      const { summary, plans, notes } = await runCrawl(ctx, {
         org,
         targetOrgId: opts.targetOrgId,
         filters,
@@ -129,6 +130,7 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
           ctx.logger.warn({ page, code, waitMs }, 'list page failed, retrying'),
       });
       progress.end(`${summary.lastPage} pages, ${summary.seen} seen, ${summary.selected} selected`);
+      for (const note of notes) cli.print(note);
       cli.print(
         plans
           ? formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`)

@@ -1,7 +1,8 @@
 // The numeric id of each organization key. The API never shows it (a learner's organizationId is a
 // number, our tokens are named by key), yet crawl must skip learners already in the target and
 // reconcile must compare owners. So the operator gives it once (--target-org-id N, --org-id KEY=N) and
-// it is remembered in Redis for later runs, scheduled ones included.
+// it is remembered in Redis for later runs, scheduled ones included. A crawl with --from-org needs no id
+// to select and learns it from the list (crawl-org-id.ts): learn() never replaces an id already there.
 // Two keys must never name one organization: each key has its own daily budget, so the organization's
 // would be spent twice over. An id another key has is refused (checked and written in one Lua script).
 import type { RedisClient } from '../redis/client.ts';
@@ -35,7 +36,23 @@ export class OrgIds {
     await this.#run('check', ids);
   }
 
-  async #run(mode: 'set' | 'check', ids: Readonly<Record<string, number>>): Promise<void> {
+  /** The remembered id of `org`, if any. */
+  async get(org: string): Promise<number | undefined> {
+    const v = await this.#redis.hget(this.#key, org);
+    return v !== null && Number.isSafeInteger(Number(v)) ? Number(v) : undefined;
+  }
+
+  /**
+   * Remembers `id` for `org` when it has none (an id given or learned before stays: a disagreement is
+   * the caller's to report). Refuses (LT_ORG_ID_TAKEN) an id another key has. Returns the id `org` has
+   * now.
+   */
+  async learn(org: string, id: number): Promise<number> {
+    await this.#run('learn', { [org]: id });
+    return (await this.get(org)) ?? id;
+  }
+
+  async #run(mode: 'set' | 'check' | 'learn', ids: Readonly<Record<string, number>>): Promise<void> {
     const pairs = Object.entries(ids).flatMap(([org, id]) => [org, String(id)]);
     if (pairs.length === 0) return;
     const taken = (await QUEUE_SCRIPTS.run(

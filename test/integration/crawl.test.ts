@@ -133,28 +133,79 @@ describe('crawl resume', () => {
     const since = lastSeq();
     const abort = new AbortController();
     const filters = { fromOrgId: 2 };
+    const handed: number[] = [];
     await expect(
       run({
         filters,
         crawlId: 'resume',
+        // Small batches, so the walk is still under way when page 4 is committed.
+        readAhead: 4,
+        batchPages: 2,
         signal: abort.signal,
         onPage: (read) => {
+          handed.push(read.page);
           if (read.page === 4) abort.abort();
         },
       }),
     ).rejects.toThrow();
+    // Pages are handed on a few at a time (read ahead): the cursor stands right after the last one.
+    const next = Math.max(...handed) + 1;
+    expect(next).toBeGreaterThanOrEqual(5);
+    expect(next).toBeLessThanOrEqual(10);
     const cursor = await h.ctx.redis.hget(h.ctx.keys.crawlCursor('acme', 'resume'), 'next');
-    expect(Number(cursor)).toBe(5);
+    expect(Number(cursor)).toBe(next);
     const s = await run({ filters, crawlId: 'resume' });
-    expect(s.resumedAt).toBe(5);
+    expect(s.resumedAt).toBe(next);
     const reads = listReads(since);
-    for (let p = 1; p <= 4; p++) expect(reads.get(p)).toBe(1);
-    for (let p = 5; p <= 10; p++) expect(reads.get(p)).toBeGreaterThanOrEqual(1);
+    for (let p = 1; p < next; p++) expect(reads.get(p)).toBe(1);
+    for (let p = next; p <= 10; p++) expect(reads.get(p)).toBeGreaterThanOrEqual(1);
     for (const n of reads.values()) expect(n).toBeLessThanOrEqual(2);
     expect(await recordedIds(s.runId)).toEqual(simIds((l) => l.organizationId === 2));
     expect(s.selected).toBe(333);
     expect(s.enqueued).toBe(333);
     expect(s.alreadyQueued).toBe(0);
+  });
+
+  it('read ahead: a crash between a batch enqueued and its commit resumes with every learner enqueued once', async () => {
+    const filters = { fromOrgId: 3 };
+    const expected = simIds((l) => l.organizationId === 3);
+    let adds = 0;
+    let addedByFirst = 0;
+    // The second batch reaches the queue, then the process "dies" before the cursor commits it; the
+    // batch after it, on its way too, is never committed either.
+    const crashing = Object.create(h.ctx.producer) as typeof h.ctx.producer;
+    crashing.add = async (items, runId, o) => {
+      const counts = await h.ctx.producer.add(items, runId, o);
+      addedByFirst += counts.enqueued;
+      if (++adds === 2) throw new Error('killed after enqueue, before commit');
+      return counts;
+    };
+    const opts = { filters, crawlId: 'ahead', concurrency: 2, readAhead: 8, batchPages: 3 };
+    await expect(
+      crawl(
+        { ...deps(), producer: crashing },
+        { org: 'acme', targetOrgId: ACME, tokens: ['sim-acme-1'], ...opts },
+      ),
+    ).rejects.toThrow('killed after enqueue');
+    const cursorKey = h.ctx.keys.crawlCursor('acme', 'ahead');
+    const next = Number(await h.ctx.redis.hget(cursorKey, 'next'));
+    const committed = Number(await h.ctx.redis.hget(cursorKey, 'enqueued'));
+    expect(next).toBeGreaterThan(1);
+    expect(next).toBeLessThan(10);
+    expect(addedByFirst).toBeGreaterThan(committed);
+    const s = await run(opts);
+    expect(s.resumedAt).toBe(next);
+    // The same run resumed: every learner of gamma recorded in it.
+    expect(await recordedIds(s.runId)).toEqual(expected);
+    // Learners enqueued but not committed are offered again: their jobs exist, so they count as already
+    // queued and nobody is enqueued twice or missed.
+    expect(addedByFirst + (s.enqueued - committed)).toBe(expected.length);
+    expect(s.alreadyQueued).toBe(addedByFirst - committed);
+    const queue = h.ctx.queues.get('acme');
+    expect((await queue.getJobCounts('waiting')).waiting).toBe(expected.length);
+    const ids = new Set<number>();
+    for await (const [id] of h.ctx.store.scan('acme')) ids.add(id);
+    expect([...ids].sort((a, b) => a - b)).toEqual(expected);
   });
 
   it('resumes after the CLI is killed with SIGKILL mid-crawl, losing nobody', async () => {
@@ -200,6 +251,8 @@ describe('a list that changes while it is read', () => {
       filters: { fromOrgId: 2 },
       crawlId: 'changing',
       concurrency: 3,
+      // Reads must still be under way when the list changes, for the walk to see the change.
+      readAhead: 3,
       onPage: (read) => {
         if (read.pass === 1 && read.page === 3 && !changed) {
           changed = true;

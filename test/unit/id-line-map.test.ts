@@ -18,6 +18,20 @@ describe('IdLineMap', () => {
     expect(m.get(20_001)).toBeUndefined();
   });
 
+  it('keeps a tag (the organization index) with each id through growth, ids of 2^32 and more too', () => {
+    const m = new IdLineMap(4);
+    for (let id = 1; id <= 5_000; id++) m.set(id * 7919, id, id % 3 === 0 ? 0 : id % 300);
+    m.set(2 ** 40, 9, 12);
+    expect(m.size).toBe(5_001);
+    for (let id = 1; id <= 5_000; id++) {
+      expect(m.get(id * 7919)).toBe(id);
+      expect(m.tagOf(id * 7919)).toBe(id % 3 === 0 ? 0 : id % 300);
+    }
+    expect([m.get(2 ** 40), m.tagOf(2 ** 40)]).toEqual([9, 12]);
+    expect(m.tagOf(5)).toBeUndefined();
+    expect(() => m.set(1, 1, 70_000)).toThrow(RangeError);
+  });
+
   it('refuses ids it cannot hold', () => {
     const m = new IdLineMap();
     expect(() => m.set(0, 1)).toThrow(RangeError);

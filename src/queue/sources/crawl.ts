@@ -7,131 +7,61 @@
 // a learner is decided on its first sight and never offered twice: an in-process Set drops repeats
 // within a run, the crawl's selected set in Redis drops them across a kill, and job ids drop anything
 // left. A --limit counts selected learners exactly, across resumes.
-import { createHash } from 'node:crypto';
-import type { RedisClient } from '../../redis/client.ts';
-import type { Learner } from '../../api/schemas.ts';
+//
+// Fast without losing the cursor: the walker reads up to `readAhead` pages past the one being handled,
+// and hands the pages ready, in order, a few at a time to PageBatches (crawl-pages.ts): their learners
+// go to the producer in one batch while the next pages are read, and the pages to the cursor in one
+// commit after it, so the cursor only ever passes pages whose learners are all enqueued.
+//
+// The target's numeric id: with --from-org it is not needed to select (a learner of that organization
+// is not in the target), so a crawl can start without it and learn it from the list (crawl-org-id.ts).
 import { LearnerTransferError } from '../../core/errors.ts';
-import type { Keys } from '../../core/keys.ts';
-import type { Bucket } from '../../outcomes/record.ts';
-import type { Runs } from '../../outcomes/runs.ts';
 import { newRunId } from '../../outcomes/runs.ts';
-import { addCounts, emptyCounts, type ProduceCounts, type Producer } from '../producer.ts';
-import { CrawlCursor, type CursorCounter, type CursorState } from './crawl-cursor.ts';
-import { PageWalker, type ListReader, type PageRead, type WalkResult } from './page-walker.ts';
+import { CrawlCursor, type CursorState } from './crawl-cursor.ts';
+import { OrgIdWatch } from './crawl-org-id.ts';
+import {
+  defaultCrawlId,
+  describeFilters,
+  type CrawlDeps,
+  type CrawlOptions,
+  type CrawlSummary,
+} from './crawl-options.ts';
+import { limitReached, PageBatches, tallyFrom, type CrawlRun, type CrawlTally } from './crawl-pages.ts';
+import { PageWalker, type OnPages, type WalkResult } from './page-walker.ts';
 
-export interface CrawlFilters {
-  /** Only learners of this organization id. */
-  fromOrgId?: number | undefined;
-  activeOnly?: boolean | undefined;
-  /** The spec: transfers are meant for learners created with a user attached. */
-  withUserOnly?: boolean | undefined;
-  /** Stop after this many learners are selected. */
-  limit?: number | undefined;
-}
-
-export const SKIP_REASONS = ['in-target', 'other-org', 'inactive', 'no-user'] as const;
-export type SkipReason = (typeof SKIP_REASONS)[number];
-
-/** Why a learner is not selected, or undefined when it is. The target check comes first. */
-export function skipReason(l: Learner, filters: CrawlFilters, targetOrgId: number): SkipReason | undefined {
-  if (l.organizationId === targetOrgId) return 'in-target';
-  if (filters.fromOrgId !== undefined && l.organizationId !== filters.fromOrgId) return 'other-org';
-  // The spec shows isActive 1 for active; other values are not shown, so only 1 counts as active.
-  if (filters.activeOnly && l.isActive !== 1) return 'inactive';
-  if (filters.withUserOnly && (l.userId === null || l.userId === undefined || l.userId === ''))
-    return 'no-user';
-  return undefined;
-}
-
-export function describeFilters(f: CrawlFilters): string {
-  const parts: string[] = [];
-  if (f.fromOrgId !== undefined) parts.push(`from org ${f.fromOrgId}`);
-  if (f.activeOnly) parts.push('active only');
-  if (f.withUserOnly) parts.push('with user only');
-  if (f.limit !== undefined) parts.push(`limit ${f.limit}`);
-  return parts.join(', ') || 'no filters';
-}
-
-/** The default crawl id: the same command line resumes the same crawl. */
-export function defaultCrawlId(targetOrgId: number, f: CrawlFilters): string {
-  const canon = JSON.stringify([
-    targetOrgId,
-    f.fromOrgId ?? null,
-    !!f.activeOnly,
-    !!f.withUserOnly,
-    f.limit ?? null,
-  ]);
-  return `c${createHash('sha256').update(canon).digest('hex').slice(0, 10)}`;
-}
-
-export interface CrawlDeps {
-  redis: RedisClient;
-  keys: Keys;
-  producer: Producer;
-  runs: Runs;
-  client: ListReader;
-}
-
-export interface CrawlProgress {
-  pagesDone: number;
-  lastPage: number;
-  seen: number;
-  selected: number;
-}
-
-export interface CrawlOptions {
-  org: string;
-  targetOrgId: number;
-  /** Token secrets of the organization (listing uses them, nothing else). */
-  tokens: readonly string[];
-  filters: CrawlFilters;
-  crawlId?: string | undefined;
-  /** Start over even when an unfinished crawl with this id exists. */
-  restart?: boolean | undefined;
-  /** Run id for a new crawl (a resumed crawl keeps its own). */
-  runId?: string | undefined;
-  /** Read only: no cursor, no queue, no run; the selected ids are returned for plan. */
-  dryRun?: boolean | undefined;
-  concurrency?: number | undefined;
-  retries?: number | undefined;
-  backoffMs?: number | undefined;
-  /** Most pages the list may claim (CRAWL_MAX_PAGES; default config.ts DEFAULT_CRAWL_MAX_PAGES). */
-  maxPages?: number | undefined;
-  signal?: AbortSignal | undefined;
-  onProgress?: (p: CrawlProgress) => void;
-  /** Called after each page is handled (and committed), for progress lines and tests. */
-  onPage?: (read: PageRead) => Promise<void> | void;
-  onRetry?: (page: number, code: string, waitMs: number) => void;
-}
-
-export interface CrawlSummary extends ProduceCounts {
-  crawlId: string;
-  runId: string;
-  /** The page a resumed crawl started at, or null for a fresh one. */
-  resumedAt: number | null;
-  lastPage: number;
-  total: number;
-  requests: number;
-  rereads: number;
-  /** Learners read (first sight in this process; re-reads after a resume may count again). */
-  seen: number;
-  selected: number;
-  skipped: Record<SkipReason, number>;
-  stoppedByLimit: boolean;
-  unsettledPages: number[];
-  /** Dry run only: the learners that would be enqueued, in list order. */
-  selectedIds?: number[];
-}
+export * from './crawl-options.ts';
 
 export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<CrawlSummary> {
   const { filters } = options;
-  const crawlId = options.crawlId ?? defaultCrawlId(options.targetOrgId, filters);
+  if (options.targetOrgId === undefined && filters.fromOrgId === undefined) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `crawl of ${options.org}: the target's organization id is needed to skip learners already in it; ` +
+        `give --target-org-id N, or --from-org N (the id is then learned from the list)`,
+    );
+  }
   const dry = Boolean(options.dryRun);
+  const crawlId = options.crawlId ?? (await crawlIdOf(deps, options, dry));
   const cursor = dry ? undefined : new CrawlCursor(deps.redis, deps.keys, options.org, crawlId);
   const { state, resumedAt, runId } = await resumeOrStart(deps, options, crawlId, cursor);
   const tally = tallyFrom(state);
-  const run: CrawlRun = { deps, options, cursor, runId, dry };
-  const onPage = (read: PageRead) => handlePage(run, tally, read);
+  const watch =
+    deps.store && deps.orgIds
+      ? new OrgIdWatch({
+          org: options.org,
+          known:
+            options.targetOrgId === undefined
+              ? undefined
+              : { id: options.targetOrgId, source: options.targetOrgIdSource ?? 'remembered' },
+          store: deps.store,
+          orgIds: deps.orgIds,
+          dryRun: dry,
+          onEvent: options.onOrgId,
+        })
+      : undefined;
+  const run: CrawlRun = { deps, options, cursor, runId, dry, watch };
+  const batches = new PageBatches(run, tally);
+  const onPages: OnPages = (reads) => batches.handle(reads);
 
   let result: WalkResult;
   if (limitReached(filters, tally)) {
@@ -146,7 +76,7 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
       unsettledPages: [],
     };
   } else {
-    result = await walkFrom(run, state, tally, crawlId, onPage);
+    result = await walkFrom(run, state, tally, crawlId, onPages, batches);
   }
   await cursor?.finish();
   const { counts } = tally;
@@ -168,33 +98,22 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
     alreadyDone: counts.alreadyDone,
     heldElsewhere: counts.heldElsewhere,
     moved: counts.moved,
+    targetOrgId: watch?.id ?? options.targetOrgId,
   };
   if (dry) summary.selectedIds = tally.selectedIds;
   return summary;
 }
 
-/** One crawl's fixed parts, shared by the handling of each page. */
-interface CrawlRun {
-  deps: CrawlDeps;
-  options: CrawlOptions;
-  /** Undefined on a dry run: nothing is written. */
-  cursor: CrawlCursor | undefined;
-  runId: string;
-  dry: boolean;
-}
-
-/** What the crawl has counted so far, from the cursor's counters on a resume. */
-interface CrawlTally {
-  counts: ProduceCounts;
-  skipped: Record<SkipReason, number>;
-  seen: number;
-  selected: number;
-  pagesDone: number;
-  lastPage: number;
-  /** Learners met in this process: a learner is decided on its first sight. */
-  firstSight: Set<number>;
-  /** Dry run: the learners selected, in list order. */
-  selectedIds: number[];
+/**
+ * The default crawl id of these options. Once the target's id is known, a crawl started before it was
+ * (the id of `undefined`) and still running is the one to resume.
+ */
+async function crawlIdOf(deps: CrawlDeps, options: CrawlOptions, dry: boolean): Promise<string> {
+  const id = defaultCrawlId(options.targetOrgId, options.filters);
+  if (options.targetOrgId === undefined || dry) return id;
+  const before = defaultCrawlId(undefined, options.filters);
+  const status = await deps.redis.hget(deps.keys.crawlCursor(options.org, before), 'status');
+  return status === 'running' ? before : id;
 }
 
 /**
@@ -209,7 +128,7 @@ async function resumeOrStart(
 ): Promise<{ state: CursorState | undefined; resumedAt: number | null; runId: string }> {
   const filtersJson = JSON.stringify({ targetOrgId: options.targetOrgId, ...options.filters });
   let state = cursor && !options.restart ? await cursor.load() : undefined;
-  if (state && state.status === 'running' && state.filters !== filtersJson) {
+  if (state && state.status === 'running' && !sameFilters(state.filters, filtersJson)) {
     throw new LearnerTransferError(
       'LT_USAGE',
       `crawl '${crawlId}' of ${options.org} is unfinished with other filters (${state.filters}); ` +
@@ -233,29 +152,20 @@ async function resumeOrStart(
   return { state, resumedAt, runId };
 }
 
-function tallyFrom(state: CursorState | undefined): CrawlTally {
-  const counts = emptyCounts();
-  const skipped = Object.fromEntries(SKIP_REASONS.map((r) => [r, state?.skipped[r] ?? 0])) as Record<
-    SkipReason,
-    number
-  >;
-  counts.enqueued = state?.counters.enqueued ?? 0;
-  counts.alreadyQueued = state?.counters.alreadyQueued ?? 0;
-  for (const [b, n] of Object.entries(state?.done ?? {})) counts.alreadyDone[b as Bucket] = n;
-  return {
-    counts,
-    skipped,
-    seen: state?.counters.seen ?? 0,
-    selected: state?.counters.selected ?? 0,
-    pagesDone: state ? state.next - 1 : 0,
-    lastPage: 0,
-    firstSight: new Set<number>(),
-    selectedIds: [],
+/**
+ * The filters a crawl was started with against today's, the target's id aside: one organization key has
+ * one id (OrgIds), and a crawl that started without it (--from-org) may have learned it since.
+ */
+function sameFilters(storedJson: string, givenJson: string): boolean {
+  const canon = (json: string) => {
+    try {
+      const { targetOrgId: _id, ...rest } = JSON.parse(json) as Record<string, unknown>;
+      return JSON.stringify(Object.entries(rest).sort(([a], [b]) => a.localeCompare(b)));
+    } catch {
+      return json;
+    }
   };
-}
-
-function limitReached(filters: CrawlFilters, tally: CrawlTally): boolean {
-  return filters.limit !== undefined && tally.selected >= filters.limit;
+  return canon(storedJson) === canon(givenJson);
 }
 
 /** Walks the list from the cursor's page; a list the walk cannot believe says what was kept. */
@@ -264,25 +174,32 @@ async function walkFrom(
   state: CursorState | undefined,
   tally: CrawlTally,
   crawlId: string,
-  onPage: (read: PageRead) => Promise<'stop' | void>,
+  onPages: OnPages,
+  batches: PageBatches,
 ): Promise<WalkResult> {
   const { deps, options } = run;
   const walker = new PageWalker({
     client: deps.client,
     tokens: options.tokens,
     concurrency: options.concurrency,
+    readAhead: options.readAhead,
+    batchPages: options.batchPages,
     retries: options.retries,
     backoffMs: options.backoffMs,
     maxPages: options.maxPages,
     startPage: state?.next ?? 1,
     history: state?.marks,
     signal: options.signal,
-    onPage,
+    onPages,
     onRetry: options.onRetry,
   });
   try {
-    return await walker.walk();
+    const result = await walker.walk();
+    await batches.drain();
+    return result;
   } catch (err) {
+    // Batches on their way are committed (or fail) before the error goes up: the cursor is then final.
+    await batches.settle();
     // A list the walk cannot believe (page-walker.ts): what was handled stays enqueued and in the
     // cursor, and the message says so.
     if (err instanceof LearnerTransferError && err.code === 'LT_INPUT_UNREADABLE' && !run.dry) {
@@ -298,73 +215,4 @@ async function walkFrom(
     }
     throw err;
   }
-}
-
-/** The learners of a page met for the first time: those the filters skip (by reason), and the rest. */
-function sortPage(
-  read: PageRead,
-  tally: CrawlTally,
-  options: CrawlOptions,
-): { pageSeen: number; pageSkipped: Record<string, number>; candidates: Learner[] } {
-  const pageSkipped: Record<string, number> = {};
-  let pageSeen = 0;
-  const candidates: Learner[] = [];
-  for (const l of read.learners) {
-    if (tally.firstSight.has(l.id)) continue;
-    tally.firstSight.add(l.id);
-    pageSeen++;
-    const reason = skipReason(l, options.filters, options.targetOrgId);
-    if (reason) pageSkipped[reason] = (pageSkipped[reason] ?? 0) + 1;
-    else candidates.push(l);
-  }
-  return { pageSeen, pageSkipped, candidates };
-}
-
-/**
- * One page: its new candidates (none selected before a kill, none past --limit) enqueued, then the
- * page committed to the cursor with its counts, then counted here. 'stop' once --limit is reached.
- */
-async function handlePage(run: CrawlRun, tally: CrawlTally, read: PageRead): Promise<'stop' | void> {
-  const { deps, options, cursor, runId, dry } = run;
-  const limit = options.filters.limit;
-  tally.lastPage = read.lastPage;
-  const { pageSeen, pageSkipped, candidates } = sortPage(read, tally, options);
-  const before = cursor ? await cursor.selectedBefore(candidates.map((l) => l.id)) : new Set<number>();
-  let chosen = candidates.filter((l) => !before.has(l.id)).map((l) => l.id);
-  if (limit !== undefined) chosen = chosen.slice(0, Math.max(0, limit - tally.selected));
-  const pageCounts = emptyCounts();
-  if (!dry && chosen.length > 0) {
-    addCounts(
-      pageCounts,
-      await deps.producer.add(
-        chosen.map((learnerId) => ({ org: options.org, learnerId, source: `crawl:page ${read.page}` })),
-        runId,
-      ),
-    );
-  }
-  if (dry) tally.selectedIds.push(...chosen);
-  const delta: Partial<Record<CursorCounter, number>> = {
-    seen: pageSeen,
-    selected: chosen.length,
-    enqueued: pageCounts.enqueued,
-    alreadyQueued: pageCounts.alreadyQueued,
-  };
-  await cursor?.commitPage({
-    page: read.page,
-    marks: read.marks,
-    next: read.pass === 1 ? read.page + 1 : undefined,
-    selected: chosen,
-    counters: delta,
-    skipped: pageSkipped,
-    done: pageCounts.alreadyDone,
-  });
-  addCounts(tally.counts, pageCounts);
-  for (const [r, n] of Object.entries(pageSkipped)) tally.skipped[r as SkipReason] += n;
-  tally.seen += pageSeen;
-  tally.selected += chosen.length;
-  if (read.pass === 1) tally.pagesDone = read.page;
-  const { pagesDone, lastPage, seen, selected } = tally;
-  options.onProgress?.({ pagesDone, lastPage, seen, selected });
-  await options.onPage?.(read);
-  if (limitReached(options.filters, tally)) return 'stop';
 }

@@ -11,17 +11,21 @@
 // be stale: they are read again, and again while reads keep seeing changes, up to `maxPasses`. What
 // totals cannot show (a removal and an insertion between the same two reads) is left to reconcile.
 //
-// What the walk believes of the service is bounded (a lying service must not hold it): a `last_page` that does not follow from
-// `total` and `per_page`, an empty page inside the claimed total, or more than `maxPages` pages stop it
-// with an error naming the claim; what it remembers of the pages read is a few ranges (page-marks.ts).
+// What the walk believes of the service is bounded (a lying service must not hold it; page-checks.ts):
+// a `last_page` that does not follow from `total` and `per_page`, an empty page inside the claimed
+// total, or more than `maxPages` pages stop it with an error naming the claim; what it remembers of the
+// pages read is a few ranges (page-marks.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { capDelayMs } from '../../api/retry-after.ts';
 import type { ListResult } from '../../api/client.ts';
-import type { Learner, ListPage } from '../../api/schemas.ts';
+import type { Learner } from '../../api/schemas.ts';
 import { DEFAULT_CRAWL_MAX_PAGES } from '../../core/config.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
 import { OUTCOMES } from '../../outcomes/codes.ts';
 import { emptyMarks, encodeMarks, suspectPages, type WalkMarks } from './page-marks.ts';
+import { checkPageAnswered, checkPageClaims } from './page-checks.ts';
+
+export { checkPageAnswered, checkPageClaims } from './page-checks.ts';
 
 export interface ListReader {
   listLearners(page: number, token: string): Promise<ListResult>;
@@ -42,12 +46,31 @@ export interface PageRead {
 }
 
 export type OnPage = (read: PageRead) => Promise<'stop' | void> | 'stop' | void;
+export type OnPages = (
+  reads: readonly PageRead[],
+) => Promise<'stop' | number | void> | 'stop' | number | void;
+
+/** Pages read ahead of the one being handled, by default. */
+export const DEFAULT_READ_AHEAD = 32;
+/** Pages handed to onPages at once, by default. */
+export const DEFAULT_BATCH_PAGES = 16;
 
 export interface WalkOptions {
   client: ListReader;
   /** Token secrets that may list; a 401 moves on to the next, until none is left. */
   tokens: readonly string[];
   concurrency?: number | undefined;
+  /**
+   * Most pages read and not yet handed on (default DEFAULT_READ_AHEAD, at least `concurrency`): while
+   * the handler enqueues a page's learners, the pages after it are read. Bounds memory, and what a
+   * killed crawl read without committing.
+   */
+  readAhead?: number | undefined;
+  /**
+   * Most pages handed on at once to `onPages` (default DEFAULT_BATCH_PAGES): the pages read ahead and
+   * ready, in order, so their learners go to Redis in one batch and their cursor in one commit.
+   */
+  batchPages?: number | undefined;
   /** Attempts after the first for server errors, network errors and bad bodies (default 5). */
   retries?: number | undefined;
   backoffMs?: number | undefined;
@@ -65,7 +88,13 @@ export interface WalkOptions {
    */
   maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
-  onPage: OnPage;
+  /** Hears each page in order; or `onPages`, which hears the ready pages in order, a few at a time. */
+  onPage?: OnPage | undefined;
+  /**
+   * Pages handed on together (consecutive, in order, up to `batchPages`). Returns 'stop' to end the walk,
+   * or a number: the handler stopped after that many of them (the rest are not handled).
+   */
+  onPages?: OnPages | undefined;
   /** Called for each failed try that will be retried (for logs). */
   onRetry?: ((page: number, code: string, waitMs: number) => void) | undefined;
 }
@@ -84,83 +113,14 @@ export interface WalkResult {
   unsettledPages: number[];
 }
 
-/**
- * The page the service answered must be the page asked for. The spec: page N covers positions
- * (N-1)*per_page+1 to N*per_page, and current_page is the page requested. A service that ignores
- * ?page= (a proxy that drops the query, a changed parameter name) answers page 1 every time: read as
- * pages 2, 3, ... it would hand the same learners on again and never show the rest. Retrying does not
- * help; the walk stops with what came back. `from`/`to` are checked when given (the schema accepts
- * them absent or null, as on an empty page).
- */
-export function checkPageAnswered(page: number, body: ListPage): void {
-  const p = body.pagination;
-  const count = body.data.length;
-  const problems: string[] = [];
-  if (p.current_page !== page) problems.push(`current_page ${p.current_page}`);
-  if (count > p.per_page) problems.push(`${count} learners for per_page ${p.per_page}`);
-  if (count > 0) {
-    const first = (page - 1) * p.per_page + 1;
-    const last = page * p.per_page;
-    if (p.from !== null && p.from !== undefined && p.from !== first) {
-      problems.push(`from ${p.from} where page ${page} starts at ${first}`);
-    }
-    if (p.to !== null && p.to !== undefined && (p.to < first || p.to > last)) {
-      problems.push(`to ${p.to} outside ${first}..${last}`);
-    }
-  }
-  if (problems.length === 0) return;
-  throw new LearnerTransferError(
-    'LT_INPUT_UNREADABLE',
-    `listing learners: asked for page ${page}, the service answered ${problems.join(', ')} ` +
-      `(current_page ${p.current_page}, from ${p.from ?? 'none'}, to ${p.to ?? 'none'}, per_page ${p.per_page}, ` +
-      `${count} learners): it does not page as the spec says, so the walk stops rather than read the same ` +
-      `learners again or miss the rest; check LEARNER_API_BASE_URL and any proxy in front of the service`,
-  );
-}
-
-/**
- * What a page claims about the whole list must hold together, or the walk would believe it: last_page
- * must be ceil(total / per_page) (1 for an empty list, whose last_page 0 is accepted too), a page inside
- * the claimed total must hold learners, and the list may not be longer than `maxPages`. A service that
- * answered every page with {data: [], total: 0, last_page: 1000000000} was asked 46,000 pages in 18 s
- * and would never have been done. Retrying does not help; the walk stops with the claim.
- */
-export function checkPageClaims(page: number, body: ListPage, maxPages = DEFAULT_CRAWL_MAX_PAGES): void {
-  const p = body.pagination;
-  const count = body.data.length;
-  const claim = `(total ${p.total}, per_page ${p.per_page}, last_page ${p.last_page})`;
-  const fail = (what: string, why: string) =>
-    new LearnerTransferError(
-      'LT_INPUT_UNREADABLE',
-      `listing learners, page ${page}: ${what} ${claim}: ${why}`,
-    );
-  const stop = 'so the walk stops rather than ask for pages the service cannot have';
-  if (p.per_page < 1) throw fail(`the service claims per_page ${p.per_page}`, stop);
-  const pages = Math.max(1, Math.ceil(p.total / p.per_page));
-  if (p.last_page !== pages && !(p.total === 0 && p.last_page === 0)) {
-    throw fail(
-      `the service claims last_page ${p.last_page}, where total / per_page makes ${pages} page${pages === 1 ? '' : 's'}`,
-      stop,
-    );
-  }
-  if (count === 0 && (page - 1) * p.per_page < p.total) {
-    throw fail(
-      `the page is empty, but the service claims ${p.total} learners, ${(page - 1) * p.per_page + 1} and on from this page`,
-      `so the walk stops here rather than ask for the ${pages - page} page${pages - page === 1 ? '' : 's'} after it`,
-    );
-  }
-  if (pages > maxPages) {
-    throw fail(
-      `the service claims ${pages} pages, more than CRAWL_MAX_PAGES (${maxPages})`,
-      'raise CRAWL_MAX_PAGES if the list really is that long',
-    );
-  }
-}
-
 export class PageWalker {
   readonly #o: {
-    [K in keyof Omit<WalkOptions, 'signal' | 'onRetry' | 'history'>]-?: Exclude<WalkOptions[K], undefined>;
+    [K in keyof Omit<WalkOptions, 'signal' | 'onRetry' | 'history' | 'onPage' | 'onPages'>]-?: Exclude<
+      WalkOptions[K],
+      undefined
+    >;
   } & Pick<WalkOptions, 'signal' | 'onRetry'>;
+  readonly #onPages: OnPages;
   /** Ranges and counters only (page-marks.ts): its size does not grow with the pages read. */
   readonly #marks: WalkMarks;
   #token = 0;
@@ -174,8 +134,11 @@ export class PageWalker {
     if (options.tokens.length === 0) {
       throw new LearnerTransferError('LT_NO_TOKEN', 'listing learners needs a token of the organization');
     }
+    const concurrency = given.concurrency ?? 4;
     this.#o = {
-      concurrency: 4,
+      concurrency,
+      readAhead: Math.max(concurrency, given.readAhead ?? DEFAULT_READ_AHEAD),
+      batchPages: options.onPages ? (given.batchPages ?? DEFAULT_BATCH_PAGES) : 1,
       retries: 5,
       backoffMs: 500,
       maxBackoffMs: 30_000,
@@ -184,6 +147,9 @@ export class PageWalker {
       maxPages: DEFAULT_CRAWL_MAX_PAGES,
       ...given,
     };
+    const { onPage, onPages } = options;
+    if (!onPages && !onPage) throw new TypeError('PageWalker: onPage or onPages is required');
+    this.#onPages = onPages ?? ((reads) => onPage?.(reads[0] as PageRead));
     const h = options.history;
     this.#marks = h ? { ...h, read: h.read.copy(), fresh: h.fresh.copy() } : emptyMarks();
   }
@@ -282,9 +248,10 @@ export class PageWalker {
     let wake: (() => void) | undefined;
 
     const launch = () => {
-      // Read ahead at most `concurrency` pages past the one being handled: memory stays bounded and a
-      // killed crawl has read at most that many pages it did not commit.
-      while (!stopped && !failure && launched - next < o.concurrency) {
+      // At most `concurrency` requests at once, and at most `readAhead` pages past the one being
+      // handled: memory stays bounded and a killed crawl has read at most that many pages it did not
+      // commit.
+      while (!stopped && !failure && inFlight < o.concurrency && launched - next < o.readAhead) {
         const page = nextPage();
         if (page === undefined) return;
         const index = launched++;
@@ -308,6 +275,9 @@ export class PageWalker {
           })
           .finally(() => {
             inFlight--;
+            // Keep reading ahead while the handler is busy with the pages before (a read-ahead refilled
+            // only between handlings would read no more than `concurrency` pages per handling).
+            launch();
             wake?.();
           });
       }
@@ -318,17 +288,22 @@ export class PageWalker {
 
     for (;;) {
       launch();
-      let read: PageRead | undefined;
-      while (!stopped && (!failure || next < failure.index) && (read = results.get(next)) !== undefined) {
+      for (;;) {
+        const batch = this.#ready(results, next, failure?.index ?? Infinity);
+        if (stopped || batch.length === 0) break;
         // An abort stops handing pages on at once; the cursor has every page handled so far.
         if (o.signal?.aborted) {
           failure = { err: o.signal.reason, index: next };
           break;
         }
-        this.#handled(read);
-        handled++;
-        if ((await o.onPage(read)) === 'stop') stopped = true;
-        results.delete(next++);
+        for (const r of batch) this.#handled(r);
+        const answer = await this.#onPages(batch);
+        // A number: the handler stopped after that many pages (a --limit reached inside the batch).
+        const taken = typeof answer === 'number' ? answer : batch.length;
+        if (answer === 'stop' || typeof answer === 'number') stopped = true;
+        handled += taken;
+        for (let i = 0; i < batch.length; i++) results.delete(next + i);
+        next += batch.length;
         if (!stopped) launch();
       }
       // Pages named before the failure that are still in flight are waited for (below), then handed on.
@@ -346,6 +321,19 @@ export class PageWalker {
       }
       if (!results.has(next)) await new Promise<void>((resolve) => (wake = resolve));
     }
+  }
+
+  /** The pages ready in order from `next`, before `end` (a failure), up to batchPages. */
+  #ready(results: ReadonlyMap<number, PageRead>, next: number, end: number): PageRead[] {
+    const batch: PageRead[] = [];
+    let read: PageRead | undefined;
+    while (
+      batch.length < this.#o.batchPages &&
+      next + batch.length < end &&
+      (read = results.get(next + batch.length)) !== undefined
+    )
+      batch.push(read);
+    return batch;
   }
 
   /** One page, with retries: waits on 429 cost no attempt, a 401 moves to the next token. */
