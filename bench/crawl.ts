@@ -1,5 +1,5 @@
 // Crawl benchmark (not a test): `node bin/run-ts.js bench/crawl.ts`. Pages per second of the crawl
-// against the simulator (no latency), next to a raw loop of undici GETs of the same pages at the same
+// against the simulator (no latency, then BENCH_CRAWL_LATENCY_MS per page), next to a raw loop of undici GETs of the same pages at the same
 // concurrency in the same run: the ratio is what the walker, schema validation, selection and (for the
 // enqueueing crawl) Redis cost over bare HTTP + JSON.parse. The enqueueing crawl reads DEFAULT_READ_AHEAD
 // pages ahead and enqueues up to DEFAULT_BATCH_PAGES pages at once (crawl-pages.ts). Each figure is the
@@ -82,8 +82,29 @@ async function enqueueAlone(redis: Redis, prefix: string, ids: readonly number[]
   return s;
 }
 
+/**
+ * Both settings: the simulator answering at once (the machine's own cost: CPU-bound), and each page
+ * answered after BENCH_CRAWL_LATENCY_MS (default 50 ms, a service across a network), where reading ahead
+ * hides the waits that enqueueing page by page added.
+ */
 export async function runCrawlBench(): Promise<Figures> {
-  const sim = createSimulator({ learners: LEARNERS });
+  const latency = Number(process.env.BENCH_CRAWL_LATENCY_MS ?? 50);
+  if (!Number.isFinite(latency) || latency < 0) throw new Error('BENCH_CRAWL_LATENCY_MS: expected ms >= 0');
+  const figures: Figures = { ...(await measureCrawl(0)) };
+  if (latency > 0) {
+    for (const [k, v] of Object.entries(await measureCrawl(latency))) {
+      if (k.startsWith('crawl') || k.startsWith('raw') || k.startsWith('producer'))
+        figures[`${latency} ms per page: ${k}`] = v;
+    }
+  }
+  return figures;
+}
+
+async function measureCrawl(latencyMs: number): Promise<Figures> {
+  const sim = createSimulator({
+    learners: LEARNERS,
+    ...(latencyMs > 0 ? { faults: { latencyBeforeMs: [latencyMs, latencyMs] } } : {}),
+  });
   const url = await sim.listen();
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const prefix = `lt-bench-crawl-${randomBytes(3).toString('hex')}`;

@@ -23,6 +23,8 @@ export interface CrawlFlags {
   concurrency: number;
   dryRun?: boolean;
   quiet?: boolean;
+  /** plan --crawl --tokens N */
+  tokens?: number;
 }
 
 /** The crawl flags, shared with `plan --crawl`. */
@@ -119,6 +121,7 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
         crawlId: opts.crawlId,
         restart: opts.restart,
         dryRun,
+        whatIfTokens: opts.tokens,
         concurrency: opts.concurrency,
         signal,
         onProgress: (p) =>

@@ -74,7 +74,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .option(
       '--tokens <n>',
-      'with --csv: also say when the work would finish with N usable tokens per organization',
+      'also say when the work would finish with N usable tokens per organization',
       tokensOption,
     )
     .option('--quiet', 'no progress output')
@@ -86,9 +86,6 @@ export function register(program: Command, cli: Cli): void {
           'plan needs exactly one of --csv FILE, --crawl or --desired FILE',
         );
       }
-      if (opts.tokens !== undefined && !opts.csv) {
-        throw new LearnerTransferError('LT_USAGE', 'plan --tokens N works with --csv FILE');
-      }
       if (opts.csv) return runCsvPlan(cli, { csv: opts.csv, org: opts.org, tokens: opts.tokens });
       if (opts.desired) {
         return runReconcileCommand(cli, {
@@ -98,6 +95,7 @@ export function register(program: Command, cli: Cli): void {
           concurrency: opts.concurrency,
           dryRun: true,
           quiet: opts.quiet,
+          tokens: opts.tokens,
         });
       }
       return runCrawlCommand(cli, { ...opts, dryRun: true });

@@ -18,6 +18,8 @@ export interface ReconcileFlags {
   concurrency: number;
   dryRun?: boolean;
   quiet?: boolean;
+  /** plan --desired --tokens N */
+  tokens?: number;
 }
 
 /** The reconcile flags, shared with `plan --desired` and `schedule reconcile`. */
@@ -48,21 +50,25 @@ export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promi
       enabled: !opts.quiet,
     });
     let shown = 0;
-    const { summary, plans } = await reconcileAndPlan(ctx, {
-      file: opts.desired,
-      defaultOrg: opts.org,
-      orgIds: opts.orgId,
-      runId: opts.run,
-      outDir: opts.out,
-      dryRun: Boolean(opts.dryRun),
-      concurrency: opts.concurrency,
-      signal,
-      onProgress: (done, last, matched) =>
-        progress.update(done, `page ${done}/${last}, ${matched} desired found`),
-      onReject: (line, reason) => {
-        if (shown++ < 10) cli.warn(forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true }));
+    const { summary, plans } = await reconcileAndPlan(
+      ctx,
+      {
+        file: opts.desired,
+        defaultOrg: opts.org,
+        orgIds: opts.orgId,
+        runId: opts.run,
+        outDir: opts.out,
+        dryRun: Boolean(opts.dryRun),
+        concurrency: opts.concurrency,
+        signal,
+        onProgress: (done, last, matched) =>
+          progress.update(done, `page ${done}/${last}, ${matched} desired found`),
+        onReject: (line, reason) => {
+          if (shown++ < 10) cli.warn(forTerminal(`${opts.desired}:${line}: ${reason}`, { singleLine: true }));
+        },
       },
-    });
+      opts.tokens,
+    );
     progress.end(`${summary.requests} page reads`);
     cli.print(formatReconcileSummary(summary));
     if (plans) cli.print(formatPlan(plans, 'reconcile'));

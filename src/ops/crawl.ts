@@ -31,6 +31,8 @@ export interface CrawlRunOptions extends Pick<
    */
   targetOrgId?: number | undefined;
   dryRun: boolean;
+  /** plan --crawl --tokens N: the dry run's plan also says when N usable tokens would finish. */
+  whatIfTokens?: number | undefined;
   /** Hears what the list said of the target's id (default: logged). */
   onOrgId?: ((e: OrgIdEvent) => void) | undefined;
 }
@@ -90,7 +92,9 @@ export async function runCrawl(ctx: AppContext, options: CrawlRunOptions): Promi
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     },
   );
-  const plans = dryRun ? await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]])) : undefined;
+  const plans = dryRun
+    ? await planOrgs(ctx, new Map([[org, summary.selectedIds ?? []]]), { tokens: options.whatIfTokens })
+    : undefined;
   return { summary, plans, notes };
 }
 

@@ -46,10 +46,14 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
 export async function reconcileAndPlan(
   ctx: AppContext,
   options: ReconcileRunOptions,
+  /** plan --desired --tokens N: the dry run's plan also says when N usable tokens would finish. */
+  whatIfTokens?: number,
 ): Promise<{ summary: ReconcileSummary; plans: OrgPlan[] | undefined }> {
   const dryRun = Boolean(options.dryRun);
   await bindTokens(ctx.redis, ctx.keys.prefix, ctx.config.tokens, { dryRun, logger: ctx.logger });
   const summary = await runReconcile(ctx, options);
-  const plans = dryRun ? await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true }) : undefined;
+  const plans = dryRun
+    ? await planOrgs(ctx, summary.driftIds ?? new Map(), { force: true, tokens: whatIfTokens })
+    : undefined;
   return { summary, plans };
 }

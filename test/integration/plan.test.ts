@@ -169,6 +169,14 @@ describe('plan', () => {
     );
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/333 learners for acme/);
+    // --tokens works with every source: a crawl's plan says what another number of tokens would change.
+    const w = await runCommand(
+      ['plan', '--crawl', '--org', 'acme', '--from-org', '2', '--quiet', '--tokens', '3'],
+      h.env,
+    );
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stdout).toMatch(/333 learners for acme: done by /);
+    expect(w.stdout).toMatch(/\n {4}with 3 tokens instead of \d+: done by .* UTC, in .*, against .* UTC/);
     expect(h.sim.record.some((x) => x.method === 'PATCH')).toBe(false);
   });
 });
