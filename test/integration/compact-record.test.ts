@@ -7,6 +7,7 @@ import { createKeys } from '../../src/core/keys.ts';
 import { decodeRecord, shortAttemptId } from '../../src/outcomes/record.ts';
 import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { transferred, type Update } from '../helpers/finish-updates.ts';
 
 const redis = newRedis();
 const prefix = randomPrefix('compact');
@@ -22,17 +23,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-type Update = NonNullable<FinishArgs['update']>;
 const networkError: Update = { b: 'retrying', c: 'network-error', e: 'ECONNRESET', d: 1500, n: 1 };
-const transferred = (x: string): Update => ({
-  b: 'transferred',
-  c: 'transferred',
-  s: 200,
-  x,
-  d: 12,
-  n: 1,
-  ok: 1,
-});
 const forbidden: Update = {
   b: 'forbidden',
   c: 'forbidden',

@@ -13,6 +13,7 @@ import type { TransferOutcome } from '../../src/api/outcome.ts';
 import type { Logger } from '../../src/core/log.ts';
 import { auditEntryOf } from '../../src/worker/audit-entry.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
+import { transferred, type Update } from '../helpers/finish-updates.ts';
 import { granted } from '../helpers/limiter.ts';
 
 const redis = newRedis();
@@ -36,8 +37,6 @@ afterAll(async () => {
   await redis.quit();
 });
 
-type Update = NonNullable<FinishArgs['update']>;
-
 function transferBody(id: string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({ data: { id, groupsRemoved: [{ id: 3 }], authorizationsRevoked: [], ...extra } });
 }
@@ -59,15 +58,6 @@ function args(
   };
 }
 
-const transferred = (x: string): Update => ({
-  b: 'transferred',
-  c: 'transferred',
-  s: 200,
-  x,
-  d: 12,
-  n: 1,
-  ok: 1,
-});
 const alreadyInOrg = (extra: Partial<Update> = {}): Update => ({
   b: 'already-in-org',
   c: 'already-in-org',
