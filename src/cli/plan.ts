@@ -8,6 +8,7 @@ import { runReconcileCommand } from './reconcile.ts';
 import { EXIT } from './shared.ts';
 import type { Cli } from './io.ts';
 import { orgIdPairOption } from './parsers.ts';
+import { runCheckCommand } from './preflight.ts';
 
 /** enqueue --dry-run and plan --csv: the CSV read as enqueue reads it, then planned. */
 export async function runCsvPlan(
@@ -45,6 +46,8 @@ type PlanFlags = CrawlFlags & {
   crawl?: boolean;
   orgId?: Record<string, number>;
   tokens?: number;
+  check?: boolean;
+  out?: string;
 };
 
 /** --tokens N: a whole number of tokens, 1 to 1,000. */
@@ -78,7 +81,21 @@ export function register(program: Command, cli: Cli): void {
       tokensOption,
     )
     .option('--quiet', 'no progress output')
+    .option(
+      '--check',
+      'with --csv and --org: check the cohort against the learner list first (docs/preflight.md)',
+    )
+    .option('--out <file>', 'with --check: where the classes go (default: <csv>.check.csv beside it)')
     .action(async (opts: PlanFlags) => {
+      if (opts.check) {
+        if (opts.crawl || opts.desired) {
+          throw new LearnerTransferError(
+            'LT_USAGE',
+            'plan --check reads a --csv FILE, not --crawl or --desired',
+          );
+        }
+        return runCheckCommand(cli, opts);
+      }
       const sources = [opts.csv, opts.crawl, opts.desired].filter(Boolean).length;
       if (sources !== 1) {
         throw new LearnerTransferError(

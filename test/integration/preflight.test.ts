@@ -1,0 +1,87 @@
+// plan --check against the simulator: a cohort mixing all five classes is classified right, by line of
+// the CSV, with list reads only (no transfer call, no queue write).
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runPreflight } from '../../src/ops/preflight.ts';
+import type { CheckClass } from '../../src/queue/sources/list-check.ts';
+import { startHarness, type Harness } from '../helpers/pipeline.ts';
+
+let h: Harness;
+const N = 300;
+const ACME = 1;
+
+/** A cohort of `per` learners of each class (from the simulator's seeded state), and two unknown ids. */
+export function cohortOf(harness: Harness, per: number): Map<number, CheckClass> {
+  const want = new Map<number, CheckClass>();
+  const room = (c: CheckClass) => [...want.values()].filter((v) => v === c).length < per;
+  for (let id = 1; id <= N; id++) {
+    const l = harness.sim.learner(id);
+    if (!l) continue;
+    const cls: CheckClass =
+      l.organizationId === ACME
+        ? 'in-target'
+        : l.userId === null
+          ? 'no-user'
+          : l.isActive !== 1
+            ? 'inactive'
+            : 'will-transfer';
+    if (room(cls)) want.set(id, cls);
+  }
+  want.set(N + 50, 'unknown');
+  want.set(N + 51, 'unknown');
+  return want;
+}
+
+const transferCalls = () => h.sim.record.filter((r) => r.method === 'PATCH');
+
+beforeAll(async () => {
+  h = await startHarness({
+    tag: 'preflight',
+    sim: { learners: N },
+    env: { LOG_LEVEL: 'warn', LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2,beta:sim-beta-1' },
+  });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('plan --check', () => {
+  it('classifies a cohort of all five classes by line, spending no transfer call', async () => {
+    const want = cohortOf(h, 4);
+    const ids = [...want.keys()];
+    for (const c of ['will-transfer', 'in-target', 'unknown', 'no-user', 'inactive'] as const)
+      expect([...want.values()].filter((v) => v === c).length, c).toBeGreaterThan(0);
+    // A header, then the ids; the first id repeated at the end (the first line is the one reported).
+    const csv = h.writeFile('cohort.csv', `learnerId\n${ids.join('\n')}\n${ids[0]}\n`);
+    const r = await runPreflight(h.ctx, { csv, org: 'acme', targetOrgId: ACME });
+
+    expect(r.rejected).toBe(1);
+    expect(new Map(r.learners.map((l) => [l.learnerId, l.cls]))).toEqual(want);
+    for (const c of ['will-transfer', 'in-target', 'no-user', 'inactive'] as const)
+      expect(r.counts[c]).toBe(4);
+    expect(r.counts.unknown).toBe(2);
+
+    const lines = readFileSync(r.outFile, 'utf8').trim().split('\n');
+    expect(r.outFile).toBe(`${h.dir}/cohort.check.csv`);
+    expect(lines[0]).toBe('line,learnerId,class,organizationId');
+    // Line 1 is the header: learner k of the cohort is on line k + 2.
+    ids.forEach((id, k) => {
+      const org = h.sim.learner(id)?.organizationId ?? '';
+      expect(lines[k + 1]).toBe(`${k + 2},${id},${want.get(id)},${org}`);
+    });
+    expect(lines).toHaveLength(ids.length + 1);
+
+    // What will be sent: will-transfer + inactive, and only list reads went out.
+    expect(r.plans[0]?.learners).toBe(8);
+    expect(transferCalls()).toHaveLength(0);
+    expect(r.snapshot.requests).toBe(Math.ceil(N / 100));
+    expect(await h.ctx.store.getMany('acme', ids)).toEqual(ids.map(() => undefined));
+  });
+
+  it('refuses a cohort naming another organization, by line', async () => {
+    const csv = h.writeFile('mixed.csv', 'learnerId,org\n5,acme\n6,beta\n');
+    await expect(runPreflight(h.ctx, { csv, org: 'acme', targetOrgId: ACME })).rejects.toThrow(
+      /mixed\.csv line 3: organization 'beta'/,
+    );
+  });
+});
