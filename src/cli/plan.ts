@@ -47,6 +47,7 @@ type PlanFlags = CrawlFlags & {
   orgId?: Record<string, number>;
   tokens?: number;
   check?: boolean;
+  apply?: boolean;
   out?: string;
 };
 
@@ -85,8 +86,14 @@ export function register(program: Command, cli: Cli): void {
       '--check',
       'with --csv and --org: check the cohort against the learner list first (docs/preflight.md)',
     )
+    .option(
+      '--apply',
+      'with --check: enqueue the cohort, recording in-target learners done and holding unknown and userless ones (no call)',
+    )
     .option('--out <file>', 'with --check: where the classes go (default: <csv>.check.csv beside it)')
     .action(async (opts: PlanFlags) => {
+      if (opts.apply && !opts.check)
+        throw new LearnerTransferError('LT_USAGE', '--apply goes with plan --check');
       if (opts.check) {
         if (opts.crawl || opts.desired) {
           throw new LearnerTransferError(

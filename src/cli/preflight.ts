@@ -2,6 +2,7 @@
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { formatPreflight, runPreflight } from '../ops/preflight.ts';
+import { applyPreflight, formatApply } from '../ops/preflight-apply.ts';
 import type { Cli } from './io.ts';
 import { EXIT, runAbortable } from './shared.ts';
 
@@ -11,6 +12,7 @@ export interface CheckFlags {
   targetOrgId?: number | undefined;
   out?: string | undefined;
   concurrency?: number | undefined;
+  apply?: boolean | undefined;
 }
 
 export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void> {
@@ -21,7 +23,7 @@ export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void>
   const org = requireOrg(config, opts.org);
   const csv = opts.csv;
   const ctx = await cli.context(config);
-  await runAbortable(cli, ctx, 'plan --check interrupted: nothing was written', async (signal) => {
+  await runAbortable(cli, ctx, 'plan --check interrupted', async (signal) => {
     const result = await runPreflight(ctx, {
       csv,
       org,
@@ -29,8 +31,10 @@ export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void>
       out: opts.out,
       concurrency: opts.concurrency,
       signal,
+      remember: Boolean(opts.apply),
     });
     cli.print(formatPreflight(result, csv));
+    if (opts.apply) cli.print(formatApply(await applyPreflight(ctx, result, { csv })));
     cli.exitCode = EXIT.ok;
   });
 }

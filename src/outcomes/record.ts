@@ -14,9 +14,20 @@ import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './code
  * error inside the worker), so the learner gets a final state a person can see and retry.
  * `claimed-elsewhere` is not one either: the job found its learner claimed by another organization (moved
  * there on purpose after this job was queued) and sent nothing.
+ * `held` is not one either: `plan --check --apply` found the learner unknown to the list or with no user
+ * attached and sent nothing; it waits for a person's decision (`retry --status held` sends it). Final and
+ * not a success, so it is indexed, shown on the failures page and retried like a failure. Appended last:
+ * records written before it existed never hold it, so nothing is upgraded.
  */
-export const BUCKETS = ['queued', 'retrying', ...OUTCOME_CODES, 'worker-error', 'claimed-elsewhere'] as const;
-export type Bucket = 'queued' | 'retrying' | OutcomeCode | 'worker-error' | 'claimed-elsewhere';
+export const BUCKETS = [
+  'queued',
+  'retrying',
+  ...OUTCOME_CODES,
+  'worker-error',
+  'claimed-elsewhere',
+  'held',
+] as const;
+export type Bucket = 'queued' | 'retrying' | OutcomeCode | 'worker-error' | 'claimed-elsewhere' | 'held';
 
 /** Buckets that are final (the learner will not move without a person or a reconcile). */
 export function isFinalBucket(bucket: Bucket): boolean {

@@ -3,6 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/ops/preflight.ts';
+import { applyPreflight } from '../../src/ops/preflight-apply.ts';
+import { retryFailed } from '../../src/ops/retry.ts';
 import type { CheckClass } from '../../src/queue/sources/list-check.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -33,6 +35,16 @@ export function cohortOf(harness: Harness, per: number): Map<number, CheckClass>
 }
 
 const transferCalls = () => h.sim.record.filter((r) => r.method === 'PATCH');
+/** The learners a PATCH was sent for, in id order. */
+const patched = () =>
+  [...new Set(transferCalls().map((r) => Number(/\/1\/learner\/(\d+)\/transfer/.exec(r.path)?.[1])))].sort(
+    (a, b) => a - b,
+  );
+const byClass = (want: Map<number, CheckClass>, ...classes: CheckClass[]) =>
+  [...want]
+    .filter(([, c]) => classes.includes(c))
+    .map(([id]) => id)
+    .sort((a, b) => a - b);
 
 beforeAll(async () => {
   h = await startHarness({
@@ -83,5 +95,48 @@ describe('plan --check', () => {
     await expect(runPreflight(h.ctx, { csv, org: 'acme', targetOrgId: ACME })).rejects.toThrow(
       /mixed\.csv line 3: organization 'beta'/,
     );
+  });
+
+  it('--apply spends no call on the skipped, sends the rest, and retry releases a held one', async () => {
+    const want = cohortOf(h, 3);
+    const ids = [...want.keys()];
+    const csv = h.writeFile('apply.csv', `${ids.join('\n')}\n`);
+    const before = transferCalls().length;
+    const r = await runPreflight(h.ctx, { csv, org: 'acme', targetOrgId: ACME, remember: true });
+    const s = await applyPreflight(h.ctx, r, { csv });
+    expect(s.produced.enqueued).toBe(6);
+    expect(s.recordedInOrg).toBe(3);
+    expect(s.held).toBe(5);
+
+    const inTarget = byClass(want, 'in-target');
+    const held = byClass(want, 'unknown', 'no-user');
+    const records = await h.ctx.store.getMany('acme', [...inTarget, ...held]);
+    records.forEach((rec, i) => {
+      expect(rec?.b).toBe(i < inTarget.length ? 'already-in-org' : 'held');
+      expect(rec?.src).toBe(`list:${r.snapshot.readAt.toISOString()}`);
+      expect(rec?.a).toBe(0);
+    });
+    const noUser = byClass(want, 'no-user')[0] as number;
+    expect((await h.ctx.store.get('acme', noUser))?.m).toMatch(/^no-user: /);
+    expect(await h.ctx.store.bucketSize('acme', 'held')).toBe(5);
+    expect((await h.ctx.store.runCounts('acme', s.runId)).held).toBe(5);
+
+    await h.workUntilIdle();
+    // Calls went only to the sent classes, and each of them is now in the target organization.
+    const sent = byClass(want, 'will-transfer', 'inactive');
+    expect(transferCalls().slice(before).length).toBe(sent.length);
+    expect(patched()).toEqual(sent);
+    for (const id of sent) expect(h.sim.learner(id)?.organizationId).toBe(ACME);
+    for (const id of byClass(want, 'unknown')) expect(h.sim.learner(id)).toBeUndefined();
+    for (const id of byClass(want, 'no-user')) expect(h.sim.learner(id)?.organizationId).not.toBe(ACME);
+
+    // The operator sends the userless one anyway.
+    const retried = await retryFailed(h.ctx, { orgs: ['acme'], status: 'held', learnerIds: [noUser] });
+    expect(retried.requeued).toBe(1);
+    await h.workUntilIdle();
+    expect(patched()).toEqual([...sent, noUser].sort((a, b) => a - b));
+    expect(h.sim.learner(noUser)?.organizationId).toBe(ACME);
+    expect((await h.ctx.store.get('acme', noUser))?.b).toBe('transferred');
+    expect(await h.ctx.store.bucketSize('acme', 'held')).toBe(4);
   });
 });

@@ -42,6 +42,8 @@ describe('the outcome table', () => {
     expect(FAILURE_BUCKETS).toEqual(BUCKETS.filter((b) => isFinalBucket(b) && !isSuccessBucket(b)));
     expect(FAILURE_BUCKETS).not.toContain('retrying');
     expect(FAILURE_BUCKETS).toContain('worker-error');
+    // plan --check --apply's held learners: final, not a success, retried like a failure.
+    expect(FAILURE_BUCKETS).toContain('held');
   });
 });
 
