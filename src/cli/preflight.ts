@@ -33,7 +33,7 @@ export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void>
       signal,
       remember: Boolean(opts.apply),
     });
-    cli.print(formatPreflight(result, csv));
+    cli.print(formatPreflight(result, csv, Boolean(opts.apply)));
     if (opts.apply) cli.print(formatApply(await applyPreflight(ctx, result, { csv })));
     cli.exitCode = EXIT.ok;
   });

@@ -136,12 +136,12 @@ async function readCohort(
 }
 
 /** What the operator reads: counts per class, the snapshot's time, the file, and the ETA. */
-export function formatPreflight(r: PreflightResult, csv: string): string {
+export function formatPreflight(r: PreflightResult, csv: string, applying = false): string {
   const width = Math.max(...CHECK_CLASSES.map((c) => c.length));
   const unsettled = r.snapshot.unsettledPages.length;
   return [
     `${basename(csv)}: ${r.learners.length} learners of ${r.org} checked against the learner list ` +
-      `(${r.snapshot.requests} list reads, no transfer calls, no queue writes)` +
+      `(${r.snapshot.requests} list reads, no transfer calls${applying ? '' : ', no queue writes'})` +
       (r.rejected ? `; ${r.rejected} rows rejected or repeated` : ''),
     ...CHECK_CLASSES.map((c) => `  ${c.padEnd(width)}  ${r.counts[c]}`),
     `list read at ${r.snapshot.readAt.toISOString()}: a snapshot, the transfer stays the authority`,

@@ -6,6 +6,7 @@ import { runPreflight } from '../../src/ops/preflight.ts';
 import { applyPreflight } from '../../src/ops/preflight-apply.ts';
 import { retryFailed } from '../../src/ops/retry.ts';
 import type { CheckClass } from '../../src/queue/sources/list-check.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;
@@ -88,6 +89,28 @@ describe('plan --check', () => {
     expect(transferCalls()).toHaveLength(0);
     expect(r.snapshot.requests).toBe(Math.ceil(N / 100));
     expect(await h.ctx.store.getMany('acme', ids)).toEqual(ids.map(() => undefined));
+  });
+
+  it('prints the counts, the snapshot time and the ETA of what is sent (the CLI)', async () => {
+    const want = cohortOf(h, 2);
+    const csv = h.writeFile('cli.csv', `${[...want.keys()].join('\n')}\n`);
+    const out = `${h.dir}/cli-classes.csv`;
+    const r = await runCommand(
+      ['plan', '--check', '--csv', csv, '--org', 'acme', '--target-org-id', '1', '--out', out],
+      h.env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/cli\.csv: 10 learners of acme checked against the learner list \(3 list reads/);
+    expect(r.stdout).toMatch(/^ {2}will-transfer {2}2$/m);
+    expect(r.stdout).toMatch(/^ {2}unknown {8}2$/m);
+    expect(r.stdout).toMatch(
+      /list read at \d{4}-\d\d-\d\dT[\d:.]+Z: a snapshot, the transfer stays the authority/,
+    );
+    expect(r.stdout).toMatch(/what will be sent: 4 learners for acme/);
+    expect(readFileSync(out, 'utf8').split('\n')).toHaveLength(12);
+    expect(await h.ctx.store.getMany('acme', [...want.keys()])).toEqual(
+      [...want.keys()].map(() => undefined),
+    );
   });
 
   it('refuses a cohort naming another organization, by line', async () => {
