@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/ops/preflight.ts';
 import { applyPreflight } from '../../src/ops/preflight-apply.ts';
 import { retryFailed } from '../../src/ops/retry.ts';
+import { failurePage } from '../../src/ops/failures.ts';
+import { selectOutcomes } from '../../src/ops/report.ts';
+import { progressOf } from '../../src/outcomes/run-progress.ts';
 import type { CheckClass } from '../../src/queue/sources/list-check.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -143,6 +146,15 @@ describe('plan --check', () => {
     expect((await h.ctx.store.get('acme', noUser))?.m).toMatch(/^no-user: /);
     expect(await h.ctx.store.bucketSize('acme', 'held')).toBe(5);
     expect((await h.ctx.store.runCounts('acme', s.runId)).held).toBe(5);
+    // The failures page (the dashboard's) and `report --status held` show them, with why.
+    const page = await failurePage(h.ctx.store, { orgs: ['acme'], code: 'held' }, 0, 50);
+    expect(page.items.map((o) => o.learnerId).sort((a, b) => a - b)).toEqual(held);
+    expect(page.items.find((o) => o.learnerId === noUser)?.message).toMatch(/^no-user: /);
+    const reported: number[] = [];
+    for await (const o of selectOutcomes(h.ctx.store, { orgs: ['acme'], status: 'held' }))
+      reported.push(o.learnerId);
+    expect(reported.sort((a, b) => a - b)).toEqual(held);
+    expect(progressOf(await h.ctx.store.runCounts('acme', s.runId)).failed).toBe(5);
 
     await h.workUntilIdle();
     // Calls went only to the sent classes, and each of them is now in the target organization.
