@@ -47,6 +47,7 @@ type PlanFlags = CrawlFlags & {
   orgId?: Record<string, number>;
   tokens?: number;
   check?: boolean;
+  run?: string;
   apply?: boolean;
   out?: string;
 };
@@ -84,12 +85,13 @@ export function register(program: Command, cli: Cli): void {
     .option('--quiet', 'no progress output')
     .option(
       '--check',
-      'with --csv and --org: check the cohort against the learner list first (docs/preflight.md)',
+      'with --org and --csv FILE or --run ID: check the cohort against the learner list first (docs/preflight.md)',
     )
     .option(
       '--apply',
       'with --check: enqueue the cohort, recording in-target learners done and holding unknown and userless ones (no call)',
     )
+    .option('--run <id>', 'with --check: the learners of this run still waiting for their transfer')
     .option('--out <file>', 'with --check: where the classes go (default: <csv>.check.csv beside it)')
     .action(async (opts: PlanFlags) => {
       if (opts.apply && !opts.check)

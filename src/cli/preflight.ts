@@ -4,10 +4,12 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { formatPreflight, runPreflight } from '../ops/preflight.ts';
 import { applyPreflight, formatApply } from '../ops/preflight-apply.ts';
 import type { Cli } from './io.ts';
-import { EXIT, runAbortable } from './shared.ts';
+import { EXIT, requireReadableRunId, runAbortable } from './shared.ts';
+import { basename } from 'node:path';
 
 export interface CheckFlags {
   csv?: string | undefined;
+  run?: string | undefined;
   org?: string | undefined;
   targetOrgId?: number | undefined;
   out?: string | undefined;
@@ -16,16 +18,27 @@ export interface CheckFlags {
 }
 
 export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void> {
-  if (!opts.csv || !opts.org) {
-    throw new LearnerTransferError('LT_USAGE', 'plan --check needs --csv FILE and --org KEY');
+  if (!opts.csv === !opts.run || !opts.org) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      'plan --check needs --org KEY and one of --csv FILE or --run ID',
+    );
+  }
+  if (opts.apply && !opts.csv) {
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      "plan --check --apply reads a --csv FILE: a run's learners are already queued (check it without --apply)",
+    );
   }
   const config = cli.config({ requireTokens: true });
   const org = requireOrg(config, opts.org);
-  const csv = opts.csv;
+  const { csv, run } = opts;
   const ctx = await cli.context(config);
   await runAbortable(cli, ctx, 'plan --check interrupted', async (signal) => {
+    await requireReadableRunId(ctx.runs, '--run', run);
     const result = await runPreflight(ctx, {
       csv,
+      runId: run,
       org,
       targetOrgId: opts.targetOrgId,
       out: opts.out,
@@ -33,8 +46,8 @@ export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void>
       signal,
       remember: Boolean(opts.apply),
     });
-    cli.print(formatPreflight(result, csv, Boolean(opts.apply)));
-    if (opts.apply) cli.print(formatApply(await applyPreflight(ctx, result, { csv })));
+    cli.print(formatPreflight(result, csv ? basename(csv) : `run ${run}`, Boolean(opts.apply)));
+    if (opts.apply && csv) cli.print(formatApply(await applyPreflight(ctx, result, { csv })));
     cli.exitCode = EXIT.ok;
   });
 }

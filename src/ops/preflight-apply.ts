@@ -48,7 +48,7 @@ export async function applyPreflight(
   }
   const sent = r.learners.filter((l) => SENT_CLASSES.includes(l.cls));
   const produced = await ctx.producer.add(
-    sent.map((l) => ({ org, learnerId: l.learnerId, source: `${source}:${l.line}`, line: l.line })),
+    sent.map((l) => ({ org, learnerId: l.learnerId, source: l.source, line: l.line })),
     runId,
   );
 

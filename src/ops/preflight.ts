@@ -5,6 +5,7 @@
 //
 // The list is a snapshot: a learner moved, created or deleted after the read is classified as it was.
 // The transfer stays the authority (an in-target learner the list missed still ends as already-in-org).
+import { mkdirSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import type { AppContext } from '../app/context.ts';
 import { tokensOf } from '../core/config.ts';
@@ -24,7 +25,9 @@ import { requireClient } from './crawl.ts';
 import { planOrgs, type OrgPlan } from './plan.ts';
 
 export interface PreflightOptions {
-  csv: string;
+  /** The cohort: a CSV, or (`runId`) the learners of a run still waiting for their transfer. */
+  csv?: string | undefined;
+  runId?: string | undefined;
   org: string;
   /** --target-org-id: checked against the ids in Redis (remembered only by --apply). */
   targetOrgId?: number | undefined;
@@ -36,9 +39,12 @@ export interface PreflightOptions {
   remember?: boolean | undefined;
 }
 
-/** One learner of the cohort: its first line in the CSV, and what the list said. */
+/** One learner of the cohort: where it came from, and what the list said. */
 export interface CheckedLearner {
+  /** Its first line in the CSV (0 for a run's learner). */
   line: number;
+  /** `cohort.csv:12`, or the record's source for a run's learner (`jobs.csv:12`, `crawl:page 4`). */
+  source: string;
   learnerId: number;
   cls: CheckClass;
   organizationId: number | undefined;
@@ -73,9 +79,12 @@ export async function runPreflight(ctx: AppContext, options: PreflightOptions): 
     '--target-org-id',
     !options.remember,
   );
-  const { rows, rejected } = await readCohort(options.csv, org, ctx.config.orgs);
-  const outFile = options.out ?? defaultCheckFile(options.csv);
+  const { rows, rejected } = options.csv
+    ? await readCohort(options.csv, org, ctx.config.orgs)
+    : await runCohort(ctx, org, requireRun(options.runId));
+  const outFile = options.out ?? defaultCheckFile(options.csv ?? join('out', `run-${options.runId}.csv`));
   // Refused before the list is read, not after.
+  mkdirSync(dirname(outFile), { recursive: true });
   const out = new PrivateOutput(outFile);
   try {
     const { found, ...snapshot } = await readListSnapshot({
@@ -88,13 +97,13 @@ export async function runPreflight(ctx: AppContext, options: PreflightOptions): 
     });
     const counts = Object.fromEntries(CHECK_CLASSES.map((c) => [c, 0])) as Record<CheckClass, number>;
     const learners: CheckedLearner[] = [];
-    out.stream.write(csvLine(['line', 'learnerId', 'class', 'organizationId']));
-    for (const [learnerId, line] of rows) {
+    out.stream.write(csvLine(['source', 'learnerId', 'class', 'organizationId']));
+    for (const [learnerId, { line, source }] of rows) {
       const entry = found.get(learnerId);
       const cls = classify(entry, targetOrgId);
       counts[cls]++;
-      learners.push({ line, learnerId, cls, organizationId: entry?.organizationId });
-      out.stream.write(csvLine([line, learnerId, cls, entry?.organizationId ?? '']));
+      learners.push({ line, source, learnerId, cls, organizationId: entry?.organizationId });
+      out.stream.write(csvLine([source, learnerId, cls, entry?.organizationId ?? '']));
     }
     await out.commit();
     const sent = learners.filter((l) => SENT_CLASSES.includes(l.cls)).map((l) => l.learnerId);
@@ -106,13 +115,35 @@ export async function runPreflight(ctx: AppContext, options: PreflightOptions): 
   }
 }
 
+type Cohort = { rows: Map<number, { line: number; source: string }>; rejected: number };
+
+function requireRun(runId: string | undefined): string {
+  if (runId === undefined)
+    throw new LearnerTransferError('LT_USAGE', 'plan --check needs --csv FILE or --run ID');
+  return runId;
+}
+
+/**
+ * The learners of a run still waiting for their transfer (queued or retrying) in `org`. A scan of the
+ * organization's records: a check is rare, and the run keeps no list of its own.
+ */
+async function runCohort(ctx: AppContext, org: string, runId: string): Promise<Cohort> {
+  if (!(await ctx.runs.get(runId))) throw new LearnerTransferError('LT_USAGE', `--run ${runId}: no such run`);
+  const rows: Cohort['rows'] = new Map();
+  for await (const [learnerId, r] of ctx.store.scan(org)) {
+    if (r.r === runId && (r.b === 'queued' || r.b === 'retrying'))
+      rows.set(learnerId, { line: 0, source: r.src ?? '' });
+  }
+  if (rows.size === 0) {
+    throw new LearnerTransferError('LT_USAGE', `--run ${runId}: no learner of ${org} is still waiting in it`);
+  }
+  return { rows: new Map([...rows].sort(([a], [b]) => a - b)), rejected: 0 };
+}
+
 /** The CSV's learners (first line of each), all of `org`: a check reads one organization's list. */
-async function readCohort(
-  file: string,
-  org: string,
-  knownOrgs: readonly string[],
-): Promise<{ rows: Map<number, number>; rejected: number }> {
-  const rows = new Map<number, number>();
+async function readCohort(file: string, org: string, knownOrgs: readonly string[]): Promise<Cohort> {
+  const name = basename(file);
+  const rows: Cohort['rows'] = new Map();
   let rejected = 0;
   for await (const ev of readCsv({ file, defaultOrg: org, knownOrgs })) {
     if (ev.kind === 'reject') {
@@ -127,7 +158,7 @@ async function readCohort(
       );
     }
     if (rows.has(ev.learnerId)) rejected++;
-    else rows.set(ev.learnerId, ev.line);
+    else rows.set(ev.learnerId, { line: ev.line, source: `${name}:${ev.line}` });
   }
   if (rows.size === 0) {
     throw new LearnerTransferError('LT_INPUT_INVALID', `${file}: no valid learner id was read`);
@@ -136,11 +167,11 @@ async function readCohort(
 }
 
 /** What the operator reads: counts per class, the snapshot's time, the file, and the ETA. */
-export function formatPreflight(r: PreflightResult, csv: string, applying = false): string {
+export function formatPreflight(r: PreflightResult, cohort: string, applying = false): string {
   const width = Math.max(...CHECK_CLASSES.map((c) => c.length));
   const unsettled = r.snapshot.unsettledPages.length;
   return [
-    `${basename(csv)}: ${r.learners.length} learners of ${r.org} checked against the learner list ` +
+    `${cohort}: ${r.learners.length} learners of ${r.org} checked against the learner list ` +
       `(${r.snapshot.requests} list reads, no transfer calls${applying ? '' : ', no queue writes'})` +
       (r.rejected ? `; ${r.rejected} rows rejected or repeated` : ''),
     ...CHECK_CLASSES.map((c) => `  ${c.padEnd(width)}  ${r.counts[c]}`),

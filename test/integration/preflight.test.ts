@@ -17,10 +17,10 @@ const N = 300;
 const ACME = 1;
 
 /** A cohort of `per` learners of each class (from the simulator's seeded state), and two unknown ids. */
-export function cohortOf(harness: Harness, per: number): Map<number, CheckClass> {
+export function cohortOf(harness: Harness, per: number, from = 1): Map<number, CheckClass> {
   const want = new Map<number, CheckClass>();
   const room = (c: CheckClass) => [...want.values()].filter((v) => v === c).length < per;
-  for (let id = 1; id <= N; id++) {
+  for (let id = from; id <= N; id++) {
     const l = harness.sim.learner(id);
     if (!l) continue;
     const cls: CheckClass =
@@ -33,8 +33,8 @@ export function cohortOf(harness: Harness, per: number): Map<number, CheckClass>
             : 'will-transfer';
     if (room(cls)) want.set(id, cls);
   }
-  want.set(N + 50, 'unknown');
-  want.set(N + 51, 'unknown');
+  want.set(N + from + 50, 'unknown');
+  want.set(N + from + 51, 'unknown');
   return want;
 }
 
@@ -79,11 +79,11 @@ describe('plan --check', () => {
 
     const lines = readFileSync(r.outFile, 'utf8').trim().split('\n');
     expect(r.outFile).toBe(`${h.dir}/cohort.check.csv`);
-    expect(lines[0]).toBe('line,learnerId,class,organizationId');
+    expect(lines[0]).toBe('source,learnerId,class,organizationId');
     // Line 1 is the header: learner k of the cohort is on line k + 2.
     ids.forEach((id, k) => {
       const org = h.sim.learner(id)?.organizationId ?? '';
-      expect(lines[k + 1]).toBe(`${k + 2},${id},${want.get(id)},${org}`);
+      expect(lines[k + 1]).toBe(`cohort.csv:${k + 2},${id},${want.get(id)},${org}`);
     });
     expect(lines).toHaveLength(ids.length + 1);
 
@@ -173,5 +173,22 @@ describe('plan --check', () => {
     expect(h.sim.learner(noUser)?.organizationId).toBe(ACME);
     expect((await h.ctx.store.get('acme', noUser))?.b).toBe('transferred');
     expect(await h.ctx.store.bucketSize('acme', 'held')).toBe(4);
+  });
+
+  it('--run: checks the learners of a run still waiting (after the test above: its worker is gone)', async () => {
+    const want = cohortOf(h, 2, 200);
+    const { runId } = await h.enqueueIds([...want.keys()]);
+    const before = transferCalls().length;
+    const out = `${h.dir}/run.check.csv`;
+    const r = await runPreflight(h.ctx, { runId, org: 'acme', targetOrgId: ACME, out });
+    expect(new Map(r.learners.map((l) => [l.learnerId, l.cls]))).toEqual(
+      new Map([...want].sort(([a], [b]) => a - b)),
+    );
+    expect(r.learners[0]?.source).toMatch(/\.csv:\d+$/);
+    expect(readFileSync(r.outFile, 'utf8').trim().split('\n')).toHaveLength(want.size + 1);
+    expect(transferCalls()).toHaveLength(before);
+    // Nothing was written to Redis: every learner is still queued in its run.
+    const records = await h.ctx.store.getMany('acme', [...want.keys()]);
+    expect(records.map((x) => x?.b)).toEqual([...want.keys()].map(() => 'queued'));
   });
 });
