@@ -94,6 +94,9 @@ export async function runPreflight(ctx: AppContext, options: PreflightOptions): 
       concurrency: options.concurrency,
       maxPages: ctx.config.crawlMaxPages,
       signal: options.signal,
+      // A check stopped midway resumes from here (list-check.ts); removed once the list is read whole.
+      checkpoint: `${outFile}.partial`,
+      scope: org,
     });
     const counts = Object.fromEntries(CHECK_CLASSES.map((c) => [c, 0])) as Record<CheckClass, number>;
     const learners: CheckedLearner[] = [];
@@ -175,7 +178,8 @@ export function formatPreflight(r: PreflightResult, cohort: string, applying = f
       `(${r.snapshot.requests} list reads, no transfer calls${applying ? '' : ', no queue writes'})` +
       (r.rejected ? `; ${r.rejected} rows rejected or repeated` : ''),
     ...CHECK_CLASSES.map((c) => `  ${c.padEnd(width)}  ${r.counts[c]}`),
-    `list read at ${r.snapshot.readAt.toISOString()}: a snapshot, the transfer stays the authority`,
+    `list read at ${r.snapshot.readAt.toISOString()}: a snapshot, the transfer stays the authority` +
+      (r.snapshot.resumedAt > 1 ? ` (resumed at page ${r.snapshot.resumedAt})` : ''),
     ...(unsettled
       ? [`the list kept changing under ${unsettled} page(s): check again, or trust the transfer for them`]
       : []),

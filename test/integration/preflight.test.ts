@@ -1,13 +1,13 @@
 // plan --check against the simulator: a cohort mixing all five classes is classified right, by line of
 // the CSV, with list reads only (no transfer call, no queue write).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPreflight } from '../../src/ops/preflight.ts';
 import { applyPreflight } from '../../src/ops/preflight-apply.ts';
 import { failurePage } from '../../src/ops/failures.ts';
 import { selectOutcomes } from '../../src/ops/report.ts';
 import { progressOf } from '../../src/outcomes/run-progress.ts';
-import type { CheckClass } from '../../src/queue/sources/list-check.ts';
+import { readListSnapshot, type CheckClass } from '../../src/queue/sources/list-check.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
@@ -191,5 +191,39 @@ describe('plan --check', () => {
     // Nothing was written to Redis: every learner is still queued in its run.
     const records = await h.ctx.store.getMany('acme', [...want.keys()]);
     expect(records.map((x) => x?.b)).toEqual([...want.keys()].map(() => 'queued'));
+  });
+
+  it('a check stopped midway resumes from its checkpoint, and finds what a whole read finds', async () => {
+    const client = h.ctx.client as NonNullable<typeof h.ctx.client>;
+    const wanted = new Set([2, 150, 299, N + 7]);
+    const base = { client, tokens: ['sim-acme-1'], wanted, concurrency: 1, batchPages: 1, scope: 'acme' };
+    const whole = await readListSnapshot(base);
+    const checkpoint = `${h.dir}/stop.partial`;
+    const stop = new AbortController();
+    await expect(
+      readListSnapshot({ ...base, checkpoint, signal: stop.signal, onPages: () => stop.abort() }),
+    ).rejects.toThrow();
+    expect(existsSync(checkpoint)).toBe(true);
+    const reads = h.sim.record.length;
+    const resumed = await readListSnapshot({ ...base, checkpoint });
+    expect(resumed.resumedAt).toBe(2);
+    // Pages 2 and 3 only: page 1 is not read again.
+    const pages = h.sim.record
+      .slice(reads)
+      .filter((r) => r.method === 'GET')
+      .map((r) => r.page);
+    expect(pages.sort()).toEqual([2, 3]);
+    expect(resumed.found).toEqual(whole.found);
+    expect(resumed.found.size).toBe(3);
+    expect(existsSync(checkpoint)).toBe(false);
+    // Another set of learners does not resume a checkpoint of these.
+    const again = new AbortController();
+    await expect(
+      readListSnapshot({ ...base, checkpoint, signal: again.signal, onPages: () => again.abort() }),
+    ).rejects.toThrow();
+    expect(existsSync(checkpoint)).toBe(true);
+    const other = await readListSnapshot({ ...base, wanted: new Set([2]), checkpoint });
+    expect(other.resumedAt).toBe(1);
+    expect(other.found.get(2)).toEqual(whole.found.get(2));
   });
 });

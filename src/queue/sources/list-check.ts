@@ -3,10 +3,20 @@
 // needs of the learners it was asked about. It takes no limiter permit: the spec limits transfers, not
 // the list, and a check must not spend the budget it is there to save.
 //
-// Not resumable: the snapshot lives in this process only (a killed check reads the list again). Kept
-// small: one entry per learner asked about, not per learner listed.
+// Resumable through a checkpoint file (optional): what was found so far, the next page and the walker's
+// marks (page-marks.ts, for its change detection), written at most every CHECKPOINT_EVERY_MS and when the
+// walk fails or is stopped. A check of the same learners resumes from it; one of other learners starts
+// over (pages already read may hold learners it did not look for). Kept small: one entry per learner
+// asked about, not per learner listed.
+import { createHash } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
 import type { Learner } from '../../api/schemas.ts';
-import { PageWalker, type ListReader } from './page-walker.ts';
+import { writePrivateFileSync } from '../../core/private-file.ts';
+import { decodeMarks, type WalkMarks } from './page-marks.ts';
+import { PageWalker, type ListReader, type PageRead } from './page-walker.ts';
+
+/** A checkpoint is written at most this often while the list is read (and on failure or stop). */
+export const CHECKPOINT_EVERY_MS = 5_000;
 
 /** The classes of `plan --check`, in the order they are decided. */
 export const CHECK_CLASSES = ['will-transfer', 'in-target', 'unknown', 'no-user', 'inactive'] as const;
@@ -22,8 +32,10 @@ export interface ListedLearner {
 export interface ListSnapshot {
   /** Learners asked about that the list holds (the others are unknown to it). */
   found: Map<number, ListedLearner>;
-  /** When the walk started: the list is a snapshot from then on. */
+  /** When the walk started (the first walk, on a resume): the list is a snapshot from then on. */
   readAt: Date;
+  /** The page a resumed check started at (1: not resumed). */
+  resumedAt: number;
   requests: number;
   pages: number;
   total: number;
@@ -40,29 +52,104 @@ export interface ListCheckOptions {
   maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
   onRetry?: ((page: number, code: string, waitMs: number) => void) | undefined;
+  /** Where to keep the checkpoint; removed once the list is read whole. */
+  checkpoint?: string | undefined;
+  /** What the checkpoint must match to be resumed (the organization): the learners are added to it. */
+  scope?: string | undefined;
+  batchPages?: number | undefined;
+  /** Hears each batch of pages handled (tests stop a check midway with it). */
+  onPages?: ((reads: readonly PageRead[]) => void) | undefined;
+}
+
+interface Checkpoint {
+  v: 1;
+  key: string;
+  readAt: string;
+  next: number;
+  marks: string;
+  /** [learnerId, organizationId, hasUser 0|1, active 0|1] */
+  found: [number, number, number, number][];
+}
+
+function keyOf(scope: string, wanted: ReadonlySet<number>): string {
+  const h = createHash('sha1').update(scope);
+  for (const id of [...wanted].sort((a, b) => a - b)) h.update(`,${id}`);
+  return h.digest('hex');
+}
+
+/** The checkpoint of these learners, or undefined (none, unreadable, or of another check). */
+function loadCheckpoint(path: string, key: string): { cp: Checkpoint; marks: WalkMarks } | undefined {
+  let cp: Checkpoint;
+  try {
+    cp = JSON.parse(readFileSync(path, 'utf8')) as Checkpoint;
+  } catch {
+    return undefined;
+  }
+  const marks = cp?.v === 1 && cp.key === key ? decodeMarks(cp.marks) : undefined;
+  return marks && Number.isInteger(cp.next) && cp.next >= 1 && Array.isArray(cp.found)
+    ? { cp, marks }
+    : undefined;
 }
 
 /** Walks the whole list once and returns what it says of the wanted learners. */
 export async function readListSnapshot(options: ListCheckOptions): Promise<ListSnapshot> {
   const found = new Map<number, ListedLearner>();
-  const readAt = new Date();
+  const path = options.checkpoint;
+  const key = keyOf(options.scope ?? '', options.wanted);
+  const resumed = path ? loadCheckpoint(path, key) : undefined;
+  for (const [id, organizationId, hasUser, active] of resumed?.cp.found ?? [])
+    found.set(id, { organizationId, hasUser: hasUser === 1, active: active === 1 });
+  const readAt = resumed ? new Date(resumed.cp.readAt) : new Date();
+  const resumedAt = resumed?.cp.next ?? 1;
+  let next = resumedAt;
+  let marks = resumed ? resumed.cp.marks : '';
+  let savedAt = Date.now();
+  const save = () => {
+    if (!path || !marks) return;
+    const cp: Checkpoint = {
+      v: 1,
+      key,
+      readAt: readAt.toISOString(),
+      next,
+      marks,
+      found: [...found].map(([id, l]) => [id, l.organizationId, l.hasUser ? 1 : 0, l.active ? 1 : 0]),
+    };
+    writePrivateFileSync(path, JSON.stringify(cp));
+    savedAt = Date.now();
+  };
   const walker = new PageWalker({
     client: options.client,
     tokens: options.tokens,
     concurrency: options.concurrency,
     maxPages: options.maxPages,
+    batchPages: options.batchPages,
     signal: options.signal,
     onRetry: options.onRetry,
+    startPage: resumedAt,
+    history: resumed?.marks,
     // A re-read page holds the newer state: it overwrites what an earlier read said.
     onPages: (reads) => {
-      for (const r of reads)
+      for (const r of reads) {
         for (const l of r.learners) if (options.wanted.has(l.id)) found.set(l.id, listed(l));
+        marks = r.marks;
+        if (r.pass === 1) next = r.page + 1;
+      }
+      if (Date.now() - savedAt >= CHECKPOINT_EVERY_MS) save();
+      options.onPages?.(reads);
     },
   });
-  const result = await walker.walk();
+  let result;
+  try {
+    result = await walker.walk();
+  } catch (err) {
+    save();
+    throw err;
+  }
+  if (path) rmSync(path, { force: true });
   return {
     found,
     readAt,
+    resumedAt,
     requests: result.requests,
     pages: result.pass1Pages,
     total: result.total,
