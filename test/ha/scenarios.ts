@@ -147,6 +147,13 @@ export function haSuite(mode: Mode): void {
     expect(await scanWhole(REDIS_URL, undefined, pattern), `keys of the run at ${REDIS_URL}`).toEqual([]);
   }
 
+  /** The warn and error lines of a harness's log (pino levels 40 and up), the last 20. */
+  const warningsOf = (lines: readonly string[]) =>
+    lines
+      .filter((l) => /"level":(4|5|6)0/.test(l))
+      .slice(-20)
+      .join('');
+
   describe(`on ${mode === 'cluster' ? 'a Redis Cluster' : 'Redis Sentinel'}`, () => {
     const acme = [...learnersNotIn('acme', 60, 20), ...FORBIDDEN];
 
@@ -188,8 +195,10 @@ export function haSuite(mode: Mode): void {
       const retry = await runCommand(['retry', '--org', 'acme', '--status', 'forbidden'], h.env);
       expect(retry.code, retry.stderr).toBe(0);
       expect(retry.stdout).toContain('re-queued 2');
-      // They are forbidden again.
-      expect((await h.workUntilIdle({ orgs: ['acme'] })).reason).toBe('idle');
+      // They are forbidden again. A stop for another reason than idle shows the warnings that say why
+      // (a boot that failed logs it at error level).
+      const again = await h.workUntilIdle({ orgs: ['acme'] });
+      expect(again.reason, warningsOf(h.logLines)).toBe('idle');
       expect((await h.ctx.store.getMany('acme', FORBIDDEN)).map((r) => r?.b)).toEqual([
         'forbidden',
         'forbidden',
