@@ -65,24 +65,15 @@ if old then
   oldRun = old['r'] or ''
 end
 
-local function list(v)
-  if type(v) == 'table' then return v end
-  return {}
-end
 local function contains(t, x)
   for _, v in ipairs(t) do
     if v == x then return true end
   end
   return false
 end
-local function push(t, x, max)
-  t[#t + 1] = x
-  while #t > max do table.remove(t, 1) end
-  return t
-end
 
 -- Attempts merged before the record was compacted are kept as short hashes (`ah`, includes/compact.lua).
-local replay = old ~= nil and (contains(list(old['ai']), attemptId) or contains(list(old['ah']), lt_short(attemptId)))
+local replay = old ~= nil and (contains(lt_list(old['ai']), attemptId) or contains(lt_list(old['ah']), lt_short(attemptId)))
 
 -- A repeat ('already-in-org', by a 200 or the 400) of a learner never recorded transferred, after an
 -- attempt whose answer was lost (no answer, an unreadable one, or a lease taken over from a holder that
@@ -98,7 +89,7 @@ if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'trans
   -- The lease may have been taken over by an earlier attempt that drew another answer (a 429, a 500):
   -- the dead holder's call is as unknown now as it was then (field `ll`, kept for that).
   if tonumber(u['lost']) == 1 or tonumber(old['ll']) == 1 then because('lost-lease') end
-  for _, h in ipairs(list(old['h'])) do
+  for _, h in ipairs(lt_list(old['h'])) do
     if type(h) == 'table' and h[2] == 'network-error' then because('no-answer') end
     if type(h) == 'table' and h[2] == 'bad-response' then because('unreadable-answer') end
   end
@@ -202,13 +193,13 @@ if not replay and ARGV[5] ~= '' then
   if tonumber(u['lost']) == 1 then rec['ll'] = 1 end
   -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
   if u['b'] == 'transferred' then rec['pr'], rec['ll'] = nil, nil end
-  if auditId ~= '' and not contains(list(rec['au']), auditId) then rec['au'] = push(list(rec['au']), auditId, 10) end
+  if auditId ~= '' and not contains(lt_list(rec['au']), auditId) then rec['au'] = lt_push(lt_list(rec['au']), auditId, 10) end
   -- The duration in whole ms (the readers round it anyway): a float's 16 digits cost every history entry.
-  rec['h'] = push(list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, math.floor((tonumber(u['d']) or 0) + 0.5)}, 10)
-  rec['ai'] = push(list(rec['ai']), attemptId, 10)
+  rec['h'] = lt_push(lt_list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, math.floor((tonumber(u['d']) or 0) + 0.5)}, 10)
+  rec['ai'] = lt_push(lt_list(rec['ai']), attemptId, 10)
   -- The dedupe keys this learner's entries hold in KEYS[5], dropped with them when the record is compacted.
-  if auditKey ~= '' and not contains(list(rec['ak']), auditKey) then rec['ak'] = push(list(rec['ak']), auditKey, 10) end
-  if bodyKeyNew then rec['ak'] = push(list(rec['ak']), bodyKeyNew, 10) end
+  if auditKey ~= '' and not contains(lt_list(rec['ak']), auditKey) then rec['ak'] = lt_push(lt_list(rec['ak']), auditKey, 10) end
+  if bodyKeyNew then rec['ak'] = lt_push(lt_list(rec['ak']), bodyKeyNew, 10) end
   if bucket ~= 'queued' and bucket ~= 'retrying' then lt_compact(rec, learner, writeRun, bucket, ARGV[3], KEYS[4], KEYS[5]) end
   -- KEYS[11] is the failure index of the job's run (ARGV[2]): a record kept in another run (a success
   -- that a late attempt of this job does not replace) has no business with it.
