@@ -62,14 +62,16 @@ export async function runEtaBench(): Promise<Figures> {
     figures['eta: organizations'] = ORGS;
     figures['eta: seed s'] = round((performance.now() - seedStarted) / 1000, 1);
     const plain = await p50(SAMPLES, () => ctx.budget.peekMany(scopes));
-    const views = await ctx.budget.peekMany(scopes, { freeSteps: FREE_STEPS });
+    const peeked = await ctx.budget.peekMany(scopes);
     // What status reads after the peek, for the organizations it simulates (all of them here).
-    const frees = await p50(SAMPLES, () =>
+    const readFrees = () =>
       ctx.budget.peekFreesMany(
-        scopes.map((s, i) => ({ ...s, view: views[i] as (typeof views)[number] })),
+        scopes.map((s, i) => ({ ...s, view: peeked[i] as (typeof peeked)[number] })),
         FREE_STEPS,
-      ),
-    );
+      );
+    const frees = await p50(SAMPLES, readFrees);
+    const freesRead = await readFrees();
+    const views = peeked.map((v, i) => ({ ...v, frees: freesRead[i] }));
     const simulate = await p50(SAMPLES, async () => views.map((v) => etaOf(v, QUEUED)));
     const million = await p50(3, async () => views.map((v) => etaOf(v, 1_000_000)));
     const status = await p50(SAMPLES, () => collectStatus(ctx));

@@ -12,14 +12,8 @@
     ARGV[1]  token limit   ARGV[2]  token window (ms)   ARGV[3]  org limit   ARGV[4]  org window (ms)
              (the fallbacks, as in acquire.lua)
     ARGV[4+i] token i's id
-    ARGV[5+n] optional: 'frees:B', B a number of steps from 1 to 1000. Given, the reply ends with
-              one more element, the times the permits counted now leave their windows (for the
-              ETA's simulation, src/ops/eta-simulate.ts):
-              {orgFrees, token 1 frees, ..., token n frees}, each a flat list {inMs, count, ...} in
-              ascending inMs, in B steps per window (includes/frees.lua says how; peek-frees.lua reads
-              them alone).
 
-  Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve[, frees]}, each view
+  Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
      limit, windowMs, paused ('' or the pause's JSON), overridden (0|1),
      configured, learnedMax, learnedAt, nextProbeInMs, count429}
@@ -37,7 +31,6 @@
 --- @keys 4+
 --- @include "policy"
 --- @include "clock"
---- @include "frees"
 local now = lt_now()
 
 local tokenCount = (#KEYS - 4) / 3
@@ -85,24 +78,12 @@ local function view(logKey, inflightKey, blockKey, max, window)
   return {used, inflight, nextFree, reason or '', redis.call('PTTL', blockKey), max, window}
 end
 
--- 'frees:B' (B a whole number from 1 to 1000), and nothing else, asks for the frees. The model test's
--- stepped clock passes now (µs) as the last ARGV, here when no frees are asked for: it must never be
--- read as a number of steps (a loop of 1e15 steps blocks Redis for everyone).
-local steps = tonumber(string.match(ARGV[5 + tokenCount] or '', '^frees:(%d+)$') or '')
-if steps and (steps < 1 or steps > 1000) then
-  steps = nil
-end
-local schedule = {}
-
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 local reserve = math.max(0, tonumber(policy['reserve']) or 0)
 local orgUsable = math.max(0, orgMax - reserve)
 local orgLimit, orgLearned, orgAt, orgProbe = learned('learned:org', orgUsable, orgMax, orgWindow)
 local orgView = view(KEYS[1], KEYS[2], KEYS[3], orgLimit, orgWindow)
-if steps then
-  schedule[1] = lt_frees(now, KEYS[1], KEYS[2], orgWindow, orgView[2], steps)
-end
 orgView[8] = policy['paused'] or ''
 orgView[9] = reserve > 0 and 1 or 0
 orgView[10], orgView[11], orgView[12], orgView[13], orgView[14] = orgUsable, orgLearned, orgAt, orgProbe, -1
@@ -120,9 +101,6 @@ for i = 1, tokenCount do
   v[10], v[11], v[12], v[13] = configured, max, at, probe
   v[14] = (id ~= '' and tonumber(policy['429:' .. id])) or -1
   out[#out + 1] = v
-  if steps then
-    schedule[#schedule + 1] = lt_frees(now, KEYS[3 * i + 1], KEYS[3 * i + 2], window, v[2], steps)
-  end
 end
 local present = 0
 for f in pairs(policy) do
@@ -135,7 +113,4 @@ for f in pairs(policy) do
 end
 out[#out + 1] = present
 out[#out + 1] = reserve
-if steps then
-  out[#out + 1] = schedule
-end
 return out

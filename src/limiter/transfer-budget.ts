@@ -349,31 +349,24 @@ export class TransferBudget {
    * The budget as acquire would see it now, under the same policy, read-only (the script runs with the
    * no-writes flag).
    */
-  async peek(
-    org: string,
-    tokenIds: readonly string[],
-    options: { freeSteps?: number } = {},
-  ): Promise<BudgetView> {
+  async peek(org: string, tokenIds: readonly string[]): Promise<BudgetView> {
     const call = this.peekCall(org, tokenIds);
-    if (options.freeSteps) call.args.push(`frees:${options.freeSteps}`);
     return this.peekView(await LIMITER_SCRIPTS.run(this.redis, 'peek', call.keys, call.args), call.pool);
+  }
+
+  /** peek() with when its counted permits leave their windows (BudgetView.frees, for the ETA). */
+  async peekWithFrees(org: string, tokenIds: readonly string[], freeSteps: number): Promise<BudgetView> {
+    const view = await this.peek(org, tokenIds);
+    const [frees] = await this.peekFreesMany([{ org, tokenIds, view }], freeSteps);
+    return { ...view, frees };
   }
 
   /**
    * peek() of many organizations, one pipeline per Redis node (redis/batch.ts), not one round trip
-   * each: `status` and the overview read every organization of a fleet at once. `freeSteps`: each view
-   * also says when its counted permits leave their windows (BudgetView.frees, for the ETA), in that
-   * many steps per window.
+   * each: `status` and the overview read every organization of a fleet at once.
    */
-  async peekMany(
-    scopes: readonly { org: string; tokenIds: readonly string[] }[],
-    options: { freeSteps?: number } = {},
-  ): Promise<BudgetView[]> {
-    const calls = scopes.map(({ org, tokenIds }) => {
-      const call = this.peekCall(org, tokenIds);
-      if (options.freeSteps) call.args.push(`frees:${options.freeSteps}`);
-      return { org, ...call };
-    });
+  async peekMany(scopes: readonly { org: string; tokenIds: readonly string[] }[]): Promise<BudgetView[]> {
+    const calls = scopes.map(({ org, tokenIds }) => ({ org, ...this.peekCall(org, tokenIds) }));
     // A pipeline takes the commands its client had when it was made.
     LIMITER_SCRIPTS.define(this.redis);
     return readBatched(
@@ -469,8 +462,6 @@ export class TransferBudget {
       tokens,
       policyStored: num(reply[pool.length + 2]) === 1,
       reserve: num(reply[pool.length + 3]),
-      // Only when asked for (peekMany's freeSteps): a plain peek has the shape it always had.
-      ...(reply.length > pool.length + 4 ? { frees: parseFrees(reply[pool.length + 4], pool.length) } : {}),
     };
   }
 

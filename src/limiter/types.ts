@@ -170,7 +170,7 @@ export interface BudgetView {
   reserve: number;
   /** Whether a policy is stored in Redis for the organization (false: the fallback limits apply). */
   policyStored: boolean;
-  /** When the permits counted now leave their windows (only from peekMany with freeSteps). */
+  /** When the permits counted now leave their windows (peekWithFrees, or peekFreesMany after a peek). */
   frees?: BudgetFrees | undefined;
 }
 

@@ -93,7 +93,7 @@ export async function planOrgs(
     const tokenIds = tokensOf(config, org).map((t) => t.id);
     // At the limits every worker applies (the policy in Redis: limits, reserve, pauses), from a peek
     // that says when each counted permit leaves its window: the same ETA as status's (ops/eta.ts).
-    const view = await deps.budget.peek(org, tokenIds, { freeSteps: FREE_STEPS });
+    const view = await deps.budget.peekWithFrees(org, tokenIds, FREE_STEPS);
     const work = backlog + toEnqueue;
     const d = describeEta(org, ids.length, work, view);
     const availableNow = d.eta.availableNow;

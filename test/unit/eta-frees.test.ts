@@ -1,6 +1,6 @@
-// peek.lua's frees (for the ETA): when each permit counted in a window leaves it, bucketed in steps and
-// rounded up, against a real Redis (peek.lua with its steps, and peek-frees.lua alone). A window with few permits is read whole, one with many is counted
-// per step; both must say the same. A plain peek keeps the shape it always had.
+// The frees (for the ETA): when each permit counted in a window leaves it, bucketed in steps and rounded
+// up, against a real Redis (peek-frees.lua, after a peek). A window with few permits is read whole, one
+// with many is counted per step; both must say the same. A plain peek keeps the shape it always had.
 import { afterAll, describe, expect, it } from 'vitest';
 import { TransferBudget } from '../../src/limiter/index.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
@@ -35,7 +35,7 @@ describe('peek with frees', () => {
     await redis.zadd(budget.keys.orgLog('acme'), Number(sec) * 1000 - 30_000, 'old');
     const plain = await budget.peek('acme', ['t1', 't2']);
     expect(plain.frees).toBeUndefined();
-    const v = await budget.peek('acme', ['t1', 't2'], { freeSteps: 12 });
+    const v = await budget.peekWithFrees('acme', ['t1', 't2'], 12);
     const step = Math.ceil((WINDOW + 1) / 12);
     const org = v.frees?.org ?? [];
     expect(org.reduce((a, [, n]) => a + n, 0)).toBe(v.org.used + v.org.inflight);
@@ -48,11 +48,13 @@ describe('peek with frees', () => {
     expect(tokens.map((t) => t.reduce((a, [, n]) => a + n, 0))).toEqual(
       v.tokens.map((t) => t.used + t.inflight),
     );
-    // The ETA's batch read says the same.
-    const [many] = await budget.peekMany([{ org: 'acme', tokenIds: ['t1', 't2'] }], { freeSteps: 12 });
-    expect(many?.frees?.org.reduce((a, [, n]) => a + n, 0)).toBe(22);
-    // And peek-frees.lua, which status reads after a plain peek, gives the very same steps.
-    const [alone] = await budget.peekFreesMany([{ org: 'acme', tokenIds: ['t1', 't2'], view: v }], 12);
+    // The batch read status makes, after a peek of many, says the same.
+    const [many] = await budget.peekMany([{ org: 'acme', tokenIds: ['t1', 't2'] }]);
+    const [alone] = await budget.peekFreesMany(
+      [{ org: 'acme', tokenIds: ['t1', 't2'], view: many as typeof v }],
+      12,
+    );
+    expect(alone?.org.reduce((a, [, n]) => a + n, 0)).toBe(22);
     expect(alone).toEqual(v.frees);
   });
 });
