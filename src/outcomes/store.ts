@@ -12,6 +12,7 @@ import {
   BUCKETS,
   decodeRecord,
   FAILURE_BUCKETS,
+  isFinalBucket,
   isIndexedBucket,
   isSuccessBucket,
   type Bucket,
@@ -135,12 +136,14 @@ export type RunCounts = Partial<Record<Bucket | 'total', number>>;
 export class OutcomeStore {
   readonly #redis: RedisClient;
   readonly #keys: Keys;
+  readonly #stream: AuditStream;
 
   constructor(redis: RedisClient, keys: Keys) {
     // Before any pipeline is made from the client: a pipeline takes the commands its client has.
     OUTCOME_SCRIPTS.define(redis);
     this.#redis = redis;
     this.#keys = keys;
+    this.#stream = new AuditStream(redis, keys);
   }
 
   /** One script call for records of one organization and one run (a batch, or a single attempt). */
@@ -350,8 +353,10 @@ export class OutcomeStore {
     ])) as unknown[];
     const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
     // After the write, so an archiver that unmarked the organization before reading its stream is told again.
-    // Best effort: the record is written; a mark lost here is found by the archiver's sweep at start.
-    if (auditId) await this.#markUnarchived(org);
+    // The stream grew when an answer was audited or a record became final (its story entry); a replay
+    // wrote nothing. Best effort and not awaited (one more command, no wait on the transfer's path): a
+    // mark lost here is found by the archiver's sweep at start.
+    if (auditId || (replayed !== '1' && isFinalBucket(bucket as Bucket))) this.#markUnarchived(org);
     return {
       auditId: auditId ? auditId : undefined,
       bucket: bucket as Bucket,
@@ -388,17 +393,17 @@ export class OutcomeStore {
       'raw',
       raw,
     );
-    await this.#markUnarchived(org);
+    this.#markUnarchived(org);
     return id ?? '';
   }
 
   /** The audit streams as the archive reads and trims them (entries verbatim, the archive's cursor). */
   auditStream(): AuditStream {
-    return new AuditStream(this.#redis, this.#keys);
+    return this.#stream;
   }
 
-  async #markUnarchived(org: string): Promise<void> {
-    await new AuditStream(this.#redis, this.#keys).markUnarchived(org).catch(() => undefined);
+  #markUnarchived(org: string): void {
+    this.#stream.markUnarchived(org).catch(() => undefined);
   }
 
   /** Audit entries by their stream ids (a record keeps the ids of its learner's entries). */

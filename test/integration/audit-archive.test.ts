@@ -183,6 +183,23 @@ describe('the archiver of work (AUDIT_ARCHIVE_DIR)', () => {
     expect(await new AuditArchiver(redis, keys, { dir }).runOnce()).toMatchObject({ ran: false });
   });
 
+  it('a learner that ends with no answer to audit (403) still marks its organization: its story is in the stream', async () => {
+    const org = 'arc6';
+    await unmarkAll();
+    await store.finish({
+      org,
+      learnerId: 9,
+      runId: 'run-a',
+      at: Date.now(),
+      attemptId: `a-${++n}`,
+      update: { b: 'forbidden', c: 'forbidden', s: 403, d: 5, n: 1 },
+    });
+    expect((await redis.xrange(keys.audit(org), '-', '+')).map(([, f]) => f[f.indexOf('kind') + 1])).toEqual([
+      'record',
+    ]);
+    expect(await redis.sismember(keys.auditUnarchived(), org)).toBe(1);
+  });
+
   it('a write that fails trims nothing, and the organization is tried again next pass', async () => {
     const org = 'arc2';
     await unmarkAll();
