@@ -150,4 +150,34 @@ describe('the target organization id, learned from the list', () => {
     expect(s.summary.resumedAt).toBeGreaterThan(1);
     expect(s.summary.selected).toBe(N / 3);
   });
+
+  it('a crawl started for one id does not go on for another', async () => {
+    const abort = new AbortController();
+    await expect(
+      runCrawl(h.ctx, {
+        org: 'acme',
+        targetOrgId: ACME,
+        filters: { fromOrgId: 2 },
+        crawlId: 'one-id',
+        dryRun: false,
+        readAhead: 2,
+        batchPages: 1,
+        signal: abort.signal,
+        onProgress: (p) => {
+          if (p.pagesDone >= 2) abort.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    const other = runCrawl(h.ctx, {
+      org: 'acme',
+      targetOrgId: ACME + 100,
+      filters: { fromOrgId: 2 },
+      crawlId: 'one-id',
+      dryRun: false,
+    });
+    await expect(other).rejects.toMatchObject({
+      code: 'LT_USAGE',
+      message: expect.stringContaining('is unfinished with other filters'),
+    });
+  });
 });

@@ -36,14 +36,23 @@ export interface OrgIdWatchOptions {
   onEvent?: ((e: OrgIdEvent) => void) | undefined;
 }
 
+/** Batches of pages a known id is checked against (16 pages each: the first 16,000 or so learners). */
+export const KNOWN_ID_CHECKS = 10;
+
 export class OrgIdWatch {
   readonly #o: OrgIdWatchOptions;
   #id: number | undefined;
   #done = false;
+  /**
+   * An id the crawl already has is only checked: over the first pages, not at the cost of one more read per
+   * batch for the whole list (a first crawl sees no learner it moved). An unknown id is looked for to the end.
+   */
+  #checksLeft: number;
 
   constructor(options: OrgIdWatchOptions) {
     this.#o = options;
     this.#id = options.known?.id;
+    this.#checksLeft = options.known ? KNOWN_ID_CHECKS : Infinity;
   }
 
   /** The target's id as far as known now (learned ids included). */
@@ -57,6 +66,10 @@ export class OrgIdWatch {
    */
   async observe(learners: readonly Learner[]): Promise<void> {
     if (this.#done || learners.length === 0) return;
+    if (this.#checksLeft-- <= 0) {
+      this.#done = true;
+      return;
+    }
     const { org, store } = this.#o;
     const records = await store.getMany(
       org,

@@ -153,19 +153,28 @@ async function resumeOrStart(
 }
 
 /**
- * The filters a crawl was started with against today's, the target's id aside: one organization key has
- * one id (OrgIds), and a crawl that started without it (--from-org) may have learned it since.
+ * The filters a crawl was started with against today's. The target's id counts only when the crawl
+ * started with one: a crawl that started without it (--from-org) may have learned it since, but a crawl
+ * started for one id does not go on for another.
  */
 function sameFilters(storedJson: string, givenJson: string): boolean {
-  const canon = (json: string) => {
+  const parse = (json: string) => {
     try {
-      const { targetOrgId: _id, ...rest } = JSON.parse(json) as Record<string, unknown>;
-      return JSON.stringify(Object.entries(rest).sort(([a], [b]) => a.localeCompare(b)));
+      return JSON.parse(json) as Record<string, unknown>;
     } catch {
-      return json;
+      return undefined;
     }
   };
-  return canon(storedJson) === canon(givenJson);
+  const stored = parse(storedJson);
+  const given = parse(givenJson);
+  if (!stored || !given) return storedJson === givenJson;
+  const canon = (f: Record<string, unknown>, withId: boolean) => {
+    const { targetOrgId: id, ...rest } = f;
+    const entries = Object.entries(withId ? { ...rest, targetOrgId: id } : rest);
+    return JSON.stringify(entries.sort(([a], [b]) => a.localeCompare(b)));
+  };
+  const withId = stored.targetOrgId !== undefined && stored.targetOrgId !== null;
+  return canon(stored, withId) === canon(given, withId);
 }
 
 /** Walks the list from the cursor's page; a list the walk cannot believe says what was kept. */

@@ -62,8 +62,8 @@ export interface WalkOptions {
   concurrency?: number | undefined;
   /**
    * Most pages read and not yet handed on (default DEFAULT_READ_AHEAD, at least `concurrency`): while
-   * the handler enqueues a page's learners, the pages after it are read. Bounds memory, and what a
-   * killed crawl read without committing.
+   * the handler enqueues a page's learners, the pages after it are read. Bounds memory, and (with the
+   * handler's own batches on their way, crawl-pages.ts) what a killed crawl read without committing.
    */
   readAhead?: number | undefined;
   /**
@@ -249,8 +249,8 @@ export class PageWalker {
 
     const launch = () => {
       // At most `concurrency` requests at once, and at most `readAhead` pages past the one being
-      // handled: memory stays bounded and a killed crawl has read at most that many pages it did not
-      // commit.
+      // handled: memory stays bounded (what a killed crawl read and did not commit adds the handler's
+      // batches still on their way).
       while (!stopped && !failure && inFlight < o.concurrency && launched - next < o.readAhead) {
         const page = nextPage();
         if (page === undefined) return;
