@@ -38,6 +38,16 @@ export const learnerSchema = z.object({
 });
 export type Learner = z.infer<typeof learnerSchema>;
 
+/** The spec: a transfer is meant only for learners created with a user attached (userId set). */
+export function hasUser(l: Learner): boolean {
+  return l.userId !== null && l.userId !== undefined && l.userId !== '';
+}
+
+/** The spec shows isActive 1 for an active learner; other values are not shown, so only 1 is active. */
+export function isActiveLearner(l: Learner): boolean {
+  return l.isActive === 1;
+}
+
 export const paginationSchema = z.object({
   total: z.number().int().nonnegative(),
   per_page: intLike,

@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { basename } from 'node:path';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -7,7 +7,7 @@ import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
 import { runReconcileCommand } from './reconcile.ts';
 import { EXIT } from './shared.ts';
 import type { Cli } from './io.ts';
-import { orgIdPairOption } from './parsers.ts';
+import { orgIdPairOption, wholeNumber } from './parsers.ts';
 import { runCheckCommand } from './preflight.ts';
 
 /** enqueue --dry-run and plan --csv: the CSV read as enqueue reads it, then planned. */
@@ -52,15 +52,6 @@ type PlanFlags = CrawlFlags & {
   out?: string;
 };
 
-/** --tokens N: a whole number of tokens, 1 to 1,000. */
-function tokensOption(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 1000) {
-    throw new InvalidArgumentError(`--tokens expects a whole number from 1 to 1000, got '${value}'`);
-  }
-  return n;
-}
-
 export function register(program: Command, cli: Cli): void {
   addCrawlOptions(
     program
@@ -80,7 +71,7 @@ export function register(program: Command, cli: Cli): void {
     .option(
       '--tokens <n>',
       'also say when the work would finish with N usable tokens per organization',
-      tokensOption,
+      wholeNumber('--tokens', 1, 1000),
     )
     .option('--quiet', 'no progress output')
     .option(

@@ -102,10 +102,16 @@ function tokensHeld(rates: readonly Rate[]): string {
   return `the tokens' budgets, ${names.join(' and ')}`;
 }
 
-function never(text: string, availableNow: number, tokens: number, paused = false): Eta {
+function never(
+  text: string,
+  availableNow: number,
+  tokens: number,
+  paused = false,
+  boundBy: Eta['boundBy'] = 'org',
+): Eta {
   return {
     ms: Infinity,
-    boundBy: 'org',
+    boundBy,
     availableNow,
     text,
     finishAt: null,
@@ -154,7 +160,7 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
   if (org.limit <= 0)
     return never('never at these limits: the reserve leaves this tool nothing', 0, scopes.length);
   if (scopes.length === 0)
-    return never('never: no usable token (each is paused or refused with 401)', 0, 0, paused);
+    return never('never: no usable token (each is paused or refused with 401)', 0, 0, paused, 'token');
   if (org.blockedMs === Infinity)
     return never('never: the organization is blocked until unblocked', 0, scopes.length);
   const sim = simulate({ remaining, org, tokens: scopes });

@@ -97,7 +97,8 @@ export async function planOrgs(
     const work = backlog + toEnqueue;
     const d = describeEta(org, ids.length, work, view);
     const availableNow = d.eta.availableNow;
-    const other = options.tokens === undefined ? undefined : etaOf(view, work, { tokens: options.tokens });
+    const whatIf = options.tokens !== undefined && work > 0 ? options.tokens : undefined;
+    const other = whatIf === undefined ? undefined : etaOf(view, work, { tokens: whatIf });
     const extra = [
       toEnqueue !== ids.length ? `${n(toEnqueue)} to enqueue` : '',
       alreadyQueued ? `${n(alreadyQueued)} already queued` : '',
@@ -116,8 +117,8 @@ export async function planOrgs(
       periods: d.periods,
       periodMs: d.periodMs,
       eta: d.eta,
-      ...(other && options.tokens !== undefined && work > 0
-        ? { whatIf: { tokens: options.tokens, eta: other, text: whatIfText(d.eta, other, options.tokens) } }
+      ...(other && whatIf !== undefined
+        ? { whatIf: { tokens: whatIf, eta: other, text: whatIfText(d.eta, other, whatIf) } }
         : {}),
       text: extra.length ? `${d.text} (${extra.join(', ')})` : d.text,
     });

@@ -64,32 +64,33 @@ export async function applyPreflight(
       chunk.map((l) => ({ org, learnerId: l.learnerId, runId, source: listSource, force: false })),
       now,
     );
-    for (const [j, l] of chunk.entries()) {
-      if (marks[j]?.kind !== 'new') {
-        summary.kept++;
-        continue;
-      }
-      const bucket: Bucket = l.cls === 'in-target' ? 'already-in-org' : 'held';
-      await ctx.store.finish({
-        org,
-        learnerId: l.learnerId,
-        runId,
-        at: now,
-        attemptId: `check:${runId}:${l.learnerId}`,
-        update: {
-          b: bucket,
-          c: bucket,
-          m:
-            bucket === 'held'
-              ? HELD_MESSAGE[l.cls]
-              : `in the organization on the list read at ${listSource.slice(5)}`,
-          d: 0,
-          n: 0,
-        },
-      });
-      if (bucket === 'held') summary.held++;
-      else summary.recordedInOrg++;
-    }
+    // The chunk's finishes at once: one pipelined round trip (ioredis), not one per learner.
+    const fresh = chunk.filter((_, j) => marks[j]?.kind === 'new');
+    summary.kept += chunk.length - fresh.length;
+    await Promise.all(
+      fresh.map((l) => {
+        const bucket: Bucket = l.cls === 'in-target' ? 'already-in-org' : 'held';
+        if (bucket === 'held') summary.held++;
+        else summary.recordedInOrg++;
+        return ctx.store.finish({
+          org,
+          learnerId: l.learnerId,
+          runId,
+          at: now,
+          attemptId: `check:${runId}:${l.learnerId}`,
+          update: {
+            b: bucket,
+            c: bucket,
+            m:
+              bucket === 'held'
+                ? HELD_MESSAGE[l.cls]
+                : `in the organization on the list read at ${listSource.slice(5)}`,
+            d: 0,
+            n: 0,
+          },
+        });
+      }),
+    );
   }
   return summary;
 }

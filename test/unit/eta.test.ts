@@ -254,6 +254,8 @@ describe('etaOf', () => {
       token('b', 100, H, { blocked: { reason: '401', remainingMs: null } }),
     ]);
     expect(etaOf(refused, 1).text).toMatch(/^never: no usable token/);
+    // What holds it back is the tokens, in status --json and the overview too.
+    expect(etaOf(refused, 1).boundBy).toBe('token');
     // 10 in flight in a 10/1s window, no frees read: they leave a window after now.
     const { frees: _none, ...busy } = view(scope(10, S, { inflight: 10, remaining: 0 }), [
       token('a', 100, S),

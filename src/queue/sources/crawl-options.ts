@@ -3,7 +3,7 @@
 // the walk (crawl.ts) share them without importing each other.
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../../redis/client.ts';
-import type { Learner } from '../../api/schemas.ts';
+import { hasUser, isActiveLearner, type Learner } from '../../api/schemas.ts';
 import type { Keys } from '../../core/keys.ts';
 import type { Runs } from '../../outcomes/runs.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';
@@ -36,10 +36,8 @@ export function skipReason(
 ): SkipReason | undefined {
   if (targetOrgId !== undefined && l.organizationId === targetOrgId) return 'in-target';
   if (filters.fromOrgId !== undefined && l.organizationId !== filters.fromOrgId) return 'other-org';
-  // The spec shows isActive 1 for active; other values are not shown, so only 1 counts as active.
-  if (filters.activeOnly && l.isActive !== 1) return 'inactive';
-  if (filters.withUserOnly && (l.userId === null || l.userId === undefined || l.userId === ''))
-    return 'no-user';
+  if (filters.activeOnly && !isActiveLearner(l)) return 'inactive';
+  if (filters.withUserOnly && !hasUser(l)) return 'no-user';
   return undefined;
 }
 

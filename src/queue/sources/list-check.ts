@@ -10,7 +10,7 @@
 // asked about, not per learner listed.
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
-import type { Learner } from '../../api/schemas.ts';
+import { hasUser, isActiveLearner, type Learner } from '../../api/schemas.ts';
 import { writePrivateFileSync } from '../../core/private-file.ts';
 import { decodeMarks, type WalkMarks } from './page-marks.ts';
 import { PageWalker, type ListReader, type PageRead } from './page-walker.ts';
@@ -160,9 +160,8 @@ export async function readListSnapshot(options: ListCheckOptions): Promise<ListS
 function listed(l: Learner): ListedLearner {
   return {
     organizationId: l.organizationId,
-    // The spec: a transfer is meant only for learners created with a user attached.
-    hasUser: l.userId !== null && l.userId !== undefined,
-    active: l.isActive === 1,
+    hasUser: hasUser(l),
+    active: isActiveLearner(l),
   };
 }
 
