@@ -3,7 +3,7 @@
 // - One exporter at a time: a lease in Redis (audit-lease.lua), renewed before each write; a process
 //   without it skips its pass.
 // - Nothing trimmed before it is safe: appended, fsynced, read back; then the cursor and the trim in one
-//   MULTI. Nothing written twice: before a write the file's size is noted beside the cursor; a process that
+//   script (audit-commit.lua), only while the write's note is still this process's. Nothing written twice: before a write the file's size is noted beside the cursor; a process that
 //   dies between the write and the cursor leaves that note, and the next one cuts the file back to it
 //   before writing the same entries again.
 // - No polling per organization: a pass reads one set (organizations marked when an entry is written);

@@ -3,7 +3,7 @@
 // learner, run or date), and a record whose audit ids point to trimmed entries still shows them.
 //
 // Each once: the stream never holds an entry at or before the archive's cursor (the trim and the cursor
-// move in one MULTI), and an archived entry after the cursor is a write not confirmed yet (under way, or
+// move in one script, audit-commit.lua), and an archived entry after the cursor is a write not confirmed yet (under way, or
 // cut short by a crash and undone by the next pass): it is read from the stream instead.
 import { compareIds, idTime, type AuditStream } from '../outcomes/audit-stream.ts';
 import { toAuditEntry, type AuditEntry } from '../outcomes/store.ts';
