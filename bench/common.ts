@@ -24,3 +24,10 @@ export function printFigures(title: string, figures: Figures): void {
 export function mb(bytes: number): number {
   return round(bytes / 1024 / 1024, 1);
 }
+
+/** The median of some figures (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? (v[mid] ?? NaN) : ((v[mid - 1] ?? NaN) + (v[mid] ?? NaN)) / 2;
+}

@@ -20,18 +20,12 @@ import { MAX_BATCHES_IN_FLIGHT } from '../src/queue/sources/crawl-pages.ts';
 import { DEFAULT_BATCH_PAGES, DEFAULT_READ_AHEAD } from '../src/queue/sources/page-walker.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { deleteKeysUnder as deletePrefix } from '../src/redis/client.ts';
-import { isMain, printFigures } from './common.ts';
+import { isMain, median, printFigures } from './common.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const LEARNERS = Number(process.env.BENCH_CRAWL_LEARNERS ?? 30_000);
 const CONCURRENCY = 4;
 const RUNS = Number(process.env.BENCH_CRAWL_RUNS ?? 3);
-
-function median(values: number[]): number {
-  const v = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
-}
 
 type Figures = Record<string, number | string>;
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createKeys } from '../src/core/keys.ts';
 import { OutcomeStore } from '../src/outcomes/store.ts';
-import { isMain, mb, printFigures, round, type Figures } from './common.ts';
+import { isMain, mb, median, printFigures, round, type Figures } from './common.ts';
 import { deleteKeysUnder as dropPrefix } from '../src/redis/client.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -87,12 +87,6 @@ async function finalRecordBytes(redis: Redis, prefix: string): Promise<number> {
   }
   const bytes = Number(await redis.call('MEMORY', 'USAGE', keys.outcomes('acme'), 'SAMPLES', '0'));
   return bytes / n;
-}
-
-function median(values: number[]): number {
-  const v = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
 }
 
 export async function runEnqueueBench(

@@ -33,7 +33,7 @@ import {
   type RedisSentinelHandle,
 } from '../test/helpers/redis-ha.ts';
 import { startOwnRedis, type OwnRedis } from '../test/helpers/redis-server.ts';
-import { isMain, printFigures, round, type Figures } from './common.ts';
+import { isMain, median, printFigures, round, type Figures } from './common.ts';
 
 function envInt(name: string, fallback: number): number {
   const n = Number(process.env[name] ?? fallback);
@@ -113,12 +113,6 @@ function targetOf(env: Record<string, string>): RedisTarget {
   const target = redisTargetFrom({ REDIS_URL: env.REDIS_URL ?? '', ...env }, problems);
   if (!target) throw new Error(`bench: bad Redis environment: ${problems.join('; ')}`);
   return target;
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
 }
 
 /** The configurations in a rotated order per round, so none is always measured first or last. */

@@ -49,12 +49,13 @@ export async function compactOldRuns(
     const meta = await runs.get(id);
     // A run with learners still waiting is in use, however old (a million learners at 1000 a day take
     // years): its counters stay live until its last learner is final.
-    if (meta && !meta.compacted && (await waiting(deps, meta))) {
+    const counts = meta && !meta.compacted ? await countsOf(deps, meta) : undefined;
+    if (counts && Object.values(counts).some((c) => (c.queued ?? 0) + (c.retrying ?? 0) > 0)) {
       unfinished.push(id);
       continue;
     }
     // Listed with neither metadata nor summary: nothing to keep but the listing, which goes.
-    if (meta) await compactRun(deps, meta, new Date(now));
+    if (meta) await compactRun(deps, meta, counts, new Date(now));
     else await redis.zrem(keys.runs(), id);
     compacted.push(id);
   }
@@ -67,24 +68,25 @@ export async function compactOldRuns(
   return { kind: 'done', compacted, unfinished };
 }
 
-/** Whether any organization of the run has learners of it queued or retrying. */
-async function waiting(deps: RetentionDeps, meta: RunMeta): Promise<boolean> {
-  for (const org of meta.orgs) {
-    const c = await deps.store.runCounts(org, meta.id);
-    if ((c.queued ?? 0) + (c.retrying ?? 0) > 0) return true;
-  }
-  return false;
+/** The run's counters per organization (read once: they decide whether it waits, and are its summary). */
+async function countsOf(deps: RetentionDeps, meta: RunMeta): Promise<Record<string, RunCounts>> {
+  const byOrg: Record<string, RunCounts> = {};
+  for (const org of meta.orgs) byOrg[org] = await deps.store.runCounts(org, meta.id);
+  return byOrg;
 }
 
 /**
  * One run: the summary first, then its keys, then its place in the list, so a pass that dies midway is
  * finished by the next one (a run with a summary is not summarized again: its counters are gone).
  */
-async function compactRun(deps: RetentionDeps, meta: RunMeta, at: Date): Promise<void> {
-  const { redis, keys, store } = deps;
-  if (!meta.compacted) {
-    const byOrg: Record<string, RunCounts> = {};
-    for (const org of meta.orgs) byOrg[org] = await store.runCounts(org, meta.id);
+async function compactRun(
+  deps: RetentionDeps,
+  meta: RunMeta,
+  byOrg: Record<string, RunCounts> | undefined,
+  at: Date,
+): Promise<void> {
+  const { redis, keys } = deps;
+  if (!meta.compacted && byOrg) {
     const summary: RunMeta = { ...meta, compacted: { at: at.toISOString(), byOrg } };
     await redis.hset(keys.runsCompacted(), meta.id, JSON.stringify(summary));
   }
