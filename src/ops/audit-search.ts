@@ -8,7 +8,7 @@
 import { compareIds, idTime, type AuditStream } from '../outcomes/audit-stream.ts';
 import { toAuditEntry, type AuditEntry } from '../outcomes/store.ts';
 import { repeatReason } from '../outcomes/repeat-causes.ts';
-import { archivedDays, dayFile, dayOf, readDayFile } from './audit-archive-file.ts';
+import { archivedDays, dayFile, dayOf, readDayFile, sizeOf } from './audit-archive-file.ts';
 
 export interface AuditFilter {
   orgs: readonly string[];
@@ -132,13 +132,13 @@ export async function auditEntriesById(
 ): Promise<EntriesById> {
   const inStream = new Map((await src.read(org, ids)).map((e) => [e.id, e]));
   const fromArchive = new Map<string, FoundAuditEntry>();
-  const wanted = ids.filter((id) => !inStream.has(id));
-  if (src.archiveDir && wanted.length > 0) {
-    for (const day of new Set(wanted.map(dayOf))) {
+  const wanted = new Set(ids.filter((id) => !inStream.has(id)));
+  if (src.archiveDir && wanted.size > 0) {
+    for (const day of new Set([...wanted].map(dayOf))) {
       const file = dayFile(src.archiveDir, org, day);
-      if (!(await archivedDays(src.archiveDir, org, { since: day, until: day })).length) continue;
+      if ((await sizeOf(file)) === 0) continue;
       for await (const line of readDayFile(file)) {
-        if (wanted.includes(line.auditId) && !fromArchive.has(line.auditId)) {
+        if (wanted.has(line.auditId) && !fromArchive.has(line.auditId)) {
           fromArchive.set(line.auditId, { org, entry: toAuditEntry(line.auditId, flat(line.fields)), file });
         }
       }

@@ -55,8 +55,10 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       archiveDir: ctx.config.auditArchiveDir,
       read: (o: string, ids: readonly string[]) => ctx.store.auditEntries(o, ids),
     };
+    // Asked only for an entry the stream no longer holds: the archive alone is read.
     const storyFromArchive = async (entryId: string) => {
-      const entry = (await auditEntriesById(sources, org, [entryId])).found[0]?.entry;
+      const archiveOnly = { ...sources, read: async () => [] };
+      const entry = (await auditEntriesById(archiveOnly, org, [entryId])).found[0]?.entry;
       return entry?.kind === 'record' ? (entry.result as RecordStory) : undefined;
     };
     // A finished learner's history and audit ids are in the stream (compacted record), or once trimmed,
