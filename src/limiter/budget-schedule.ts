@@ -1,9 +1,9 @@
 // When the permits counted now leave their windows: what the ETA's forward simulation starts from
-// (src/ops/eta-simulate.ts). peek.lua reports them when asked (its optional last argument), bucketed
-// into a fixed number of steps per window, so a full window of 1,000 permits costs what one of 10 does.
+// (src/ops/eta-simulate.ts). peek-frees.lua reports them, after a peek, bucketed into a fixed number of
+// steps per window, so a full window of 1,000 permits costs what one of 10 does.
 
 /**
- * Steps per window peek.lua buckets the frees into: a day's window in 2-hour steps, an hour's in 5 min.
+ * Steps per window peek-frees.lua buckets the frees into: a day's window in 2-hour steps, an hour's in 5 min.
  * A permit is said to leave at the end of its step (never earlier than it does), so the ETA starts at
  * most one step late; fewer steps make the peek and the simulation cheaper (bench/eta.ts).
  */

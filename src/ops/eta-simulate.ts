@@ -2,14 +2,16 @@
 // and per organization. A permit is granted as soon as the organization's window and some token's window
 // both have room, and leaves each window at its grant time + window + 1 ms (a log entry scored s counts
 // while now <= s + window). The start is the budget now: the permits counted in each window and when they
-// leave (peek.lua's frees), blocks, pauses, the limits in force. Grants are taken in batches (every
+// leave (peek-frees.lua), blocks, pauses, the limits in force. Grants are taken in batches (every
 // permit that fits at one instant at once), and once the schedule repeats itself (the grants of the
 // longest window just past are those of the one a period earlier, shifted by the period: an
 // organization's or a token's window + 1 ms) whole periods are skipped: 1,000,000 learners cost what
 // 20,000 do. Pure: no Redis, no clock.
 
-/** [ms from now when these permits leave the window, how many]. */
-export type Frees = ReadonlyArray<readonly [number, number]>;
+import type { FreeStep } from '../limiter/budget-schedule.ts';
+
+/** [ms from now when these permits leave the window, how many], as the limiter reads them. */
+export type Frees = readonly FreeStep[];
 
 export interface SimScope {
   limit: number;
