@@ -31,7 +31,12 @@ export interface ArchivedEntry {
 
 /** The UTC day (YYYY-MM-DD) Redis wrote an entry: its file. */
 export function dayOf(id: string): string {
-  return new Date(idTime(id)).toISOString().slice(0, 10);
+  return dayOfMs(idTime(id));
+}
+
+/** The UTC day (YYYY-MM-DD) of a time in ms. */
+export function dayOfMs(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
 }
 
 export function dayFile(dir: string, org: string, day: string): string {

@@ -8,7 +8,7 @@
 import { compareIds, idTime, type AuditStream } from '../outcomes/audit-stream.ts';
 import { toAuditEntry, type AuditEntry } from '../outcomes/store.ts';
 import { repeatReason } from '../outcomes/repeat-causes.ts';
-import { archivedDays, dayFile, dayOf, readDayFile, sizeOf } from './audit-archive-file.ts';
+import { archivedDays, dayFile, dayOf, dayOfMs, readDayFile, sizeOf } from './audit-archive-file.ts';
 
 export interface AuditFilter {
   orgs: readonly string[];
@@ -47,8 +47,7 @@ function matches(f: AuditFilter, e: AuditEntry): boolean {
   return true;
 }
 
-const dayOfMs = (ms: number | undefined) =>
-  ms === undefined ? undefined : new Date(ms).toISOString().slice(0, 10);
+const dayOfMaybe = (ms: number | undefined) => (ms === undefined ? undefined : dayOfMs(ms));
 
 /**
  * Every matching entry of each organization, oldest first: the archive's, then the stream's up to `upto`
@@ -65,7 +64,7 @@ export async function* searchAudit(
     // (by a process that stalled past its lease: docs/audit-archive.md), read once.
     let archived = '';
     if (src.archiveDir) {
-      const range = { since: dayOfMs(filter.sinceMs), until: dayOfMs(filter.untilMs) };
+      const range = { since: dayOfMaybe(filter.sinceMs), until: dayOfMaybe(filter.untilMs) };
       for (const day of await archivedDays(src.archiveDir, org, range)) {
         const file = dayFile(src.archiveDir, org, day);
         for await (const line of readDayFile(file)) {

@@ -6,7 +6,7 @@ import { LearnerApiClient } from '../../src/api/client.ts';
 import { listPageSchema } from '../../src/api/schemas.ts';
 import { EXIT } from '../../src/cli/shared.ts';
 import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
-import { checkPageAnswered } from '../../src/queue/sources/page-walker.ts';
+import { checkPageAnswered } from '../../src/queue/sources/page-checks.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';

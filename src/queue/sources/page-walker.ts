@@ -25,8 +25,6 @@ import { OUTCOMES } from '../../outcomes/codes.ts';
 import { emptyMarks, encodeMarks, suspectPages, type WalkMarks } from './page-marks.ts';
 import { checkPageAnswered, checkPageClaims } from './page-checks.ts';
 
-export { checkPageAnswered, checkPageClaims } from './page-checks.ts';
-
 export interface ListReader {
   listLearners(page: number, token: string): Promise<ListResult>;
 }
