@@ -26,7 +26,8 @@ function percent(ratio: number): string {
   return `${Math.floor(ratio * 100)}%`;
 }
 
-const TRIM_HINT = 'raise maxmemory, or export and trim the audit (learner-transfer audit --out FILE)';
+const TRIM_HINT =
+  'raise maxmemory, or export and trim the audit (learner-transfer audit --out FILE --trim, or AUDIT_ARCHIVE_DIR)';
 
 /** The message of a state: the cause and what to do about it. */
 export function writeMessage(cause: WriteCause, memoryRatio: number | null, highWater: number): string {

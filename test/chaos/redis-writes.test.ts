@@ -137,7 +137,7 @@ describe('checkRedisWrites names the cause', () => {
       expect(s.cause).toBe('OOM');
       expect(s.memoryRatio).toBeGreaterThan(0.9);
       expect(s.message).toContain(
-        'raise maxmemory, or export and trim the audit (learner-transfer audit --out FILE)',
+        'raise maxmemory, or export and trim the audit (learner-transfer audit --out FILE --trim, or AUDIT_ARCHIVE_DIR)',
       );
     } finally {
       await undoOom();
