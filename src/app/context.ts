@@ -161,6 +161,7 @@ function createBudget(
     prefix: config.queuePrefix,
     limitPerToken: config.limitPerToken,
     limitPerOrg: config.limitPerOrg,
+    burst: config.burst,
     inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
     seed: (org) => seedPolicies(redis, keys, [org], config, logger, limitsWarned),
     onMalformedPolicy: (org, fields) => {

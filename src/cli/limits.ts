@@ -11,6 +11,7 @@ import {
   checkLimitChange,
   describeLimits,
   resetLimits,
+  resetRunWindow,
   setLimits,
   type LimitChange,
 } from '../limiter/policy-control.ts';
@@ -19,7 +20,19 @@ import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/limits.ts';
 import { summarizeChange } from '../ops/controls.ts';
 import type { Cli } from './io.ts';
-import { positiveInt, rateOption, tokenIdOption, reserveOption } from './parsers.ts';
+import {
+  blackoutOption,
+  burstOption,
+  positiveInt,
+  rateOption,
+  reserveOption,
+  runWindowOption,
+  timeZoneOption,
+  tokenIdOption,
+} from './parsers.ts';
+import type { Burst } from '../core/burst.ts';
+import { scheduleOf } from '../limiter/run-window-open.ts';
+import { describeRunWindow } from '../limiter/run-window.ts';
 
 /** The org must be one of this environment's; a token given must be one of that org's. */
 export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?: string): void {
@@ -48,17 +61,23 @@ export function formatLimits(l: OrgLimits): string {
         ? `, reserve ${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''} for its other clients: this tool spends at most ${l.usableOrgLimit}`
         : ', no reserve'),
     `  per token      ${l.perToken} (default)`,
+    `  pacing         burst ${l.burst.value}${l.burst.stored ? '' : ' (LIMIT_BURST of this process: none stored)'}${
+      l.orgPacing ? `; the organization ${l.orgPacing}` : '; the organization is not paced'
+    }`,
+    l.runWindow
+      ? `  run window     ${l.runWindow.windows} (${l.runWindow.tz})${l.runWindow.blackout ? `, blackout ${l.runWindow.blackout}` : ''}: ${l.runWindow.now}`
+      : '  run window     none: transfers may run at any hour',
     ...(l.learned && l.learnedDetail
       ? [
           `  learned        organization ${l.learned} from the service's 429s (${describeLearned(l.learnedDetail)})`,
         ]
       : []),
     `  paused         ${pausedText(l.paused)}`,
-    `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(9)} ${'429s'.padEnd(5)} paused`,
+    `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(9)} ${'429s'.padEnd(5)} ${'paused'.padEnd(6)} pacing`,
   ];
   for (const t of l.tokens) {
     lines.push(
-      `  ${t.tokenId.padEnd(14)} ${`${t.limit}${t.override ? ' own' : ''}`.padEnd(14)} ${(t.learned ?? '-').padEnd(9)} ${String(t.rateLimited ?? '-').padEnd(5)} ${pausedText(t.paused)}`,
+      `  ${t.tokenId.padEnd(14)} ${`${t.limit}${t.override ? ' own' : ''}`.padEnd(14)} ${(t.learned ?? '-').padEnd(9)} ${String(t.rateLimited ?? '-').padEnd(5)} ${pausedText(t.paused).padEnd(6)} ${t.pacing ?? 'not paced'}`,
     );
   }
   let anyLearned = l.learned !== null;
@@ -109,6 +128,10 @@ interface SetFlags {
   perToken?: Rate;
   token?: string;
   reserve?: LimitChange['reserve'];
+  burst?: Burst;
+  runWindow?: string;
+  tz?: string;
+  blackout?: string;
 }
 
 export function register(program: Command, cli: Cli): void {
@@ -148,8 +171,58 @@ function registerShow(limits: Command, cli: Cli): void {
     });
 }
 
+/** The pacing and run-window flags of `limits set`. */
+function budgetOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option(
+        '--burst <N|P%|off>',
+        'pacing: how many permits a token (and the organization) may send at once before one per window/limit; a number, a share of each limit, or off (the windows alone)',
+      ).argParser(burstOption),
+    )
+    .addOption(
+      new Option(
+        '--run-window <windows>',
+        'when transfers may run, like "Mon-Fri 18:00-07:00, Sat-Sun all" (days, then HH:MM-HH:MM or all)',
+      ).argParser(runWindowOption),
+    )
+    .addOption(
+      new Option(
+        '--tz <zone>',
+        'the time zone of --run-window and --blackout, like Europe/Berlin (default UTC)',
+      ).argParser(timeZoneOption),
+    )
+    .addOption(
+      new Option(
+        '--blackout <dates>',
+        'days with no transfer at all, like 2026-12-21..2027-01-06 (a comma-separated list; "none" removes them)',
+      ).argParser(blackoutOption),
+    );
+}
+
+/** The change `limits set` asks for, from its flags. */
+function changeOf(opts: SetFlags): LimitChange {
+  const calendar = opts.runWindow !== undefined || opts.tz !== undefined || opts.blackout !== undefined;
+  return {
+    ...(opts.perOrg ? { perOrg: opts.perOrg } : {}),
+    ...(opts.perToken ? { perToken: opts.perToken } : {}),
+    ...(opts.token ? { tokenId: opts.token } : {}),
+    ...(opts.reserve ? { reserve: opts.reserve } : {}),
+    ...(opts.burst ? { burst: opts.burst } : {}),
+    ...(calendar
+      ? {
+          runWindow: {
+            ...(opts.runWindow !== undefined ? { windows: opts.runWindow } : {}),
+            ...(opts.tz !== undefined ? { tz: opts.tz } : {}),
+            ...(opts.blackout !== undefined ? { blackout: opts.blackout } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
 function registerSet(limits: Command, cli: Cli): void {
-  limits
+  const set = limits
     .command('set')
     .description(
       'Change the limits of an organization (or of one token) for every worker on every host, within seconds, with no restart',
@@ -176,49 +249,50 @@ function registerSet(limits: Command, cli: Cli): void {
         '--reserve <N|P%>',
         "permits of each organization window kept for the organization's other clients (a number, or a share of --per-org)",
       ).argParser(reserveOption),
-    )
-    .action(async (opts: SetFlags) => {
-      const config = cli.config({ requireTokens: true });
-      checkOrgAndToken(config, opts.org, opts.token);
-      const change: LimitChange = {
-        ...(opts.perOrg ? { perOrg: opts.perOrg } : {}),
-        ...(opts.perToken ? { perToken: opts.perToken } : {}),
-        ...(opts.token ? { tokenId: opts.token } : {}),
-        ...(opts.reserve ? { reserve: opts.reserve } : {}),
-      };
-      checkLimitChange(opts.org, change);
-      const ctx = await cli.context(config);
-      try {
-        // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
-        await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
-        const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
-        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
-        const perOrg = r.after.perOrg ?? config.limitPerOrg;
-        if (r.after.reserve >= perOrg.max) {
-          cli.print(
-            `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
-          );
-        }
-        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
-      } finally {
-        await ctx.close();
+    );
+  budgetOptions(set).action(async (opts: SetFlags) => {
+    const config = cli.config({ requireTokens: true });
+    checkOrgAndToken(config, opts.org, opts.token);
+    const change = changeOf(opts);
+    checkLimitChange(opts.org, change);
+    const ctx = await cli.context(config);
+    try {
+      // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
+      await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
+      const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
+      cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+      const perOrg = r.after.perOrg ?? config.limitPerOrg;
+      if (r.after.reserve >= perOrg.max) {
+        cli.print(
+          `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
+        );
       }
-    });
+      const window = r.after.runWindow ? scheduleOf(r.after.runWindow) : null;
+      if (change.runWindow && window)
+        cli.print(forTerminal(`run window: ${describeRunWindow(window, Date.now())}`));
+      cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+    } finally {
+      await ctx.close();
+    }
+  });
 }
 
 function registerReset(limits: Command, cli: Cli): void {
   limits
     .command('reset')
     .description(
-      "Set an organization's limits back to LIMIT_PER_TOKEN / LIMIT_PER_ORG of this environment (no token limits of their own, no reserve)",
+      "Set an organization's limits back to LIMIT_PER_TOKEN / LIMIT_PER_ORG / LIMIT_BURST of this environment (no token limits of their own, no reserve); its run window stays unless --run-window is given",
     )
     .requiredOption('--org <key>', 'organization')
-    .action(async (opts: { org: string }) => {
+    .option('--run-window', 'remove the run window and its blackouts instead (transfers may run at any hour)')
+    .action(async (opts: { org: string; runWindow?: boolean }) => {
       const config = cli.config({ requireTokens: true });
       requireOrg(config, opts.org);
       const ctx = await cli.context(config);
       try {
-        const r = await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
+        const r = opts.runWindow
+          ? await resetRunWindow(ctx.redis, ctx.keys, opts.org, cliActor())
+          : await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
         cli.print(forTerminal(summary(opts.org, r.before, r.after)));
         cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
       } finally {

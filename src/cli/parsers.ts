@@ -1,5 +1,13 @@
 // Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
 // commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+import { burstMessage, parseBurst, type Burst } from '../core/burst.ts';
+import {
+  checkTimeZone,
+  formatBlackouts,
+  formatRunWindow,
+  parseBlackouts,
+  parseRunWindow,
+} from '../limiter/run-window.ts';
 import { InvalidArgumentError } from 'commander';
 import { parseRate, rateMessage, readRate, type Rate } from '../core/duration.ts';
 import { isLearnerId, isRunId, LEARNER_ID_EXPECTED, parseLearnerId, RUN_ID_EXPECTED } from '../core/ids.ts';
@@ -142,4 +150,36 @@ export function latencyRangeOption(value: string): [number, number] {
     throw new InvalidArgumentError(`--latency expects MIN-MAX in milliseconds like 20-200, got '${value}'`);
   }
   return [min, max];
+}
+
+/** --burst: a count, a share of each limit, or off (core/burst.ts). */
+export function burstOption(value: string): Burst {
+  const burst = parseBurst(value);
+  if (burst) return burst;
+  throw new InvalidArgumentError(burstMessage('--burst', value));
+}
+
+/** A calendar parser's LT_USAGE error as commander's. */
+function asArgumentError<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+/** --run-window: checked, kept in the canonical form run-window.ts writes. */
+export function runWindowOption(value: string): string {
+  return asArgumentError(() => formatRunWindow(parseRunWindow(value)));
+}
+
+/** --tz: an IANA time zone, canonical. */
+export function timeZoneOption(value: string): string {
+  return asArgumentError(() => checkTimeZone(value));
+}
+
+/** --blackout: dates and ranges, canonical; "none" (or '') removes them. */
+export function blackoutOption(value: string): string {
+  if (['none', ''].includes(value.trim().toLowerCase())) return '';
+  return asArgumentError(() => formatBlackouts(parseBlackouts(value)));
 }

@@ -1,6 +1,7 @@
 // One zod schema turns the environment into a frozen Config, once, at the edge. Every error names the
 // variable, the expected form and the bad value, except for token values, which are never echoed.
 import { z } from 'zod';
+import { burstMessage, DEFAULT_BURST, parseBurst, type Burst } from './burst.ts';
 import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
 import { ConfigError } from './errors.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
@@ -25,6 +26,8 @@ export interface Config {
   tokensReloadMs: number;
   limitPerToken: Rate;
   limitPerOrg: Rate;
+  /** LIMIT_BURST: the pacing buckets' size where the stored policy has none (src/limiter/burst.ts). */
+  burst: Burst;
   requestTimeoutMs: number;
   connectTimeoutMs: number;
   concurrency: number;
@@ -285,6 +288,17 @@ const envSchema = z.object({
   TOKENS_RELOAD_INTERVAL: durationField('TOKENS_RELOAD_INTERVAL', '30s', true),
   LIMIT_PER_TOKEN: rateField('LIMIT_PER_TOKEN', '100/1h'),
   LIMIT_PER_ORG: rateField('LIMIT_PER_ORG', '1000/1d'),
+  LIMIT_BURST: z
+    .string()
+    .default(DEFAULT_BURST)
+    .transform((text, ctx) => {
+      const burst = parseBurst(text);
+      if (!burst) {
+        ctx.addIssue({ code: 'custom', message: burstMessage('LIMIT_BURST', text) });
+        return z.NEVER;
+      }
+      return burst;
+    }),
   REQUEST_TIMEOUT: durationField('REQUEST_TIMEOUT', '30s'),
   CONNECT_TIMEOUT: durationField('CONNECT_TIMEOUT', '10s'),
   CONCURRENCY: intField('CONCURRENCY', 10, 1, 1000),
@@ -431,6 +445,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     tokensReloadMs: e.TOKENS_RELOAD_INTERVAL,
     limitPerToken: Object.freeze(e.LIMIT_PER_TOKEN),
     limitPerOrg: Object.freeze(e.LIMIT_PER_ORG),
+    burst: Object.freeze(e.LIMIT_BURST),
     requestTimeoutMs: e.REQUEST_TIMEOUT,
     connectTimeoutMs: e.CONNECT_TIMEOUT,
     concurrency: e.CONCURRENCY,

@@ -45,6 +45,11 @@ export interface Keys {
    * acquire.lua reads it in the same atomic step as the budget.
    */
   policy(org: string): string;
+  /**
+   * Limiter: the pacing buckets of an organization and its tokens (hash: `org`, `tok:<id>` -> tat, Redis
+   * ms; acquire.lua "Pacing"). Expires when every bucket is full again.
+   */
+  pace(org: string): string;
   /** Outcome store: hash learnerId -> compact outcome record. */
   outcomes(org: string): string;
   /** Outcome store: sorted set of learner ids with a given outcome code, scored by time of the outcome. */
@@ -136,6 +141,7 @@ export function createKeys(prefix: string): Keys {
     orgLog: (org) => `${o(org)}:lim:org:log`,
     orgInflight: (org) => `${o(org)}:lim:org:inflight`,
     orgBlock: (org) => `${o(org)}:lim:org:block`,
+    pace: (org) => `${o(org)}:lim:pace`,
     tokenRefused: (org, t) => `${o(org)}:lim:tok:${t}:refused`,
     orgRefused: (org) => `${o(org)}:lim:org:refused`,
     tokenOrgs: () => `${prefix}:token-orgs`,

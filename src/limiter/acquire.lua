@@ -11,6 +11,7 @@
     KEYS[5]            job lock        BullMQ's lock of the job asking (string: its token)
     KEYS[3i+3..3i+5]   token i's log, inflight and block (i = 1..n, same meanings), n >= 0
     KEYS[3n+6]         policy hash     the organization's live policy (see Policy below; may be absent)
+    KEYS[3n+7]         pace hash       'org' and 'tok:<id>' -> the bucket's tat (see Pacing below)
 
     ARGV[1]  token limit: most permits per token window      (fallback when the policy has no `token`)
     ARGV[2]  token window (ms)                               (idem)
@@ -23,7 +24,9 @@
     ARGV[9]  the job's lock token, checked against KEYS[5] ('' = do not check)
     ARGV[10] lease grace (ms): how long an expired lease of another holder is contested before it is
              taken over (its holder may be alive with a response it could not record yet)
-    ARGV[10+i] token i's id (its non-secret fingerprint), for its policy fields
+    ARGV[11] burst: the buckets' size, "N" or "P%" ('' = no pacing)  (fallback when the policy has no
+             `burst`)
+    ARGV[11+i] token i's id (its non-secret fingerprint), for its policy fields
 
   Output:
     {1, permitId, tokenIndex (1-based), now, tookOver, tokenKeyTtl, orgKeyTtl}
@@ -35,7 +38,10 @@
     (includes/policy.lua lt_rate: outside the bounds the parser sets) and were ignored for the fallback;
     empty when none. A malformed value is never applied, and never silently: the caller logs it.
       scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock'
-             | 'paused'
+             | 'paused' | 'pace' | 'run-window' | 'run-window-stale'
+      ('pace': a bucket is empty; 'run-window': outside the run window, waitMs until it opens;
+      'run-window-stale': the stored open intervals end before now: the caller computes them again from
+      the calendar and asks again, see Run window below)
       waitMs: no permit can exist before now + waitMs (unless a permit is released, a block lifted or
       the policy changed early; releases and unblocks are announced on the events channel, and so is
       every policy change). When every token (or the org) is blocked until an unblock or paused, waitMs
@@ -45,6 +51,8 @@
   organization, which seeds it from LIMIT_*; src/limiter/policy.ts):
     org = "max/windowMs"         the organization's limit          token = "max/windowMs"   per token
     tok:<id> = "max/windowMs"    one token's own limit (overrides `token`)
+    burst = "N" | "P%"           the buckets' size (see Pacing below)
+    open = "horizon s1 e1 ..."   the run window as UTC instants (see Run window below)
     reserve = N                  permits of each org window left to the organization's other clients:
                                  the org scope grants at most org max - N (none when that is <= 0)
     paused = JSON                the organization is paused: nothing is granted ('paused', for good)
@@ -80,6 +88,25 @@
   is taken over. Its holder, if alive, records its response within the grace (that write frees the
   lease), so a takeover means the holder died: its response, if any, is in its spool or lost with it.
   The lease is freed by finish-attempt.lua together with the record of the call.
+
+  Pacing. The windows are the law; inside them a token bucket per token and per organization spreads the
+  permits, so a token shared with a live integration does not spend its hour in its first second. The
+  bucket holds `burst` permits (a count, or a share of the scope's limit in force) and refills at the
+  window's rate, one every T = window / max ms. It is kept in GCRA form, one number per scope in the pace
+  hash: tat, the theoretical arrival time. A permit is granted only when now >= tat - (burst - 1) * T
+  (with tat = max(tat, now)), and the grant sets tat = max(tat, now) + T: so `burst` at once from a full
+  bucket, then one every T. A refusal waits until that holds. The bucket only ever refuses more than the
+  windows do, so every guarantee below holds with it; it is not the law alone because a bucket grants up
+  to twice its limit inside one server window (a full bucket at the window's end, refilled by its start).
+  A burst as large as the limit is no pacing (lt_burst), and no pace state is written. The pace hash
+  expires when every bucket in it is full again. A released permit does not refill its bucket.
+
+  Run window. The calendar (days, hours, time zone, blackouts) is computed in TypeScript
+  (src/limiter/run-window.ts); this script sees only the policy's `open` field: a horizon and the open
+  intervals [s, e) before it, in Redis-clock ms. Outside them nothing is granted ('run-window', wait
+  until the next s: the workers sleep until it opens, no polling); past the horizon the intervals are
+  stale ('run-window-stale'): the caller writes them again from the calendar and asks again. No `open`
+  field: no run window, always open.
 
   Clock: Redis TIME only (ms), one clock for every process; the host must slew, not step, its clock.
   It is read in one place, includes/clock.lua, shared with settle.lua, learn.lua and peek.lua.
@@ -130,14 +157,15 @@
   max(org wait, min over tokens not blocked for good of max(token wait, token block ttl)). A policy
   change can make a slot free earlier: callers must not sleep longer than the policy recheck bound.
 ]]
---- @keys 6+
+--- @keys 7+
 --- @include "policy"
 --- @include "clock"
 local now, nowMicros = lt_now()
 
 local inflightTtl = tonumber(ARGV[5])
-local tokenCount = (#KEYS - 6) / 3
-local policyKey = KEYS[#KEYS]
+local tokenCount = (#KEYS - 7) / 3
+local policyKey = KEYS[#KEYS - 1]
+local paceKey = KEYS[#KEYS]
 local learner, holder, lockToken, leaseGrace = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]) or 0
 
 -- The live policy (includes/policy.lua): absent fields fall back to ARGV.
@@ -167,6 +195,13 @@ end
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 orgMax = learned('learned:org', orgMax - math.max(0, tonumber(policy['reserve']) or 0), orgMax, orgWindow)
+-- The burst: the policy's, or the fallback when it has none or a malformed one (named in the reply, as a
+-- malformed rate is).
+local burstSpec = lt_burst_spec(policy, ARGV[11])
+local pace = {}
+if burstSpec ~= '' then
+  pace = lt_policy(paceKey)
+end
 
 -- Keys vanish when idle: an entry matters for at most TTL + window after the write that made it.
 local orgKeyTtl = orgWindow + inflightTtl + 1000
@@ -240,6 +275,54 @@ if policy['paused'] then
   return reply({0, orgWindow, 'paused', 1, now})
 end
 
+-- The run window (see "Run window" above): 0 when open now, else the ms until it opens (or until the
+-- horizon, where the intervals must be computed again), or -1 when they are stale already.
+local function runWindowWait(open)
+  local horizon, s
+  for n in string.gmatch(open, '%d+') do
+    n = tonumber(n)
+    if horizon == nil then
+      horizon = n
+    elseif s == nil then
+      s = n
+    else
+      if now < s then
+        return s - now
+      end
+      if now < n then
+        return 0
+      end
+      s = nil
+    end
+  end
+  if horizon == nil or now >= horizon then
+    return -1
+  end
+  return horizon - now
+end
+if policy['open'] then
+  local wait = runWindowWait(policy['open'])
+  if wait < 0 then
+    return reply({0, 1, 'run-window-stale', 0, now})
+  end
+  if wait > 0 then
+    return reply({0, wait, 'run-window', 0, now})
+  end
+end
+
+-- A scope's bucket now: the ms until it allows a permit (0: now) and its tat after a grant (nil when the
+-- scope is not paced).
+local function paceOf(field, max, window)
+  if burstSpec == '' or max <= 0 then
+    return 0, nil
+  end
+  local b = lt_burst(burstSpec, nil, max)
+  if b == nil then
+    return 0, nil
+  end
+  return lt_pace(pace[field], now, max, window, b)
+end
+
 -- PTTL: -2 no block, -1 blocked until unblock, > 0 blocked for that many ms.
 local orgBlock = redis.call('PTTL', KEYS[3])
 if orgBlock == -1 then
@@ -247,6 +330,7 @@ if orgBlock == -1 then
 end
 local orgLog, orgInflight = refresh(KEYS[1], KEYS[2], orgWindow, orgKeyTtl)
 local orgWait = windowWait(KEYS[1], orgLog, orgInflight, orgMax, orgWindow)
+local orgPaceWait, orgTat = paceOf('org', orgMax, orgWindow)
 
 -- The usable token with the most room left, so load spreads over the pool (first one on a tie).
 -- A paused token is skipped like one blocked until unblock.
@@ -255,7 +339,7 @@ local best, bestRemaining = 0, 0
 local anyUsable, anyPaused = false, false
 for i = 1, tokenCount do
   local base = 3 * i + 2
-  local id = ARGV[10 + i] or ''
+  local id = ARGV[11 + i] or ''
   local max, window = rate('tok:' .. id, tokenMax, tokenWindow)
   if id ~= '' then
     max = learned('learned:tok:' .. id, max, max, window)
@@ -264,19 +348,20 @@ for i = 1, tokenCount do
   local paused = id ~= '' and policy['paused:' .. id] ~= nil
   local blockTtl = redis.call('PTTL', KEYS[base + 3])
   local logCount, inflightCount = refresh(KEYS[base + 1], KEYS[base + 2], window, keyTtl)
-  tokens[i] = {logCount, inflightCount, blockTtl, max, window, keyTtl, paused}
+  local paceWait, tat = paceOf('tok:' .. id, max, window)
+  tokens[i] = {logCount, inflightCount, blockTtl, max, window, keyTtl, paused, paceWait, tat}
   if paused then
     anyPaused = true
   elseif blockTtl ~= -1 then
     anyUsable = true
   end
   local remaining = max - logCount - inflightCount
-  if not paused and blockTtl == -2 and remaining > bestRemaining then
+  if not paused and blockTtl == -2 and paceWait == 0 and remaining > bestRemaining then
     best, bestRemaining = i, remaining
   end
 end
 
-if orgBlock == -2 and orgWait == 0 and best > 0 then
+if orgBlock == -2 and orgWait == 0 and orgPaceWait == 0 and best > 0 then
   -- "<ms>.<µs of that ms>-<random>": the acquire time, fine enough to order the permits of one Redis
   -- (learn.lua counts the ones acquired before a refused one).
   local permitId = string.format('%d.%03d-%s', now, nowMicros, ARGV[6])
@@ -289,6 +374,21 @@ if orgBlock == -2 and orgWait == 0 and best > 0 then
   extend(KEYS[2], orgKeyTtl)
   if learner ~= '' then
     redis.call('HSET', KEYS[4], learner, string.format('%s %d 0', holder, deadline))
+  end
+  -- The buckets of the org and of the token granted (when paced): the key lives until both are full
+  -- again, at the latest tat written (a bucket is full from its tat on).
+  local bestTat = tokens[best][9]
+  local latest = 0
+  if orgTat then
+    redis.call('HSET', paceKey, 'org', string.format('%.3f', orgTat))
+    latest = orgTat
+  end
+  if bestTat then
+    redis.call('HSET', paceKey, 'tok:' .. (ARGV[11 + best] or ''), string.format('%.3f', bestTat))
+    latest = math.max(latest, bestTat)
+  end
+  if latest > 0 then
+    extend(paceKey, math.ceil(latest - now) + 1000)
   end
   return reply({1, permitId, best, now, tookOver, tokenKeyTtl, orgKeyTtl})
 end
@@ -306,6 +406,9 @@ for i = 1, tokenCount do
   if t[3] ~= -1 and not t[7] then
     local wait = windowWait(KEYS[3 * i + 3], t[1], t[2], t[4], t[5])
     local scope = 'token'
+    if t[8] > wait then
+      wait, scope = t[8], 'pace'
+    end
     if t[3] >= 0 and t[3] >= wait then
       wait, scope = t[3], 'blocked-token'
     end
@@ -316,6 +419,9 @@ for i = 1, tokenCount do
 end
 
 local orgScope = 'org'
+if orgPaceWait > orgWait then
+  orgWait, orgScope = orgPaceWait, 'pace'
+end
 if orgBlock >= 0 and orgBlock >= orgWait then
   orgWait, orgScope = orgBlock, 'blocked-org'
 end

@@ -9,14 +9,19 @@
     KEYS[1]  org log          KEYS[2]  org inflight       KEYS[3]  org block
     KEYS[3i+1..3i+3]   token i's log, inflight and block (i = 1..n), n >= 0
     KEYS[3n+4]         policy hash
+    KEYS[3n+5]         pace hash (acquire.lua "Pacing")
     ARGV[1]  token limit   ARGV[2]  token window (ms)   ARGV[3]  org limit   ARGV[4]  org window (ms)
-             (the fallbacks, as in acquire.lua)
-    ARGV[4+i] token i's id
+    ARGV[5]  burst (the fallbacks, as in acquire.lua)
+    ARGV[5+i] token i's id
 
-  Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve}, each view
+  Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve, runWindow, tz,
+    blackout}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
      limit, windowMs, paused ('' or the pause's JSON), overridden (0|1),
-     configured, learnedMax, learnedAt, nextProbeInMs, count429}
+     configured, learnedMax, learnedAt, nextProbeInMs, count429, burst, bucket, paceInMs, tatInMs}
+    burst is the scope's bucket size (-1: not paced), bucket the permits it allows at once now, paceInMs
+    the ms until it allows one (0: now) and tatInMs its tat less now (as a float; <= 0: full); runWindow,
+    tz and blackout are the policy's texts ('' when none: src/limiter/run-window.ts reads them).
     limit is the one in force, a learned limit applied (acquire.lua, "Learned limits"); configured is
     the limit without it. learnedMax, learnedAt and nextProbeInMs are -1 when no learned limit is in
     force (none, or probed back up to configured); count429 is the token's 429s (-1 when none counted,
@@ -28,13 +33,31 @@
     (blocks and pauses aside: they are reported separately). The org view's limit is what acquire
     grants: the configured limit less the reserve (overridden 1 when a reserve applies).
 ]]
---- @keys 4+
+--- @keys 5+
 --- @include "policy"
 --- @include "clock"
 local now = lt_now()
 
-local tokenCount = (#KEYS - 4) / 3
-local policy = lt_policy(KEYS[#KEYS])
+local tokenCount = (#KEYS - 5) / 3
+local policy = lt_policy(KEYS[#KEYS - 1])
+local burstSpec = lt_burst_spec(policy, ARGV[5])
+local pace = {}
+if burstSpec ~= '' then
+  pace = lt_policy(KEYS[#KEYS])
+end
+-- A scope's bucket as acquire.lua would see it: {burst, permits it allows now, ms until it allows one,
+-- tat less now}; {-1, -1, 0, 0} when not paced.
+local function bucket(field, max, window)
+  local b = (burstSpec ~= '' and max > 0) and lt_burst(burstSpec, nil, max) or nil
+  if b == nil then
+    return {-1, -1, 0, '0'}
+  end
+  local wait = lt_pace(pace[field], now, max, window, b)
+  local interval = window / max
+  local tat = math.max(tonumber(pace[field]) or 0, now)
+  local allows = math.floor((now + (b - 1) * interval - tat) / interval + 1e-9) + 1
+  return {b, math.max(0, math.min(b, allows)), wait, string.format('%.3f', tat - now)}
+end
 local function rate(field, max, window)
   return lt_rate(policy, field, max, window)
 end
@@ -87,9 +110,11 @@ local orgView = view(KEYS[1], KEYS[2], KEYS[3], orgLimit, orgWindow)
 orgView[8] = policy['paused'] or ''
 orgView[9] = reserve > 0 and 1 or 0
 orgView[10], orgView[11], orgView[12], orgView[13], orgView[14] = orgUsable, orgLearned, orgAt, orgProbe, -1
+local ob = bucket('org', orgLimit, orgWindow)
+orgView[15], orgView[16], orgView[17], orgView[18] = ob[1], ob[2], ob[3], ob[4]
 local out = {now, orgView}
 for i = 1, tokenCount do
-  local id = ARGV[4 + i] or ''
+  local id = ARGV[5 + i] or ''
   local configured, window, own = rate('tok:' .. id, tokenMax, tokenWindow)
   local limit, max, at, probe = configured, -1, -1, -1
   if id ~= '' then
@@ -100,6 +125,8 @@ for i = 1, tokenCount do
   v[9] = own and 1 or 0
   v[10], v[11], v[12], v[13] = configured, max, at, probe
   v[14] = (id ~= '' and tonumber(policy['429:' .. id])) or -1
+  local tb = bucket('tok:' .. id, limit, window)
+  v[15], v[16], v[17], v[18] = tb[1], tb[2], tb[3], tb[4]
   out[#out + 1] = v
 end
 local present = 0
@@ -113,4 +140,7 @@ for f in pairs(policy) do
 end
 out[#out + 1] = present
 out[#out + 1] = reserve
+out[#out + 1] = policy['runWindow'] or ''
+out[#out + 1] = policy['tz'] or ''
+out[#out + 1] = policy['blackout'] or ''
 return out

@@ -10,6 +10,8 @@ import type { RedisClient } from '../redis/client.ts';
 import { encodeRate, parsePolicy, seedRecord, type FallbackLimits, type LimitPolicy } from './policy.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { BudgetEvent, PauseInfo } from './types.ts';
+import { encodeBurst, type Burst } from '../core/burst.ts';
+import { encodeOpen, scheduleOf } from './run-window-open.ts';
 
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -20,6 +22,13 @@ export interface LimitChange {
   tokenId?: string;
   /** Permits kept for the organization's other clients, as a number or a share (percent) of perOrg. */
   reserve?: { count: number } | { share: number };
+  /** The pacing buckets' size (acquire.lua "Pacing"). */
+  burst?: Burst;
+  /**
+   * The run window, in the canonical texts of run-window.ts (already parsed and checked): a field left
+   * out keeps what is stored. A blackout without a window means every other day is open.
+   */
+  runWindow?: { windows?: string; tz?: string; blackout?: string };
 }
 
 /**
@@ -84,6 +93,16 @@ export function describeLimits(p: LimitPolicy): Record<string, unknown> {
     ),
     reserve: p.reserve,
     ...(p.reserveShare !== null ? { reserveShare: `${p.reserveShare}%` } : {}),
+    ...(p.burst ? { burst: encodeBurst(p.burst) } : {}),
+    ...(p.runWindow
+      ? {
+          runWindow: {
+            windows: p.runWindow.windows || 'all all',
+            tz: p.runWindow.tz || 'UTC',
+            ...(p.runWindow.blackout ? { blackout: p.runWindow.blackout } : {}),
+          },
+        }
+      : {}),
     // Learned limits only when there are some (a reset forgets them, and says so in the change log).
     ...(Object.keys(p.learned.tokens).length > 0 || p.learned.org
       ? {
@@ -132,8 +151,10 @@ export function checkLimitChange(org: string, change: LimitChange): void {
   if (change.tokenId !== undefined && change.perToken === undefined) {
     throw invalid('--token needs --per-token N/DURATION (the limit of that one token)');
   }
-  if (!change.perOrg && !change.perToken && !change.reserve) {
-    throw invalid('limits set needs at least one of --per-org, --per-token or --reserve');
+  if (!change.perOrg && !change.perToken && !change.reserve && !change.burst && !change.runWindow) {
+    throw invalid(
+      'limits set needs at least one of --per-org, --per-token, --reserve, --burst, --run-window, --tz or --blackout',
+    );
   }
   // Rates come from readRate (duration.ts) in the CLI and the dashboard; one built in code is held to
   // the same bounds, or it would be stored and then ignored by every worker (includes/policy.lua).
@@ -169,6 +190,33 @@ export async function setLimits(
   } else if (change.reserve) {
     share = change.reserve.share;
   }
+  if (change.burst) set.burst = encodeBurst(change.burst);
+  if (change.runWindow) {
+    // The calendar given over the one stored, turned into the instants acquire.lua reads in the same step.
+    const stored = parsePolicy(await redis.hgetall(keys.policy(org))).runWindow;
+    const texts = {
+      windows: change.runWindow.windows ?? stored?.windows ?? '',
+      tz: change.runWindow.tz ?? stored?.tz ?? '',
+      blackout: change.runWindow.blackout ?? stored?.blackout ?? '',
+    };
+    const schedule = scheduleOf(texts);
+    if (schedule) {
+      for (const [field, value] of [
+        ['runWindow', texts.windows],
+        ['tz', texts.tz],
+        ['blackout', texts.blackout],
+      ] as const) {
+        if (value === '') del.push(field);
+        else set[field] = value;
+      }
+      set.open = encodeOpen(schedule, Date.now());
+    } else if (change.runWindow.windows === undefined && change.runWindow.blackout === undefined) {
+      throw invalid('--tz needs a run window: give --run-window or --blackout too');
+    } else {
+      // The last blackout removed with no window: no calendar left, transfers may run at any hour.
+      del.push('runWindow', 'tz', 'blackout', 'open');
+    }
+  }
   const { before, after } = await apply(redis, keys, org, change.tokenId ?? null, 'limits.set', {
     set,
     del,
@@ -203,12 +251,34 @@ export async function resetLimits(
   check(org);
   const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
     delPrefix: ['tok:', 'learned:', 'refused:'],
-    del: ['reserve', 'reserveShare'],
+    del: ['reserve', 'reserveShare', ...(limits.burst ? [] : ['burst'])],
     set: {
       org: encodeRate(limits.limitPerOrg),
       token: encodeRate(limits.limitPerToken),
       seededFrom: seedRecord(limits),
+      ...(limits.burst ? { burst: encodeBurst(limits.burst) } : {}),
     },
+  });
+  const details = { before: describeLimits(before), after: describeLimits(after) };
+  const changeId = changed(details)
+    ? await appendChange(redis, keys, { who, action: 'limits.reset', org, tokenId: null, details })
+    : null;
+  return { before, after, changeId };
+}
+
+/**
+ * `limits reset --run-window`: transfers may run at any hour again (the window and its blackouts are
+ * removed; a plain `limits reset` keeps them, so resetting the limits never opens the school day).
+ */
+export async function resetRunWindow(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  who: string,
+): Promise<PolicyChangeResult> {
+  check(org);
+  const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
+    del: ['runWindow', 'tz', 'blackout', 'open'],
   });
   const details = { before: describeLimits(before), after: describeLimits(after) };
   const changeId = changed(details)

@@ -10,6 +10,9 @@
 //   reserveShare = P           the share (percent) the reserve was given as, re-resolved when `org` changes
 //   paused = JSON {who, at}    the organization is paused;  paused:<id> = JSON: one token is
 //   seededFrom = JSON          the LIMIT_* values the limits were seeded (or last reset) from
+//   burst = "N" | "P%"         the pacing buckets' size (acquire.lua "Pacing"; seeded from LIMIT_BURST)
+//   runWindow, tz, blackout    the run window's calendar as a person wrote it (canonical: run-window.ts)
+//   open = "horizon s e ..."   the same as UTC instants, for acquire.lua (run-window-open.ts)
 // and, written by the limiter itself from the service's 429s (learn.lua; acquire.lua "Learned limits"):
 //   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
 //   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
@@ -21,6 +24,7 @@ import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
 import type { PauseInfo } from './types.ts';
 import { LearnerTransferError } from '../core/errors.ts';
+import { encodeBurst, parseBurst, type Burst } from '../core/burst.ts';
 
 /**
  * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
@@ -54,6 +58,10 @@ export interface LimitPolicy {
   learned: { tokens: Record<string, LearnedEntry>; org: LearnedEntry | null };
   /** The 429s answered per token (token id -> count), every process together. */
   rateLimited: Record<string, number>;
+  /** The pacing burst stored (null: none, or malformed: the process's LIMIT_BURST applies). */
+  burst: Burst | null;
+  /** The run window's calendar texts as stored (null: none set). */
+  runWindow: { windows: string; tz: string; blackout: string } | null;
 }
 
 /** A learned limit as stored: "max at". */
@@ -75,6 +83,8 @@ export function parseLearned(text: string | undefined): LearnedEntry | null {
 export interface FallbackLimits {
   limitPerToken: Rate;
   limitPerOrg: Rate;
+  /** LIMIT_BURST (absent: no pacing unless the policy sets one). */
+  burst?: Burst | null;
 }
 
 /** The limits in effect for one organization: the policy over the fallback. */
@@ -160,6 +170,11 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
     seededFrom,
     learned: { tokens: learnedTokens, org: parseLearned(hash['learned:org']) },
     rateLimited,
+    burst: hash.burst === undefined ? null : (parseBurst(hash.burst) ?? null),
+    runWindow:
+      hash.runWindow || hash.blackout
+        ? { windows: hash.runWindow ?? '', tz: hash.tz ?? '', blackout: hash.blackout ?? '' }
+        : null,
   };
 }
 
@@ -192,6 +207,16 @@ export function malformedPolicyError(
 ): { fields: Record<string, unknown>; msg: string } {
   const stored = value.length > 80 ? `${value.slice(0, 77)}...` : value;
   const tokenId = field.startsWith('tok:') ? field.slice(4) : null;
+  if (field === 'burst') {
+    const instead = fallback.burst ? `LIMIT_BURST=${encodeBurst(fallback.burst)}` : 'no pacing';
+    return {
+      fields: { org, field, stored: value.slice(0, 80), applied: instead },
+      msg:
+        `the pacing burst stored in Redis for organization '${org}' is malformed (burst = '${value.slice(0, 80)}', ` +
+        `expected N or P%): this worker ignores it and applies ${instead}; set it again with ` +
+        `'learner-transfer limits set --org ${org} --burst 10%'`,
+    };
+  }
   const what =
     field === 'org'
       ? { name: 'limit of the organization', instead: `LIMIT_PER_ORG=${formatRate(fallback.limitPerOrg)}` }
@@ -237,17 +262,18 @@ export async function seedPolicy(
   limits: FallbackLimits,
 ): Promise<{ seeded: boolean; policy: LimitPolicy }> {
   const key = keys.policy(org);
-  const replies = await redis
+  const multi = redis
     .multi()
     .hsetnx(key, 'org', encodeRate(limits.limitPerOrg))
     .hsetnx(key, 'token', encodeRate(limits.limitPerToken))
-    .hsetnx(key, 'seededFrom', seedRecord(limits))
-    .hgetall(key)
-    .exec();
+    .hsetnx(key, 'seededFrom', seedRecord(limits));
+  // A policy of the previous release has no burst: it gets this process's, so the fleet agrees.
+  if (limits.burst) multi.hsetnx(key, 'burst', encodeBurst(limits.burst));
+  const replies = await multi.hgetall(key).exec();
   if (!replies) throw new LearnerTransferError('LT_INTERNAL', 'limits: the seed transaction was aborted');
   for (const [err] of replies) if (err) throw err;
   const seeded = replies.slice(0, 2).some(([, v]) => Number(v) === 1);
-  return { seeded, policy: parsePolicy(replies[3]?.[1] as Record<string, string>) };
+  return { seeded, policy: parsePolicy(replies.at(-1)?.[1] as Record<string, string>) };
 }
 
 const sameRate = (a: Rate | null, b: Rate) => a !== null && a.max === b.max && a.windowMs === b.windowMs;

@@ -10,6 +10,7 @@ export const LIMITER_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'learn',
   'peek',
   'peek-frees',
+  'refresh-open',
   'release',
   'settle',
 ]);

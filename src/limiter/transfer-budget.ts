@@ -9,6 +9,8 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { createKeys, isValidOrgKey, type Keys } from '../core/keys.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
 import { parseFrees, type BudgetFrees } from './budget-schedule.ts';
+import { encodeBurst } from '../core/burst.ts';
+import { refreshOpen } from './run-window-open.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
 import {
@@ -44,6 +46,8 @@ const SCOPES: readonly RefusalScope[] = [
   'lease',
   'lost-lock',
   'paused',
+  'pace',
+  'run-window',
 ];
 /** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
 const KEY_SLACK_MS = 1000;
@@ -90,6 +94,14 @@ function list(value: unknown): unknown[] {
   if (!Array.isArray(value))
     throw new LearnerTransferError('LT_INTERNAL', 'limiter: unexpected script reply (not an array)');
   return value;
+}
+
+/** The run window's stored texts from peek's tail; nothing when none is set. */
+function runWindowOf(tail: unknown[]): { runWindow?: { windows: string; tz: string; blackout: string } } {
+  const [windows, tz, blackout] = tail.map((v) => (v === undefined ? '' : text(v)));
+  return windows || blackout
+    ? { runWindow: { windows: windows ?? '', tz: tz ?? '', blackout: blackout ?? '' } }
+    : {};
 }
 
 /** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s) for a late count. */
@@ -156,7 +168,7 @@ export class TransferBudget {
    */
   async acquire(org: string, tokenIds: readonly string[], lease?: LeaseRequest): Promise<Acquired | Refused> {
     const pool = this.pool(org, tokenIds);
-    const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs, seed } = this.options;
+    const { seed } = this.options;
     if (seed) {
       let seeding = this.seeded.get(org);
       if (!seeding) {
@@ -173,9 +185,29 @@ export class TransferBudget {
     if (lease && (!Number.isSafeInteger(lease.learnerId) || /\s/.test(lease.holder) || !lease.holder)) {
       throw invalid('lease: expected a learner id and a holder without spaces');
     }
+    const first = await this.acquireOnce(org, pool, lease);
+    if (first !== 'stale') return first;
+    // The run window's instants end before now: written again from the calendar, then asked again
+    // (a second 'stale' would mean the calendar has no horizon: said as an error, never a loop).
+    await refreshOpen(this.redis, this.keys, org, Date.now());
+    const second = await this.acquireOnce(org, pool, lease);
+    if (second === 'stale')
+      throw new LearnerTransferError(
+        'LT_INTERNAL',
+        `limiter: the run window of '${org}' stays stale after a refresh (is the Redis clock far from this host's?)`,
+      );
+    return second;
+  }
+
+  private async acquireOnce(
+    org: string,
+    pool: string[],
+    lease: LeaseRequest | undefined,
+  ): Promise<Acquired | Refused | 'stale'> {
+    const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs } = this.options;
     const keys = this.scriptKeys(org, pool);
     keys.splice(3, 0, this.keys.lease(org), lease?.lockKey || this.keys.lease(org));
-    keys.push(this.keys.policy(org));
+    keys.push(this.keys.policy(org), this.keys.pace(org));
     const reply = list(
       await LIMITER_SCRIPTS.run(this.redis, 'acquire', keys, [
         tok.max,
@@ -188,6 +220,7 @@ export class TransferBudget {
         lease?.holder ?? '',
         lease?.lockKey ? lease.lockToken : '',
         lease?.graceMs ?? 0,
+        this.burstArg(),
         ...pool,
       ]),
     );
@@ -213,6 +246,7 @@ export class TransferBudget {
       };
     }
     const scope = text(reply[2]) as RefusalScope;
+    if ((scope as string) === 'run-window-stale') return 'stale';
     if (!SCOPES.includes(scope))
       throw new LearnerTransferError('LT_INTERNAL', `limiter: unexpected refusal scope '${scope}'`);
     return {
@@ -415,9 +449,14 @@ export class TransferBudget {
     const { limitPerToken: tok, limitPerOrg: perOrg } = this.options;
     return {
       pool,
-      keys: [...this.scriptKeys(org, pool), this.keys.policy(org)],
-      args: [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, ...pool],
+      keys: [...this.scriptKeys(org, pool), this.keys.policy(org), this.keys.pace(org)],
+      args: [tok.max, tok.windowMs, perOrg.max, perOrg.windowMs, this.burstArg(), ...pool],
     };
+  }
+
+  /** The fallback burst as the scripts read it ('' = no pacing unless the policy sets one). */
+  private burstArg(): string {
+    return this.options.burst ? encodeBurst(this.options.burst) : '';
   }
 
   private peekView(raw: unknown, pool: readonly string[]): BudgetView {
@@ -430,6 +469,7 @@ export class TransferBudget {
       const limit = num(v[5]);
       const learnedMax = num(v[10] ?? -1);
       const count429 = num(v[13] ?? -1);
+      const burst = num(v[14] ?? -1);
       return {
         used,
         inflight,
@@ -452,6 +492,17 @@ export class TransferBudget {
             }
           : {}),
         ...(count429 >= 0 ? { rateLimited: count429 } : {}),
+        ...(burst > 0
+          ? {
+              pace: {
+                burst,
+                available: num(v[15]),
+                nextInMs: num(v[16]),
+                intervalMs: num(v[6]) / limit,
+                tatInMs: num(text(v[17])),
+              },
+            }
+          : {}),
       };
     };
     const tokens: TokenView[] = pool.map((tokenId, i) => ({ tokenId, ...scope(reply[i + 2]) }));
@@ -462,6 +513,7 @@ export class TransferBudget {
       tokens,
       policyStored: num(reply[pool.length + 2]) === 1,
       reserve: num(reply[pool.length + 3]),
+      ...runWindowOf(reply.slice(pool.length + 4)),
     };
   }
 

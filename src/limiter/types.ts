@@ -2,6 +2,7 @@
 // non-secret fingerprints of config.ts (TokenRef.id), never a token.
 import type { Rate } from '../core/duration.ts';
 import type { BudgetFrees } from './budget-schedule.ts';
+import type { Burst } from '../core/burst.ts';
 
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
@@ -30,6 +31,11 @@ export interface BudgetOptions {
    * stored value; the acquire used the fallback (LIMIT_*) for them. createContext logs them as errors.
    */
   onMalformedPolicy?: (org: string, fields: ReadonlyArray<{ field: string; value: string }>) => void;
+  /**
+   * The fallback burst (LIMIT_BURST): the pacing buckets' size where the policy has no `burst`. Absent or
+   * null: no pacing unless the policy sets one (benchmarks, tests of the windows alone).
+   */
+  burst?: Burst | null;
 }
 
 export type Acquired = {
@@ -68,7 +74,16 @@ export interface LeaseRequest {
  * a resume (allBlockedIndefinitely is then true).
  */
 export type RefusalScope =
-  'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock' | 'paused';
+  | 'token'
+  | 'org'
+  | 'blocked-token'
+  | 'blocked-org'
+  | 'no-token'
+  | 'lease'
+  | 'lost-lock'
+  | 'paused'
+  | 'pace'
+  | 'run-window';
 
 export type Refused = {
   ok: false;
@@ -130,6 +145,22 @@ export interface ScopeView {
   paused: PauseInfo | null;
   /** A limit learned from the service's 429s that holds `limit` below the configured one (absent: none). */
   learned?: LearnedView;
+  /** The scope's pacing bucket (acquire.lua "Pacing"); absent when it does not pace. */
+  pace?: PaceView;
+}
+
+/** A pacing bucket as peek reads it. */
+export interface PaceView {
+  /** Its size: permits at once from a full bucket. */
+  burst: number;
+  /** Permits it allows at once now (0..burst). */
+  available: number;
+  /** Until it allows one (0: now). */
+  nextInMs: number;
+  /** One permit back every this many ms (window / limit, a float). */
+  intervalMs: number;
+  /** Its tat less now (<= 0: full), for the ETA's simulation. */
+  tatInMs: number;
 }
 
 export interface TokenView extends ScopeView {
@@ -172,6 +203,8 @@ export interface BudgetView {
   policyStored: boolean;
   /** When the permits counted now leave their windows (peekWithFrees, or peekFreesMany after a peek). */
   frees?: BudgetFrees | undefined;
+  /** The run window's texts as stored (absent: none): src/limiter/run-window.ts reads them. */
+  runWindow?: { windows: string; tz: string; blackout: string };
 }
 
 /**

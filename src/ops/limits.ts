@@ -2,9 +2,12 @@
 // `limits show` and the dashboard's controls alike; and one line per changed field of a change-log entry.
 import type { AppContext } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
-import { formatDuration, formatRate } from '../core/duration.ts';
+import { formatDuration, formatRate, humanizeMs } from '../core/duration.ts';
+import { encodeBurst } from '../core/burst.ts';
+import { scheduleOf } from '../limiter/run-window-open.ts';
+import { describeRunWindow } from '../limiter/run-window.ts';
 import { envDifferences, type LimitPolicy } from '../limiter/policy.ts';
-import type { BudgetView, LearnedView, PauseInfo } from '../limiter/types.ts';
+import type { BudgetView, LearnedView, PauseInfo, ScopeView } from '../limiter/types.ts';
 
 export interface OrgLimits {
   org: string;
@@ -24,7 +27,13 @@ export interface OrgLimits {
   learned: string | null;
   learnedDetail: LearnedDetail | null;
   seededFrom: LimitPolicy['seededFrom'];
-  environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string };
+  /** The pacing burst in force ("10%", "10"; "100%": off) and where it comes from. */
+  burst: { value: string; stored: boolean };
+  /** How the organization's bucket paces, like "100 at once, then one every 1 min 26 s"; null: not paced. */
+  orgPacing: string | null;
+  /** The run window: its calendar and whether it is open now; null when none is set. */
+  runWindow: { windows: string; tz: string; blackout: string; now: string } | null;
+  environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string; LIMIT_BURST: string };
   /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
   differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
   tokens: Array<{
@@ -40,7 +49,37 @@ export interface OrgLimits {
     learnedDetail: LearnedDetail | null;
     /** The 429s the service answered on this token (every process together); null when none. */
     rateLimited: number | null;
+    /** How its bucket paces, like "10 at once, then one every 36 s"; null: not paced. */
+    pacing: string | null;
   }>;
+}
+
+/** "10 at once, then one every 36 s" for a paced scope; null when it is not paced. */
+export function pacingOf(s: ScopeView): string | null {
+  if (!s.pace) return null;
+  const ms = s.pace.intervalMs;
+  const sec = Math.round((ms % 60_000) / 1000);
+  // "36 s", "1 min 26 s" (humanizeMs rounds to whole minutes), "2 h 24 min".
+  const every =
+    ms < 1000
+      ? `${Math.round(ms)} ms`
+      : ms < 60_000 || ms >= 3_600_000
+        ? humanizeMs(ms)
+        : `${Math.floor(ms / 60_000)} min${sec > 0 ? ` ${sec} s` : ''}`;
+  return `${s.pace.burst} at once, then one every ${every}`;
+}
+
+/** The run window of a view at `nowMs`: its texts and "open until ..." / "opens ..."; null when none. */
+export function runWindowOf(view: BudgetView, nowMs: number): OrgLimits['runWindow'] {
+  if (!view.runWindow) return null;
+  const schedule = scheduleOf(view.runWindow);
+  if (!schedule) return null;
+  return {
+    windows: view.runWindow.windows || 'all all',
+    tz: schedule.tz,
+    blackout: view.runWindow.blackout,
+    now: describeRunWindow(schedule, nowMs),
+  };
 }
 
 /** How a learned limit stands: what the service accepted, when, and the next probe step. */
@@ -92,9 +131,16 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
     paused: policy.paused,
     ...learnedOf(view.org),
     seededFrom: policy.seededFrom,
+    burst: {
+      value: encodeBurst(policy.burst ?? config.burst),
+      stored: policy.burst !== null,
+    },
+    orgPacing: pacingOf(view.org),
+    runWindow: runWindowOf(view, view.now),
     environment: {
       LIMIT_PER_TOKEN: formatRate(config.limitPerToken),
       LIMIT_PER_ORG: formatRate(config.limitPerOrg),
+      LIMIT_BURST: encodeBurst(config.burst),
     },
     differsFromEnvironment: envDifferences(policy, config),
     tokens: view.tokens.map((t) => ({
@@ -105,6 +151,7 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
       paused: t.paused,
       ...learnedOf(t),
       rateLimited: t.rateLimited ?? null,
+      pacing: pacingOf(t),
     })),
   };
 }

@@ -19,6 +19,12 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * What every CLI a test runs gets unless the test says otherwise: no pacing (LIMIT_BURST=off), so tests of
+ * other things keep the timing of the windows alone; the tests of pacing set LIMIT_BURST themselves.
+ */
+export const TEST_DEFAULTS: Readonly<Record<string, string>> = { LIMIT_BURST: 'off' };
+
 export function spawnCli(
   args: string[],
   env: Record<string, string>,
@@ -26,7 +32,7 @@ export function spawnCli(
 ): ChildProcess & { output: { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...TEST_DEFAULTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as ChildProcess & { output: { stdout: string; stderr: string } };
   child.output = { stdout: '', stderr: '' };
@@ -105,7 +111,7 @@ export async function runCommand(
   try {
     const code = await Promise.race([
       run(args, {
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...TEST_DEFAULTS, ...env },
         stdout,
         stderr,
       }),

@@ -70,6 +70,7 @@ export async function startHarness(
     LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2',
     LIMIT_PER_TOKEN: '20/2s',
     LIMIT_PER_ORG: '60/4s',
+    LIMIT_BURST: 'off',
     REQUEST_TIMEOUT: '1500ms',
     CONNECT_TIMEOUT: '500ms',
     BACKOFF: '50ms',

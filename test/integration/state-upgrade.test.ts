@@ -198,6 +198,7 @@ describe('a migration in progress survives an upgrade', () => {
         LEARNER_API_TOKENS: 'acme:sim-acme-1,beta:sim-beta-1',
         LIMIT_PER_TOKEN: '20/2s',
         LIMIT_PER_ORG: '60/4s',
+        LIMIT_BURST: 'off',
         REQUEST_TIMEOUT: '1500ms',
         CONNECT_TIMEOUT: '500ms',
         BACKOFF: '50ms',

@@ -65,3 +65,69 @@ local function lt_learned(policy, field, limit, configured, window, now)
   end
   return math.max(1, value), m, at, at + (steps + 1) * every - now
 end
+
+-- Pacing (acquire.lua "Pacing"): a burst stored as "N" (permits) or "P%" (a share of the scope's limit,
+-- P 1..100), the same forms src/limiter/burst.ts parses and writes. Returns the bucket size for a scope
+-- whose limit in force is `max` (1..max), or nil for no pacing: no burst set, or one as large as the
+-- limit (a bucket of the whole limit refilled at the window's rate never refuses what the window grants:
+-- any window holds at most max, and any span of L ms at most max + L * max / window). `field` names the
+-- value in lt_malformed when it is neither form; a malformed value means no pacing, never a guess.
+local LT_BURST_MAX_COUNT = 1000000
+local function lt_burst(spec, field, max)
+  if spec == nil or spec == '' then
+    return nil
+  end
+  local p = string.match(spec, '^(%d+)%%$')
+  local b
+  if p then
+    p = tonumber(p)
+    if p >= 1 and p <= 100 then
+      b = math.max(1, math.floor(max * p / 100))
+    end
+  else
+    local n = tonumber(string.match(spec, '^(%d+)$'))
+    if n and n >= 1 and n <= LT_BURST_MAX_COUNT then
+      b = n
+    end
+  end
+  if b == nil then
+    if field then
+      lt_malformed[#lt_malformed + 1] = field
+      lt_malformed[#lt_malformed + 1] = spec
+    end
+    return nil
+  end
+  if b >= max then
+    return nil
+  end
+  return b
+end
+
+-- The burst in force: the policy's, or `fallback` (ARGV) when it has none or a malformed one (then named
+-- in lt_malformed, as a malformed rate is).
+local function lt_burst_spec(policy, fallback)
+  local stored = policy['burst']
+  if stored then
+    local before = #lt_malformed
+    lt_burst(stored, 'burst', LT_BURST_MAX_COUNT + 1)
+    if #lt_malformed == before then
+      return stored
+    end
+  end
+  return fallback
+end
+
+-- A scope's bucket in GCRA form (acquire.lua "Pacing"): `tat` (the theoretical arrival time, ms, as
+-- stored; nil when none) for a limit of `max` per `window` and a bucket of `burst`. Returns the ms until
+-- the bucket allows one permit (0: now) and the tat after granting it now. T = window / max is a
+-- float: the stored tat keeps its fraction, so a long run paces at exactly max per window.
+local LT_PACE_EPSILON = 1e-6
+local function lt_pace(tat, now, max, window, burst)
+  local interval = window / max
+  local t = math.max(tonumber(tat) or 0, now)
+  local allowAt = t - (burst - 1) * interval
+  if now + LT_PACE_EPSILON >= allowAt then
+    return 0, t + interval
+  end
+  return math.ceil(allowAt - now - LT_PACE_EPSILON), nil
+end

@@ -1,0 +1,60 @@
+// The run window as the limiter sees it: the policy's calendar fields (runWindow, tz, blackout: texts a
+// person wrote, kept in the canonical form of run-window.ts) turned into UTC instants, the `open` field
+// that acquire.lua reads with Redis TIME. The calendar is computed here, in TypeScript, and only here;
+// the Lua never sees a time zone. The instants cover OPEN_HORIZON_MS from when they were computed: past
+// that acquire answers 'run-window-stale' and TransferBudget writes them again (refreshOpen), so an
+// organization waiting for a window far away wakes once at the horizon, not on a poll.
+import type { Keys } from '../core/keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { LIMITER_SCRIPTS } from './scripts.ts';
+import {
+  checkTimeZone,
+  openIntervals,
+  parseBlackouts,
+  parseRunWindow,
+  type RunSchedule,
+} from './run-window.ts';
+
+/** How far ahead the stored instants reach: a fortnight (at most a few dozen intervals to scan). */
+export const OPEN_HORIZON_MS = 14 * 86_400_000;
+/** The instants start this long before they were computed, so a Redis clock a little behind still sees the window open. */
+const OPEN_LOOKBACK_MS = 60_000;
+
+/** The calendar texts of a policy ('' when absent), as stored. */
+export interface RunWindowTexts {
+  windows: string;
+  tz: string;
+  blackout: string;
+}
+
+/** The schedule of stored texts, or null when none is set. A blackout alone means every day else is open. */
+export function scheduleOf(texts: RunWindowTexts): RunSchedule | null {
+  if (texts.windows === '' && texts.blackout === '') return null;
+  return {
+    windows: parseRunWindow(texts.windows === '' ? 'all all' : texts.windows),
+    tz: checkTimeZone(texts.tz === '' ? 'UTC' : texts.tz),
+    blackouts: texts.blackout === '' ? [] : parseBlackouts(texts.blackout),
+  };
+}
+
+/** The `open` field for a schedule from `fromMs`: "horizon s1 e1 s2 e2 ..." (Redis-clock ms). */
+export function encodeOpen(schedule: RunSchedule, fromMs: number): string {
+  const from = Math.floor(fromMs) - OPEN_LOOKBACK_MS;
+  const horizon = Math.floor(fromMs) + OPEN_HORIZON_MS;
+  const parts = [String(horizon)];
+  for (const [s, e] of openIntervals(schedule, from, horizon)) parts.push(String(s), String(e));
+  return parts.join(' ');
+}
+
+/**
+ * Writes the organization's `open` field again from its calendar fields, as of `nowMs` (Redis's clock,
+ * from the acquire that found it stale), unless they changed meanwhile (refresh-open.lua).
+ */
+export async function refreshOpen(redis: RedisClient, keys: Keys, org: string, nowMs: number): Promise<void> {
+  const [windows, tz, blackout] = (await redis.hmget(keys.policy(org), 'runWindow', 'tz', 'blackout')).map(
+    (v) => v ?? '',
+  ) as [string, string, string];
+  const schedule = scheduleOf({ windows, tz, blackout });
+  const open = schedule ? encodeOpen(schedule, nowMs) : '';
+  await LIMITER_SCRIPTS.run(redis, 'refresh-open', [keys.policy(org)], [windows, tz, blackout, open]);
+}
