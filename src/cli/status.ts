@@ -4,7 +4,8 @@ import { collectStatus, type OrgStatus, type Status } from '../ops/status.ts';
 import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/org-states.ts';
 import { requireOrg } from '../app/context.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
-import type { LearnedView } from '../limiter/types.ts';
+import type { LearnedView, ScopeView } from '../limiter/types.ts';
+import { pacingOf } from '../ops/limits.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import type { Cli } from './io.ts';
 
@@ -13,6 +14,18 @@ function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView
   if (!v.learned) return '';
   const rate = (max: number) => formatRate({ max, windowMs: v.windowMs });
   return ` (learned ${rate(v.limit)} from 429s, configured ${rate(v.learned.configured)}; next probe step in ${humanizeMs(v.learned.nextProbeInMs)})`;
+}
+
+/** "tokens 10 at once, then one every 36 s" (each distinct pacing once). */
+function pacedTokens(o: OrgStatus): string[] {
+  const kinds = [...new Set(o.budget.tokens.map(pacingOf).filter((p): p is string => p !== null))];
+  return kinds.map((p) => `${o.budget.tokens.length === 1 ? 'the token' : 'tokens'} ${p}`);
+}
+
+/** " bucket 3 of 10 (next in 12 s)" for a paced scope, '' otherwise. */
+function bucketText(s: ScopeView): string {
+  if (!s.pace) return '';
+  return `, bucket ${s.pace.available} of ${s.pace.burst}${s.pace.available === 0 ? ` (next in ${humanizeMs(s.pace.nextInMs)})` : ''}`;
 }
 
 /** One organization's block: learners, jobs, limits, pauses, budget per scope, remaining and ETA. */
@@ -37,16 +50,27 @@ function orgLines(o: OrgStatus): string[] {
       (o.budget.reserve > 0 ? ` less a reserve of ${o.budget.reserve} (${rate(b)} for this tool)` : '') +
       `, ${tokenRates.join(' / ') || '-'} per token`,
   );
+  const paced = [pacingOf(b) && `the organization ${pacingOf(b)}`, ...pacedTokens(o)].filter(Boolean);
+  if (paced.length > 0) lines.push(`  pacing: ${paced.join('; ')}`);
+  if (o.runWindow) {
+    const w = o.runWindow;
+    lines.push(
+      `  run window: ${w.windows} (${w.tz})${w.blackout ? `, blackout ${w.blackout}` : ''}: ` +
+        (w.open ? w.now : `waiting for the run window (${w.now})`),
+    );
+  }
   if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${b.paused.at} (resume --org ${o.org})`);
   lines.push(
     `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
       (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
+      bucketText(b) +
       learnedText(b) +
       (b.blocked ? ` [BLOCKED: ${b.blocked.reason}]` : ''),
   );
   for (const t of o.budget.tokens) {
     lines.push(
       `  token ${t.tokenId}: ${t.used} used, ${t.inflight} in flight, ${t.remaining} of ${t.limit} left` +
+        bucketText(t) +
         learnedText(t) +
         (t.rateLimited ? `, ${t.rateLimited} answered 429` : '') +
         (t.blocked

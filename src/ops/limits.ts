@@ -5,7 +5,7 @@ import { tokensOf, type Config } from '../core/config.ts';
 import { formatDuration, formatRate, humanizeMs } from '../core/duration.ts';
 import { encodeBurst } from '../core/burst.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
-import { describeRunWindow } from '../limiter/run-window.ts';
+import { describeRunWindow, openAt } from '../limiter/run-window.ts';
 import { envDifferences, type LimitPolicy } from '../limiter/policy.ts';
 import type { BudgetView, LearnedView, PauseInfo, ScopeView } from '../limiter/types.ts';
 
@@ -32,7 +32,7 @@ export interface OrgLimits {
   /** How the organization's bucket paces, like "100 at once, then one every 1 min 26 s"; null: not paced. */
   orgPacing: string | null;
   /** The run window: its calendar and whether it is open now; null when none is set. */
-  runWindow: { windows: string; tz: string; blackout: string; now: string } | null;
+  runWindow: RunWindowState | null;
   environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string; LIMIT_BURST: string };
   /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
   differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
@@ -54,6 +54,15 @@ export interface OrgLimits {
   }>;
 }
 
+/** A run window as shown: its calendar, whether it is open now, and "open until ..." / "opens ...". */
+export interface RunWindowState {
+  windows: string;
+  tz: string;
+  blackout: string;
+  open: boolean;
+  now: string;
+}
+
 /** "10 at once, then one every 36 s" for a paced scope; null when it is not paced. */
 export function pacingOf(s: ScopeView): string | null {
   if (!s.pace) return null;
@@ -70,14 +79,16 @@ export function pacingOf(s: ScopeView): string | null {
 }
 
 /** The run window of a view at `nowMs`: its texts and "open until ..." / "opens ..."; null when none. */
-export function runWindowOf(view: BudgetView, nowMs: number): OrgLimits['runWindow'] {
+export function runWindowOf(view: BudgetView, nowMs: number): RunWindowState | null {
   if (!view.runWindow) return null;
   const schedule = scheduleOf(view.runWindow);
   if (!schedule) return null;
+  const open = openAt(schedule, nowMs);
   return {
     windows: view.runWindow.windows || 'all all',
     tz: schedule.tz,
     blackout: view.runWindow.blackout,
+    open: open !== null && open[0] <= nowMs,
     now: describeRunWindow(schedule, nowMs),
   };
 }

@@ -6,6 +6,7 @@
 // when those permits leave their windows.
 import type { AppContext } from '../app/context.ts';
 import { etaOf, type Eta } from './eta.ts';
+import { runWindowOf, type RunWindowState } from './limits.ts';
 import type { BudgetView } from '../limiter/index.ts';
 import { FREE_STEPS } from '../limiter/budget-schedule.ts';
 import type { JobCounts } from '../queue/queues.ts';
@@ -22,6 +23,8 @@ export interface OrgStatus {
   jobs: JobCounts;
   budget: BudgetView;
   eta: Eta;
+  /** The run window and whether it is open now (null: none set, transfers may run at any hour). */
+  runWindow: RunWindowState | null;
 }
 
 export interface Status {
@@ -142,7 +145,7 @@ export async function readStatus(
     const remaining = remainingOf(i);
     // At the limits every worker applies (the policy in Redis), the same function as plan's.
     const eta = etaOf(budgets[i] as BudgetView, remaining);
-    return { org, learners, remaining, jobs, budget, eta };
+    return { org, learners, remaining, jobs, budget, eta, runWindow: runWindowOf(budget, budget.now) };
   });
   const status: Status = {
     at: new Date().toISOString(),

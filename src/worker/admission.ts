@@ -164,7 +164,10 @@ async function waitForPermit(
   throw Worker.RateLimitError();
 }
 
-/** An organization paused, or with every token refused (401), is said once a minute. */
+/**
+ * An organization paused, or with every token refused (401), is said once a minute; one outside its run
+ * window once per closed stretch.
+ */
 function sayWhyNoPermit(ctx: ProcessorContext, target: TransferTarget, permit: Refused): void {
   const { logger } = ctx.deps;
   const { org, tokens } = target;
@@ -177,6 +180,18 @@ function sayWhyNoPermit(ctx: ProcessorContext, target: TransferTarget, permit: R
       logger.info(
         { org },
         `organization '${org}' is paused (or every token of it): no new transfer is sent until 'learner-transfer resume --org ${org}'`,
+      );
+    }
+  } else if (permit.scope === 'run-window') {
+    // Outside the organization's run window (`limits set --run-window`): the lane sleeps until it opens.
+    // Said once per closed stretch (a wait that ends later than the one last said).
+    const opensAt = Date.now() + permit.waitMs;
+    const said = ctx.lastPauseNote.get(`${org}\u0000window`) ?? 0;
+    if (opensAt > said + 60_000) {
+      ctx.lastPauseNote.set(`${org}\u0000window`, opensAt);
+      logger.info(
+        { org, opensAt: new Date(opensAt).toISOString(), waitMs: permit.waitMs },
+        `organization '${org}' is outside its run window: no transfer is sent until it opens at ${new Date(opensAt).toISOString()}`,
       );
     }
   } else if (permit.allBlockedIndefinitely) {
