@@ -16,6 +16,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--csv <file>', 'CSV to transfer', EXAMPLE)
     .option('--limit-per-token <rate>', 'compressed per-token limit', '10/4s')
     .option('--limit-per-org <rate>', 'compressed per-organization limit', '16/4s')
+    .option('--burst <N|P%|off>', 'pacing: what a bucket sends at once before one per window/limit', '25%')
     .option('--out <dir>', 'where report files go (default out/demo-<run>)')
     .option('--no-dashboard', 'exit at the end instead of keeping the dashboard up')
     .option('--dashboard-port <n>', 'dashboard port', '8080')
@@ -24,6 +25,7 @@ export function register(program: Command, cli: Cli): void {
         csv: string;
         limitPerToken: string;
         limitPerOrg: string;
+        burst: string;
         out?: string;
         dashboard: boolean;
         dashboardPort: string;
@@ -66,6 +68,7 @@ async function runAndShow(
     csv: string;
     limitPerToken: string;
     limitPerOrg: string;
+    burst: string;
     dashboard: boolean;
     dashboardPort: string;
   },
@@ -78,6 +81,7 @@ async function runAndShow(
     csv: opts.csv,
     limitPerToken: opts.limitPerToken,
     limitPerOrg: opts.limitPerOrg,
+    burst: opts.burst,
     outDir,
     print,
     live,

@@ -1,6 +1,7 @@
 // The demo: the whole tool on the built-in simulator, in one process. Starts the simulator (which
 // enforces the same compressed limits, so a 429 would show), uses Redis at REDIS_URL or a throwaway one,
 // enqueues a CSV, runs workers until idle with progress, and writes the report files.
+import { encodeBurst } from '../core/burst.ts';
 import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
 import { createContext, type AppContext } from '../app/context.ts';
@@ -43,6 +44,8 @@ export interface DemoOptions {
   csv: string;
   limitPerToken: string;
   limitPerOrg: string;
+  /** LIMIT_BURST of the demo (default 25%: pacing shows in the progress line). */
+  burst?: string;
   outDir: string;
   print: (line: string) => void;
   /** Shown on a terminal as one live line; plain lines otherwise. */
@@ -184,7 +187,9 @@ async function startDemo(
   const ctx = await createContext(config, { logger });
   cleanups.push(() => ctx.close());
   await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger });
-  print(`limits    ${options.limitPerToken} per token (2 tokens), ${options.limitPerOrg} per organization`);
+  print(
+    `limits    ${options.limitPerToken} per token (2 tokens), ${options.limitPerOrg} per organization, paced with a burst of ${encodeBurst(config.burst)}`,
+  );
 
   const { runId, enqueue } = await enqueueDemoCsv(ctx, options);
   const final = await workUntilIdle(ctx, options, runId);
@@ -229,6 +234,7 @@ function demoConfig(
       LEARNER_API_TOKENS: DEMO_TOKENS,
       LIMIT_PER_TOKEN: options.limitPerToken,
       LIMIT_PER_ORG: options.limitPerOrg,
+      LIMIT_BURST: options.burst ?? '25%',
       REQUEST_TIMEOUT: '2s',
       CONNECT_TIMEOUT: '1s',
       BACKOFF: '200ms',
@@ -307,9 +313,19 @@ async function showProgress(ctx: AppContext, options: DemoOptions, runId: string
     ctx.config.tokens.map((t) => t.id),
   );
   const { done, failed, waiting } = progressOf(c);
-  const wait =
-    view.org.remaining === 0 || view.tokens.every((t) => t.remaining === 0)
-      ? ` (budget spent: next permit in ${humanizeMs(Math.max(view.org.nextFreeInMs, Math.min(...view.tokens.map((t) => t.nextFreeInMs))))})`
+  const spent = view.org.remaining === 0 || view.tokens.every((t) => t.remaining === 0);
+  // Paced: the windows have room, but the organization's bucket (or every token's) is empty.
+  const paced =
+    view.org.pace?.available === 0 ||
+    view.tokens.every((t) => t.pace !== undefined && t.pace.available === 0);
+  const paceIn = Math.max(
+    view.org.pace?.nextInMs ?? 0,
+    Math.min(...view.tokens.map((t) => t.pace?.nextInMs ?? 0)),
+  );
+  const wait = spent
+    ? ` (budget spent: next permit in ${humanizeMs(Math.max(view.org.nextFreeInMs, Math.min(...view.tokens.map((t) => t.nextFreeInMs))))})`
+    : waiting > 0 && paced
+      ? ` (paced: next permit in ${paceIn < 1000 ? `${Math.max(1, Math.round(paceIn))} ms` : humanizeMs(paceIn)})`
       : '';
   options.live(
     `work      ${done} done, ${failed} failed, ${waiting} waiting | budget: org ${view.org.remaining}/${view.org.limit}, tokens ${view.tokens.map((t) => `${t.remaining}/${t.limit}`).join(' ')}${wait}`,

@@ -17,6 +17,9 @@ describe('demo', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/enqueue {3}run \S+: 52 rows read, 50 enqueued, 2 rejected/);
+    expect(r.stdout).toMatch(
+      /limits {4}10\/4s per token \(2 tokens\), 16\/4s per organization, paced with a burst of 25%/,
+    );
     expect(r.stdout).toMatch(/transferred +44 /);
     expect(r.stdout).toMatch(/already-in-org +3 /);
     expect(r.stdout).toMatch(/not-found +2 /);

@@ -5,6 +5,7 @@
 // transfer from a running worker until it is resumed. Refused without authentication, without (or with
 // a forged) CSRF token and in read-only mode, with nothing written; bad input is a 400 naming the field.
 import type { FastifyInstance, InjectOptions } from 'fastify';
+import { setLimits } from '../../src/limiter/policy-control.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dashboardActor, readChanges, type ChangeEntry } from '../../src/limiter/control-log.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
@@ -288,6 +289,31 @@ describe('limits', () => {
     expect(c2.changes.length).toBeLessThanOrEqual(20);
     const page = await authed(app, { url: '/controls?org=acme' });
     expect(page.body).toContain('<td data-change-action>limits.reset</td>');
+  });
+
+  it('shows pacing and a closed run window on the overview, as `limits set` stored them', async () => {
+    const fallback = { limitPerToken: h.config.limitPerToken, limitPerOrg: h.config.limitPerOrg };
+    // A window that opened and closed an hour ago (UTC): closed now, opens again tomorrow.
+    const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+    const windows = `all ${hhmm(Date.now() - 2 * 3_600_000)}-${hhmm(Date.now() - 3_600_000)}`;
+    await setLimits(
+      h.ctx.redis,
+      h.ctx.keys,
+      'acme',
+      { burst: { count: 5 }, runWindow: { windows, tz: 'UTC' } },
+      fallback,
+      ALICE,
+    );
+    const page = await authed(app, { url: '/' });
+    expect(page.body).toMatch(
+      /data-pacing="acme">pacing: the organization 5 at once, then one every 67 ms; each token 5 at once, then one every 100 ms/,
+    );
+    expect(page.body).toContain('data-open="no"');
+    expect(page.body).toMatch(/waiting for the run window \(opens \w{3} \d\d:\d\d UTC\)/);
+    const overview = (await authed(app, { url: '/api/overview' })).json();
+    const acme = overview.orgs.find((o: { org: string }) => o.org === 'acme');
+    expect(acme.runWindow).toMatchObject({ windows, tz: 'UTC', open: false });
+    expect(acme.budget.tokens[0].pace).toMatchObject({ burst: 5, intervalMs: 100 });
   });
 
   it('shows at most the newest 20 changes', async () => {

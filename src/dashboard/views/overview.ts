@@ -8,6 +8,7 @@ import { DEFAULT_VIEW, type OrgOverview, type Overview, type RunOverview } from 
 import { SMALL_FLEET, STATE_FILTERS, STATE_LABELS } from '../../ops/org-states.ts';
 import { viewParams } from '../routes/overview-query.ts';
 import { layout, type PageContext } from './layout.ts';
+import { pacingOf } from '../../ops/limits.ts';
 import { alertList, budgetTable, counts, hourlyChart, progressBar } from './parts.ts';
 
 /**
@@ -20,6 +21,11 @@ function policyLines(org: OrgOverview): Html {
   const perToken = [...new Set(b.tokens.map((t) => formatRate({ max: t.limit, windowMs: t.windowMs })))];
   const pausedTokens = b.tokens.filter((t) => t.paused);
   const controls = `/controls${query({ org: org.org })}`;
+  const tokenPacing = [...new Set(b.tokens.map(pacingOf).filter((x): x is string => x !== null))];
+  const paced = [
+    ...(pacingOf(b.org) ? [`the organization ${pacingOf(b.org)}`] : []),
+    ...tokenPacing.map((x) => `${b.tokens.length === 1 ? 'the token' : 'each token'} ${x}`),
+  ];
   return html`${
       b.org.paused
         ? html`<p class="alert alert-warning" data-org-paused="${org.org}">
@@ -44,7 +50,21 @@ function policyLines(org: OrgOverview): Html {
           : ''
       },
       ${perToken.join(' / ') || '-'} per token · <a href="${controls}">controls</a>
-    </p>`;
+    </p>
+    ${paced.length > 0 ? html`<p class="muted" data-pacing="${org.org}">pacing: ${paced.join('; ')}</p>` : ''}
+    ${
+      org.runWindow
+        ? html`<p
+            class="${org.runWindow.open ? 'muted' : 'alert alert-warning'}"
+            data-run-window="${org.org}"
+            data-open="${org.runWindow.open ? 'yes' : 'no'}"
+          >
+            run window ${org.runWindow.windows}
+            (${org.runWindow.tz})${org.runWindow.blackout ? `, blackout ${org.runWindow.blackout}` : ''}:
+            ${org.runWindow.open ? org.runWindow.now : `waiting for the run window (${org.runWindow.now})`}
+          </p>`
+        : ''
+    }`;
 }
 
 function orgCard(org: OrgOverview, at: string): Html {

@@ -105,7 +105,9 @@ export function budgetTable(b: BudgetView): Html {
               >`
             : s.remaining === 0
               ? `full, next in ${Math.ceil(s.nextFreeInMs / 1000)} s`
-              : 'ok'
+              : s.pace?.available === 0
+                ? `paced, next in ${s.pace.nextInMs < 1000 ? `${Math.max(1, Math.round(s.pace.nextInMs))} ms` : `${Math.ceil(s.pace.nextInMs / 1000)} s`}`
+                : 'ok'
         }
       </td>
     </tr>`;
