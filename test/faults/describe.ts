@@ -20,7 +20,7 @@ export function describeRun(run: RunPlan): string[] {
       `${run.alreadyIn.length} in acme already (${list(run.alreadyIn)}), ${run.missing.length} unknown (${list(run.missing)})`,
     `  refused    403 for ${list(run.forbidden)}; always 500 for ${list(run.failing)}`,
     `  tokens     ${run.tokens.length} for acme; limits ${formatRate(run.perToken)} per token, ` +
-      `${formatRate(run.perOrg)} per org, service window ${run.window}; repeats answer ${run.repeatMode}`,
+      `${formatRate(run.perOrg)} per org, burst ${run.burst}, service window ${run.window}; repeats answer ${run.repeatMode}`,
     `  workers    ${run.slots} process(es), concurrency ${run.concurrency} each, own spool dir per slot; ` +
       `REQUEST_TIMEOUT ${run.requestTimeoutMs}ms; service latency ${run.latencyMs[0]}-${run.latencyMs[1]} ms`,
   ];

@@ -29,6 +29,8 @@ export interface RunPlan {
   tokens: string[];
   perToken: Rate;
   perOrg: Rate;
+  /** LIMIT_BURST of the workers: pacing under faults too ('off': the windows alone). */
+  burst: string;
   window: 'rolling' | 'fixed';
   repeatMode: RepeatMode;
   /** Worker processes, each with its own spool directory. */
@@ -100,6 +102,8 @@ export function drawRun(seed: number): RunPlan {
     tokens: drawTokens(seed, tokenCount),
     perToken,
     perOrg,
+    // From a stream of its own, so every other draw of a seed is what it was before pacing existed.
+    burst: stream(seed, 'faults:burst').pick(['off', 'off', '50%', '3', '1'] as const),
     window: random.pick(['rolling', 'fixed'] as const),
     repeatMode: random.pick(['success', 'error', 'mixed'] as const),
     slots: random.int(1, 3),

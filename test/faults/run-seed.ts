@@ -48,6 +48,7 @@ function harnessFor(run: RunPlan, redisUrl: string, base: SimFaults): Promise<Ha
       LEARNER_API_TOKENS: run.tokens.map((t) => `acme:${t}`).join(','),
       LIMIT_PER_TOKEN: formatRate(run.perToken),
       LIMIT_PER_ORG: formatRate(run.perOrg),
+      LIMIT_BURST: run.burst,
       REQUEST_TIMEOUT: `${run.requestTimeoutMs}ms`,
       CONNECT_TIMEOUT: '500ms',
       BACKOFF: '50ms',

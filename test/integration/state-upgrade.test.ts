@@ -174,6 +174,39 @@ describe('a migration in progress survives an upgrade', () => {
     expect(await job?.getState()).toBe('waiting');
   });
 
+  it("the previous release's limits (no burst, no run window) keep working: pacing starts from LIMIT_BURST with no step", async () => {
+    const prefix = newPrefix();
+    const keys = createKeys(prefix);
+    // The policy hash as the previous release seeded it, and one permit it counted in the token's window.
+    await redis.hset(keys.policy('acme'), {
+      org: '50/1000',
+      token: '6/1000',
+      seededFrom: JSON.stringify({ LIMIT_PER_TOKEN: '6/1s', LIMIT_PER_ORG: '50/1s' }),
+    });
+    const ctx = await context(prefix, { LIMIT_BURST: '2', LIMIT_PER_TOKEN: '6/1s', LIMIT_PER_ORG: '50/1s' });
+    const token = ctx.config.tokens.find((t) => t.org === 'acme')?.id as string;
+    const now = Number((await redis.time())[0]) * 1000;
+    await redis.zadd(keys.tokenLog('acme', token), now - 10, `${now - 10}.000-old`);
+    // Read as before: its limits, the permit counted, nothing paused, no run window.
+    const before = await ctx.budget.peek('acme', [token]);
+    expect(before.tokens[0]).toMatchObject({ used: 1, limit: 6, windowMs: 1000 });
+    expect(before.runWindow).toBeUndefined();
+    // The first acquire of this release seeds the burst beside what is stored, and paces from there:
+    // two at once, then the bucket (one every 1000 / 6 ms).
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await ctx.budget.acquire('acme', [token]));
+    expect(answers.map((a) => (a.ok ? 'granted' : a.scope))).toEqual(['granted', 'granted', 'pace']);
+    expect(await redis.hgetall(keys.policy('acme'))).toMatchObject({
+      org: '50/1000',
+      token: '6/1000',
+      burst: '2',
+    });
+    const after = await ctx.budget.peek('acme', [token]);
+    expect(after.tokens[0]?.used).toBe(1);
+    expect(after.tokens[0]?.inflight).toBe(2);
+    expect(after.tokens[0]?.pace).toMatchObject({ burst: 2, available: 0 });
+  });
+
   it('runs once per prefix: a later start does not claim again', async () => {
     const prefix = newPrefix();
     const keys = createKeys(prefix);
