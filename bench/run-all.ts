@@ -18,6 +18,7 @@ const BENCHES: Bench[] = [
   { name: 'audit-archive', run: async () => (await import('./audit-archive.ts')).runAuditArchiveBench() },
   { name: 'redis-bytes', run: async () => (await import('./redis-bytes.ts')).runRedisBytesBench() },
   { name: 'eta', run: async () => (await import('./eta.ts')).runEtaBench() },
+  { name: 'pacing', run: async () => (await import('./pacing.ts')).runPacingBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {

@@ -257,7 +257,7 @@ function zoneOf(tz: string): Zone {
 function readOffset(zone: Zone, seconds: number): number {
   const text = zone.format.format(seconds * 1000);
   const m = /(\d+)\D+(\d+)\D+(\d+)\D+(\d+)\D+(\d+)\D+(\d+)/.exec(text);
-  if (!m) throw new Error(`unreadable local time '${text}'`);
+  if (!m) throw new LearnerTransferError('LT_INTERNAL', `run window: unreadable local time '${text}'`);
   const [mo, d, y, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number];
   return Date.UTC(y, mo - 1, d, h, mi, s) - seconds * 1000;
 }

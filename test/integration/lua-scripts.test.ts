@@ -179,18 +179,18 @@ describe('defining and running', () => {
   it('runs a fixed-count and a per-call-count script, and refuses a key list of the wrong length', async () => {
     const block = `${prefix}:org:block`;
     expect(await LIMITER_SCRIPTS.run(redis, 'block', [block], ['429', 60_000])).toBe(1);
-    // peek with no token: org log, inflight, block and the policy hash (--- @keys 4+).
+    // peek with no token: org log, inflight, block, the policy hash and the pace hash (--- @keys 5+).
     const view = (await LIMITER_SCRIPTS.run(
       redis,
       'peek',
-      [`${prefix}:org:log`, `${prefix}:org:inflight`, block, `${prefix}:org:policy`],
-      [5, 1000, 9, 1000],
+      [`${prefix}:org:log`, `${prefix}:org:inflight`, block, `${prefix}:org:policy`, `${prefix}:org:pace`],
+      [5, 1000, 9, 1000, ''],
     )) as unknown[];
     expect((view[1] as unknown[])[3]).toBe('429');
     expect(() => LIMITER_SCRIPTS.run(redis, 'block', [block, block], ['429', 1])).toThrow(
       /block\.lua takes 1 keys \(--- @keys 1\), given 2/,
     );
-    expect(() => LIMITER_SCRIPTS.run(redis, 'peek', [block], [])).toThrow(/takes 4 or more keys/);
+    expect(() => LIMITER_SCRIPTS.run(redis, 'peek', [block], [])).toThrow(/takes 5 or more keys/);
   });
 
   it('defines on a Cluster client once, and its pipelines have the commands', () => {
