@@ -2,12 +2,26 @@
 // TypeScript with no Redis: per scope (an organization, one token of it) the permits in flight
 // (id -> deadline) and the log (id -> the time it counts until), the live policy fields acquire reads,
 // and the blocks. limiter.model.test.ts runs the real TransferBudget and this side by side and compares
-// every answer and every sorted set.
+// every answer and every sorted set. Pacing and the run window (limiter-pace.ts) are modelled exactly too:
+// the tats of the pace hash and every wait and scope they cause.
 //
 // Separate from it, and not derived from its counts: the window bound. Each granted permit keeps the
 // interval in which the service may have counted it (acquire .. the earliest of its deadline and its
 // first response: the premise of acquire.lua's proof) and windowViolation() checks, for the permit just
 // granted, that no window of the service can hold more than the limit in force.
+
+import {
+  allowedFrom,
+  bucketView,
+  burstSize,
+  burstSpec,
+  pace,
+  parseOpen,
+  runWindowWait,
+  stored3,
+  type PaceModelView,
+  type PaceParams,
+} from './limiter-pace.ts';
 
 export interface Rate {
   max: number;
@@ -41,6 +55,8 @@ export interface OrgModel {
   name: string;
   tokens: string[];
   policy: Map<string, string>;
+  /** The pace hash: 'org' and 'tok:<id>' -> tat, as stored ("%.3f" read back). */
+  pace: Map<string, number>;
   orgBlocked: boolean;
   tokenBlocked: Set<string>;
   org: Scope;
@@ -50,6 +66,14 @@ export interface OrgModel {
 export type Prediction =
   | { ok: true; token: string; deadline: number }
   | { ok: false; scope: string; waitMs: number; allBlockedIndefinitely: boolean };
+
+/** What acquire is given besides the organization: the fallbacks of TransferBudget's options (ARGV). */
+export interface Fallbacks {
+  token: Rate;
+  org: Rate;
+  /** The fallback burst as the scripts get it ('' = none). */
+  burst: string;
+}
 
 /** What a scope's limit was at a grant, for the window bound. */
 export interface Bound {
@@ -70,6 +94,7 @@ export function newOrg(name: string, tokens: string[]): OrgModel {
     name,
     tokens,
     policy: new Map(),
+    pace: new Map(),
     orgBlocked: false,
     tokenBlocked: new Set(),
     org: newScope(),
@@ -172,36 +197,74 @@ function windowWait(s: Scope, max: number, windowMs: number, now: number): numbe
   return windowMs + 1;
 }
 
+/** The burst in force for the organization (lt_burst_spec): its valid stored burst, or the fallback. */
+export function burstInForce(o: OrgModel, fb: Fallbacks): string {
+  return burstSpec(o.policy.get('burst'), fb.burst);
+}
+
+/** A scope's pacing under `spec` for a limit in force of `max` per `windowMs` (null: it does not pace). */
+export function paceParams(spec: string, max: number, windowMs: number): PaceParams | null {
+  const burst = max > 0 ? burstSize(spec, max) : null;
+  return burst === null ? null : { burst, intervalMs: windowMs / max };
+}
+
+/** acquire.lua paceOf(): the scope's bucket at `now` (wait 0 and tat null when it does not pace). */
+function paceOf(
+  o: OrgModel,
+  spec: string,
+  field: string,
+  max: number,
+  windowMs: number,
+  now: number,
+): { waitMs: number; tat: number | null } {
+  const p = paceParams(spec, max, windowMs);
+  if (p === null) return { waitMs: 0, tat: null };
+  return pace(o.pace.get(field), now, max, windowMs, p.burst);
+}
+
 /**
  * One acquire on `pool` at `now`, as acquire.lua decides it (no lease; blocks only until unblock: a
  * block with a Retry-After expires on the host's clock, which this model does not step). Applies its
- * writes to the model: refreshes, forgotten learned limits and, when granted, the permit in flight.
+ * writes to the model: refreshes, forgotten learned limits and, when granted, the permit in flight and
+ * the tats of the buckets it came out of. 'run-window-stale' is the script's answer before TransferBudget
+ * refreshes the run window and asks again.
  */
 export function acquire(
   o: OrgModel,
   pool: readonly string[],
-  fallbackToken: Rate,
-  fallbackOrg: Rate,
+  fb: Fallbacks,
   inflightTtlMs: number,
   now: number,
   permitId: () => string,
 ): Prediction {
-  const l = configuredLimits(o, fallbackToken, fallbackOrg);
+  const l = configuredLimits(o, fb.token, fb.org);
   const org = orgLimit(o, l, now);
   if (org.spent && l.orgUsable > 0) o.policy.delete('learned:org');
+  const spec = burstInForce(o, fb);
   if (o.policy.has('paused')) {
     return { ok: false, scope: 'paused', waitMs: l.org.windowMs, allBlockedIndefinitely: true };
   }
+  const open = o.policy.get('open');
+  const closed = open === undefined ? 0 : runWindowWait(open, now);
+  if (closed < 0) return { ok: false, scope: 'run-window-stale', waitMs: 1, allBlockedIndefinitely: false };
+  if (closed > 0) return { ok: false, scope: 'run-window', waitMs: closed, allBlockedIndefinitely: false };
   if (o.orgBlocked) {
     return { ok: false, scope: 'blocked-org', waitMs: l.org.windowMs, allBlockedIndefinitely: true };
   }
   refresh(o.org, org.windowMs, now);
   const orgWait = windowWait(o.org, org.max, org.windowMs, now);
+  const orgPace = paceOf(o, spec, 'org', org.max, org.windowMs, now);
   let best: string | null = null;
   let bestRemaining = 0;
   let anyUsable = false;
   let anyPaused = false;
-  const seen: Array<{ token: string; max: number; windowMs: number; usable: boolean }> = [];
+  const seen: Array<{
+    token: string;
+    max: number;
+    windowMs: number;
+    usable: boolean;
+    pace: { waitMs: number; tat: number | null };
+  }> = [];
   for (const token of pool) {
     const t = tokenLimit(o, l, token, now);
     if (t.spent && t.max > 0) o.policy.delete(`learned:tok:${token}`);
@@ -209,20 +272,24 @@ export function acquire(
     const blocked = o.tokenBlocked.has(token);
     const s = o.tok.get(token) as Scope;
     const c = refresh(s, t.windowMs, now);
+    const tp = paceOf(o, spec, `tok:${token}`, t.max, t.windowMs, now);
     if (paused) anyPaused = true;
     else if (!blocked) anyUsable = true;
     const remaining = t.max - c.log - c.inflight;
-    if (!paused && !blocked && remaining > bestRemaining) {
+    if (!paused && !blocked && tp.waitMs === 0 && remaining > bestRemaining) {
       best = token;
       bestRemaining = remaining;
     }
-    seen.push({ token, max: t.max, windowMs: t.windowMs, usable: !paused && !blocked });
+    seen.push({ token, max: t.max, windowMs: t.windowMs, usable: !paused && !blocked, pace: tp });
   }
-  if (orgWait === 0 && best !== null) {
+  if (orgWait === 0 && orgPace.waitMs === 0 && best !== null) {
     const deadline = now + inflightTtlMs;
     const id = permitId();
     (o.tok.get(best) as Scope).inflight.set(id, deadline);
     o.org.inflight.set(id, deadline);
+    const bestTat = seen.find((t) => t.token === best)?.pace.tat ?? null;
+    if (orgPace.tat !== null) o.pace.set('org', stored3(orgPace.tat));
+    if (bestTat !== null) o.pace.set(`tok:${best}`, stored3(bestTat));
     return { ok: true, token: best, deadline };
   }
   if (!anyUsable) {
@@ -233,16 +300,59 @@ export function acquire(
       allBlockedIndefinitely: true,
     };
   }
+  // Per token the later of its window and its bucket; the earliest token; then the organization's.
   let tokenWait = -1;
+  let tokenScope = 'token';
   for (const t of seen) {
     if (!t.usable) continue;
-    const w = windowWait(o.tok.get(t.token) as Scope, t.max, t.windowMs, now);
-    if (tokenWait < 0 || w < tokenWait) tokenWait = w;
+    let w = windowWait(o.tok.get(t.token) as Scope, t.max, t.windowMs, now);
+    let scope = 'token';
+    if (t.pace.waitMs > w) {
+      w = t.pace.waitMs;
+      scope = 'pace';
+    }
+    if (tokenWait < 0 || w < tokenWait) {
+      tokenWait = w;
+      tokenScope = scope;
+    }
   }
-  if (orgWait > 0 && orgWait >= tokenWait) {
-    return { ok: false, scope: 'org', waitMs: Math.max(1, orgWait), allBlockedIndefinitely: false };
+  let orgScope = 'org';
+  let orgAll = orgWait;
+  if (orgPace.waitMs > orgAll) {
+    orgAll = orgPace.waitMs;
+    orgScope = 'pace';
   }
-  return { ok: false, scope: 'token', waitMs: Math.max(1, tokenWait), allBlockedIndefinitely: false };
+  if (orgAll > 0 && orgAll >= tokenWait) {
+    return { ok: false, scope: orgScope, waitMs: Math.max(1, orgAll), allBlockedIndefinitely: false };
+  }
+  return { ok: false, scope: tokenScope, waitMs: Math.max(1, tokenWait), allBlockedIndefinitely: false };
+}
+
+/** The pacing of the organization and of `token` now (after the acquire's refresh): what the bucket bound holds. */
+export function pacingAt(
+  o: OrgModel,
+  token: string,
+  fb: Fallbacks,
+  now: number,
+): { token: PaceParams | null; org: PaceParams | null } {
+  const spec = burstInForce(o, fb);
+  const l = configuredLimits(o, fb.token, fb.org);
+  const t = tokenLimit(o, l, token, now);
+  const org = orgLimit(o, l, now);
+  return { token: paceParams(spec, t.max, t.windowMs), org: paceParams(spec, org.max, org.windowMs) };
+}
+
+/** peek.lua bucket(): a scope's PaceView, or null when it does not pace. */
+export function peekPace(
+  o: OrgModel,
+  fb: Fallbacks,
+  field: string,
+  max: number,
+  windowMs: number,
+  now: number,
+): PaceModelView | null {
+  const p = paceParams(burstInForce(o, fb), max, windowMs);
+  return p === null ? null : bucketView(o.pace.get(field), now, max, windowMs, p.burst);
 }
 
 /**
@@ -340,4 +450,52 @@ export function windowViolation(
       `${label}: ${inWindow.length} permits may be counted in the window [${from}, ${j.acquiredAt}] ` +
       `of ${bound.windowMs} ms, limit ${bound.max}: ${show.join(', ')}`,
   };
+}
+
+/**
+ * The moments where an off-by-one would show: a log entry's last counted ms and the next (score + W,
+ * score + W + 1), a deadline and the ms before it, and the same for an in-flight permit after it lands
+ * in the log at its deadline; the first ms a bucket allows one again and the ms before, and when it is
+ * full; a run window's starts and ends and the ms before each, and its horizon.
+ */
+export function edgesAfter(
+  orgs: readonly OrgModel[],
+  fb: Fallbacks,
+  now: number,
+  defaultWindow: number,
+): number[] {
+  const out = new Set<number>();
+  for (const o of orgs) {
+    for (const s of [o.org, ...o.tok.values()]) {
+      const w = s.window ?? defaultWindow;
+      for (const v of s.log.values()) out.add(v + w).add(v + w + 1);
+      for (const d of s.inflight.values())
+        out
+          .add(d - 1)
+          .add(d)
+          .add(d + w)
+          .add(d + w + 1);
+    }
+    const spec = burstInForce(o, fb);
+    const l = configuredLimits(o, fb.token, fb.org);
+    for (const [field, tat] of o.pace) {
+      const limit = field === 'org' ? orgLimit(o, l, now) : tokenLimit(o, l, field.slice(4), now);
+      const p = paceParams(spec, limit.max, limit.windowMs);
+      if (!p) continue;
+      const from = allowedFrom(tat, limit.max, limit.windowMs, p.burst);
+      out
+        .add(from - 1)
+        .add(from)
+        .add(Math.ceil(tat));
+    }
+    const { horizon, intervals } = parseOpen(o.policy.get('open') ?? '');
+    for (const [s, e] of intervals)
+      out
+        .add(s - 1)
+        .add(s)
+        .add(e - 1)
+        .add(e);
+    if (horizon !== null) out.add(horizon - 1).add(horizon);
+  }
+  return [...out].filter((t) => t > now).sort((a, b) => a - b);
 }
