@@ -29,6 +29,22 @@ export function parseBurst(text: string): Burst | undefined {
   return count >= 1 && count <= BURST_MAX_COUNT ? { count } : undefined;
 }
 
+/**
+ * A burst as stored in the policy hash: exactly the forms includes/policy.lua's lt_burst reads ("N" or
+ * "P%", digits only, no spaces, no "off"), so what a display shows is what the limiter applies.
+ * Undefined for anything else (the limiter names it and falls back to LIMIT_BURST).
+ */
+export function decodeBurst(text: string): Burst | undefined {
+  const share = /^(\d+)%$/.exec(text);
+  if (share) {
+    const percent = Number(share[1]);
+    return percent >= 1 && percent <= 100 ? { percent } : undefined;
+  }
+  if (!/^\d+$/.test(text)) return undefined;
+  const count = Number(text);
+  return count >= 1 && count <= BURST_MAX_COUNT ? { count } : undefined;
+}
+
 /** The message for a refused burst, naming the variable or flag. */
 export function burstMessage(field: string, text: string): string {
   const shown = text.length > 40 ? `${text.slice(0, 37)}...` : text;

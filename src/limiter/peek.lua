@@ -15,13 +15,14 @@
     ARGV[5+i] token i's id
 
   Output: {now, orgView, tokenView 1, ..., tokenView n, policyPresent (0|1), reserve, runWindow, tz,
-    blackout}, each view
+    blackout, open}, each view
     {used, inflight, nextFreeInMs, blockReason ('' when none), blockTtl (-2 none, -1 until unblock, ms),
      limit, windowMs, paused ('' or the pause's JSON), overridden (0|1),
      configured, learnedMax, learnedAt, nextProbeInMs, count429, burst, bucket, paceInMs, tatInMs}
     burst is the scope's bucket size (-1: not paced), bucket the permits it allows at once now, paceInMs
     the ms until it allows one (0: now) and tatInMs its tat less now (as a float; <= 0: full); runWindow,
-    tz and blackout are the policy's texts ('' when none: src/limiter/run-window.ts reads them).
+    tz and blackout are the policy's texts ('' when none: src/limiter/run-window.ts reads them), open the
+    instants acquire.lua reads (acquire.lua "Run window"; '' when none).
     limit is the one in force, a learned limit applied (acquire.lua, "Learned limits"); configured is
     the limit without it. learnedMax, learnedAt and nextProbeInMs are -1 when no learned limit is in
     force (none, or probed back up to configured); count429 is the token's 429s (-1 when none counted,
@@ -55,7 +56,7 @@ local function bucket(field, max, window)
   local wait = lt_pace(pace[field], now, max, window, b)
   local interval = window / max
   local tat = math.max(tonumber(pace[field]) or 0, now)
-  local allows = math.floor((now + (b - 1) * interval - tat) / interval + 1e-9) + 1
+  local allows = math.floor((now + LT_PACE_EPSILON + (b - 1) * interval - tat) / interval) + 1
   return {b, math.max(0, math.min(b, allows)), wait, string.format('%.3f', tat - now)}
 end
 local function rate(field, max, window)
@@ -143,4 +144,5 @@ out[#out + 1] = reserve
 out[#out + 1] = policy['runWindow'] or ''
 out[#out + 1] = policy['tz'] or ''
 out[#out + 1] = policy['blackout'] or ''
+out[#out + 1] = policy['open'] or ''
 return out

@@ -24,7 +24,7 @@ import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
 import type { PauseInfo } from './types.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { encodeBurst, parseBurst, type Burst } from '../core/burst.ts';
+import { decodeBurst, encodeBurst, type Burst } from '../core/burst.ts';
 
 /**
  * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
@@ -170,7 +170,7 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
     seededFrom,
     learned: { tokens: learnedTokens, org: parseLearned(hash['learned:org']) },
     rateLimited,
-    burst: hash.burst === undefined ? null : (parseBurst(hash.burst) ?? null),
+    burst: hash.burst === undefined ? null : (decodeBurst(hash.burst) ?? null),
     runWindow:
       hash.runWindow || hash.blackout
         ? { windows: hash.runWindow ?? '', tz: hash.tz ?? '', blackout: hash.blackout ?? '' }

@@ -9,6 +9,7 @@ import type { RedisClient } from '../redis/client.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
 import {
   checkTimeZone,
+  openAt,
   openIntervals,
   parseBlackouts,
   parseRunWindow,
@@ -57,4 +58,32 @@ export async function refreshOpen(redis: RedisClient, keys: Keys, org: string, n
   const schedule = scheduleOf({ windows, tz, blackout });
   const open = schedule ? encodeOpen(schedule, nowMs) : '';
   await LIMITER_SCRIPTS.run(redis, 'refresh-open', [keys.policy(org)], [windows, tz, blackout, open]);
+}
+
+/**
+ * When the limiter is open, as the ETA must see it: the stored instants up to their horizon (exactly what
+ * acquire.lua reads), the calendar after it (what the next refresh will write). Returns, for an instant t
+ * (ms since the epoch), the open interval containing t or the next one; null when it never opens. null
+ * itself when no run window is set.
+ */
+export function openLookup(
+  stored: RunWindowTexts & { open: string },
+): ((t: number) => [number, number] | null) | null {
+  const schedule = scheduleOf(stored);
+  if (!schedule) return null;
+  const nums = stored.open.split(' ').filter(Boolean).map(Number);
+  const horizon = nums.length > 0 && Number.isFinite(nums[0]) ? (nums[0] as number) : -Infinity;
+  const intervals: Array<[number, number]> = [];
+  for (let i = 1; i + 1 < nums.length; i += 2) intervals.push([nums[i] as number, nums[i + 1] as number]);
+  const calendar = (t: number) => openAt(schedule, t);
+  return (t) => {
+    if (t >= horizon) return calendar(t);
+    for (const [s, e] of intervals) {
+      if (e <= t) continue;
+      // An interval cut at the horizon goes on as long as the calendar's does.
+      const after = e >= horizon ? calendar(horizon) : null;
+      return after && after[0] <= horizon ? [s, Math.max(e, after[1])] : [s, e];
+    }
+    return calendar(horizon);
+  };
 }

@@ -96,12 +96,10 @@ function list(value: unknown): unknown[] {
   return value;
 }
 
-/** The run window's stored texts from peek's tail; nothing when none is set. */
-function runWindowOf(tail: unknown[]): { runWindow?: { windows: string; tz: string; blackout: string } } {
-  const [windows, tz, blackout] = tail.map((v) => (v === undefined ? '' : text(v)));
-  return windows || blackout
-    ? { runWindow: { windows: windows ?? '', tz: tz ?? '', blackout: blackout ?? '' } }
-    : {};
+/** The run window's stored texts and instants from peek's tail; nothing when none is set. */
+function runWindowOf(tail: unknown[]): Pick<BudgetView, 'runWindow'> {
+  const [windows = '', tz = '', blackout = '', open = ''] = tail.map((v) => (v === undefined ? '' : text(v)));
+  return windows || blackout ? { runWindow: { windows, tz, blackout, open } } : {};
 }
 
 /** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s) for a late count. */
@@ -186,12 +184,13 @@ export class TransferBudget {
       throw invalid('lease: expected a learner id and a holder without spaces');
     }
     const first = await this.acquireOnce(org, pool, lease);
-    if (first !== 'stale') return first;
-    // The run window's instants end before now: written again from the calendar, then asked again
-    // (a second 'stale' would mean the calendar has no horizon: said as an error, never a loop).
-    await refreshOpen(this.redis, this.keys, org, Date.now());
+    if (!('stale' in first)) return first;
+    // The run window's instants end before now: written again from the calendar as of Redis's clock,
+    // then asked again (a second 'stale' would mean the instants were written for another clock: said
+    // as an error, never a loop).
+    await refreshOpen(this.redis, this.keys, org, first.stale);
     const second = await this.acquireOnce(org, pool, lease);
-    if (second === 'stale')
+    if ('stale' in second)
       throw new LearnerTransferError(
         'LT_INTERNAL',
         `limiter: the run window of '${org}' stays stale after a refresh (is the Redis clock far from this host's?)`,
@@ -203,7 +202,7 @@ export class TransferBudget {
     org: string,
     pool: string[],
     lease: LeaseRequest | undefined,
-  ): Promise<Acquired | Refused | 'stale'> {
+  ): Promise<Acquired | Refused | { stale: number }> {
     const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs } = this.options;
     const keys = this.scriptKeys(org, pool);
     keys.splice(3, 0, this.keys.lease(org), lease?.lockKey || this.keys.lease(org));
@@ -246,7 +245,8 @@ export class TransferBudget {
       };
     }
     const scope = text(reply[2]) as RefusalScope;
-    if ((scope as string) === 'run-window-stale') return 'stale';
+    // Stale run-window instants: the caller refreshes them as of this Redis time.
+    if ((scope as string) === 'run-window-stale') return { stale: num(reply[4]) };
     if (!SCOPES.includes(scope))
       throw new LearnerTransferError('LT_INTERNAL', `limiter: unexpected refusal scope '${scope}'`);
     return {

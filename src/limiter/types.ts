@@ -203,8 +203,11 @@ export interface BudgetView {
   policyStored: boolean;
   /** When the permits counted now leave their windows (peekWithFrees, or peekFreesMany after a peek). */
   frees?: BudgetFrees | undefined;
-  /** The run window's texts as stored (absent: none): src/limiter/run-window.ts reads them. */
-  runWindow?: { windows: string; tz: string; blackout: string };
+  /**
+   * The run window as stored (absent: none): the calendar's texts (src/limiter/run-window.ts reads them)
+   * and the instants acquire.lua reads ("horizon s1 e1 ..."; '' when not written yet).
+   */
+  runWindow?: { windows: string; tz: string; blackout: string; open: string };
 }
 
 /**

@@ -54,11 +54,11 @@ const burst: fc.Arbitrary<Burst> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ percent: fc.constantFrom(1, 10, 25, 34, 50, 75, 100) }) },
 );
 /**
- * Stored bursts no writer makes: malformed ones, and two valid ones ("007" is 7, "100%" no pacing). The
- * empty text is left out: acquire.lua reads it as "no pacing", unnamed, where its header says a
- * malformed burst falls back and is named (reported; limiter-pace.ts burstMalformed keeps the header's).
+ * Stored bursts no writer makes: malformed ones (the empty text among them: named and replaced by the
+ * fallback, as any other), and two valid ones ("007" is 7, "100%" no pacing).
  */
 const rawBurst = fc.constantFrom(
+  '',
   '0',
   '0%',
   '101%',

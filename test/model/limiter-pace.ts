@@ -6,7 +6,7 @@
 
 /** includes/policy.lua LT_BURST_MAX_COUNT and LT_PACE_EPSILON. */
 const BURST_MAX_COUNT = 1_000_000;
-const PACE_EPSILON = 1e-6;
+const PACE_EPSILON = 1e-3;
 
 /**
  * C's "%.3f" of a double, as the scripts store a tat (string.format is libc's printf: the exact binary
@@ -106,7 +106,7 @@ export function bucketView(
   const wait = pace(tat, now, max, windowMs, burst).waitMs;
   const interval = windowMs / max;
   const t = Math.max(tat ?? 0, now);
-  const allows = Math.floor((now + (burst - 1) * interval - t) / interval + 1e-9) + 1;
+  const allows = Math.floor((now + PACE_EPSILON + (burst - 1) * interval - t) / interval) + 1;
   return {
     burst,
     available: Math.max(0, Math.min(burst, allows)),

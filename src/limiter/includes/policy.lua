@@ -107,7 +107,11 @@ end
 -- in lt_malformed, as a malformed rate is).
 local function lt_burst_spec(policy, fallback)
   local stored = policy['burst']
-  if stored then
+  if stored == '' then
+    -- Empty is no burst at all, which lt_burst reads as "no pacing": stored, it is malformed.
+    lt_malformed[#lt_malformed + 1] = 'burst'
+    lt_malformed[#lt_malformed + 1] = stored
+  elseif stored then
     local before = #lt_malformed
     lt_burst(stored, 'burst', LT_BURST_MAX_COUNT + 1)
     if #lt_malformed == before then
@@ -120,8 +124,10 @@ end
 -- A scope's bucket in GCRA form (acquire.lua "Pacing"): `tat` (the theoretical arrival time, ms, as
 -- stored; nil when none) for a limit of `max` per `window` and a bucket of `burst`. Returns the ms until
 -- the bucket allows one permit (0: now) and the tat after granting it now. T = window / max is a
--- float: the stored tat keeps its fraction, so a long run paces at exactly max per window.
-local LT_PACE_EPSILON = 1e-6
+-- float: the stored tat keeps its fraction, so a long run paces at exactly max per window. The epsilon
+-- is a millisecond's thousandth, not smaller: near 1.8e12 ms adjacent doubles are 2.4e-4 apart, and a tat
+-- stored as "%.3f" may be up to 5e-4 late, which must not cost a full bucket its last permit.
+local LT_PACE_EPSILON = 1e-3
 local function lt_pace(tat, now, max, window, burst)
   local interval = window / max
   local t = math.max(tonumber(tat) or 0, now)
