@@ -203,3 +203,77 @@ describe('the stored policy', () => {
     }
   });
 });
+
+describe('the burst and the run window through the CLI', () => {
+  it('sets, shows and resets them; a bad value is refused naming the flag and the piece, with nothing stored', async () => {
+    const set = await runCommand(['limits', 'set', '--org', 'acme', '--burst', '12%'], h.env);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(/acme: burst \S+ -> 12%/);
+    expect(await h.ctx.redis.hget(h.ctx.keys.policy('acme'), 'burst')).toBe('12%');
+
+    const before = await snapshot();
+    for (const [args, why] of [
+      [
+        ['--burst', '0'],
+        /--burst: expected a number of permits \(like 10\), a share of the limit \(like 10%\) or off, got '0'/,
+      ],
+      [['--run-window', 'Mon-Fry 18:00-07:00'], /unknown day 'Fry'/],
+      [['--tz', 'Mars/Olympus'], /Mars\/Olympus/],
+      [['--blackout', '2026-02-30'], /2026-02-30/],
+    ] as const) {
+      const r = await runCommand(['limits', 'set', '--org', 'acme', ...args], h.env);
+      expect(r.code, r.stderr).toBe(EXIT.usage);
+      expect(r.stderr).toMatch(why);
+    }
+    expect(await snapshot()).toBe(before);
+
+    const window = await runCommand(
+      [
+        'limits',
+        'set',
+        '--org',
+        'acme',
+        '--run-window',
+        'mon-fri 18:00-07:00,sat-sun all',
+        '--tz',
+        'Europe/Berlin',
+        '--blackout',
+        '2026-12-21..2027-01-06',
+      ],
+      h.env,
+    );
+    expect(window.code, window.stderr).toBe(0);
+    expect(window.stdout).toMatch(/run window: (open until|opens) .*Europe\/Berlin/);
+    const show = await runCommand(['limits', 'show', '--org', 'acme'], h.env);
+    expect(show.stdout).toMatch(
+      /run window {5}Mon-Fri 18:00-07:00, Sat-Sun all \(Europe\/Berlin\), blackout 2026-12-21\.\.2027-01-06: (open until|opens) /,
+    );
+    expect(show.stdout).toMatch(/pacing {9}burst 12%/);
+    const json = JSON.parse((await runCommand(['limits', 'show', '--org', 'acme', '--json'], h.env)).stdout);
+    expect(json.orgs[0].runWindow).toMatchObject({
+      windows: 'Mon-Fri 18:00-07:00, Sat-Sun all',
+      tz: 'Europe/Berlin',
+    });
+    expect(json.orgs[0].burst).toEqual({ value: '12%', stored: true });
+
+    // A plain reset keeps the window (and takes LIMIT_BURST); reset --run-window removes it.
+    const reset = await runCommand(['limits', 'reset', '--org', 'acme'], h.env);
+    expect(reset.code).toBe(0);
+    expect(await h.ctx.redis.hget(h.ctx.keys.policy('acme'), 'runWindow')).toBe(
+      'Mon-Fri 18:00-07:00, Sat-Sun all',
+    );
+    expect(await h.ctx.redis.hget(h.ctx.keys.policy('acme'), 'burst')).toBe('100%');
+    const off = await runCommand(['limits', 'reset', '--org', 'acme', '--run-window'], h.env);
+    expect(off.code).toBe(0);
+    expect(off.stdout).toMatch(/runWindow \{.*\} -> -/);
+    expect(await h.ctx.redis.hget(h.ctx.keys.policy('acme'), 'open')).toBeNull();
+  });
+
+  it('LIMIT_BURST: refused with the variable and the value', () => {
+    expect(() => loadConfig({ LIMIT_BURST: '0%' })).toThrow(
+      /LIMIT_BURST: expected a number of permits .* got '0%'/,
+    );
+    expect(loadConfig({ LIMIT_BURST: '25%' }).burst).toEqual({ percent: 25 });
+    expect(loadConfig({}).burst).toEqual({ percent: 10 });
+  });
+});
