@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { createContext } from '../src/app/context.ts';
+import { createContext, type AppContext } from '../src/app/context.ts';
 import { loadConfig } from '../src/core/config.ts';
 import { createLogger } from '../src/core/log.ts';
 import { progressOf } from '../src/outcomes/run-progress.ts';
@@ -41,6 +41,8 @@ export interface Fleet {
   readonly dir: string;
   /** Learners to move into each organization. */
   readonly learners: ReadonlyMap<string, readonly number[]>;
+  /** What `work` was given over workEnv (its limits): the bench's own context reads the same. */
+  readonly env: Readonly<Record<string, string>>;
 }
 
 export interface FleetOptions {
@@ -49,6 +51,8 @@ export interface FleetOptions {
   tokenEnv: Record<string, string>;
   learnersPerOrg: number;
   concurrency: number;
+  /** Variables over workEnv's, for `work` and the bench's own context (LIMIT_PER_TOKEN, LIMIT_BURST). */
+  env?: Record<string, string>;
 }
 
 /** For each organization, the next learners of the seed that are not already in it. */
@@ -102,9 +106,11 @@ export async function openFleet(o: FleetOptions): Promise<Fleet> {
   const monitor = new Redis(redis.url, { connectionName: BENCH_CLIENT, maxRetriesPerRequest: 1 });
   const cost = await readingCost(monitor);
   const base = { redis, sim, dir };
-  const work = spawnCli(['work'], { ...workEnv(base, o.concurrency), ...o.tokenEnv });
+  const env = o.env ?? {};
+  const work = spawnCli(['work'], { ...workEnv(base, o.concurrency), ...env, ...o.tokenEnv });
   return {
     ...base,
+    env,
     tokens: o.tokens,
     monitor,
     readingCost: cost,
@@ -122,7 +128,7 @@ export function stderrTail(fleet: Fleet, chars = 600): string {
     .trim();
 }
 
-function alive(fleet: Fleet): boolean {
+export function alive(fleet: Fleet): boolean {
   return fleet.work.exitCode === null && fleet.work.signalCode === null;
 }
 
@@ -179,29 +185,48 @@ async function runProgress(fleet: Fleet, store: OutcomeStore, runId: string) {
   return { done, failed };
 }
 
-/**
- * Enqueues every organization's learners (one CSV with an org column, through the producer `enqueue`
- * uses) and waits until the outcome store has a final outcome for each: the simulator's record says when
- * all were moved, so the store is read often only then.
- */
-export async function moveAll(fleet: Fleet, timeoutMs: number): Promise<Move> {
-  const env = { ...workEnv(fleet, 1), LEARNER_API_TOKENS: tokensVariable(fleet.tokens) };
-  const ctx = await createContext(loadConfig(env, { requireTokens: true }), {
+/** A context of the bench's own on the fleet's server (its producer, store, keys), with every token. */
+export async function benchContext(fleet: Fleet): Promise<AppContext> {
+  const env = { ...workEnv(fleet, 1), ...fleet.env, LEARNER_API_TOKENS: tokensVariable(fleet.tokens) };
+  return createContext(loadConfig(env, { requireTokens: true }), {
     logger: createLogger({ level: 'error' }),
   });
+}
+
+export interface Enqueued {
+  runId: string;
+  /** Learners enqueued, over every organization. */
+  total: number;
+  /** performance.now() at the run's creation (the CSV written). */
+  startedAt: number;
+  /** From then to the last learner in its queue. */
+  ms: number;
+}
+
+/** Enqueues every organization's learners: one CSV with an org column, through the producer `enqueue` uses. */
+export async function enqueueLearners(fleet: Fleet, ctx: AppContext): Promise<Enqueued> {
   const total = [...fleet.learners.values()].reduce((n, ids) => n + ids.length, 0);
   const file = join(fleet.dir, 'move.csv');
   const rows = [...fleet.learners].flatMap(([org, ids]) => ids.map((id) => `${org},${id}`));
   writeFileSync(file, `org,learner_id\n${rows.join('\n')}\n`);
+  const runId = newRunId();
+  const started = performance.now();
+  await ctx.runs.create({ id: runId, kind: 'csv', source: 'move.csv', orgs: [] });
+  await enqueueCsv(
+    { producer: ctx.producer, runs: ctx.runs },
+    { file, knownOrgs: ctx.config.orgs, runId, rejectsFile: join(fleet.dir, 'rejects.csv') },
+  );
+  return { runId, total, startedAt: started, ms: performance.now() - started };
+}
+
+/**
+ * Enqueues every organization's learners and waits until the outcome store has a final outcome for each:
+ * the simulator's record says when all were moved, so the store is read often only then.
+ */
+export async function moveAll(fleet: Fleet, timeoutMs: number): Promise<Move> {
+  const ctx = await benchContext(fleet);
   try {
-    const runId = newRunId();
-    const started = performance.now();
-    await ctx.runs.create({ id: runId, kind: 'csv', source: 'move.csv', orgs: [] });
-    await enqueueCsv(
-      { producer: ctx.producer, runs: ctx.runs },
-      { file, knownOrgs: ctx.config.orgs, runId, rejectsFile: join(fleet.dir, 'rejects.csv') },
-    );
-    const enqueueMs = performance.now() - started;
+    const { runId, total, startedAt: started, ms: enqueueMs } = await enqueueLearners(fleet, ctx);
     const deadline = Date.now() + timeoutMs;
     let seen = 0;
     let moved = 0;

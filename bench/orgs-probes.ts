@@ -78,3 +78,32 @@ export async function readingCost(redis: Redis): Promise<number> {
   const b = await commandsProcessed(redis);
   return b - a;
 }
+
+export interface CommandCounts {
+  /** total_commands_processed. */
+  total: number;
+  /** Calls per command (cmdstat_<name>, subcommands as Redis names them: `client|list`). */
+  calls: Record<string, number>;
+}
+
+/** The counts in the text of INFO stats and commandstats. */
+export function parseCommandCounts(info: string): CommandCounts {
+  const calls: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) calls[m[1] as string] = Number(m[2]);
+  return { total: infoField(info, 'total_commands_processed'), calls };
+}
+
+/** INFO stats and commandstats in one command (Redis 7 takes several sections): as commandsProcessed, one. */
+export async function commandCounts(redis: Redis): Promise<CommandCounts> {
+  return parseCommandCounts((await redis.call('INFO', 'stats', 'commandstats')) as string);
+}
+
+/** The commands called between two readings, most called first, `own` calls of INFO (the bench's) left out. */
+export function commandsBetween(a: CommandCounts, b: CommandCounts, own: number): Record<string, number> {
+  const out: Array<[string, number]> = [];
+  for (const [name, n] of Object.entries(b.calls)) {
+    const d = n - (a.calls[name] ?? 0) - (name === 'info' ? own : 0);
+    if (d > 0) out.push([name, d]);
+  }
+  return Object.fromEntries(out.sort((x, y) => y[1] - x[1]));
+}

@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark in one run, one table. Each figure that has a baseline is a ratio
 // against it, measured in the same run on the same machine. BENCH_ONLY=limiter,enqueue runs a subset;
-// BENCH_ROWS, BENCH_TRANSFERS, BENCH_ORGS and the load benchmark's own variables scale them down.
+// BENCH_ROWS, BENCH_TRANSFERS, BENCH_ORGS (orgs and orgs-closed) and the load benchmark's own variables
+// scale them down.
 import { cpus, totalmem } from 'node:os';
 import { isMain, type Figures } from './common.ts';
 
@@ -14,6 +15,7 @@ const BENCHES: Bench[] = [
   { name: 'dashboard', run: async () => (await import('./dashboard.ts')).runDashboardBench() },
   { name: 'load', run: async () => (await import('./load.ts')).runLoadBench() },
   { name: 'orgs', run: async () => (await import('./orgs.ts')).runOrgsBench() },
+  { name: 'orgs-closed', run: async () => (await import('./orgs-closed.ts')).runOrgsClosedBench() },
   { name: 'fairness', run: async () => (await import('./fairness.ts')).runFairnessBench() },
   { name: 'audit-archive', run: async () => (await import('./audit-archive.ts')).runAuditArchiveBench() },
   { name: 'redis-bytes', run: async () => (await import('./redis-bytes.ts')).runRedisBytesBench() },
