@@ -5,13 +5,18 @@
 // permit can be granted; its calls take their own latency on top (see docs/eta.md).
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../limiter/types.ts';
-import { simulate, type Frees, type SimScope } from './eta-simulate.ts';
+import { simulate, type Frees, type PacedScope, type SimInput, type SimScope } from './eta-simulate.ts';
+import { openLookup, scheduleOf } from '../limiter/run-window-open.ts';
+import { describeRunWindow, openAt, type RunSchedule } from '../limiter/run-window.ts';
 
 export interface Eta {
   /** Ms from now until the finish (Infinity: never, or paused). */
   ms: number;
-  /** Which budget holds the work back ('none': it fits the budget left now). */
-  boundBy: 'org' | 'token' | 'none';
+  /**
+   * What holds the work back ('none': it fits the budget left now): a window's budget, the pacing
+   * buckets, or the run window's closed hours.
+   */
+  boundBy: 'org' | 'token' | 'pace' | 'run-window' | 'none';
   /** Permits usable right now (the smaller of the organization's and its usable tokens' room). */
   availableNow: number;
   text: string;
@@ -67,6 +72,7 @@ function tokenScopes(view: BudgetView, count: number | undefined): { scopes: Sim
       windowMs: t.windowMs,
       frees: framesOf(t, view.frees?.tokens[i]),
       blockedMs: blockedMs(t),
+      ...paceOf(t),
     },
     rate: { max: t.limit, windowMs: t.windowMs },
     configured: rateOf(t),
@@ -86,6 +92,56 @@ function tokenScopes(view: BudgetView, count: number | undefined): { scopes: Sim
   return { scopes: chosen.map((t) => t.scope), rates: chosen.map((t) => t.rate) };
 }
 
+/** The scope's bucket for the simulation (acquire.lua "Pacing"); nothing when it does not pace. */
+function paceOf(s: ScopeView): Pick<PacedScope, 'pace'> {
+  return s.pace
+    ? { pace: { burst: s.pace.burst, intervalMs: s.pace.intervalMs, tatMs: s.pace.tatInMs } }
+    : {};
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The run window for the simulation: the open interval containing or following t (ms from the peek's
+ * now), from the instants acquire.lua reads and the calendar after them (run-window-open.ts openLookup).
+ */
+function openOf(
+  view: BudgetView,
+): Pick<SimInput, 'open' | 'openPeriodMs' | 'openPeriodFromMs'> & { schedule?: RunSchedule } {
+  const lookup = view.runWindow ? openLookup(view.runWindow) : null;
+  const schedule = view.runWindow ? scheduleOf(view.runWindow) : null;
+  if (!lookup || !schedule || !view.runWindow) return {};
+  // The calendar repeats every week after its last blackout and after the stored instants (which may
+  // differ from it: written by hand, or by a calendar changed since). A zone that changes its clocks
+  // repeats only between changes: beyond the next change the simulation assumes the week repeats, up to
+  // an hour off (docs/eta.md).
+  const lastBlackout = Math.max(
+    ...schedule.blackouts.map((b) => Date.parse(`${b.to}T00:00:00Z`) + 2 * DAY_MS),
+  );
+  const horizon = Number(view.runWindow.open.split(' ')[0]);
+  const from = Math.max(0, lastBlackout - view.now, Number.isFinite(horizon) ? horizon - view.now : 0);
+  return {
+    schedule,
+    open: (t: number) => {
+      const at = lookup(view.now + t);
+      return at ? [at[0] - view.now, at[1] - view.now] : null;
+    },
+    openPeriodMs: 7 * DAY_MS,
+    openPeriodFromMs: from,
+  };
+}
+
+/**
+ * "opens Mon 18:00 Europe/Berlin" from the calendar; from the stored instants when they say otherwise
+ * (written by hand, or a calendar changed since): "opens 2026-12-14 18:00:05 UTC".
+ */
+function opensText(schedule: RunSchedule, now: number, opensAt: number): string {
+  const calendar = openAt(schedule, now);
+  return calendar && calendar[0] === opensAt
+    ? describeRunWindow(schedule, now)
+    : `opens ${formatUtc(opensAt, true)}`;
+}
+
 function orgHeld(view: BudgetView): string {
   const rate = formatRate({ max: Math.max(0, view.org.limit), windowMs: view.org.windowMs });
   const notes = [
@@ -93,6 +149,11 @@ function orgHeld(view: BudgetView): string {
     view.org.learned ? 'learned from 429s' : '',
   ].filter(Boolean);
   return `the organization's budget, ${rate}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+}
+
+function pacingHeld(view: BudgetView): string {
+  const burst = view.org.pace?.burst ?? view.tokens.find((t) => t.pace)?.pace?.burst;
+  return `pacing, a burst of ${burst ?? '-'} then one permit at a time (limits set --burst)`;
 }
 
 function tokensHeld(rates: readonly Rate[]): string {
@@ -123,17 +184,41 @@ function never(
   };
 }
 
+/** What held the work back, in words: the budget's window, the buckets, or the run window. */
+function heldByText(
+  boundBy: Eta['boundBy'],
+  view: BudgetView,
+  rates: readonly Rate[],
+  schedule: RunSchedule | undefined,
+): string {
+  if (boundBy === 'org') return orgHeld(view);
+  if (boundBy === 'token') return tokensHeld(rates);
+  if (boundBy === 'pace') return pacingHeld(view);
+  if (boundBy === 'run-window' && view.runWindow)
+    return `the run window, ${view.runWindow.windows || 'all all'} (${schedule?.tz ?? 'UTC'})`;
+  return '';
+}
+
+/** Closed now: said first, with when it opens (the same words as status's run window line); '' when open. */
+function waitingText(view: BudgetView, schedule: RunSchedule | undefined, open: SimInput['open']): string {
+  const first = open?.(0);
+  return schedule && first && first[0] > 0
+    ? `waiting for the run window (${opensText(schedule, view.now, view.now + first[0])}); `
+    : '';
+}
+
 /**
  * The finish of `remaining` learners for the organization of `view` (a peek, with frees for the exact
  * start). `tokens`: as if the organization had that many usable tokens (plan --tokens).
  */
 export function etaOf(view: BudgetView, remaining: number, options: { tokens?: number } = {}): Eta {
   const { scopes, rates } = tokenScopes(view, options.tokens);
-  const org: SimScope = {
+  const org: PacedScope = {
     limit: Math.max(0, view.org.limit),
     windowMs: view.org.windowMs,
     frees: framesOf(view.org, view.frees?.org),
     blockedMs: view.org.paused ? 0 : blockedMs(view.org),
+    ...paceOf(view.org),
   };
   const room = (s: SimScope) => (s.blockedMs > 0 ? 0 : Math.max(0, s.limit - framesCount(s.frees)));
   const paused = view.org.paused !== null;
@@ -163,9 +248,10 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
     return never('never: no usable token (each is paused or refused with 401)', 0, 0, paused, 'token');
   if (org.blockedMs === Infinity)
     return never('never: the organization is blocked until unblocked', 0, scopes.length);
-  const sim = simulate({ remaining, org, tokens: scopes });
+  const { schedule, ...window } = openOf(view);
+  const sim = simulate({ remaining, org, tokens: scopes, ...window });
   if (sim.finishMs === Infinity) return never('never at these limits', availableNow, scopes.length, paused);
-  const heldBy = sim.boundBy === 'org' ? orgHeld(view) : sim.boundBy === 'token' ? tokensHeld(rates) : '';
+  const heldBy = heldByText(sim.boundBy, view, rates, schedule);
   const windows = 1 + Math.floor(sim.finishMs / view.org.windowMs);
   const span = `${windows} window${windows === 1 ? '' : 's'} of ${formatDuration(view.org.windowMs)}`;
   if (paused) {
@@ -184,10 +270,11 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
   }
   const finishAt = sim.boundBy === 'none' ? null : view.now + sim.finishMs;
   const finishUtc = finishAt === null ? null : formatUtc(finishAt, sim.finishMs < 3_600_000);
+  const waiting = waitingText(view, schedule, window.open);
   const text =
     sim.boundBy === 'none'
       ? `done now, within the budget left (${availableNow} left)`
-      : `done by ${finishUtc}, in ${humanizeMs(sim.finishMs)} (${span}); held back by ${heldBy}`;
+      : `${waiting}done by ${finishUtc}, in ${humanizeMs(sim.finishMs)} (${span}); held back by ${heldBy}`;
   return {
     ...base,
     ms: sim.finishMs,
