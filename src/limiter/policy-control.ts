@@ -209,7 +209,9 @@ export async function setLimits(
         if (value === '') del.push(field);
         else set[field] = value;
       }
-      set.open = encodeOpen(schedule, Date.now());
+      // As of Redis's clock, the one acquire.lua reads the instants with (not this host's).
+      const [sec, micros] = await redis.time();
+      set.open = encodeOpen(schedule, Number(sec) * 1000 + Math.floor(Number(micros) / 1000));
     } else if (change.runWindow.windows === undefined && change.runWindow.blackout === undefined) {
       throw invalid('--tz needs a run window: give --run-window or --blackout too');
     } else {

@@ -207,6 +207,15 @@ export function malformedPolicyError(
 ): { fields: Record<string, unknown>; msg: string } {
   const stored = value.length > 80 ? `${value.slice(0, 77)}...` : value;
   const tokenId = field.startsWith('tok:') ? field.slice(4) : null;
+  if (field === 'runWindow') {
+    return {
+      fields: { org, field, stored: value.slice(0, 200), applied: 'closed, read again in an hour' },
+      msg:
+        `the run window stored in Redis for organization '${org}' cannot be read on this host (${value.slice(0, 200)}): ` +
+        `no transfer is sent for an hour, then it is read again; set it again with 'learner-transfer limits set --org ${org} --run-window ... --tz ...' ` +
+        `or remove it with 'limits reset --org ${org} --run-window'`,
+    };
+  }
   if (field === 'burst') {
     const instead = fallback.burst ? `LIMIT_BURST=${encodeBurst(fallback.burst)}` : 'no pacing';
     return {
@@ -285,7 +294,7 @@ const sameRate = (a: Rate | null, b: Rate) => a !== null && a.max === b.max && a
 export function envDifferences(
   policy: LimitPolicy,
   limits: FallbackLimits,
-): Array<{ variable: 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG'; env: string; stored: string }> {
+): Array<{ variable: 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST'; env: string; stored: string }> {
   const out: ReturnType<typeof envDifferences> = [];
   if (policy.perToken && !sameRate(policy.perToken, limits.limitPerToken)) {
     out.push({
@@ -300,6 +309,9 @@ export function envDifferences(
       env: formatRate(limits.limitPerOrg),
       stored: formatRate(policy.perOrg),
     });
+  }
+  if (policy.burst && limits.burst && encodeBurst(policy.burst) !== encodeBurst(limits.burst)) {
+    out.push({ variable: 'LIMIT_BURST', env: encodeBurst(limits.burst), stored: encodeBurst(policy.burst) });
   }
   return out;
 }
@@ -329,7 +341,8 @@ function warnIfDifferent(
   const fields: Record<string, string> = { org };
   for (const d of envDifferences(policy, limits)) {
     fields[d.variable] = d.env;
-    fields[`stored${d.variable === 'LIMIT_PER_TOKEN' ? 'PerToken' : 'PerOrg'}`] = d.stored;
+    const suffix = { LIMIT_PER_TOKEN: 'PerToken', LIMIT_PER_ORG: 'PerOrg', LIMIT_BURST: 'Burst' }[d.variable];
+    fields[`stored${suffix}`] = d.stored;
   }
   logger.warn(fields, warning);
 }

@@ -47,17 +47,36 @@ export function encodeOpen(schedule: RunSchedule, fromMs: number): string {
   return parts.join(' ');
 }
 
+/** How long an unreadable calendar keeps the organization closed before it is read again. */
+const UNREADABLE_RECHECK_MS = 3_600_000;
+
 /**
  * Writes the organization's `open` field again from its calendar fields, as of `nowMs` (Redis's clock,
- * from the acquire that found it stale), unless they changed meanwhile (refresh-open.lua).
+ * from the acquire that found it stale), unless they changed meanwhile (refresh-open.lua). A calendar
+ * this host cannot read (a time zone its ICU lacks, a hand edit) closes the organization for an hour, and
+ * is read again then: nothing is sent at an hour nobody chose. Returns the reason it was unreadable,
+ * for the caller to say, or null.
  */
-export async function refreshOpen(redis: RedisClient, keys: Keys, org: string, nowMs: number): Promise<void> {
+export async function refreshOpen(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  nowMs: number,
+): Promise<string | null> {
   const [windows, tz, blackout] = (await redis.hmget(keys.policy(org), 'runWindow', 'tz', 'blackout')).map(
     (v) => v ?? '',
   ) as [string, string, string];
-  const schedule = scheduleOf({ windows, tz, blackout });
-  const open = schedule ? encodeOpen(schedule, nowMs) : '';
+  let open = '';
+  let unreadable: string | null = null;
+  try {
+    const schedule = scheduleOf({ windows, tz, blackout });
+    open = schedule ? encodeOpen(schedule, nowMs) : '';
+  } catch (err) {
+    unreadable = (err as Error).message;
+    open = String(Math.floor(nowMs) + UNREADABLE_RECHECK_MS);
+  }
   await LIMITER_SCRIPTS.run(redis, 'refresh-open', [keys.policy(org)], [windows, tz, blackout, open]);
+  return unreadable;
 }
 
 /**

@@ -188,7 +188,8 @@ export class TransferBudget {
     // The run window's instants end before now: written again from the calendar as of Redis's clock,
     // then asked again (a second 'stale' would mean the instants were written for another clock: said
     // as an error, never a loop).
-    await refreshOpen(this.redis, this.keys, org, first.stale);
+    const unreadable = await refreshOpen(this.redis, this.keys, org, first.stale);
+    if (unreadable) this.options.onMalformedPolicy?.(org, [{ field: 'runWindow', value: unreadable }]);
     const second = await this.acquireOnce(org, pool, lease);
     if ('stale' in second)
       throw new LearnerTransferError(

@@ -83,8 +83,16 @@ function tokenScopes(view: BudgetView, count: number | undefined): { scopes: Sim
   const fresh = (all[0]?.configured ?? { max: 0, windowMs: view.org.windowMs }) as Rate;
   const chosen = usable.slice(0, count);
   while (chosen.length < count) {
+    // Paced as the tokens the limiter has (the same burst), from a full bucket.
+    const pace = all[0]?.scope.pace;
     chosen.push({
-      scope: { limit: fresh.max, windowMs: fresh.windowMs, frees: [], blockedMs: 0 },
+      scope: {
+        limit: fresh.max,
+        windowMs: fresh.windowMs,
+        frees: [],
+        blockedMs: 0,
+        ...(pace ? { pace: { ...pace, tatMs: 0 } } : {}),
+      },
       rate: fresh,
       configured: fresh,
     });
@@ -108,8 +116,15 @@ const DAY_MS = 86_400_000;
 function openOf(
   view: BudgetView,
 ): Pick<SimInput, 'open' | 'openPeriodMs' | 'openPeriodFromMs'> & { schedule?: RunSchedule } {
-  const lookup = view.runWindow ? openLookup(view.runWindow) : null;
-  const schedule = view.runWindow ? scheduleOf(view.runWindow) : null;
+  let lookup: ReturnType<typeof openLookup> = null;
+  let schedule: RunSchedule | null = null;
+  try {
+    lookup = view.runWindow ? openLookup(view.runWindow) : null;
+    schedule = view.runWindow ? scheduleOf(view.runWindow) : null;
+  } catch {
+    // A calendar this host cannot read keeps the organization closed (run-window-open.ts refreshOpen).
+    return { open: () => null };
+  }
   if (!lookup || !schedule || !view.runWindow) return {};
   // The calendar repeats every week after its last blackout and after the stored instants (which may
   // differ from it: written by hand, or by a calendar changed since). A zone that changes its clocks

@@ -67,21 +67,37 @@ export interface RunWindowState {
 export function pacingOf(s: ScopeView): string | null {
   if (!s.pace) return null;
   const ms = s.pace.intervalMs;
-  const sec = Math.round((ms % 60_000) / 1000);
+  // Whole seconds first, then minutes and seconds: 119.67 s is "2 min", not "1 min 60 s".
+  const whole = Math.round(ms / 1000);
+  const sec = whole % 60;
   // "36 s", "1 min 26 s" (humanizeMs rounds to whole minutes), "2 h 24 min".
   const every =
     ms < 1000
       ? `${Math.round(ms)} ms`
-      : ms < 60_000 || ms >= 3_600_000
-        ? humanizeMs(ms)
-        : `${Math.floor(ms / 60_000)} min${sec > 0 ? ` ${sec} s` : ''}`;
+      : whole < 60
+        ? `${whole} s`
+        : ms >= 3_600_000
+          ? humanizeMs(ms)
+          : `${Math.floor(whole / 60)} min${sec > 0 ? ` ${sec} s` : ''}`;
   return `${s.pace.burst} at once, then one every ${every}`;
 }
 
 /** The run window of a view at `nowMs`: its texts and "open until ..." / "opens ..."; null when none. */
 export function runWindowOf(view: BudgetView, nowMs: number): RunWindowState | null {
   if (!view.runWindow) return null;
-  const schedule = scheduleOf(view.runWindow);
+  let schedule;
+  try {
+    schedule = scheduleOf(view.runWindow);
+  } catch (err) {
+    // Stored by hand, or a time zone this host does not know: said, never a failed status.
+    return {
+      windows: view.runWindow.windows,
+      tz: view.runWindow.tz,
+      blackout: view.runWindow.blackout,
+      open: false,
+      now: `unreadable here (${(err as Error).message}): closed until it is set again`,
+    };
+  }
   if (!schedule) return null;
   const open = openAt(schedule, nowMs);
   return {

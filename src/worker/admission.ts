@@ -191,7 +191,7 @@ function sayWhyNoPermit(ctx: ProcessorContext, target: TransferTarget, permit: R
       ctx.lastPauseNote.set(`${org}\u0000window`, opensAt);
       logger.info(
         { org, opensAt: new Date(opensAt).toISOString(), waitMs: permit.waitMs },
-        `organization '${org}' is outside its run window: no transfer is sent until it opens at ${new Date(opensAt).toISOString()}`,
+        `organization '${org}' is outside its run window: no transfer is sent before ${new Date(opensAt).toISOString()} (it opens then, or the window is checked again then)`,
       );
     }
   } else if (permit.allBlockedIndefinitely) {

@@ -5,6 +5,8 @@
 // `limits reset --run-window` opens every hour again, and a plain `limits reset` keeps the window.
 import { afterAll, describe, expect, it } from 'vitest';
 import { TransferBudget } from '../../src/limiter/index.ts';
+import { envDifferences, readPolicy } from '../../src/limiter/policy.ts';
+import { runWindowOf } from '../../src/ops/limits.ts';
 import { resetLimits, resetRunWindow, setLimits } from '../../src/limiter/policy-control.ts';
 import { OPEN_HORIZON_MS, scheduleOf } from '../../src/limiter/run-window-open.ts';
 import { openAt } from '../../src/limiter/run-window.ts';
@@ -99,5 +101,43 @@ describe('run window in the limiter', () => {
     expect(r.after.runWindow).toBeNull();
     expect(await redis.hget(b.keys.policy('acme'), 'open')).toBeNull();
     expect((await b.acquire('acme', ['t1'])).ok).toBe(true);
+  });
+
+  it('a calendar this host cannot read keeps the organization closed for an hour, says so, and never fails a status', async () => {
+    const named: string[] = [];
+    const prefix = randomPrefix('runwin');
+    prefixes.push(prefix);
+    const b = new TransferBudget(redis, {
+      prefix,
+      ...limits,
+      inflightTtlMs: 5000,
+      onMalformedPolicy: (_org, fields) => named.push(...fields.map((f) => f.field)),
+    });
+    // As a hand edit (or a zone this host's ICU lacks) would leave it, with stale instants.
+    await redis.hset(b.keys.policy('acme'), {
+      runWindow: 'Mon-Fry 18:00-07:00',
+      tz: 'UTC',
+      open: String(Date.now() - 1),
+    });
+    const r = await b.acquire('acme', ['t1']);
+    if (r.ok) throw new Error('granted with an unreadable run window');
+    expect(r.scope).toBe('run-window');
+    expect(r.waitMs).toBeGreaterThan(3_500_000);
+    expect(named).toEqual(['runWindow']);
+    const view = await b.peek('acme', ['t1']);
+    expect(runWindowOf(view, view.now)).toMatchObject({
+      open: false,
+      now: expect.stringMatching(/^unreadable here \(.*'Fry'/),
+    });
+  });
+
+  it('LIMIT_BURST that differs from the stored burst is named, as LIMIT_PER_* are', async () => {
+    const b = budget();
+    await setLimits(redis, b.keys, 'acme', { burst: { count: 5 } }, limits, 'test');
+    const policy = await readPolicy(redis, b.keys, 'acme');
+    expect(envDifferences(policy, { ...limits, burst: { percent: 100 } })).toEqual([
+      { variable: 'LIMIT_BURST', env: '100%', stored: '5' },
+    ]);
+    expect(envDifferences(policy, { ...limits, burst: { count: 5 } })).toEqual([]);
   });
 });

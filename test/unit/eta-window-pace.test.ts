@@ -3,6 +3,7 @@
 // ...)", what holds the work back). Pure: no Redis, no clock (the peek's now is fixed).
 import { describe, expect, it } from 'vitest';
 import { etaOf } from '../../src/ops/eta.ts';
+import { pacingOf } from '../../src/ops/limits.ts';
 import { encodeOpen, scheduleOf } from '../../src/limiter/run-window-open.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../src/limiter/types.ts';
 
@@ -84,5 +85,17 @@ describe('the ETA with pacing and a run window', () => {
     const e = etaOf(view(undefined, 'all 02:00-03:00'), 3000);
     expect(e.boundBy).toBe('run-window');
     expect(e.heldBy).toBe('the run window, all 02:00-03:00 (Europe/Berlin)');
+  });
+
+  it('says each pace in whole units: 36 s, 1 min 26 s, 2 min, 59 s, 50 ms', () => {
+    const every = (limit: number, windowMs: number) =>
+      pacingOf(scope(limit, windowMs, 1))?.replace(/^1 at once, then one every /, '');
+    expect(every(100, H)).toBe('36 s');
+    expect(every(1000, D)).toBe('1 min 26 s');
+    expect(every(722, D)).toBe('2 min');
+    expect(every(60, 3_576_000)).toBe('1 min');
+    expect(every(1000, 59_400 * 1000)).toBe('59 s');
+    expect(every(20, 1000)).toBe('50 ms');
+    expect(pacingOf(scope(20, 1000))).toBeNull();
   });
 });
