@@ -199,7 +199,7 @@ orgMax = learned('learned:org', orgMax - math.max(0, tonumber(policy['reserve'])
 -- malformed rate is).
 local burstSpec = lt_burst_spec(policy, ARGV[11])
 local pace = {}
-if burstSpec ~= '' then
+if burstSpec ~= '' and burstSpec ~= '100%' then
   pace = lt_policy(paceKey)
 end
 

@@ -43,7 +43,7 @@ local tokenCount = (#KEYS - 5) / 3
 local policy = lt_policy(KEYS[#KEYS - 1])
 local burstSpec = lt_burst_spec(policy, ARGV[5])
 local pace = {}
-if burstSpec ~= '' then
+if burstSpec ~= '' and burstSpec ~= '100%' then
   pace = lt_policy(KEYS[#KEYS])
 end
 -- A scope's bucket as acquire.lua would see it: {burst, permits it allows now, ms until it allows one,
