@@ -110,9 +110,10 @@ async function play(report: SeedReport, stage: Partial<Stage>, phase: (p: string
  */
 export async function runSeed(
   seed: number,
-  { timeoutMs = 150_000, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
+  { timeoutMs = 150_000, signal, burst }: { timeoutMs?: number; signal?: AbortSignal; burst?: string } = {},
 ): Promise<SeedReport> {
-  const run = drawRun(seed);
+  // `burst` overrides the seed's own draw (LIMIT_BURST), every other draw unchanged.
+  const run = { ...drawRun(seed), ...(burst ? { burst } : {}) };
   const started = Date.now();
   const report: SeedReport = {
     seed,

@@ -52,7 +52,10 @@ describe('the seeded fault harness', () => {
 describe('fixed seeds: every invariant holds, and every fault had something at stake', () => {
   for (const seed of CI_SEEDS) {
     it(`seed ${seed}`, async () => {
-      const report = await runSeed(seed, { timeoutMs: 70_000 });
+      // The fixed seeds were chosen for what their faults meet with the windows alone: paced, fewer calls
+      // are in flight at a given moment, and a kill can meet none. Paced runs under faults are
+      // `npm run faults`'s (each seed draws its burst: docs/testing.md).
+      const report = await runSeed(seed, { timeoutMs: 70_000, burst: 'off' });
       const account = describeReport(report).join('\n');
       expect(report.violations, account).toEqual([]);
       expect(nothingAtStake(report), account).toEqual([]);
