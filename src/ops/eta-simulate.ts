@@ -7,7 +7,9 @@
 // taken in batches (every permit that fits at one instant at once, spread over the tokens as acquire
 // spreads them one by one). Once the schedule repeats itself it is leapt over, whole periods at a time:
 // 1,000,000 learners cost what 20,000 do, and a paced stretch of one grant every T costs a few batches,
-// not one per grant (see Sim.leap for when a leap is exact). Pure: no Redis, no clock.
+// not one per grant (Sim and Sim.leapFrom say when a leap is exact; test/unit/eta-simulate-pace.test.ts
+// checks it against acquire's rules permit by permit). A schedule that never repeats is simulated for
+// MAX_STEPS batches, then goes on at its average pace per open ms. Pure: no Redis, no clock.
 
 import type { FreeStep } from '../limiter/budget-schedule.ts';
 
@@ -50,8 +52,8 @@ export interface SimInput {
   open?: ((t: number) => readonly [number, number] | null) | undefined;
   /**
    * open(t + P) is open(t) shifted by P for every t >= openPeriodFromMs (a weekly calendar without
-   * blackouts: a week). Lets whole periods of a schedule under a run window be leapt over; without it
-   * a run window is simulated batch by batch (up to MAX_STEPS).
+   * blackouts: a week). Lets a leap cross from one open interval to another; without it only the stretches
+   * inside one open interval are leapt over, and the intervals are simulated one after the other.
    */
   openPeriodMs?: number | undefined;
   /** From when open() repeats with openPeriodMs (after the last blackout, say); default 0. */
@@ -66,7 +68,9 @@ export interface SimResult {
   finishMs: number;
   /**
    * Time spent waiting: for the organization's window (its block included), for the tokens' (blocks
-   * included), for a bucket (the organization's or a token's), and for the run window to open.
+   * included), for a bucket (the organization's or a token's: when it allows later than the window, a tie
+   * goes to the window), and for the run window to open once all else allowed. They add up to finishMs
+   * (but past MAX_STEPS, where the rest is extrapolated).
    */
   waited: { org: number; token: number; pace: number; closed: number };
   /** The longest of those waits ('none': it fits the budget left now). */
@@ -284,21 +288,35 @@ class Log {
     return limit;
   }
 
-  /** Appends the frees in (from, to], one permit time at a time, with their counts times `sign`. */
-  collect(from: number, to: number, sign: number, times: number[], counts: number[]): void {
-    this.seek(from);
-    for (let r = this.run, k = this.rep; r < this.len; r++, k = 0) {
-      for (; k < (this.reps[r] ?? 1); k++) {
-        const at = this.at(r, k);
-        if (at > to) return;
-        times.push(at);
-        counts.push(sign * (this.count[r] ?? 0));
-      }
+  /** The permits counted at `t` (released to t) that leave by `until`. */
+  leaving(t: number, until: number): number {
+    let n = 0;
+    for (let r = this.head; r < this.len; r++) {
+      const start = this.start[r] ?? 0;
+      if (start > until) break;
+      const reps = this.reps[r] ?? 1;
+      const upto = reps === 1 ? 1 : Math.min(reps, Math.floor((until - start) / (this.step[r] ?? 1)) + 1);
+      n += (upto - (r === this.head ? this.gone : 0)) * (this.count[r] ?? 0);
+    }
+    return n;
+  }
+
+  /** The permit at the position (Infinity past the last), how many leave then, and the next position. */
+  here(): number {
+    return this.run < this.len ? this.at(this.run, this.rep) : Infinity;
+  }
+  hereCount(): number {
+    return this.count[this.run] ?? 0;
+  }
+  next(): void {
+    if (++this.rep >= (this.reps[this.run] ?? 1)) {
+      this.run++;
+      this.rep = 0;
     }
   }
 
   /** Moves the position (this.run, this.rep) to the first permit leaving after `t`. */
-  private seek(t: number): void {
+  seek(t: number): void {
     let lo = 0;
     let hi = this.len;
     while (lo < hi) {
@@ -378,22 +396,24 @@ function differenceExtent(a: Log, b: Log, t: number, p: number, reach: number): 
   const end = Math.min(t + Math.min(a.windowMs, b.windowMs) + 1, reach);
   const limit = Math.min(a.readable(t, p, end), b.readable(t, p, end));
   if (limit <= t) return -1;
-  const aTimes: number[] = [];
-  const aCounts: number[] = [];
-  const bTimes: number[] = [];
-  const bCounts: number[] = [];
-  a.collect(t - p, limit, 1, aTimes, aCounts);
-  b.collect(t - p, limit, -1, bTimes, bCounts);
   // Net frees by time, in order, without the times where they cancel out.
-  const times: number[] = [];
-  const net: number[] = [];
-  for (let x = 0, y = 0; x < aTimes.length || y < bTimes.length;) {
-    const ta = aTimes[x] ?? Infinity;
-    const tb = bTimes[y] ?? Infinity;
-    const time = Math.min(ta, tb);
+  const times = netTimes;
+  const net = netCounts;
+  times.length = net.length = 0;
+  a.seek(t - p);
+  b.seek(t - p);
+  for (;;) {
+    const time = Math.min(a.here(), b.here());
+    if (time > limit) break;
     let d = 0;
-    if (ta === time) d += aCounts[x++] ?? 0;
-    if (tb === time) d += bCounts[y++] ?? 0;
+    if (a.here() === time) {
+      d += a.hereCount();
+      a.next();
+    }
+    if (b.here() === time) {
+      d -= b.hereCount();
+      b.next();
+    }
     if (d !== 0) {
       times.push(time);
       net.push(d);
@@ -412,6 +432,10 @@ function differenceExtent(a: Log, b: Log, t: number, p: number, reach: number): 
     v++;
   }
 }
+
+/** differenceExtent's buffers, kept between calls. */
+const netTimes: number[] = [];
+const netCounts: number[] = [];
 
 /** A pacing bucket in GCRA form, with acquire.lua's comparison (lt_pace). */
 class Bucket {
@@ -673,24 +697,21 @@ class History {
     return s === 0 ? this.get(row, SIZE) : this.take(row, s - 1);
   }
 
-  /** The row of the batch at exactly `t`, or -1. */
-  find(t: number): number {
-    let lo = 0;
-    let hi = this.size - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const at = this.time(mid);
-      if (at === t) return mid;
-      if (at < t) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  }
-
-  /** Batches i and j look alike (same size, same spread, same time since the one before): a period may end there. */
+  /**
+   * Batches i and j look alike: the same size and spread, after the same time since the row before, or
+   * after the same leap (a stretch with a hiccup every so often repeats as leaps and a few batches).
+   */
   alike(i: number, j: number): boolean {
-    if (j < 1 || this.leapt(i) || this.leapt(j) || !this.same(i, j)) return false;
-    return this.time(i) - this.time(i - 1) === this.time(j) - this.time(j - 1);
+    if (j < 1 || this.leapt(i) !== this.leapt(j) || !this.same(i, j)) return false;
+    if (!this.leapt(i)) return this.time(i) - this.time(i - 1) === this.time(j) - this.time(j - 1);
+    const a = i * this.width;
+    const b = j * this.width;
+    const rows = this.rows;
+    return (
+      rows[a + PERIOD] === rows[b + PERIOD] &&
+      rows[a + COUNT] === rows[b + COUNT] &&
+      i - (rows[a + ANCHOR] ?? 0) === j - (rows[b + ANCHOR] ?? 0)
+    );
   }
 
   /** Batches i and j are the same size and spread alike. */
@@ -841,11 +862,14 @@ class Sim {
   private shared = -1;
   /** Whether the period being checked is a short one (see leap). */
   private short = false;
-  /** Per period tried (the windows' and run window's, then the short ones): the batch to try at next, the wait after a failure. */
+  /** Per slot of leap: the batch to try at next, the wait after a failure. */
   private readonly nextTry: number[];
   private readonly backoff: number[];
-  /** History.grants of the period being checked, per scope (NaN: not yet). */
+  /** Per window period, the first row at or after the current batch's time less the period. */
+  private readonly anchors: number[];
+  /** History.grants of the period being checked, per scope (NaN: not yet), and the periods it can use. */
   private readonly taken: number[];
+  private most = 0;
   private stuckBy: SimBound = 'org';
   /** Set by decide: what the move waits for, the scope that decides it, the organization's time. */
   private cause = ORG;
@@ -880,15 +904,14 @@ class Sim {
     const from = input.openPeriodFromMs ?? 0;
     this.runWindow = input.open ? new RunWindow(input.open, openPeriod, from) : null;
     const blocks = scopes.map((s) => (Number.isFinite(s.blockedMs) ? s.blockedMs : 0));
-    // A run window whose intervals are not known to repeat is never leapt over.
-    const opens = this.runWindow ? (openPeriod > 0 ? from : Infinity) : -Infinity;
-    this.since = Math.max(opens, ...blocks);
+    this.since = Math.max(openPeriod > 0 ? from : -Infinity, ...blocks);
     this.history = new History(k);
     this.bits = k <= 14;
     this.runBit = this.bits ? 1 << (2 * k + 2) : 1;
     this.mode = scopes.map(() => 0);
-    this.nextTry = [...this.periods, 0].map(() => 0);
-    this.backoff = [...this.periods, 0].map(() => 1);
+    this.nextTry = [...this.periods, ...this.periods, 0].map(() => 0);
+    this.backoff = [...this.periods, ...this.periods, 0].map(() => 1);
+    this.anchors = this.periods.map(() => 0);
     this.taken = scopes.map(() => NaN);
     this.rooms = input.tokens.map(() => 0);
     this.caps = input.tokens.map(() => 0);
@@ -1013,7 +1036,7 @@ class Sim {
       const b = this.buckets[s];
       rows[at + h.countsAt + s] = this.logs[s]?.used ?? 0;
       rows[at + h.relsAt + s] = b?.rel(t) ?? NaN;
-      rows[at + h.resetsAt + s] = b && from >= 0 ? h.replay(s, from, row - 1, -Infinity, b.interval) : NaN;
+      if (b && from >= 0) rows[at + h.resetsAt + s] = h.replay(s, from, row - 1, -Infinity, b.interval);
     }
     if (this.choosing) this.chose = t;
     this.choosing = false;
@@ -1094,46 +1117,57 @@ class Sim {
 
   /**
    * Leaps over whole periods once the schedule repeats; true when that finished the work. A period p ends
-   * at this batch (t) and starts after the batch at t - p, which is one of: a window + 1 ms or the run
-   * window's period back (tried at every batch), or the latest of the last few batches that looks like
-   * this one (a paced stretch repeats within a few grants). leapFrom says whether, and for how many
-   * periods, what follows t repeats what followed t - p.
+   * at this batch (t) and starts after the batch at t - p (anchor), which is one of (slots, in order):
+   * - a window + 1 ms or the run window's period back (tried at every batch that has one there): a permit
+   *   comes back a window + 1 ms after its grant;
+   * - the latest batch alike this one at least that far back: grants every g ms find their permits back
+   *   at the first multiple of g past the window (a paced stretch drifting against the window);
+   * - the latest of the last few batches alike this one: a paced stretch repeats within a few grants.
+   * leapFrom says whether, and for how many periods, what follows t repeats what followed t - p. The last
+   * two kinds are tried again after a failure only after twice as many batches as the last time.
    */
   private leap(): boolean {
-    const h = this.history;
-    const i = h.size - 1;
-    const t = this.t;
-    const periods = this.periods;
-    for (let x = 0; x <= periods.length; x++) {
+    const slots = 2 * this.periods.length + 1;
+    for (let x = 0; x < slots; x++) {
       if (this.steps < (this.nextTry[x] ?? 0)) continue;
-      let j = -1;
-      let p = periods[x] ?? 0;
-      // A period that already repeats maps the batch a period back to this one: alike.
-      if (x < periods.length) j = h.find(t - p);
-      if (j >= 0 && !h.same(i, j)) j = -1;
-      for (let back = 1; x === periods.length && back <= LOOKBACK && back <= i; back++) {
-        if (!h.alike(i, i - back)) continue;
-        p = t - h.time(i - back);
-        if (!periods.includes(p)) j = i - back;
-        break;
-      }
+      const j = this.anchor(x);
       if (j < 0) continue;
-      this.short = x === periods.length;
-      const leapt = this.leapFrom(j, p);
+      this.short = x >= this.periods.length;
+      const leapt = this.leapFrom(j, this.t - this.history.time(j));
       if (leapt !== NONE) {
         this.backoff[x] = 1;
         this.nextTry[x] = 0;
         return leapt === DONE;
       }
-      // A short period that failed is tried again after twice as many batches as the last time (up to a
-      // bound): a schedule that never repeats costs little more than its batches. A window's period is
-      // tried at every batch that has one a period back: the one where it shows may be the only one.
-      if (x === periods.length) {
+      if (this.short) {
         this.backoff[x] = Math.min(2 * (this.backoff[x] ?? 1), MAX_BACKOFF);
         this.nextTry[x] = this.steps + (this.backoff[x] ?? 1);
       }
     }
     return false;
+  }
+
+  /** The anchor row of slot x for a period ending at this batch (see leap), or -1. */
+  private anchor(x: number): number {
+    const h = this.history;
+    const i = h.size - 1;
+    const periods = this.periods;
+    const p = periods[x % periods.length] ?? 0;
+    if (x < 2 * periods.length) {
+      // The first row at or after t - p (times only grow: the search goes on from where it stopped).
+      let row = this.anchors[x % periods.length] ?? 0;
+      while (row < i && h.time(row) < this.t - p) row++;
+      this.anchors[x % periods.length] = row;
+      if (x < periods.length) return h.time(row) === this.t - p && h.same(i, row) ? row : -1;
+      // Strictly further back than p (p itself is the slot before), the first alike within a few rows.
+      for (let j = row - 1; j >= 0 && j > row - 5; j--) if (h.alike(i, j)) return j;
+      return -1;
+    }
+    for (let back = 1; back <= LOOKBACK && back <= i; back++) {
+      if (!h.alike(i, i - back)) continue;
+      return periods.includes(this.t - h.time(i - back)) ? -1 : i - back;
+    }
+    return -1;
   }
 
   /**
@@ -1153,6 +1187,8 @@ class Sim {
     const grants = h.left(j) - this.left;
     if (!(grants > 0)) return NONE;
     const gap = h.lastGap > j;
+    // More periods than the work fills are never needed (one more is read off to finish).
+    this.most = Math.floor((this.left - 1) / grants) + 1;
     this.shared = -1;
     this.loosened = 0;
     this.taken.fill(NaN);
@@ -1194,22 +1230,26 @@ class Sim {
     return m;
   }
 
-  /** Periods the run window lets through unchanged (Infinity when its own period divides p). */
+  /**
+   * Periods the run window lets through unchanged: Infinity when its own period divides p; else, loosened,
+   * while every batch shifted stays inside the interval that held it (when the intervals repeat, that is
+   * its place in the run window's period, which moves by p mod the period, forth or back).
+   */
   private openLeaps(j: number, p: number, gap: boolean): number {
     const run = this.runWindow;
     if (!run) return Infinity;
     const period = run.periodMs;
-    const drift = p % period;
+    const drift = period > 0 ? p % period : p;
     if (drift === 0) return Infinity;
     if (gap) return 0;
     this.loosened |= this.runBit;
     const h = this.history;
     let m = Infinity;
     for (let q = j + 1; q < h.size; q++) {
-      // Shifted by p, a batch lands `drift` ms further into its interval each period (or period - drift back).
       const time = h.time(q);
       const ahead = Math.floor((h.get(q, OPEN_END) - 1 - time) / drift);
-      const back = Math.floor((time - Math.max(h.get(q, OPEN_START), run.fromMs)) / (period - drift));
+      const back =
+        period > 0 ? Math.floor((time - Math.max(h.get(q, OPEN_START), run.fromMs)) / (period - drift)) : 0;
       m = Math.min(m, Math.max(ahead, back));
     }
     return m;
@@ -1247,14 +1287,25 @@ class Sim {
   private roomLeaps(s: number, j: number, p: number, count: number, grants: number): number {
     this.mode[s] = APPEND;
     this.loosened |= this.window(s);
+    // Only a short period is tried with the rooms' differences (its tries back off): a window's is tried at
+    // every batch.
+    const chose = s > 0 && this.k > 1 && this.chose > this.t - p;
+    if (chose && !this.short) return 0;
     if (s > 0 && Number.isNaN(this.taken[s]))
       this.taken[s] = this.history.grants(s, j, this.history.size - 1);
     const taken = s > 0 ? (this.taken[s] ?? 0) : grants;
-    const room = Math.floor(this.scopes[s]?.limit ?? 0) - 1 - count;
-    const m = taken > 0 ? Math.floor(room / taken) : Infinity;
-    if (!(s > 0 && this.k > 1 && this.chose > this.t - p)) return m;
-    // Only a short period is tried this way (its tries back off): a window's is tried at every batch.
-    return m >= 1 && this.short ? Math.min(m, this.sharedLeaps(j, p, m)) : 0;
+    const most = Math.floor(this.scopes[s]?.limit ?? 0) - 1;
+    let m = taken > 0 ? Math.floor((most - count) / taken) : Infinity;
+    // The permits counted now that leave meanwhile make room too: period r is fine while the count and r
+    // periods of grants, less those that left before it began, stay within the limit. So m periods are
+    // fine, and so are as many more as what leaves in them makes room for (up to what may be leapt).
+    const log = this.logs[s] as Log;
+    for (let more = m; more >= 0 && more < this.most;) {
+      m = more;
+      more = Math.floor((most - count + log.leaving(this.t, this.t + m * p)) / taken);
+      if (more <= m) break;
+    }
+    return chose && m >= 1 ? Math.min(m, this.sharedLeaps(j, p, m)) : m;
   }
 
   /**
