@@ -1,7 +1,6 @@
 // The pacing burst (acquire.lua "Pacing"): how many permits a token's or the organization's bucket holds,
 // as a count ("10") or a share of the scope's limit ("10%"). The same forms includes/policy.lua's
 // lt_burst reads; a burst as large as the limit is no pacing.
-import { LearnerTransferError } from './errors.ts';
 
 export type Burst = { count: number } | { percent: number };
 
@@ -15,18 +14,10 @@ export const BURST_MAX_COUNT = 1_000_000;
  */
 export const DEFAULT_BURST = '10%';
 
-/** "10" or "10%" ("off" and "none" mean 100%); undefined when the text is neither. */
+/** "10" or "10%" as a person writes it (spaces, any case; "off" and "none" mean 100%); undefined otherwise. */
 export function parseBurst(text: string): Burst | undefined {
   const v = text.trim().toLowerCase();
-  if (v === 'off' || v === 'none') return { percent: 100 };
-  const share = /^(\d{1,3})%$/.exec(v);
-  if (share) {
-    const percent = Number(share[1]);
-    return percent >= 1 && percent <= 100 ? { percent } : undefined;
-  }
-  if (!/^\d{1,7}$/.test(v)) return undefined;
-  const count = Number(v);
-  return count >= 1 && count <= BURST_MAX_COUNT ? { count } : undefined;
+  return v === 'off' || v === 'none' ? { percent: 100 } : decodeBurst(v);
 }
 
 /**
@@ -51,28 +42,7 @@ export function burstMessage(field: string, text: string): string {
   return `${field}: expected a number of permits (like 10), a share of the limit (like 10%) or off, got '${shown}'`;
 }
 
-/** parseBurst or an LT_USAGE error naming `field`. */
-export function readBurst(field: string, text: string): Burst {
-  const burst = parseBurst(text);
-  if (!burst) throw new LearnerTransferError('LT_USAGE', burstMessage(field, text));
-  return burst;
-}
-
 /** The stored form: "10" or "10%". */
 export function encodeBurst(burst: Burst): string {
   return 'percent' in burst ? `${burst.percent}%` : String(burst.count);
-}
-
-/** The bucket of a scope whose limit in force is `max`: 1..max, or null when it does not pace (>= max). */
-export function bucketSize(burst: Burst | null, max: number): number | null {
-  if (!burst || max <= 0) return null;
-  const b = 'percent' in burst ? Math.max(1, Math.floor((max * burst.percent) / 100)) : burst.count;
-  return b >= max ? null : b;
-}
-
-/** "10 at once, then one every 36 s" style, for status and limits. */
-export function describeBurst(burst: Burst | null): string {
-  if (!burst) return 'off';
-  if ('percent' in burst) return burst.percent >= 100 ? 'off (100%)' : `${burst.percent}% of each limit`;
-  return `${burst.count} per bucket`;
 }
