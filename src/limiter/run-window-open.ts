@@ -87,7 +87,7 @@ export async function refreshOpen(
  */
 export function openLookup(
   stored: RunWindowTexts & { open: string },
-): ((t: number) => [number, number] | null) | null {
+): { schedule: RunSchedule; horizon: number; at: (t: number) => [number, number] | null } | null {
   const schedule = scheduleOf(stored);
   if (!schedule) return null;
   const nums = stored.open.split(' ').filter(Boolean).map(Number);
@@ -95,7 +95,7 @@ export function openLookup(
   const intervals: Array<[number, number]> = [];
   for (let i = 1; i + 1 < nums.length; i += 2) intervals.push([nums[i] as number, nums[i + 1] as number]);
   const calendar = (t: number) => openAt(schedule, t);
-  return (t) => {
+  const at = (t: number): [number, number] | null => {
     if (t >= horizon) return calendar(t);
     for (const [s, e] of intervals) {
       if (e <= t) continue;
@@ -105,4 +105,5 @@ export function openLookup(
     }
     return calendar(horizon);
   };
+  return { schedule, horizon, at };
 }

@@ -6,7 +6,7 @@
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../limiter/types.ts';
 import { simulate, type Frees, type PacedScope, type SimInput, type SimScope } from './eta-simulate.ts';
-import { openLookup, scheduleOf } from '../limiter/run-window-open.ts';
+import { openLookup } from '../limiter/run-window-open.ts';
 import { describeRunWindow, openAt, type RunSchedule } from '../limiter/run-window.ts';
 
 export interface Eta {
@@ -117,15 +117,14 @@ function openOf(
   view: BudgetView,
 ): Pick<SimInput, 'open' | 'openPeriodMs' | 'openPeriodFromMs'> & { schedule?: RunSchedule } {
   let lookup: ReturnType<typeof openLookup> = null;
-  let schedule: RunSchedule | null = null;
   try {
     lookup = view.runWindow ? openLookup(view.runWindow) : null;
-    schedule = view.runWindow ? scheduleOf(view.runWindow) : null;
   } catch {
     // A calendar this host cannot read keeps the organization closed (run-window-open.ts refreshOpen).
     return { open: () => null };
   }
-  if (!lookup || !schedule || !view.runWindow) return {};
+  if (!lookup) return {};
+  const { schedule, horizon, at: openAtAbs } = lookup;
   // The calendar repeats every week after its last blackout and after the stored instants (which may
   // differ from it: written by hand, or by a calendar changed since). A zone that changes its clocks
   // repeats only between changes: beyond the next change the simulation assumes the week repeats, up to
@@ -133,12 +132,11 @@ function openOf(
   const lastBlackout = Math.max(
     ...schedule.blackouts.map((b) => Date.parse(`${b.to}T00:00:00Z`) + 2 * DAY_MS),
   );
-  const horizon = Number(view.runWindow.open.split(' ')[0]);
   const from = Math.max(0, lastBlackout - view.now, Number.isFinite(horizon) ? horizon - view.now : 0);
   return {
     schedule,
     open: (t: number) => {
-      const at = lookup(view.now + t);
+      const at = openAtAbs(view.now + t);
       return at ? [at[0] - view.now, at[1] - view.now] : null;
     },
     openPeriodMs: 7 * DAY_MS,
