@@ -249,6 +249,15 @@ describe('the burst and the run window through the CLI', () => {
       /run window {5}Mon-Fri 18:00-07:00, Sat-Sun all \(Europe\/Berlin\), blackout 2026-12-21\.\.2027-01-06: (open until|opens) /,
     );
     expect(show.stdout).toMatch(/pacing {9}burst 12%/);
+    // status says the same, as the README shows it: the pacing line, each bucket, the run window's state.
+    const status = await runCommand(['status', '--org', 'acme'], h.env);
+    expect(status.stdout).toMatch(
+      /\n {2}pacing: the organization 7 at once, then one every 67 ms; tokens 2 at once, then one every 100 ms\n/,
+    );
+    expect(status.stdout).toMatch(/token \S+: \d+ used, 0 in flight, \d+ of 20 left, bucket 2 of 2\n/);
+    expect(status.stdout).toMatch(
+      /\n {2}run window: Mon-Fri 18:00-07:00, Sat-Sun all \(Europe\/Berlin\), blackout 2026-12-21\.\.2027-01-06: (open until|waiting for the run window \(opens) /,
+    );
     const json = JSON.parse((await runCommand(['limits', 'show', '--org', 'acme', '--json'], h.env)).stdout);
     expect(json.orgs[0].runWindow).toMatchObject({
       windows: 'Mon-Fri 18:00-07:00, Sat-Sun all',
