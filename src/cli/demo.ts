@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OUTCOMES, isOutcomeCode } from '../outcomes/codes.ts';
-import { runDemo } from '../demo/run-demo.ts';
+import { exploreCommands, runDemo } from '../demo/run-demo.ts';
 import type { Cli } from './io.ts';
 
 const EXAMPLE = resolve(fileURLToPath(new URL('../../jobs.example.csv', import.meta.url)));
@@ -19,6 +19,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--burst <N|P%|off>', 'pacing: what a bucket sends at once before one per window/limit', '25%')
     .option('--out <dir>', 'where report files go (default out/demo-<run>)')
     .option('--no-dashboard', 'exit at the end instead of keeping the dashboard up')
+    .option('--keep', "leave the demo's state in Redis when it ends (Ctrl-C too), to look at it later")
     .option('--dashboard-port <n>', 'dashboard port', '8080')
     .action(
       async (opts: {
@@ -29,6 +30,7 @@ export function register(program: Command, cli: Cli): void {
         out?: string;
         dashboard: boolean;
         dashboardPort: string;
+        keep?: boolean;
       }) => {
         const tty = Boolean(cli.stdout.isTTY);
         let liveShown = false;
@@ -71,6 +73,7 @@ async function runAndShow(
     burst: string;
     dashboard: boolean;
     dashboardPort: string;
+    keep?: boolean;
   },
   outDir: string,
   print: (line: string) => void,
@@ -87,6 +90,7 @@ async function runAndShow(
     live,
     env: cli.env,
     signal,
+    keep: opts.keep === true,
   });
   try {
     print('');
@@ -102,6 +106,17 @@ async function runAndShow(
     print(`          ${session.files.successes}, ${session.files.failures}, ${session.files.pending}`);
     if (session.enqueue.rejectsFile)
       print(`          ${session.enqueue.rejectsFile} (rows that were not learner ids)`);
+    if (opts.keep || opts.dashboard) {
+      const when = opts.keep
+        ? 'now or after the demo (--keep)'
+        : 'while the dashboard is up (--keep leaves the state after Ctrl-C)';
+      print(`explore   ${when}, in another terminal:`);
+      for (const c of exploreCommands(session.explore, session.runId)) print(`            ${c}`);
+    } else {
+      print(
+        'explore   the state is deleted now: run the demo with --keep to look at it with status, report, audit',
+      );
+    }
     if (opts.dashboard) {
       const { startDemoDashboard } = await import('../demo/dashboard-hook.ts');
       const dashboard = await startDemoDashboard(session.ctx, Number(opts.dashboardPort));

@@ -3,6 +3,7 @@
 // enqueues a CSV, runs workers until idle with progress, and writes the report files.
 import { encodeBurst } from '../core/burst.ts';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createContext, type AppContext } from '../app/context.ts';
 import { loadConfig, secretsOf, type Config } from '../core/config.ts';
@@ -37,6 +38,8 @@ export function demoPrefix(): string {
   return `ltx-demo-${randomBytes(3).toString('hex')}`;
 }
 export const DEMO_TOKENS = 'acme:sim-acme-1,acme:sim-acme-2';
+/** The demo's pacing: a quarter of each limit at once, so the progress line shows pacing at work. */
+const DEMO_BURST = '25%';
 /** The learner the demo's simulator refuses with 403 (see jobs.example.csv). */
 export const DEMO_FORBIDDEN = [200];
 
@@ -57,10 +60,14 @@ export interface DemoOptions {
    * a throwaway Redis) is removed, and runDemo rejects with ABORT_ERR.
    */
   signal?: AbortSignal;
+  /** Leave the demo's keys in Redis at its end (or Ctrl-C), to look at them with the other commands. */
+  keep?: boolean;
 }
 
 export interface DemoSession {
   ctx: AppContext;
+  /** What another terminal needs to look at the demo's state: its key prefix and a token file. */
+  explore: DemoExplore;
   sim: Simulator;
   runId: string;
   enqueue: EnqueueCsvSummary;
@@ -127,6 +134,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
     perToken,
     perOrg,
     cleanups,
+    throwaway !== undefined,
   );
 }
 
@@ -144,12 +152,14 @@ async function runWith(
   perToken: Rate,
   perOrg: Rate,
   cleanups: (() => Promise<void>)[],
+  throwaway = false,
 ): Promise<DemoSession> {
   const cleanup = async () => {
     for (const fn of cleanups.reverse()) await fn().catch(() => {});
   };
   try {
-    return await startDemo(options, redisEnv, target, perToken, perOrg, cleanups, cleanup);
+    const keys = { cleanups, cleanup, throwaway };
+    return await startDemo(options, redisEnv, target, perToken, perOrg, keys);
   } catch (err) {
     await cleanup();
     throw err;
@@ -162,13 +172,24 @@ async function startDemo(
   target: RedisTarget,
   perToken: Rate,
   perOrg: Rate,
-  cleanups: (() => Promise<void>)[],
-  cleanup: () => Promise<void>,
+  lifetime: { cleanups: (() => Promise<void>)[]; cleanup: () => Promise<void>; throwaway: boolean },
 ): Promise<DemoSession> {
   const { print } = options;
+  const { cleanups, cleanup } = lifetime;
   const prefix = demoPrefix();
-  // Registered first, so it runs last: after the workers and the context have stopped writing.
-  cleanups.push(() => deleteKeys(target, prefix));
+  // Registered first, so it runs last: after the workers and the context have stopped writing. With
+  // --keep the keys stay, unless they live in a throwaway Redis that stops with the demo anyway.
+  const kept = options.keep === true && !lifetime.throwaway;
+  if (!kept) cleanups.push(() => deleteKeys(target, prefix));
+  const explore = writeExploreFiles(options, prefix);
+  print(
+    `state     Redis keys under the prefix ${prefix} ` +
+      (kept
+        ? '(kept after the demo: --keep)'
+        : options.keep
+          ? '(in the throwaway Redis: they go when it stops, --keep cannot keep them)'
+          : '(deleted when the demo ends: --keep leaves them)'),
+  );
 
   const sim = createSimulator({
     learners: 300,
@@ -196,7 +217,9 @@ async function startDemo(
   if (options.signal?.aborted) {
     throw new LearnerTransferError(
       'ABORT_ERR',
-      'demo stopped before the end: its keys and processes are removed',
+      kept
+        ? `demo stopped before the end: its processes are stopped, its keys kept under ${prefix} (${exploreCommands(explore, runId)[0]})`
+        : 'demo stopped before the end: its keys and processes are removed',
     );
   }
 
@@ -208,6 +231,7 @@ async function startDemo(
 
   return {
     ctx,
+    explore,
     sim,
     runId,
     enqueue,
@@ -234,7 +258,7 @@ function demoConfig(
       LEARNER_API_TOKENS: DEMO_TOKENS,
       LIMIT_PER_TOKEN: options.limitPerToken,
       LIMIT_PER_ORG: options.limitPerOrg,
-      LIMIT_BURST: options.burst ?? '25%',
+      LIMIT_BURST: options.burst ?? DEMO_BURST,
       REQUEST_TIMEOUT: '2s',
       CONNECT_TIMEOUT: '1s',
       BACKOFF: '200ms',
@@ -330,4 +354,41 @@ async function showProgress(ctx: AppContext, options: DemoOptions, runId: string
   options.live(
     `work      ${done} done, ${failed} failed, ${waiting} waiting | budget: org ${view.org.remaining}/${view.org.limit}, tokens ${view.tokens.map((t) => `${t.remaining}/${t.limit}`).join(' ')}${wait}`,
   );
+}
+
+/** What the demo prints so its state can be looked at from another terminal. */
+export interface DemoExplore {
+  prefix: string;
+  /** A token file of the demo's organization (the simulator's tokens, never a real one). */
+  tokensFile: string;
+  /** The demo's LIMIT_* (so the commands compare the stored limits with the same ones, not 100/1h). */
+  limits: string;
+}
+
+/**
+ * The token file another terminal points LEARNER_API_TOKENS_FILE at, beside the reports: the commands
+ * that read the demo's state need its organization and token ids, and the tokens stay out of the
+ * terminal (they are the simulator's, but a command line is no place for a token).
+ */
+function writeExploreFiles(options: DemoOptions, prefix: string): DemoExplore {
+  const { outDir } = options;
+  mkdirSync(outDir, { recursive: true });
+  const tokensFile = join(outDir, 'demo-tokens');
+  writeFileSync(
+    tokensFile,
+    `# The demo's simulator tokens (learner-transfer demo, prefix ${prefix})\n${DEMO_TOKENS.split(',').join('\n')}\n`,
+    { mode: 0o600 },
+  );
+  const limits = `LIMIT_PER_TOKEN=${options.limitPerToken} LIMIT_PER_ORG=${options.limitPerOrg} LIMIT_BURST=${options.burst ?? DEMO_BURST}`;
+  return { prefix, tokensFile, limits };
+}
+
+/** The commands that look at the demo's state, as a person types them in another terminal. */
+export function exploreCommands(explore: DemoExplore, runId: string): string[] {
+  return [
+    `export QUEUE_PREFIX=${explore.prefix} LEARNER_API_TOKENS_FILE=${explore.tokensFile} ${explore.limits}`,
+    'npx learner-transfer status',
+    `npx learner-transfer report --run ${runId}`,
+    `npx learner-transfer audit --run ${runId}`,
+  ];
 }

@@ -1,10 +1,11 @@
 // The README's first command, as a user runs it: `learner-transfer demo` (what `npm run demo` calls),
 // here with --no-dashboard so it exits. It must do the main job and say what happened.
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { deleteKeysUnder } from '../../src/redis/client.ts';
 import { runCli } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
 import { freePort } from '../helpers/redis-server.ts';
@@ -31,11 +32,86 @@ describe('demo', () => {
     expect(readFileSync(join(out, 'failures.csv'), 'utf8').trim().split('\n')).toHaveLength(4);
     expect(existsSync(join(out, 'rejects.csv'))).toBe(true);
     expect(r.stdout).not.toContain('sim-acme-1');
-    // The demo deletes its own keys at the end.
+    // The demo deletes its own keys at the end, and says so.
+    const prefix =
+      /state {5}Redis keys under the prefix (ltx-demo-[0-9a-f]+) \(deleted when the demo ends/.exec(
+        r.stdout,
+      )?.[1];
+    expect(prefix).toBeDefined();
+    expect(r.stdout).toContain('explore   the state is deleted now: run the demo with --keep');
     const redis = new Redis(REDIS_URL);
-    const left = await redis.keys(`ltx-demo-*`);
+    const left = await redis.keys(`${prefix}*`);
     await redis.quit();
     expect(left).toEqual([]);
+  });
+
+  it('with --keep, leaves its state and prints the commands that read it, which work as printed', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'lt-demo-')), 'out');
+    const r = await runCli(
+      [
+        'demo',
+        '--no-dashboard',
+        '--keep',
+        '--out',
+        out,
+        '--limit-per-token',
+        '100/1s',
+        '--limit-per-org',
+        '200/1s',
+      ],
+      { REDIS_URL },
+      120_000,
+    );
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    const at = lines.findIndex((l) =>
+      l.startsWith('explore   now or after the demo (--keep), in another terminal:'),
+    );
+    expect(at).toBeGreaterThan(0);
+    const [exportLine, status, report, audit] = lines.slice(at + 1, at + 5).map((l) => l.trim());
+    const env = Object.fromEntries(
+      (exportLine ?? '')
+        .replace(/^export /, '')
+        .split(' ')
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    ) as Record<string, string>;
+    expect(Object.keys(env)).toEqual([
+      'QUEUE_PREFIX',
+      'LEARNER_API_TOKENS_FILE',
+      'LIMIT_PER_TOKEN',
+      'LIMIT_PER_ORG',
+      'LIMIT_BURST',
+    ]);
+    // The tokens are in a private file, not on the screen.
+    expect(r.stdout).not.toContain('sim-acme-1');
+    expect(statSync(env.LEARNER_API_TOKENS_FILE!).mode & 0o077).toBe(0);
+    const redis = new Redis(REDIS_URL);
+    try {
+      expect((await redis.keys(`${env.QUEUE_PREFIX}*`)).length).toBeGreaterThan(0);
+      const run = (line: string | undefined) => {
+        const args = (line ?? '').replace(/^npx learner-transfer /, '').split(' ');
+        return runCli(args, { REDIS_URL, LEARNER_API_TOKENS: '', ...env }, 60_000);
+      };
+      const s = await run(status);
+      expect(s.code).toBe(0);
+      expect(s.stdout).toContain('learners: transferred 44, already-in-org 3');
+      // The same limits as the demo's: no warning that the environment differs from Redis.
+      expect(s.stderr).not.toContain('differ from the limits stored');
+      const rep = await run(report);
+      expect(rep.code).toBe(0);
+      expect(rep.stdout.trim().split('\n')).toHaveLength(51);
+      const aud = await run(audit);
+      expect(aud.code).toBe(0);
+      expect(
+        aud.stdout
+          .trim()
+          .split('\n')
+          .filter((l) => l.includes('"kind":"transfer"')),
+      ).toHaveLength(44); // the 44 transferred: a 400 "already associated" brings no transfer
+    } finally {
+      await deleteKeysUnder(redis, env.QUEUE_PREFIX!);
+      await redis.quit();
+    }
   });
 
   it('starts a throwaway Redis when none answers at REDIS_URL', async () => {
