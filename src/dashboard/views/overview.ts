@@ -75,7 +75,7 @@ function policyLines(org: OrgOverview): Html {
           data-run-window="${org.org}"
           data-open="${rw.open ? 'yes' : 'no'}"
         >
-          ${rw.open ? `run window open: ${rw.now}` : `waiting for the run window, ${rw.now}`}
+          ${rw.open ? `run window ${rw.now}` : `waiting for the run window, ${rw.now}`}
           <span class="muted"
             >(${rw.windows}, ${rw.tz}${rw.blackout ? `; blackout ${rw.blackout}` : ''})</span
           >
