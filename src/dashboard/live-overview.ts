@@ -19,6 +19,8 @@ import {
   type Overview,
 } from '../ops/overview.ts';
 import type { LiveCollector } from './live.ts';
+import type { BurnDown } from '../ops/burn-down.ts';
+import { burnDownSvg } from './views/burn-down.ts';
 import { viewOfKey } from './routes/overview-query.ts';
 
 /** The live frame: the overview, whole (`full`) or with only the organizations that changed. */
@@ -28,12 +30,31 @@ export type LiveFrame = Omit<Overview, 'runs'> & {
   pageOrgs: string[];
   /** Left out when no run changed since the listener's last frame. */
   runs?: Overview['runs'];
+  /** The burn-down charts of the organizations and runs sent ('org:KEY', 'run:ID'), made on the server. */
+  charts: Record<string, string>;
 };
+
+/** A burn-down as compared between ticks: its values, not where the clock has moved its last point. */
+function burnPrint(b: BurnDown | null): unknown {
+  return b && { left: b.left, finishAt: b.finishAt, text: b.finishText, ys: b.points.map((p) => p[1]) };
+}
+
+function chartsOf(orgs: Overview['orgs'], runs: Overview['runs'] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const o of orgs) out[`org:${o.org}`] = burnDownSvg(o.burnDown, `organization ${o.org}`).value;
+  for (const r of runs ?? [])
+    if (r.burnDown) out[`run:${r.id}`] = burnDownSvg(r.burnDown, `run ${r.id}`).value;
+  return out;
+}
+
+function runsPrint(runs: Overview['runs']): string {
+  return JSON.stringify(runs.map((r) => ({ ...r, burnDown: burnPrint(r.burnDown) })));
+}
 
 /** An organization as compared between ticks: the limiter's clock moves on whether or not it did. */
 function fingerprint(o: OrgOverview): string {
   const { now: _now, ...budget } = o.budget;
-  return JSON.stringify({ ...o, budget });
+  return JSON.stringify({ ...o, budget, burnDown: burnPrint(o.burnDown) });
 }
 
 export class OverviewLive implements LiveCollector<Overview> {
@@ -72,18 +93,23 @@ export class OverviewLive implements LiveCollector<Overview> {
   }
 
   full(o: Overview): LiveFrame {
-    return { ...o, full: true, pageOrgs: o.orgs.map((x) => x.org) };
+    // The page the listener holds was drawn with its charts just now: a full frame sends none (it is
+    // sent at each connection, and 50 charts would double it); the diffs send those that changed.
+    return { ...o, full: true, pageOrgs: o.orgs.map((x) => x.org), charts: {} };
   }
 
   diff(previous: Overview, next: Overview): LiveFrame {
     const before = new Map(previous.orgs.map((o) => [o.org, fingerprint(o)]));
     const { runs, ...rest } = next;
+    const orgs = next.orgs.filter((o) => before.get(o.org) !== fingerprint(o));
+    const runsChanged = runsPrint(previous.runs) !== runsPrint(runs);
     return {
       ...rest,
       full: false,
       pageOrgs: next.orgs.map((o) => o.org),
-      orgs: next.orgs.filter((o) => before.get(o.org) !== fingerprint(o)),
-      ...(JSON.stringify(previous.runs) === JSON.stringify(runs) ? {} : { runs }),
+      orgs,
+      ...(runsChanged ? { runs } : {}),
+      charts: chartsOf(orgs, runsChanged ? runs : undefined),
     };
   }
 }

@@ -4,7 +4,9 @@
 // Redis node) into a view: a filter (org key substring, state), ranked (org-states.ts), one page of it.
 // Only the page's organizations get their hours read, and only the hours that recorded something.
 import type { AppContext } from '../app/context.ts';
-import { readHourlyMany, type HourBucket } from '../outcomes/hourly.ts';
+import { HOUR_MS, HOURS_KEPT, readHourlyMany, type HourBucket } from '../outcomes/hourly.ts';
+import { orgBurnDown, runBurnDown, runFinishOf, type BurnDown, type RunLeft } from './burn-down.ts';
+import { heldClasses } from './held-classes.ts';
 import { progressOf, type RunProgress } from '../outcomes/run-progress.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { redisAlert, type Alert } from './alerts.ts';
@@ -31,7 +33,14 @@ export interface OrgOverview extends OrgStatus {
   progress: RunProgress;
   /** The hours of the last day that recorded an outcome, oldest first (empty hours are left out). */
   hourly: HourBucket[];
+  /** Learners left over the hours kept, and the projected finish (burn-down.ts). */
+  burnDown: BurnDown;
+  /** Held learners by pre-flight class ('unknown', 'no-user'), when the organization has any. */
+  held: Record<string, number> | null;
 }
+
+/** A run of the overview, with its burn-down (null when it spans more organizations than are read). */
+export type RunCard = RunOverview & { burnDown: BurnDown | null };
 
 export interface OverviewView {
   /** Part of the organization key (any case); '' for every organization. */
@@ -56,7 +65,7 @@ export interface Overview {
   summary: FleetSummary & { text: string; idleText: string };
   /** The page's organizations, ranked. */
   orgs: OrgOverview[];
-  runs: RunOverview[];
+  runs: RunCard[];
   alerts: Alert[];
   alertsTotal: number;
   redis: WriteState | null;
@@ -75,6 +84,8 @@ export interface FleetSnapshot {
   redis: WriteState | null;
   orgs: ReadonlyMap<string, FleetOrg>;
   runs: RunOverview[];
+  /** Per organization, the runs read (every organization of each, untrimmed) with their learners left there. */
+  runLefts: ReadonlyMap<string, RunLeft[]>;
 }
 
 function entriesOf(status: Status): [string, FleetOrg][] {
@@ -86,12 +97,20 @@ export async function readFleet(ctx: AppContext, options: { runs?: number } = {}
   // The runs' counters come with each organization's own reads: one call per organization in all.
   const { status, runCounts } = await readStatus(ctx, ctx.config.orgs, metas);
   const runs = runOverviewsFrom(metas, runCounts);
+  const runLefts = new Map<string, RunLeft[]>();
+  for (const r of runs) {
+    for (const [org, v] of Object.entries(r.byOrg)) {
+      const left = { id: r.id, createdAt: Date.parse(r.createdAt), left: v.progress.waiting };
+      runLefts.set(org, [...(runLefts.get(org) ?? []), left]);
+    }
+  }
   return {
     at: status.at,
     limits: status.limits,
     redis: status.redis,
     orgs: new Map(entriesOf(status)),
     runs: runs.map((r) => trimRun(r, RUN_ORGS_SHOWN)),
+    runLefts,
   };
 }
 
@@ -134,17 +153,42 @@ export async function overviewOf(
   view: OverviewView,
 ): Promise<Overview> {
   const { items, matched, pages, page } = pageOf(fleet, view);
-  const hourly = await readHourlyMany(
-    ctx.redis,
-    ctx.keys,
-    items.map((e) => e.org),
-  );
-  const orgs = items.map((e, i): OrgOverview => ({
-    ...e.status,
-    state: e.c.state,
-    progress: progressOf(e.status.learners),
-    hourly: hourly[i] ?? [],
-  }));
+  const now = Date.parse(fleet.at);
+  // The hours of the page's organizations, and of the runs' organizations for their burn-down (a run of
+  // more organizations than a run card shows has none: its hours would cost a read of every one).
+  const charted = fleet.runs.filter((r) => r.orgCount <= RUN_ORGS_SHOWN);
+  const hourOrgs = [...new Set([...items.map((e) => e.org), ...charted.flatMap((r) => r.orgs)])];
+  const [read, held] = await Promise.all([
+    readHourlyMany(ctx.redis, ctx.keys, hourOrgs, HOURS_KEPT, now),
+    Promise.all(items.map((e) => heldClasses(ctx, e.org, e.status.learners.held ?? 0))),
+  ]);
+  const hoursOf = new Map(hourOrgs.map((org, i) => [org, read[i] ?? []]));
+  const dayAgo = now - 24 * HOUR_MS;
+  const orgs = items.map((e, i): OrgOverview => {
+    const hours = hoursOf.get(e.org) ?? [];
+    return {
+      ...e.status,
+      state: e.c.state,
+      progress: progressOf(e.status.learners),
+      hourly: hours.filter((h) => Date.parse(h.hour) > dayAgo - HOUR_MS),
+      burnDown: orgBurnDown(hours, e.status.remaining, now, e.status.eta, fleet.runLefts.get(e.org) ?? []),
+      held: held[i] ?? null,
+    };
+  });
+  const runs = fleet.runs.map((r): RunCard => {
+    if (r.orgCount > RUN_ORGS_SHOWN) return { ...r, burnDown: null };
+    const parts = r.orgs.map((org) => ({
+      left: r.byOrg[org]?.progress.waiting ?? 0,
+      eta: fleet.orgs.get(org)?.status.eta,
+    }));
+    const finish = runFinishOf(
+      parts.flatMap((p) => (p.eta ? [{ left: p.left, eta: p.eta }] : [])),
+      now,
+    );
+    const hours = r.orgs.flatMap((org) => hoursOf.get(org) ?? []);
+    const run = { id: r.id, createdAt: Date.parse(r.createdAt), left: r.progress.waiting };
+    return { ...r, burnDown: runBurnDown(run, hours, now, finish) };
+  });
   const all = [...fleet.orgs.values()];
   const alerts = [...redisAlert(fleet.redis), ...ranked(all).flatMap((e) => e.c.alerts)];
   const summary = summarize(all.map((e) => e.c));
@@ -154,7 +198,7 @@ export async function overviewOf(
     view: { ...view, page, matched, pages },
     summary: { ...summary, text: summaryText(summary), idleText: idleText(summary) },
     orgs,
-    runs: fleet.runs,
+    runs,
     alerts: alerts.slice(0, ALERTS_SHOWN),
     alertsTotal: alerts.length,
     redis: fleet.redis,

@@ -2,12 +2,20 @@
 // One small hash per (organization, hour): outcome code -> count, written by the worker after each
 // recorded outcome and expiring after two days, so it stays bounded over a weeks-long migration. The
 // limiter logs cannot serve here: they only hold one window (an hour per token), not a day of outcomes.
+// The same hash counts the outcomes that ended a learner's work (final: done or failed for good), in
+// fields that start with '=' (no outcome code does): `=final` for the organization, `=final:<run id>` per
+// run. The dashboard's burn-down reads learners left over time from them (ops/burn-down.ts); an hour
+// written before they existed has none (`finished` undefined), so old records still read.
 import type { RedisClient } from '../redis/client.ts';
 import type { Keys } from '../core/keys.ts';
 import { addReads, hashOf, readBatched } from '../redis/batch.ts';
 
 export const HOUR_MS = 3_600_000;
 const KEEP_MS = 2 * 86_400_000;
+/** The hours kept (KEEP_MS) and read by the burn-down. */
+export const HOURS_KEPT = 48;
+/** The field of the final outcomes; `=final:<run id>` per run. */
+const FINAL_FIELD = '=final';
 
 export function hourIndex(at: number): number {
   return Math.floor(at / HOUR_MS);
@@ -20,21 +28,44 @@ export async function countHourly(
   org: string,
   code: string,
   now = Date.now(),
+  final?: { runId: string },
 ): Promise<void> {
   const hour = hourIndex(now);
   const key = keys.hourly(org, hour);
-  await redis
-    .multi()
-    .hincrby(key, code, 1)
-    .pexpireat(key, (hour + 1) * HOUR_MS + KEEP_MS)
-    .exec();
+  const tx = redis.multi().hincrby(key, code, 1);
+  if (final) tx.hincrby(key, FINAL_FIELD, 1).hincrby(key, `${FINAL_FIELD}:${final.runId}`, 1);
+  await tx.pexpireat(key, (hour + 1) * HOUR_MS + KEEP_MS).exec();
 }
 
 export interface HourBucket {
   /** Start of the hour (ISO). */
   hour: string;
-  /** Outcome code -> count. */
+  /** Outcome code -> count (every attempt that reached an outcome). */
   counts: Record<string, number>;
+  /** Learners whose work ended this hour (a final outcome); undefined in an hour recorded before it was. */
+  finished?: number;
+  /** The same per run id (only the runs that finished some). */
+  finishedByRun?: Record<string, number>;
+}
+
+/** A bucket from its hash: outcome codes apart from the '=' fields. */
+function bucketOf(hour: string, raw: Record<string, string>): HourBucket | null {
+  const counts: Record<string, number> = {};
+  const byRun: Record<string, number> = {};
+  let finished: number | undefined;
+  for (const [field, v] of Object.entries(raw)) {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n === 0) continue;
+    if (field === FINAL_FIELD) finished = n;
+    else if (field.startsWith(`${FINAL_FIELD}:`)) byRun[field.slice(FINAL_FIELD.length + 1)] = n;
+    else if (!field.startsWith('=')) counts[field] = n;
+  }
+  if (Object.keys(counts).length === 0 && finished === undefined) return null;
+  return {
+    hour,
+    counts,
+    ...(finished === undefined ? {} : { finished, finishedByRun: byRun }),
+  };
 }
 
 /**
@@ -64,11 +95,8 @@ export async function readHourlyMany(
         const hashes = (replies[0] ?? []) as unknown[];
         const buckets: HourBucket[] = [];
         indexes.forEach((h, i) => {
-          const raw = hashOf(hashes[i]);
-          const counts: Record<string, number> = {};
-          for (const [code, n] of Object.entries(raw)) if (Number(n) !== 0) counts[code] = Number(n);
-          if (Object.keys(counts).length > 0)
-            buckets.push({ hour: new Date(h * HOUR_MS).toISOString(), counts });
+          const b = bucketOf(new Date(h * HOUR_MS).toISOString(), hashOf(hashes[i]));
+          if (b) buckets.push(b);
         });
         return buckets;
       },

@@ -93,9 +93,14 @@ function transferProcessor(
     // Unreadable bodies are kept whole beside the spool, on the same persistent disk.
     ...(options.spool !== false ? { archive: new BodyArchive(ctx.config.spoolDir) } : {}),
     onOutcome: (e) => {
-      countHourly(ctx.redis, ctx.keys, e.org, e.code).catch((err: Error) =>
-        ctx.logger.warn({ err: err.message }, 'hourly count failed'),
-      );
+      countHourly(
+        ctx.redis,
+        ctx.keys,
+        e.org,
+        e.code,
+        Date.now(),
+        e.final ? { runId: e.runId } : undefined,
+      ).catch((err: Error) => ctx.logger.warn({ err: err.message }, 'hourly count failed'));
       if (e.final) {
         if (isSuccessBucket(e.bucket)) counts.succeeded++;
         else counts.failed++;

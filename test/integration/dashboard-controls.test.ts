@@ -309,7 +309,7 @@ describe('limits', () => {
       /data-pacing="acme">pacing: the organization 5 at once, then one every 67 ms; each token 5 at once, then one every 100 ms/,
     );
     expect(page.body).toContain('data-open="no"');
-    expect(page.body).toMatch(/waiting for the run window \(opens \w{3} \d\d:\d\d UTC\)/);
+    expect(page.body).toMatch(/waiting for the run window, opens \w{3} \d\d:\d\d UTC/);
     const overview = (await authed(app, { url: '/api/overview' })).json();
     const acme = overview.orgs.find((o: { org: string }) => o.org === 'acme');
     expect(acme.runWindow).toMatchObject({ windows, tz: 'UTC', open: false });

@@ -13,6 +13,10 @@
   function text(el, value) {
     if (el) el.textContent = String(value);
   }
+  var numberFormat = new Intl.NumberFormat('en-US');
+  function num(n) {
+    return numberFormat.format(n || 0);
+  }
 
   function setProgress(id, p) {
     var box = $all('[data-progress]').filter(function (e) {
@@ -37,7 +41,7 @@
       rects[3].setAttribute('width', w);
     }
     ['done', 'failed', 'waiting', 'total'].forEach(function (k) {
-      text($('[data-k="' + k + '"]', box), p[k]);
+      text($('[data-k="' + k + '"]', box), num(p[k]));
     });
   }
 
@@ -78,6 +82,19 @@
     if (note && changed) note.hidden = false;
   }
 
+  // The burn-down charts come drawn by the server (escaped SVG, views/burn-down.ts): swapped in whole.
+  function setCharts(charts) {
+    Object.keys(charts).forEach(function (key) {
+      byAttr('data-burn-down', key).forEach(function (fig) {
+        var old = $('svg', fig);
+        var box = document.createElement('div');
+        box.innerHTML = charts[key];
+        var svg = $('svg', box);
+        if (old && svg) fig.replaceChild(svg, old);
+      });
+    });
+  }
+
   // A frame is the view's overview, whole (full) or with only the organizations and runs that changed.
   function applyOverview(o) {
     text($('#updated-at'), o.at);
@@ -90,21 +107,39 @@
     }
     if (o.summary) text($('#fleet-summary'), o.summary.text);
     checkCards(o);
+    setCharts(o.charts || {});
     (o.orgs || []).forEach(function (org) {
       setProgress('org:' + org.org, org.progress);
       byAttr('data-remaining', org.org).forEach(function (e) {
-        text(e, org.remaining);
+        text(e, num(org.remaining));
       });
+      if (org.burnDown)
+        byAttr('data-finish', 'org:' + org.org).forEach(function (e) {
+          text(e, org.burnDown.finishText);
+        });
       byAttr('data-eta', org.org).forEach(function (e) {
         text(e, org.eta.text);
       });
       byAttr('data-jobs', org.org).forEach(function (e) {
         var j = org.jobs;
-        text(e, 'jobs: ' + j.waiting + ' waiting, ' + j.delayed + ' delayed, ' + j.active + ' active');
+        text(
+          e,
+          'jobs: ' +
+            num(j.waiting) +
+            ' waiting, ' +
+            num(j.delayed) +
+            ' delayed, ' +
+            num(j.active) +
+            ' active',
+        );
       });
     });
     (o.runs || []).forEach(function (r) {
       setProgress('run:' + r.id, r.progress);
+      if (r.burnDown)
+        byAttr('data-finish', 'run:' + r.id).forEach(function (e) {
+          text(e, r.burnDown.finishText);
+        });
       Object.keys(r.byOrg || {}).forEach(function (org) {
         setProgress('run:' + r.id + ':' + org, r.byOrg[org].progress);
       });

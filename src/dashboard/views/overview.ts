@@ -2,23 +2,46 @@
 // the URL, one page of cards, ranked: alerts, work, failures, idle; the idle ones of a big fleet in one
 // line), each with whether it is paused, the limits in effect, progress, outcomes, budget, chart, ETA;
 // then per run.
-import { formatRate } from '../../core/duration.ts';
 import { html, query, type Html } from '../html.ts';
-import { DEFAULT_VIEW, type OrgOverview, type Overview, type RunOverview } from '../../ops/overview.ts';
+import {
+  DEFAULT_VIEW,
+  RUN_ORGS_SHOWN,
+  type OrgOverview,
+  type Overview,
+  type RunCard,
+} from '../../ops/overview.ts';
 import { SMALL_FLEET, STATE_FILTERS, STATE_LABELS } from '../../ops/org-states.ts';
 import { viewParams } from '../routes/overview-query.ts';
 import { layout, type PageContext } from './layout.ts';
 import { pacingOf } from '../../ops/limits.ts';
 import { alertList, budgetTable, counts, hourlyChart, progressBar } from './parts.ts';
+import { burnDownFigure } from './burn-down.ts';
+import { humanRate, humanRateText, num } from './units.ts';
+
+/** The limits every worker applies (the policy in Redis, as the limiter's peek reports it), in words. */
+function limitsLine(org: OrgOverview): Html {
+  const b = org.budget;
+  const perOrg = humanRate({ max: b.org.limit + b.reserve, windowMs: b.org.windowMs });
+  const perToken = [...new Set(b.tokens.map((t) => humanRate({ max: t.limit, windowMs: t.windowMs })))];
+  const controls = `/controls${query({ org: org.org })}`;
+  return html`<p class="muted" data-limits="${org.org}">
+    limits${b.policyStored ? '' : ' (LIMIT_*: none stored in Redis yet)'}: ${perToken.join(' / ') || '-'} per
+    token, ${perOrg} per
+    organization${
+      b.reserve > 0
+        ? ` less a reserve of ${num(b.reserve)} (${humanRate({ max: Math.max(0, b.org.limit), windowMs: b.org.windowMs })} for this tool)`
+        : ''
+    }
+    · <a href="${controls}">controls</a>
+  </p>`;
+}
 
 /**
- * Whether the organization (or some of its tokens) is paused, and the limits every worker applies (the
- * policy in Redis, as the limiter's peek reports it), with a link to the controls page.
+ * Whether the organization (or some of its tokens) is paused, its limits, pacing and run window, where
+ * they apply: on its card.
  */
 function policyLines(org: OrgOverview): Html {
   const b = org.budget;
-  const perOrg = formatRate({ max: b.org.limit + b.reserve, windowMs: b.org.windowMs });
-  const perToken = [...new Set(b.tokens.map((t) => formatRate({ max: t.limit, windowMs: t.windowMs })))];
   const pausedTokens = b.tokens.filter((t) => t.paused);
   const controls = `/controls${query({ org: org.org })}`;
   const tokenPacing = [...new Set(b.tokens.map(pacingOf).filter((x): x is string => x !== null))];
@@ -26,60 +49,75 @@ function policyLines(org: OrgOverview): Html {
     ...(pacingOf(b.org) ? [`the organization ${pacingOf(b.org)}`] : []),
     ...tokenPacing.map((x) => `${b.tokens.length === 1 ? 'the token' : 'each token'} ${x}`),
   ];
+  const rw = org.runWindow;
   return html`${
-      b.org.paused
-        ? html`<p class="alert alert-warning" data-org-paused="${org.org}">
-            paused by ${b.org.paused.who} since <time>${b.org.paused.at}</time>: no new transfer is sent (<a
-              href="${controls}"
-              >resume</a
-            >)
-          </p>`
-        : ''
-    }
-    ${pausedTokens.map(
-      (t) =>
-        html`<p class="alert alert-warning" data-token-paused="${t.tokenId}">
-          token <code>${t.tokenId}</code> paused by ${t.paused?.who} since <time>${t.paused?.at}</time>
-        </p>`,
-    )}
-    <p class="muted" data-limits="${org.org}">
-      limits${b.policyStored ? '' : ' (LIMIT_*: none stored in Redis yet)'}: ${perOrg} per
-      organization${
-        b.reserve > 0
-          ? ` less a reserve of ${b.reserve} (${formatRate({ max: Math.max(0, b.org.limit), windowMs: b.org.windowMs })} for this tool)`
-          : ''
-      },
-      ${perToken.join(' / ') || '-'} per token · <a href="${controls}">controls</a>
-    </p>
-    ${paced.length > 0 ? html`<p class="muted" data-pacing="${org.org}">pacing: ${paced.join('; ')}</p>` : ''}
-    ${
-      org.runWindow
-        ? html`<p
-            class="${org.runWindow.open ? 'muted' : 'alert alert-warning'}"
-            data-run-window="${org.org}"
-            data-open="${org.runWindow.open ? 'yes' : 'no'}"
+    b.org.paused
+      ? html`<p class="alert alert-warning" data-org-paused="${org.org}">
+          paused by ${b.org.paused.who} since <time>${b.org.paused.at}</time>: no new transfer is sent (<a
+            href="${controls}"
+            >resume</a
+          >)
+        </p>`
+      : ''
+  }
+  ${pausedTokens.map(
+    (t) =>
+      html`<p class="alert alert-warning" data-token-paused="${t.tokenId}">
+        token <code>${t.tokenId}</code> paused by ${t.paused?.who} since <time>${t.paused?.at}</time>
+      </p>`,
+  )}
+  ${limitsLine(org)}
+  ${paced.length > 0 ? html`<p class="muted" data-pacing="${org.org}">pacing: ${paced.join('; ')}</p>` : ''}
+  ${
+    rw
+      ? html`<p
+          class="${rw.open ? 'muted' : 'alert alert-warning'}"
+          data-run-window="${org.org}"
+          data-open="${rw.open ? 'yes' : 'no'}"
+        >
+          ${rw.open ? `run window ${rw.now}` : `waiting for the run window, ${rw.now}`}
+          <span class="muted"
+            >(${rw.windows}, ${rw.tz}${rw.blackout ? `; blackout ${rw.blackout}` : ''})</span
           >
-            run window ${org.runWindow.windows}
-            (${org.runWindow.tz})${org.runWindow.blackout ? `, blackout ${org.runWindow.blackout}` : ''}:
-            ${org.runWindow.open ? org.runWindow.now : `waiting for the run window (${org.runWindow.now})`}
-          </p>`
-        : ''
-    }`;
+        </p>`
+      : ''
+  }
+  ${
+    org.held
+      ? html`<p class="muted" data-held="${org.org}">
+          held by the pre-flight check, waiting for a decision:
+          ${Object.entries(org.held).map(
+            ([cls, n], i) => html`${i > 0 ? ', ' : ''}<span data-held-class="${cls}">${cls} ${num(n)}</span>`,
+          )}
+          (<a href="/failures${query({ org: org.org, code: 'held' })}">see them</a>)
+        </p>`
+      : ''
+  }`;
 }
 
 function orgCard(org: OrgOverview, at: string): Html {
   return html`<section class="card" data-org="${org.org}" data-state="${org.state}">
     <h3>${org.org}</h3>
-    ${policyLines(org)} ${progressBar(org.progress, `org:${org.org}`)}
-    <p>${counts(org.learners)}</p>
-    <p>
-      remaining <b data-remaining="${org.org}">${org.remaining}</b>:
-      <span data-eta="${org.org}">${org.eta.text}</span>
-    </p>
-    <p class="muted" data-jobs="${org.org}">
-      jobs: ${org.jobs.waiting} waiting, ${org.jobs.delayed} delayed, ${org.jobs.active} active
-    </p>
-    ${budgetTable(org.budget)} ${hourlyChart(org.hourly, org.org, at)}
+    <div class="card-grid">
+      <div class="card-main">
+        ${policyLines(org)} ${progressBar(org.progress, `org:${org.org}`)}
+        <p>${counts(org.learners)}</p>
+        <p class="finish">
+          left <b data-remaining="${org.org}">${num(org.remaining)}</b>:
+          <span data-finish="org:${org.org}">${org.burnDown.finishText}</span>
+        </p>
+        <p class="muted small" data-eta="${org.org}">${org.eta.text}</p>
+        <p class="muted" data-jobs="${org.org}">
+          jobs: ${num(org.jobs.waiting)} waiting, ${num(org.jobs.delayed)} delayed, ${num(org.jobs.active)}
+          active
+        </p>
+        ${budgetTable(org.budget)}
+      </div>
+      <div class="card-charts">
+        ${burnDownFigure(org.burnDown, `organization ${org.org}`, `org:${org.org}`)}
+        ${hourlyChart(org.hourly, org.org, at)}
+      </div>
+    </div>
     <p><a href="/failures${query({ org: org.org })}">failures of ${org.org}</a></p>
   </section>`;
 }
@@ -133,7 +171,7 @@ function organizations(o: Overview): Html {
     <p id="list-changed" class="alert alert-warning" hidden>
       organizations changed state since this page was made: <a href="${`/${query(viewParams(v))}`}">reload</a>
     </p>
-    <div class="cards" id="org-cards">${o.orgs.map((org) => orgCard(org, o.at))}</div>
+    <div class="cards org-cards" id="org-cards">${o.orgs.map((org) => orgCard(org, o.at))}</div>
     ${
       o.orgs.length === 0
         ? html`<p class="muted">no organization matches${idleHidden ? '' : ' this filter'}</p>`
@@ -149,13 +187,22 @@ function organizations(o: Overview): Html {
     ${v.pages > 1 ? pager(o) : ''}`;
 }
 
-function runCard(r: RunOverview): Html {
+function runCard(r: RunCard): Html {
   const shown = Object.keys(r.byOrg).length;
   return html`<section class="card" data-run="${r.id}">
     <h3><code>${r.id}</code></h3>
     <p class="muted">${r.kind} · ${r.source} · ${r.createdAt}</p>
     ${progressBar(r.progress, `run:${r.id}`)}
     <p>${counts(r.counts)}</p>
+    ${
+      r.burnDown
+        ? html`<p class="finish">
+              left <b>${num(r.burnDown.left)}</b>:
+              <span data-finish="run:${r.id}">${r.burnDown.finishText}</span>
+            </p>
+            ${burnDownFigure(r.burnDown, `run ${r.id}`, `run:${r.id}`)}`
+        : html`<p class="muted">no burn-down: the run spans more than ${RUN_ORGS_SHOWN} organizations</p>`
+    }
     ${Object.entries(r.byOrg).map(
       ([org, v]) =>
         html`<details>
@@ -179,8 +226,9 @@ function runCard(r: RunOverview): Html {
 export function overviewPage(page: PageContext, o: Overview): Html {
   const body = html` <h1>Overview</h1>
     <p class="muted">
-      LIMIT_* of this dashboard: ${o.limits.perToken} per token, ${o.limits.perOrg} per organization (the
-      workers follow the limits stored in Redis, shown per organization) · updated
+      LIMIT_* of this dashboard: ${humanRateText(o.limits.perToken)} per token,
+      ${humanRateText(o.limits.perOrg)} per organization (the workers follow the limits stored in Redis, shown
+      per organization) · updated
       <time id="updated-at">${o.at}</time> <span id="live-state" class="muted">(live)</span>
     </p>
     ${alertList(o.alerts)}
@@ -196,7 +244,7 @@ export function overviewPage(page: PageContext, o: Overview): Html {
     ${
       o.runs.length === 0
         ? html`<p class="muted">no run yet</p>`
-        : html`<div class="cards">${o.runs.map(runCard)}</div>`
+        : html`<div class="cards run-cards">${o.runs.map(runCard)}</div>`
     }`;
   return layout(page, 'Overview', body);
 }

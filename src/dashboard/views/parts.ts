@@ -4,6 +4,7 @@ import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
 import type { RunProgress } from '../../outcomes/run-progress.ts';
 import type { Alert } from '../../ops/alerts.ts';
+import { num, perWindow } from './units.ts';
 
 function pct(n: number, total: number): string {
   return total > 0 ? ((100 * n) / total).toFixed(2) : '0';
@@ -27,10 +28,10 @@ export function progressBar(p: RunProgress, id?: string): Html {
       <rect class="bar-waiting" x="${d + f}" y="0" width="${w}" height="6" />
     </svg>
     <div class="legend">
-      <span class="k-done">done <b data-k="done">${p.done}</b></span>
-      <span class="k-failed">failed <b data-k="failed">${p.failed}</b></span>
-      <span class="k-waiting">waiting <b data-k="waiting">${p.waiting}</b></span>
-      <span>total <b data-k="total">${p.total}</b></span>
+      <span class="k-done">done <b data-k="done">${num(p.done)}</b></span>
+      <span class="k-failed">failed <b data-k="failed">${num(p.failed)}</b></span>
+      <span class="k-waiting">waiting <b data-k="waiting">${num(p.waiting)}</b></span>
+      <span>total <b data-k="total">${num(p.total)}</b></span>
     </div>
   </div>`;
 }
@@ -89,44 +90,50 @@ export function hourlyChart(hours: readonly HourBucket[], org: string, at: strin
   </figure>`;
 }
 
+/** What a budget row says in its last column: ok, full, paced, blocked. */
+function budgetState(s: BudgetView['org']): Html | string {
+  if (s.blocked) {
+    return html`<span class="${s.blocked.reason === '401' ? 'alert-error' : 'alert-warning'}"
+      >${s.blocked.reason === '401' ? 'paused (401)' : `blocked (${s.blocked.reason})`}</span
+    >`;
+  }
+  if (s.remaining === 0) return `full, next in ${num(Math.ceil(s.nextFreeInMs / 1000))} s`;
+  if (s.pace?.available === 0) {
+    const ms = s.pace.nextInMs;
+    return `paced, next in ${ms < 1000 ? `${Math.max(1, Math.round(ms))} ms` : `${num(Math.ceil(ms / 1000))} s`}`;
+  }
+  return 'ok';
+}
+
+/**
+ * The budget of the organization and each token, per window of its real length ("per 4 s", "per day"):
+ * permits used (answered) and in flight in the window now, and how many are left of the limit.
+ */
 export function budgetTable(b: BudgetView): Html {
   const row = (name: Html | string, s: BudgetView['org']) =>
     html`<tr>
-      <td>${name}</td>
-      <td>${s.used}</td>
-      <td>${s.inflight}</td>
-      <td>${s.remaining}</td>
-      <td>${s.limit}</td>
-      <td>
-        ${
-          s.blocked
-            ? html`<span class="${s.blocked.reason === '401' ? 'alert-error' : 'alert-warning'}"
-                >${s.blocked.reason === '401' ? 'paused (401)' : `blocked (${s.blocked.reason})`}</span
-              >`
-            : s.remaining === 0
-              ? `full, next in ${Math.ceil(s.nextFreeInMs / 1000)} s`
-              : s.pace?.available === 0
-                ? `paced, next in ${s.pace.nextInMs < 1000 ? `${Math.max(1, Math.round(s.pace.nextInMs))} ms` : `${Math.ceil(s.pace.nextInMs / 1000)} s`}`
-                : 'ok'
-        }
-      </td>
+      <th scope="row">${name} <span class="muted">${perWindow(s.windowMs)}</span></th>
+      <td class="n">${num(s.used)}</td>
+      <td class="n">${num(s.inflight)}</td>
+      <td class="n" data-left>${num(s.remaining)} <span class="muted">of ${num(s.limit)}</span></td>
+      <td>${budgetState(s)}</td>
     </tr>`;
-  return html`<table class="budget">
-    <thead>
-      <tr>
-        <th>budget</th>
-        <th>used</th>
-        <th>in flight</th>
-        <th>remaining</th>
-        <th>limit</th>
-        <th>state</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${row('organization (day)', b.org)}
-      ${b.tokens.map((t) => row(html`token <code>${t.tokenId}</code> (hour)`, t))}
-    </tbody>
-  </table>`;
+  return html`<div class="table-wrap">
+    <table class="budget">
+      <thead>
+        <tr>
+          <th scope="col">budget</th>
+          <th scope="col" class="n">used</th>
+          <th scope="col" class="n">in flight</th>
+          <th scope="col" class="n">left of limit</th>
+          <th scope="col">state</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${row('organization', b.org)} ${b.tokens.map((t) => row(html`token <code>${t.tokenId}</code>`, t))}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 export function alertList(alerts: readonly Alert[]): Html {
@@ -139,6 +146,6 @@ export function counts(c: Record<string, number | undefined>): Html {
   const entries = Object.entries(c).filter(([k, n]) => k !== 'total' && (n ?? 0) > 0);
   if (entries.length === 0) return html`<span class="muted">none yet</span>`;
   return html`<ul class="counts">
-    ${entries.map(([k, n]) => html`<li><span class="code code-${k}">${k}</span> ${n}</li>`)}
+    ${entries.map(([k, n]) => html`<li><span class="code code-${k}">${k}</span> ${num(n ?? 0)}</li>`)}
   </ul>`;
 }
