@@ -4,6 +4,7 @@ import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
 import type { RunProgress } from '../../outcomes/run-progress.ts';
 import type { Alert } from '../../ops/alerts.ts';
+import { humanizeMs } from '../../core/duration.ts';
 import { num, perWindow } from './units.ts';
 
 function pct(n: number, total: number): string {
@@ -97,10 +98,10 @@ function budgetState(s: BudgetView['org']): Html | string {
       >${s.blocked.reason === '401' ? 'paused (401)' : `blocked (${s.blocked.reason})`}</span
     >`;
   }
-  if (s.remaining === 0) return `full, next in ${num(Math.ceil(s.nextFreeInMs / 1000))} s`;
+  if (s.remaining === 0) return `full, next in ${humanizeMs(s.nextFreeInMs)}`;
   if (s.pace?.available === 0) {
     const ms = s.pace.nextInMs;
-    return `paced, next in ${ms < 1000 ? `${Math.max(1, Math.round(ms))} ms` : `${num(Math.ceil(ms / 1000))} s`}`;
+    return `paced, next in ${ms < 1000 ? `${Math.max(1, Math.round(ms))} ms` : humanizeMs(ms)}`;
   }
   return 'ok';
 }
