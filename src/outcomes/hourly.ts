@@ -13,19 +13,23 @@ export function hourIndex(at: number): number {
   return Math.floor(at / HOUR_MS);
 }
 
-/** Counts one recorded outcome (every attempt that reached an outcome, waits included). */
+/**
+ * Counts one recorded outcome (every attempt that reached an outcome, waits included), or `n` learners
+ * cancelled at once (`cancelled`: they leave the work as surely as a transfer, for a burn-down).
+ */
 export async function countHourly(
   redis: RedisClient,
   keys: Keys,
   org: string,
   code: string,
   now = Date.now(),
+  n = 1,
 ): Promise<void> {
   const hour = hourIndex(now);
   const key = keys.hourly(org, hour);
   await redis
     .multi()
-    .hincrby(key, code, 1)
+    .hincrby(key, code, n)
     .pexpireat(key, (hour + 1) * HOUR_MS + KEEP_MS)
     .exec();
 }
