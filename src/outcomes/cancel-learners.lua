@@ -17,9 +17,9 @@
 
   KEYS[1]  outcomes hash ({org}:out)       KEYS[2]  org counters ({org}:counts)
   KEYS[3]  lease hash ({org}:lease)
-  KEYS[4..3+2n] per run named in ARGV[7], in that order: its counters ({org}:run:<id>) and its failure
-           index ({org}:run:<id>:fail)
-  KEYS[4+2n..] the index of each bucket named in ARGV[4], in that order
+  KEYS[2i+2], KEYS[2i+3]  for run i = 1..n named in ARGV[7], in that order: its counters
+           ({org}:run:<id>) and its failure index ({org}:run:<id>:fail)
+  KEYS[2n+4], ... the index of each bucket named in ARGV[4], in that order
 
   ARGV[1]  '1': dry run, decide and write nothing      ARGV[2] time (ms), the record's and the indexes'
   ARGV[3]  space-separated failure buckets             ARGV[4] space-separated indexed buckets
@@ -28,7 +28,7 @@
 
   Returns one string per learner, as above.
 ]]
---- @keys 3+
+--- @keys 4+
 --- @include "record"
 local dry, now, who, grace = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[5], tonumber(ARGV[6]) or 0
 local fail = lt_names(ARGV[3])
