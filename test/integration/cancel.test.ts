@@ -142,6 +142,12 @@ describe('cancel, learner by learner', () => {
       transferred: 1,
       total: 2,
     });
+    // Named by its state: retry --status cancelled re-opens every cancelled learner (of the filter).
+    const reopened = await retryFailed(h.ctx, { orgs: ['acme'], runId, status: 'cancelled' });
+    expect(reopened.requeued).toBe(1);
+    expect((await h.ctx.store.get('acme', a as number))?.b).toBe('queued');
+    const again = await cancelLearners(h.ctx, { orgs: ['acme'], learnerIds: [a as number] }, WHO);
+    expect(again.cancelled).toBe(1);
   });
 
   it('a cancelled learner enqueued again (CSV) or retried by id is transferred', async () => {
