@@ -47,7 +47,7 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
           return summary.skipped.push({
             org,
             learnerId,
-            reason: `state is ${r.b}, not a failure (or cancelled learner) matching the filter`,
+            reason: `state is ${r.b}, not a failure matching the filter`,
           });
         }
         batch.push({ org, learnerId, source: 'retry', runId: r.r });
