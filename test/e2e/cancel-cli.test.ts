@@ -38,6 +38,11 @@ describe('learner-transfer cancel', () => {
     expect((await h.ctx.store.runCounts('acme', runId)).cancelled).toBe(4);
     const status = await runCommand(['status'], h.env);
     expect(status.stdout).toMatch(/learners: .*cancelled 4/);
+    // One change-log entry, with who and the counts.
+    const changes = await runCommand(['changes', '--org', 'acme'], h.env);
+    expect(changes.stdout).toMatch(
+      new RegExp(`cli:\\S+@\\S+  cancel  acme  filter run ${runId}, cancelled 4,`),
+    );
   });
 
   it('--learner takes ids comma-separated; --json is the summary for machines', async () => {
