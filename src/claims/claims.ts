@@ -6,7 +6,7 @@ import type { RedisClient } from '../redis/client.ts';
 import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
 
-export const CLAIM_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['claim']);
+export const CLAIM_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['claim', 'release-claims']);
 const CHUNK = 1000;
 
 export type ClaimResult = { kind: 'ok' } | { kind: 'held'; holder: string } | { kind: 'moved'; from: string };
@@ -41,6 +41,20 @@ export class Claims {
       for (const r of reply) out.push(parseClaim(String(r)));
     }
     return out;
+  }
+
+  /**
+   * Releases each learner's claim while its organization still holds it (a cancelled learner: `cancel`).
+   * Returns how many were released.
+   */
+  async release(items: readonly { org: string; learnerId: number }[]): Promise<number> {
+    let released = 0;
+    for (let i = 0; i < items.length; i += CHUNK) {
+      const args: string[] = [];
+      for (const it of items.slice(i, i + CHUNK)) args.push(String(it.learnerId), it.org);
+      released += Number(await CLAIM_SCRIPTS.run(this.#redis, 'release-claims', [this.#key], args));
+    }
+    return released;
   }
 
   /** The organization holding each learner (undefined: unclaimed). */

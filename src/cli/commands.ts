@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { Cli } from './io.ts';
 import { register as audit } from './audit.ts';
+import { register as cancel } from './cancel.ts';
 import { register as demo } from './demo.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as crawl } from './crawl.ts';
@@ -33,6 +34,7 @@ export const commands: Register[] = [
   report,
   audit,
   retry,
+  cancel,
   repair,
   tokens,
   limits,

@@ -14,7 +14,7 @@ export function register(program: Command, cli: Cli): void {
     .addOption(new Option('--status <code>', 'only this outcome code or state').choices([...BUCKETS]))
     .addOption(new Option('--format <format>', 'output format').choices(['csv', 'ndjson']).default('csv'))
     .option('--out <file>', 'write here instead of stdout')
-    .option('--split <dir>', 'write successes.csv, failures.csv and pending.csv into DIR')
+    .option('--split <dir>', 'write successes.csv, failures.csv, pending.csv and cancelled.csv into DIR')
     .option('--org <key...>', 'only these organizations')
     .action(
       async (opts: {
@@ -37,7 +37,7 @@ export function register(program: Command, cli: Cli): void {
           if (opts.split) {
             const s = await writeSplit(ctx.store, filter, opts.split);
             cli.print(
-              `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}`,
+              `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}\ncancelled ${s.cancelled} -> ${s.files.cancelled}`,
             );
           } else {
             const rows = await writeReport(ctx.store, filter, {

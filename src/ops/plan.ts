@@ -11,7 +11,7 @@ import { humanizeMs } from '../core/duration.ts';
 import { etaOf, type Eta } from './eta.ts';
 import { FREE_STEPS } from '../limiter/budget-schedule.ts';
 import type { BudgetView } from '../limiter/types.ts';
-import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { CANCELLED, isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { readCsv } from '../queue/sources/csv.ts';
 
@@ -72,7 +72,12 @@ function whatIfText(eta: Eta, other: Eta, tokens: number): string {
 export async function planOrgs(
   deps: PlanDeps,
   byOrg: ReadonlyMap<string, readonly number[]>,
-  options: { force?: boolean; tokens?: number | undefined } = {},
+  options: {
+    force?: boolean;
+    tokens?: number | undefined;
+    /** A CSV's learners: one cancelled earlier is re-opened by the enqueue (producer reopenCancelled). */
+    reopenCancelled?: boolean;
+  } = {},
 ): Promise<OrgPlan[]> {
   const { config } = deps;
   const plans: OrgPlan[] = [];
@@ -85,7 +90,7 @@ export async function planOrgs(
       for (const r of records) {
         if (!r) toEnqueue++;
         else if (!isFinalBucket(r.b as Bucket)) alreadyQueued++;
-        else if (options.force) toEnqueue++;
+        else if (options.force || (options.reopenCancelled && r.b === CANCELLED)) toEnqueue++;
         else alreadyDone++;
       }
     }
@@ -186,5 +191,6 @@ export async function planCsv(
   }
   const lists = new Map([...byOrg].map(([org, ids]) => [org, [...ids]] as const));
   const valid = [...lists.values()].reduce((a, ids) => a + ids.length, 0);
-  return { plans: await planOrgs(deps, lists, { tokens: options.tokens }), read, valid, rejected };
+  const plans = await planOrgs(deps, lists, { tokens: options.tokens, reopenCancelled: true });
+  return { plans, read, valid, rejected };
 }

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import {
+  CANCELLED,
   isFinalBucket,
   isSuccessBucket,
   toLearnerOutcome,
@@ -136,10 +137,15 @@ export interface SplitSummary {
   successes: number;
   failures: number;
   pending: number;
-  files: { successes: string; failures: string; pending: string };
+  /** Withdrawn by an operator (`cancel`): neither a success nor a failure. */
+  cancelled: number;
+  files: { successes: string; failures: string; pending: string; cancelled: string };
 }
 
-/** successes.csv, failures.csv and pending.csv (not yet processed) in DIR, like bulk loaders' result files. */
+/**
+ * successes.csv, failures.csv, pending.csv (not yet processed) and cancelled.csv in DIR, like bulk
+ * loaders' result files.
+ */
 export async function writeSplit(
   store: OutcomeStore,
   filter: ReportFilter,
@@ -149,6 +155,7 @@ export async function writeSplit(
     successes: join(dir, 'successes.csv'),
     failures: join(dir, 'failures.csv'),
     pending: join(dir, 'pending.csv'),
+    cancelled: join(dir, 'cancelled.csv'),
   };
   // Every target is checked before any file is started: one planted link refuses the whole split.
   for (const file of Object.values(files)) assertPrivateTarget(file);
@@ -158,20 +165,23 @@ export async function writeSplit(
     opened.push(out);
     return out;
   };
-  const counts = { successes: 0, failures: 0, pending: 0 };
+  const counts = { successes: 0, failures: 0, pending: 0, cancelled: 0 };
   try {
     const outs = {
       successes: open(files.successes),
       failures: open(files.failures),
       pending: open(files.pending),
+      cancelled: open(files.cancelled),
     };
     for (const o of Object.values(outs)) await o.write(csvLine(REPORT_COLUMNS));
     for await (const o of selectOutcomes(store, filter)) {
       const kind = isSuccessBucket(o.state as Bucket)
         ? 'successes'
-        : isFinalBucket(o.state as Bucket)
-          ? 'failures'
-          : 'pending';
+        : o.state === CANCELLED
+          ? 'cancelled'
+          : isFinalBucket(o.state as Bucket)
+            ? 'failures'
+            : 'pending';
       counts[kind]++;
       await outs[kind].write(csvLine(rowOf(o)));
     }

@@ -1,7 +1,7 @@
 // retry: re-queue learners whose outcome is final and not a success, with fresh attempts. They keep
 // their run (so its counters show them moving back to waiting) unless the caller names a new one.
 import type { AppContext } from '../app/context.ts';
-import { FAILURE_BUCKETS, type Bucket } from '../outcomes/record.ts';
+import { CANCELLED, FAILURE_BUCKETS, type Bucket } from '../outcomes/record.ts';
 import type { ProducerItem } from '../queue/producer.ts';
 import { newRunId } from '../outcomes/runs.ts';
 
@@ -32,8 +32,12 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
     const consider = (_learnerId: number, bucket: Bucket, code: string | undefined, runId: string) => {
       if (filter.status && bucket !== filter.status && code !== filter.status) return false;
       if (filter.runId && runId !== filter.runId) return false;
+      // A cancelled learner is re-opened only when a person names it (--learner, or --status cancelled):
+      // retrying every failure must not undo a cancel.
+      if (bucket === CANCELLED) return named || filter.status === CANCELLED;
       return FAILURE_BUCKETS.includes(bucket);
     };
+    const named = filter.learnerIds !== undefined && filter.learnerIds.length > 0;
     if (filter.learnerIds && filter.learnerIds.length > 0) {
       const records = await ctx.store.getMany(org, filter.learnerIds);
       filter.learnerIds.forEach((learnerId, i) => {
@@ -50,7 +54,10 @@ export async function retryFailed(ctx: AppContext, filter: RetryFilter): Promise
       });
     } else {
       // Failure buckets are indexed: read their ids (a snapshot: re-queueing removes them from the index).
-      const buckets = FAILURE_BUCKETS.filter((b) => !filter.status || b === filter.status);
+      const buckets =
+        filter.status === CANCELLED
+          ? [CANCELLED as Bucket]
+          : FAILURE_BUCKETS.filter((b) => !filter.status || b === filter.status);
       for (const bucket of buckets) {
         const ids = await ctx.store.bucketPage(org, bucket, 0, Number.MAX_SAFE_INTEGER - 1);
         for (let i = 0; i < ids.length; i += 1000) {

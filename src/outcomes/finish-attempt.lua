@@ -35,8 +35,8 @@
            the id of the entry that has it (field sameBodyAs), so Redis holds one prefix per learner and body
 
   Merge rules (the record is never rewritten from a stale copy): a success is never replaced by a
-  failure (a late replay of an older attempt), and 'transferred' is never replaced by
-  'already-in-org' (the repeat after a lost response). A 200 success for a learner whose earlier
+  failure (a late replay of an older attempt), 'transferred' is never replaced by
+  'already-in-org' (the repeat after a lost response), and 'cancelled' only by a success. A 200 success for a learner whose earlier
   attempts may have reached the service without an answer (network-error, bad-response) and no known
   transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below), with
   its causes; a possible repeat that brought no body (the 400) gets an audit entry of its own.
@@ -172,6 +172,10 @@ if not replay and ARGV[5] ~= '' then
   local kept = false
   if success[oldBucket] and not success[bucket] then bucket, kept = oldBucket, true end
   if oldBucket == 'transferred' and bucket == 'already-in-org' then bucket, kept = 'transferred', true end
+  -- A cancelled learner was withdrawn with no call in flight (cancel-learners.lua): an outcome arriving
+  -- now is a dead holder's, replayed from its spool, or a job's own end (worker-error). Only a success
+  -- replaces it (the transfer did happen: the record says so); anything else joins the history only.
+  if oldBucket == 'cancelled' and not success[bucket] then bucket, kept = oldBucket, true end
   -- Kept: the record stays in its run (its counters net to nothing below).
   local writeRun = runId
   if kept and oldRun ~= '' then writeRun = oldRun end

@@ -21,19 +21,25 @@ export function hourIndex(at: number): number {
   return Math.floor(at / HOUR_MS);
 }
 
-/** Counts one recorded outcome (every attempt that reached an outcome, waits included). */
+/**
+ * Counts one recorded outcome (every attempt that reached an outcome, waits included), or `n` learners
+ * cancelled at once (`cancelled`: they leave the work as surely as a transfer, for a burn-down).
+ */
 export async function countHourly(
   redis: RedisClient,
   keys: Keys,
   org: string,
   code: string,
   now = Date.now(),
-  final?: { runId: string },
+  options: { n?: number; finalByRun?: Readonly<Record<string, number>> } = {},
 ): Promise<void> {
   const hour = hourIndex(now);
   const key = keys.hourly(org, hour);
-  const tx = redis.multi().hincrby(key, code, 1);
-  if (final) tx.hincrby(key, FINAL_FIELD, 1).hincrby(key, `${FINAL_FIELD}:${final.runId}`, 1);
+  const tx = redis.multi().hincrby(key, code, options.n ?? 1);
+  const byRun = Object.entries(options.finalByRun ?? {});
+  const finals = byRun.reduce((sum, [, n]) => sum + n, 0);
+  if (finals > 0) tx.hincrby(key, FINAL_FIELD, finals);
+  for (const [runId, n] of byRun) tx.hincrby(key, `${FINAL_FIELD}:${runId}`, n);
   await tx.pexpireat(key, (hour + 1) * HOUR_MS + KEEP_MS).exec();
 }
 

@@ -15,7 +15,8 @@
   ARGV[4]  space-separated buckets that get an index
   ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or where the old
            record is final and was last updated before ARGV[6] (re-opened on purpose: it keeps the
-           learner's history)
+           learner's history); "enqueue-cancelled" as "enqueue", and a `cancelled` record is re-opened
+           too, whatever its time (a person named the learner again: enqueue --csv, retry --learner)
   ARGV[6]  force cutoff (ms): final records updated before it are re-opened; "0" re-opens none
   ARGV[7..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
 
@@ -25,7 +26,8 @@
 --- @keys 4+
 --- @include "record"
 local runId, now = ARGV[1], ARGV[2]
-local enqueue, forceBefore = ARGV[5] == 'enqueue', tonumber(ARGV[6]) or 0
+local enqueue, forceBefore = ARGV[5] == 'enqueue' or ARGV[5] == 'enqueue-cancelled', tonumber(ARGV[6]) or 0
+local reopenCancelled = ARGV[5] == 'enqueue-cancelled'
 local idx = lt_index_keys(ARGV[4], 5)
 local fail = lt_names(ARGV[3])
 
@@ -48,7 +50,8 @@ for i = 7, #ARGV, 3 do
     local final = oldBucket ~= 'queued' and oldBucket ~= 'retrying' and oldBucket ~= ''
     -- A record updated after the cutoff is news the caller did not see (a reconcile's walk read the
     -- learner before a worker moved it): it stays as it is.
-    if final and (oldRecord and (tonumber(oldRecord['t']) or 0) or 0) < forceBefore then
+    local older = (oldRecord and (tonumber(oldRecord['t']) or 0) or 0) < forceBefore
+    if final and (older or (reopenCancelled and oldBucket == 'cancelled')) then
       -- Re-opened on purpose: the learner's history (attempts, last transfer, audit ids) stays with it.
       if oldRecord then
         local rec = cjson.decode(newJson)

@@ -18,6 +18,10 @@ import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './code
  * attached and sent nothing; it waits for a person's decision (`retry --status held` sends it). Final and
  * not a success, so it is indexed, shown on the failures page and retried like a failure. Appended last:
  * records written before it existed never hold it, so nothing is upgraded.
+ * `cancelled` is not one either: an operator withdrew the learner before its call (`cancel`, ops/cancel.ts).
+ * Final and not a success, yet not a failure: retry-all and the failures page leave it alone, exit
+ * statuses do not count it, and every count shows it on its own. Indexed (so it can be listed). Appended
+ * last, like `held`: records of earlier releases never hold it.
  */
 export const BUCKETS = [
   'queued',
@@ -26,8 +30,13 @@ export const BUCKETS = [
   'worker-error',
   'claimed-elsewhere',
   'held',
+  'cancelled',
 ] as const;
-export type Bucket = 'queued' | 'retrying' | OutcomeCode | 'worker-error' | 'claimed-elsewhere' | 'held';
+export type Bucket =
+  'queued' | 'retrying' | OutcomeCode | 'worker-error' | 'claimed-elsewhere' | 'held' | 'cancelled';
+
+/** The bucket of a learner withdrawn by an operator before its call. */
+export const CANCELLED = 'cancelled' satisfies Bucket;
 
 /** Buckets that are final (the learner will not move without a person or a reconcile). */
 export function isFinalBucket(bucket: Bucket): boolean {
@@ -39,9 +48,12 @@ export function isSuccessBucket(bucket: Bucket): boolean {
   return isOutcomeCode(bucket) && OUTCOMES[bucket].success;
 }
 
-/** Final buckets that are not a success: the failures a person sees, and `retry` re-queues. */
+/**
+ * Final buckets that are not a success: the failures a person sees, and `retry` re-queues. `cancelled`
+ * is not one: a person withdrew it on purpose, and only naming it again re-opens it.
+ */
 export const FAILURE_BUCKETS: readonly Bucket[] = BUCKETS.filter(
-  (b) => isFinalBucket(b) && !isSuccessBucket(b),
+  (b) => isFinalBucket(b) && !isSuccessBucket(b) && b !== CANCELLED,
 );
 
 /** Buckets that get a sorted-set index (for the failures page): not the big success or queued ones. */
@@ -110,6 +122,8 @@ export const recordSchema = z.object({
   hc: z.string().optional(),
   /** Compacted: the ids of the last attempts merged, as the first 10 hex of their SHA-1 (replay check). */
   ah: list(z.string()).optional(),
+  /** Cancelled: who withdrew the learner (`cli:user@host`, `dashboard:...`); when is `t`. */
+  cb: z.string().optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
 
@@ -153,6 +167,8 @@ export interface LearnerOutcome {
   auditIds: string[];
   /** A 200 that may repeat a transfer whose own answer was lost: its revoked authorizations are unknown. */
   possibleRepeat: boolean;
+  /** Who cancelled the learner (state `cancelled`), else null; `updatedAt` says when. */
+  cancelledBy: string | null;
   history: { at: string; outcome: string; httpStatus: number | null; durationMs: number }[];
 }
 
@@ -174,6 +190,7 @@ export function toLearnerOutcome(org: string, learnerId: number, r: OutcomeRecor
     tokenId: r.k ?? null,
     auditIds: r.au ?? [],
     possibleRepeat: r.pr === 1,
+    cancelledBy: r.cb ?? null,
     history: (r.h ?? []).map(([t, c, s, d]) => ({
       at: new Date(t).toISOString(),
       outcome: c,

@@ -26,6 +26,7 @@ export const OUTCOME_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'finish-attempt',
   'record-outcome',
   'compact-records',
+  'cancel-learners',
 ]);
 const INDEXED_BUCKETS = BUCKETS.filter(isIndexedBucket);
 const INDEXED = INDEXED_BUCKETS.join(' ');
@@ -110,6 +111,11 @@ export interface QueueMark {
    * worker moved after its page was read is not transferred again).
    */
   force: boolean | number;
+  /**
+   * Re-open a `cancelled` record too (a person named the learner again: enqueue --csv, retry --learner).
+   * Without it a cancelled learner stays cancelled (a crawl's next pass does not undo a cancel).
+   */
+  reopenCancelled?: boolean | undefined;
 }
 
 /** What marking a learner queued found: new, re-opened, or kept (with the bucket it was in). */
@@ -133,6 +139,29 @@ export interface AttemptUpdate {
 
 export type RunCounts = Partial<Record<Bucket | 'total', number>>;
 
+/**
+ * What cancel-learners.lua decided for one learner: withdrawn, left to its call in flight, no record, a
+ * state that is not withdrawn (done, failed, cancelled already), or a run the call did not declare.
+ */
+export type CancelDecision =
+  | { kind: 'cancelled'; runId: string }
+  | { kind: 'in-flight' }
+  | { kind: 'none' }
+  | { kind: 'state'; bucket: Bucket }
+  | { kind: 'run'; runId: string };
+
+export interface CancelArgs {
+  /** Who cancels (change-log actor: `cli:user@host`, `dashboard:...`), kept in the record. */
+  who: string;
+  /** Decide only: nothing written. */
+  dryRun: boolean;
+  /** The lease grace of acquire.lua (config.leaseGraceMs): a lease is in flight until deadline + grace. */
+  leaseGraceMs: number;
+  /** The runs the learners' records may name (their counters and failure indexes are declared keys). */
+  runIds: readonly string[];
+  now?: number;
+}
+
 export class OutcomeStore {
   readonly #redis: RedisClient;
   readonly #keys: Keys;
@@ -153,7 +182,7 @@ export class OutcomeStore {
     runId: string,
     now: number,
     records: readonly { learnerId: number; record: OutcomeRecord }[],
-    mode: 'set' | 'enqueue',
+    mode: 'set' | 'enqueue' | 'enqueue-cancelled',
     force: boolean | number,
   ) {
     const k = this.#keys;
@@ -186,12 +215,13 @@ export class OutcomeStore {
   async markQueued(items: readonly QueueMark[], now = Date.now()): Promise<MarkResult[]> {
     if (items.length === 0) return [];
     // One script call per (organization, run, force) group, in one round trip.
-    type Group = { org: string; runId: string; force: boolean | number; at: number[] };
+    type Group = { org: string; runId: string; force: boolean | number; reopen: boolean; at: number[] };
     const groups = new Map<string, Group>();
     items.forEach((it, i) => {
-      const key = `${it.org}\u0000${it.runId}\u0000${String(it.force)}`;
+      const reopen = it.reopenCancelled === true;
+      const key = `${it.org}\u0000${it.runId}\u0000${String(it.force)}\u0000${String(reopen)}`;
       let g = groups.get(key);
-      if (!g) groups.set(key, (g = { org: it.org, runId: it.runId, force: it.force, at: [] }));
+      if (!g) groups.set(key, (g = { org: it.org, runId: it.runId, force: it.force, reopen, at: [] }));
       g.at.push(i);
     });
     // One pipeline per organization, sent together: an organization's keys share one slot, and a Redis
@@ -216,7 +246,8 @@ export class OutcomeStore {
               };
               return { learnerId: it.learnerId, record };
             });
-            this.#call(pipe, g.org, g.runId, now, records, 'enqueue', g.force);
+            const mode = g.reopen ? 'enqueue-cancelled' : 'enqueue';
+            this.#call(pipe, g.org, g.runId, now, records, mode, g.force);
           }
           return (await pipe.exec()) ?? [];
         }),
@@ -238,6 +269,39 @@ export class OutcomeStore {
       });
     });
     return out;
+  }
+
+  /**
+   * Withdraws learners of one organization before their call, each decided atomically against its lease
+   * and record (cancel-learners.lua). The jobs and claims are the caller's (ops/cancel.ts).
+   */
+  async cancel(org: string, learnerIds: readonly number[], a: CancelArgs): Promise<CancelDecision[]> {
+    if (learnerIds.length === 0) return [];
+    const k = this.#keys;
+    const keys = [
+      k.outcomes(org),
+      k.orgCounts(org),
+      k.lease(org),
+      ...a.runIds.flatMap((r) => [k.runCounters(org, r), k.runFailures(org, r)]),
+      ...this.#indexKeys(org),
+    ];
+    const reply = (await OUTCOME_SCRIPTS.run(this.#redis, 'cancel-learners', keys, [
+      a.dryRun ? '1' : '0',
+      Math.round(a.now ?? Date.now()),
+      FAILURE,
+      INDEXED,
+      a.who,
+      Math.max(0, Math.round(a.leaseGraceMs)),
+      a.runIds.join(' '),
+      ...learnerIds.map(String),
+    ])) as unknown[];
+    return reply.map((v): CancelDecision => {
+      const text = String(v);
+      if (text.startsWith('cancelled:')) return { kind: 'cancelled', runId: text.slice(10) };
+      if (text === 'in-flight' || text === 'none') return { kind: text };
+      if (text.startsWith('run:')) return { kind: 'run', runId: text.slice(4) };
+      return { kind: 'state', bucket: text.slice(6) as Bucket };
+    });
   }
 
   async get(org: string, learnerId: number): Promise<OutcomeRecord | undefined> {

@@ -202,6 +202,8 @@ class CsvEnqueue {
     const p = producer
       .add(items, runId, {
         move: this.#options.move === true,
+        // A person names these learners: one cancelled earlier is re-opened (docs/cancel.md).
+        reopenCancelled: true,
         onHeld: (h) => {
           // Counted valid when read: it is a reject now.
           this.valid--;

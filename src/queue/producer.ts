@@ -78,6 +78,12 @@ export interface AddOptions {
   /** Re-open learners whose outcome is final (reconcile, retry): true, or only records older than a time. */
   force?: boolean | number;
   /**
+   * Re-open learners an operator cancelled (a person names them again: enqueue --csv). A crawl or a
+   * plain add leaves them cancelled (counted in alreadyDone.cancelled), so its next pass does not undo
+   * a cancel. `force` re-opens them anyway, as every final record.
+   */
+  reopenCancelled?: boolean;
+  /**
    * Move learners claimed by another organization here (an explicit act: `--move`, a reconcile's
    * desired state). Only learners whose record there is final and with no call in flight move; the move
    * is written in this organization's audit stream.
@@ -150,7 +156,14 @@ export class Producer {
       counts.alreadyQueued += before - candidates.length;
     }
     const marks = await this.#store.markQueued(
-      candidates.map((it) => ({ org: it.org, learnerId: it.learnerId, runId, source: it.source, force })),
+      candidates.map((it) => ({
+        org: it.org,
+        learnerId: it.learnerId,
+        runId,
+        source: it.source,
+        force,
+        reopenCancelled: options.reopenCancelled === true,
+      })),
     );
     faultPoint('after-mark');
     const byOrg = new Map<string, Entry[]>();

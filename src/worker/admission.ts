@@ -7,7 +7,7 @@ import type { TokenRef } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { Refused } from '../limiter/index.ts';
 import { POLICY_RECHECK_MS } from '../limiter/policy.ts';
-import { isSuccessBucket, type Bucket, type OutcomeRecord } from '../outcomes/record.ts';
+import { CANCELLED, isSuccessBucket, type Bucket, type OutcomeRecord } from '../outcomes/record.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
 import type { ClaimResult } from '../claims/claims.ts';
 import type { ProcessorContext, ProcessResult } from './processor-context.ts';
@@ -52,8 +52,12 @@ export async function readTransferJob(
   return { job, jobToken, org, learnerId, runId, tokens };
 }
 
-/** The learner's result when its record says it is done, else undefined. */
+/**
+ * The learner's result when its record says it is done, or cancelled by an operator (`cancel`: the job
+ * ends with no call), else undefined.
+ */
 function doneResult(record: OutcomeRecord | undefined): ProcessResult | undefined {
+  if (record?.b === CANCELLED) return { code: CANCELLED, transferId: null };
   if (!record || !isSuccessBucket(record.b as Bucket)) return undefined;
   return { code: record.b as ProcessResult['code'], transferId: record.x ?? null };
 }
@@ -67,13 +71,17 @@ export async function admit(
   const { org, learnerId, runId } = target;
   // A job run again after its learner was done (a stall after the transfer was recorded, or a crash
   // before BullMQ completed it) ends here without spending budget. A re-open on purpose (retry,
-  // reconcile) always sets the record back to queued first, so this never skips wanted work.
+  // reconcile) always sets the record back to queued first, so this never skips wanted work. A learner
+  // cancelled by an operator (its job was in this worker's hands, so `cancel` could not remove it) ends
+  // here too: no permit, no call.
   const previous = await deps.store.get(org, learnerId);
   const done = doneResult(previous);
   if (done) {
     deps.logger.info(
       { org, learnerId, runId, state: previous?.b },
-      'job for a learner already done: completed without a call',
+      done.code === CANCELLED
+        ? 'job for a cancelled learner: completed without a call'
+        : 'job for a learner already done: completed without a call',
     );
     return done;
   }
@@ -226,6 +234,14 @@ async function checkUnderLease(
     throw err;
   }
   const done = doneResult(current);
+  if (done?.code === CANCELLED) {
+    // Cancelled after the first read, before this lease: cancel-learners.lua saw no lease and withdrew
+    // it, so no call. The claim this check may have taken again is given back with the permit and lease.
+    await held.giveBack();
+    await claims.release([{ org, learnerId }]);
+    logger.info({ org, learnerId, runId }, 'learner found cancelled under its lease: no call');
+    return done;
+  }
   if (done) {
     await held.giveBack();
     logger.info({ org, learnerId, runId, state: current?.b }, 'learner found done under its lease: no call');

@@ -59,7 +59,8 @@ export interface OutcomeEvent {
 
 /** What a finished job returns (kept by BullMQ only until removeOnComplete). */
 export interface ProcessResult {
-  code: 'transferred' | 'already-in-org';
+  /** `cancelled`: an operator withdrew the learner before its call; the job ends with none. */
+  code: 'transferred' | 'already-in-org' | 'cancelled';
   transferId: string | null;
 }
 

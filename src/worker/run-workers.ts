@@ -99,7 +99,7 @@ function transferProcessor(
         e.org,
         e.code,
         Date.now(),
-        e.final ? { runId: e.runId } : undefined,
+        e.final ? { finalByRun: { [e.runId]: 1 } } : {},
       ).catch((err: Error) => ctx.logger.warn({ err: err.message }, 'hourly count failed'));
       if (e.final) {
         if (isSuccessBucket(e.bucket)) counts.succeeded++;

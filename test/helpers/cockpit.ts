@@ -48,7 +48,7 @@ async function recordPast(h: Harness, org: string, runId: string, ids: readonly 
       attemptId: `seed:${runId}:${learnerId}`,
       update: { b: 'transferred', c: 'transferred', m: 'transferred (seeded history)', d: 180, n: 1 },
     });
-    await countHourly(redis, keys, org, 'transferred', at, { runId });
+    await countHourly(redis, keys, org, 'transferred', at, { finalByRun: { [runId]: 1 } });
   }
 }
 

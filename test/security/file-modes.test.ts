@@ -132,8 +132,8 @@ describe('exports never follow a link', () => {
     p.untouched();
   });
 
-  it('report --split: a link at any of its three files refuses the split, and no file is written', async () => {
-    for (const name of ['successes.csv', 'failures.csv', 'pending.csv']) {
+  it('report --split: a link at any of its four files refuses the split, and no file is written', async () => {
+    for (const name of ['successes.csv', 'failures.csv', 'pending.csv', 'cancelled.csv']) {
       const p = plant(name);
       const r = await runCommand(['report', '--org', 'acme', '--split', p.dir], env());
       expect(r.code, name).toBe(2);

@@ -40,7 +40,7 @@
       rects[3].setAttribute('x', d + f);
       rects[3].setAttribute('width', w);
     }
-    ['done', 'failed', 'waiting', 'total'].forEach(function (k) {
+    ['done', 'failed', 'waiting', 'cancelled', 'total'].forEach(function (k) {
       text($('[data-k="' + k + '"]', box), num(p[k]));
     });
   }

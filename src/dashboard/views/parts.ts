@@ -21,7 +21,7 @@ export function progressBar(p: RunProgress, id?: string): Html {
       viewBox="0 0 100 6"
       preserveAspectRatio="none"
       role="img"
-      aria-label="${p.done} done, ${p.failed} failed, ${p.waiting} waiting of ${p.total}"
+      aria-label="${p.done} done, ${p.failed} failed, ${p.waiting} waiting${p.cancelled > 0 ? `, ${p.cancelled} cancelled` : ''} of ${p.total}"
     >
       <rect class="bar-bg" x="0" y="0" width="100" height="6" />
       <rect class="bar-done" x="0" y="0" width="${d}" height="6" />
@@ -32,6 +32,11 @@ export function progressBar(p: RunProgress, id?: string): Html {
       <span class="k-done">done <b data-k="done">${num(p.done)}</b></span>
       <span class="k-failed">failed <b data-k="failed">${num(p.failed)}</b></span>
       <span class="k-waiting">waiting <b data-k="waiting">${num(p.waiting)}</b></span>
+      ${
+        p.cancelled > 0
+          ? html`<span class="k-cancelled">cancelled <b data-k="cancelled">${num(p.cancelled)}</b></span>`
+          : ''
+      }
       <span>total <b data-k="total">${num(p.total)}</b></span>
     </div>
   </div>`;

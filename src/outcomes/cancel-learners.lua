@@ -1,0 +1,84 @@
+--[[
+  Withdraws learners of one organization before their call (`cancel`, src/ops/cancel.ts), each decided
+  in this one atomic step of the organization's slot against the learner's lease and record:
+
+  - its lease is held and its holder may still record an answer (before the lease's deadline plus the
+    grace acquire.lua gives a dead holder before a takeover): 'in-flight', left alone. The call finishes
+    and its outcome is recorded as any other.
+  - its record is `queued`, `retrying` or `held` (never called, or waiting for its next try, or stopped
+    by the pre-flight): it becomes `cancelled` with the time (t) and who (cb), moved between buckets,
+    indexes and counters the way every record moves (includes/record.lua). 'cancelled:<its run id>'.
+  - otherwise: 'none' (no record), 'state:<bucket>' (done, failed, cancelled already), or 'run:<run>'
+    when its run is not among the runs declared here (the caller declares it and asks again).
+
+  The worker reads the record again under the lease it takes with its permit (src/worker/admission.ts):
+  a learner cancelled here before that lease is never called; one whose lease was taken first is
+  'in-flight' here. The two cannot both win. The BullMQ job and the claim are the caller's to remove.
+
+  KEYS[1]  outcomes hash ({org}:out)       KEYS[2]  org counters ({org}:counts)
+  KEYS[3]  lease hash ({org}:lease)
+  KEYS[2i+2], KEYS[2i+3]  for run i = 1..n named in ARGV[7], in that order: its counters
+           ({org}:run:<id>) and its failure index ({org}:run:<id>:fail)
+  KEYS[2n+4], ... the index of each bucket named in ARGV[4], in that order
+
+  ARGV[1]  '1': dry run, decide and write nothing      ARGV[2] time (ms), the record's and the indexes'
+  ARGV[3]  space-separated failure buckets             ARGV[4] space-separated indexed buckets
+  ARGV[5]  who (the actor, e.g. cli:ann@host)          ARGV[6] lease grace (ms)
+  ARGV[7]  space-separated run ids (see KEYS[4..])     ARGV[8..] learner ids
+
+  Returns one string per learner, as above.
+]]
+--- @keys 4+
+--- @include "record"
+local dry, now, who, grace = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[5], tonumber(ARGV[6]) or 0
+local fail = lt_names(ARGV[3])
+
+local runs, nruns = {}, 0
+for id in string.gmatch(ARGV[7], '%S+') do
+  runs[id] = {KEYS[4 + 2 * nruns], KEYS[5 + 2 * nruns]}
+  nruns = nruns + 1
+end
+local idx = lt_index_keys(ARGV[4], 4 + 2 * nruns)
+
+-- The lease's clock is Redis TIME (acquire.lua), so this is.
+local time = redis.call('TIME')
+local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local CANCELLABLE = {queued = true, retrying = true, held = true}
+local orgDelta, runDeltas = {}, {}
+local results = {}
+for i = 8, #ARGV do
+  local learner = ARGV[i]
+  local result
+  local lease = redis.call('HGET', KEYS[3], learner)
+  local deadline = 0
+  if lease then deadline = tonumber(string.match(lease, '^%S+ (%d+)')) or 0 end
+  if lease and clock < deadline + grace then
+    result = 'in-flight'
+  else
+    local rec = lt_decode(redis.call('HGET', KEYS[1], learner))
+    local bucket, run = '', ''
+    if rec then bucket, run = rec['b'] or '', rec['r'] or '' end
+    if not rec then
+      result = 'none'
+    elseif not CANCELLABLE[bucket] then
+      result = 'state:' .. bucket
+    elseif not runs[run] then
+      result = 'run:' .. run
+    else
+      result = 'cancelled:' .. run
+      if not dry then
+        rec['b'], rec['t'], rec['cb'] = 'cancelled', now, who
+        rec['c'], rec['s'], rec['e'], rec['m'] = 'cancelled', nil, nil, 'cancelled by ' .. who
+        runDeltas[run] = runDeltas[run] or {}
+        lt_write(KEYS[1], idx, runs[run][2], fail, runDeltas[run], orgDelta, learner, bucket, run,
+          cjson.encode(rec), 'cancelled', run, now)
+      end
+    end
+  end
+  results[#results + 1] = result
+end
+
+for run, delta in pairs(runDeltas) do lt_apply(runs[run][1], delta) end
+lt_apply(KEYS[2], orgDelta)
+return results
