@@ -197,7 +197,10 @@ const boolField = (name: string) =>
       return z.NEVER;
     });
 
-const urlField = (name: string, protocols: string[]) =>
+/** The form of a Redis URL, for the message that refuses one. */
+export const REDIS_URL_FORM = 'redis://[user:password@]host:6379[/db], or rediss://... for TLS';
+
+const urlField = (name: string, protocols: string[], form?: string) =>
   z.string().transform((text, ctx) => {
     let url: URL | undefined;
     try {
@@ -208,7 +211,9 @@ const urlField = (name: string, protocols: string[]) =>
     if (!url || !protocols.includes(url.protocol)) {
       ctx.addIssue({
         code: 'custom',
-        message: `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(maskUrlPassword(text))}`,
+        message:
+          `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(maskUrlPassword(text))}` +
+          (form ? ` (the form: ${form})` : ''),
       });
       return z.NEVER;
     }
@@ -257,7 +262,7 @@ const pathField = (name: string) =>
   });
 
 const envSchema = z.object({
-  REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:'], REDIS_URL_FORM).default('redis://127.0.0.1:6379'),
   // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in core/redis-target.ts).
   REDIS_CLUSTER_NODES: z.string().optional(),
   REDIS_SENTINELS: z.string().optional(),

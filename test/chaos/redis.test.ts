@@ -80,7 +80,7 @@ describe('Redis faults', () => {
     expect(r.code).toBe(EXIT.redis);
     expect(r.stderr).toContain('Redis does not answer yet; retrying for up to 2 s');
     expect(r.stderr).toContain(
-      `learner-transfer: Redis at redis://:***@127.0.0.1:${port} did not answer within 1500 ms`,
+      `learner-transfer: Redis at redis://:***@127.0.0.1:${port} did not answer within 1.5 s`,
     );
     expect(r.stderr).toContain('ECONNREFUSED');
     expect(r.stderr).not.toMatch(STACK);
