@@ -54,10 +54,14 @@ export function entryText(entry: LogEntry): string {
     if (typeof v !== 'string' && typeof v !== 'number') return [];
     return [word ? `${word} ${v}` : String(v)];
   });
-  const err = errText(entry.err);
+  // What happened: an outcome's code (and HTTP status), then the error's or the service's words.
+  const code = typeof entry.code === 'string' ? entry.code : '';
+  const status = typeof entry.status === 'number' ? ` (HTTP ${entry.status})` : '';
+  const err = errText(entry.err) || (typeof entry.message === 'string' ? entry.message : '');
   const msg = entry.msg ?? err;
   const text =
     `${levelWord(entry.level)}${msg}` +
+    (code ? `: ${code}${status}` : '') +
     (err && err !== msg ? `: ${err}` : '') +
     (ids.length > 0 ? ` (${ids.join(', ')})` : '');
   // Redis's and the service's words can be in it: nothing a terminal would run, one line.
