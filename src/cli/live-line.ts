@@ -1,7 +1,9 @@
 // The one live line of a run (work's progress at a terminal): drawn over itself in place. Every other
 // line written to the terminal meanwhile (a warning, a log line, a result) first clears it and has it
 // drawn again below, so the two never mix on one line.
-import type { Output } from './io.ts';
+
+/** A stream the line is drawn on (a terminal's). */
+type Output = { write(text: string): unknown };
 
 const CLEAR = '\r\x1b[2K';
 

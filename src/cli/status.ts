@@ -28,6 +28,12 @@ export function noOrganizations(config: Readonly<Config>): LearnerTransferError 
   );
 }
 
+/** An ISO time as people read it: "2026-12-14 09:00:05 UTC" (as it is, when it does not parse). */
+export function when(iso: string): string {
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) ? formatUtc(ms, true) : iso;
+}
+
 /** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or '' when nothing is learned. */
 function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView }): string {
   if (!v.learned) return '';
@@ -78,7 +84,7 @@ function orgLines(o: OrgStatus): string[] {
         (w.open ? w.now : `waiting for the run window (${w.now})`),
     );
   }
-  if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${b.paused.at} (resume --org ${o.org})`);
+  if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${when(b.paused.at)} (resume --org ${o.org})`);
   lines.push(
     `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
       (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
@@ -95,7 +101,7 @@ function orgLines(o: OrgStatus): string[] {
         (t.blocked
           ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
           : '') +
-        (t.paused ? ` [PAUSED by ${t.paused.who} since ${t.paused.at}]` : ''),
+        (t.paused ? ` [PAUSED by ${t.paused.who} since ${when(t.paused.at)}]` : ''),
     );
   }
   lines.push(`  remaining ${o.remaining}: ${o.eta.text}`);
@@ -116,7 +122,7 @@ export interface FormatOptions {
  */
 export function formatStatus(s: Status, options: FormatOptions = {}): string {
   const lines: string[] = [
-    `status at ${formatUtc(Date.parse(s.at), true)} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
+    `status at ${when(s.at)} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
   ];
   // Only when it needs a person: a Redis that takes writes and has room is not news.
   if (s.redis && !s.redis.writable) lines.push(`REDIS: ${s.redis.message}`);
