@@ -125,10 +125,12 @@ export function environmentHelp(name: string, width = 80): string {
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
 
-/** Adds the environment help to each command of the program (after its own flags in --help). */
+/** Adds the environment help to each command of the program, its subcommands too (`limits show`). */
 export function addEnvironmentHelp(program: Command): void {
-  for (const command of program.commands) {
-    const text = environmentHelp(command.name());
+  const add = (command: Command, name: string) => {
+    const text = environmentHelp(name);
     if (text) command.addHelpText('after', text);
-  }
+    for (const sub of command.commands) add(sub, name);
+  };
+  for (const command of program.commands) add(command, command.name());
 }
