@@ -7,6 +7,7 @@ import { TokenBook } from '../core/token-book.ts';
 import { createKeys, type Keys } from '../core/keys.ts';
 import { inflightTtlFor, TransferBudget } from '../limiter/index.ts';
 import { createLogger, type Logger } from '../core/log.ts';
+import type { LogFormat, TextLogOptions } from '../core/log-text.ts';
 import type { DestinationStream } from 'pino';
 import { OutcomeStore } from '../outcomes/store.ts';
 import { Runs } from '../outcomes/runs.ts';
@@ -54,6 +55,10 @@ export async function createContext(
     connectionName?: string;
     /** Where the logger built here writes (default: stderr). */
     logDestination?: DestinationStream | undefined;
+    /** How the logger built here writes: JSON lines (default) or plain sentences (LOG_FORMAT). */
+    logFormat?: LogFormat;
+    /** With logFormat text: lines to leave out (work's progress line says each learner's outcome). */
+    logText?: TextLogOptions;
   } = {},
 ): Promise<AppContext> {
   // The logger scrubs the book's secrets, and the book reports a failing listener to the logger (only
@@ -67,6 +72,8 @@ export async function createContext(
     createLogger({
       level: config.logLevel,
       ...(options.logDestination ? { destination: options.logDestination } : {}),
+      ...(options.logFormat ? { format: options.logFormat } : {}),
+      ...(options.logText ? { text: options.logText } : {}),
       secrets: liveSecrets(tokens, config.dashboardToken),
     });
   const redis =

@@ -5,9 +5,8 @@ import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { fileSize } from '../queue/sources/csv.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { Progress } from './progress-line.ts';
-import { forTerminal } from '../core/terminal-safe.ts';
 import { assertPrivateTarget } from '../core/private-file.ts';
-import { EXIT } from './shared.ts';
+import { EXIT, rejectPrinter, requireOrgSource } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { formatHeld, heldTotal, type Producer } from '../queue/producer.ts';
@@ -97,20 +96,12 @@ function urgentProducer(ctx: AppContext, opts: EnqueueFlags): { producer: Produc
   return { producer: ctx.producer.withDefaults({ priority: 'urgent', onUrgent }), urgent };
 }
 
-/** The first ten rejected rows on stderr, then a pointer to the rejects file. */
-function rejectPrinter(cli: Cli, csv: string): (line: number, reason: string) => void {
-  let shown = 0;
-  return (line, reason) => {
-    if (shown++ < 10) cli.warn(forTerminal(`${csv}:${line}: ${reason}`, { singleLine: true }));
-    else if (shown === 11) cli.warn('(more rejects: see the rejects file)');
-  };
-}
-
 async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
   if (opts.dryRun) return runCsvPlan(cli, opts);
   const config = cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
   const total = await fileSize(opts.csv);
+  await requireOrgSource(opts.csv, opts.org, config.orgs);
   const ctx = await cli.context(config);
   try {
     const runId = opts.run ?? newRunId();
@@ -141,7 +132,7 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
             bytes,
             `${rows} rows (${Math.round(rows / Math.max(0.001, (Date.now() - started) / 1000))}/s), ${c.enqueued} enqueued, ${c.rejected} rejected`,
           ),
-        onReject: rejectPrinter(cli, opts.csv),
+        onReject: rejectPrinter(cli, opts.csv, '(more rejects: see the rejects file)'),
       },
     );
     progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);

@@ -5,6 +5,8 @@ import type { Writable } from 'node:stream';
 import type { DestinationStream } from 'pino';
 import { createContext, type AppContext } from '../app/context.ts';
 import { loadConfig, type Config, type LoadOptions } from '../core/config.ts';
+import { resolveLogFormat, type LogFormat, type TextLogOptions } from '../core/log-text.ts';
+import { LiveLine } from './live-line.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -51,22 +53,60 @@ export class Cli {
   readonly hooks: ProcessHooks;
   /** The exit status a command chose; undefined is 0. */
   exitCode: number | undefined;
+  /** The live line of the run (work's progress at a terminal); other lines are written around it. */
+  readonly live = new LiveLine();
+  /**
+   * The reader of stdout went away (`report | head -1`): nothing more is written, and the command ends
+   * quietly with exit status 0, as a command of a pipeline does when its reader has what it wanted.
+   */
+  outputClosed = false;
 
   constructor(io: CliIo) {
     this.env = io.env;
     this.stdout = io.stdout;
     this.stderr = io.stderr;
     this.hooks = io.process ?? IN_PROCESS;
+    this.stdout.on('error', this.#onStdoutError);
+    this.stderr.on('error', this.#onStderrError);
   }
 
-  /** A line on stdout (what console.log printed). */
+  readonly #onStdoutError = (err: NodeJS.ErrnoException) => this.#closed(err, true);
+  readonly #onStderrError = (err: NodeJS.ErrnoException) => this.#closed(err, false);
+
+  /** The run is over: its listeners leave the streams (a program may run many commands on its own). */
+  dispose(): void {
+    this.live.end();
+    this.stdout.off('error', this.#onStdoutError);
+    this.stderr.off('error', this.#onStderrError);
+  }
+
+  /**
+   * A stream's error. A closed pipe (EPIPE) on stdout ends the run quietly: no more writes, exit 0 (in a
+   * real process at once: there is nothing left to say to anyone). On stderr it is only noted: there is
+   * no one to tell. Any other error of a stream is as silent: what writes checks its own writes.
+   */
+  #closed(err: NodeJS.ErrnoException, stdout: boolean): void {
+    if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') return;
+    if (stdout && !this.outputClosed) {
+      this.outputClosed = true;
+      this.hooks.exitAfter(0, 0);
+    }
+  }
+
+  /** A line on stdout (what console.log printed); nothing once stdout's reader is gone. */
   print(text: string): void {
-    this.stdout.write(`${text}\n`);
+    if (this.outputClosed) return;
+    this.live.around(() => void this.stdout.write(`${text}\n`));
   }
 
   /** A line on stderr (what console.error printed). */
   warn(text: string): void {
-    this.stderr.write(`${text}\n`);
+    this.live.around(() => void this.stderr.write(`${text}\n`));
+  }
+
+  /** LOG_FORMAT of this run: auto is text when its stderr is a terminal. */
+  logFormat(config: Readonly<Config>): LogFormat {
+    return resolveLogFormat(config.logFormat, this.stderr);
   }
 
   config(options: LoadOptions = {}): Readonly<Config> {
@@ -74,19 +114,26 @@ export class Cli {
   }
 
   /**
-   * Where the logger's lines go: this run's stderr. The real process keeps pino's own asynchronous
-   * destination on fd 2 (a busy worker logs a lot, and must not wait on each line).
+   * Where the logger's lines go: this run's stderr, around the live line. The real process keeps pino's
+   * own asynchronous destination on fd 2 when it is not a terminal (a busy worker logs a lot to a file or
+   * a service, and must not wait on each line); a terminal is read by a person, at a person's pace.
    */
   get logDestination(): DestinationStream | undefined {
-    if (this.stderr === process.stderr) return undefined;
-    return { write: (line: string) => void this.stderr.write(line) };
+    if (this.stderr === process.stderr && !this.stderr.isTTY) return undefined;
+    return { write: (line: string) => this.live.around(() => void this.stderr.write(line)) };
   }
 
   context(
     config: Readonly<Config>,
-    options: { redisTimeoutMs?: number; connectionName?: string } = {},
+    options: { redisTimeoutMs?: number; connectionName?: string; logText?: TextLogOptions } = {},
   ): Promise<AppContext> {
-    return createContext(config, { ...options, logDestination: this.logDestination });
+    const { logText, ...rest } = options;
+    return createContext(config, {
+      ...rest,
+      logDestination: this.logDestination,
+      logFormat: this.logFormat(config),
+      ...(logText ? { logText } : {}),
+    });
   }
 
   onShutdown(stop: (signal: string) => Promise<void> | void, forceAfterMs = 30_000): () => void {

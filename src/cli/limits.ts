@@ -33,6 +33,7 @@ import {
 import type { Burst } from '../core/burst.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
 import { describeRunWindow } from '../limiter/run-window.ts';
+import { when } from './status.ts';
 
 /** The org must be one of this environment's; a token given must be one of that org's. */
 export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?: string): void {
@@ -47,7 +48,7 @@ export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?
   }
 }
 
-const pausedText = (p: PauseInfo | null) => (p ? `PAUSED by ${p.who} since ${p.at}` : 'no');
+const pausedText = (p: PauseInfo | null) => (p ? `PAUSED by ${p.who} since ${when(p.at)}` : 'no');
 
 export function formatLimits(l: OrgLimits): string {
   const lines = [

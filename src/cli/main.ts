@@ -15,6 +15,11 @@ console.warn = (...args: unknown[]) => {
   consoleWarn(...args);
 };
 
+// A closed pipe (`report | head -1`) is the run's to handle (io.ts: quietly, exit 0); one that errors after
+// the run is over has nothing left to stop, and must not end in a stack trace.
+process.stdout.on('error', () => {});
+process.stderr.on('error', () => {});
+
 process.exitCode = await run(process.argv.slice(2), {
   env: process.env,
   stdout: process.stdout,

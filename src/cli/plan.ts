@@ -5,7 +5,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { formatPlan, planCsv } from '../ops/plan.ts';
 import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
 import { runReconcileCommand } from './reconcile.ts';
-import { EXIT } from './shared.ts';
+import { EXIT, rejectPrinter, requireOrgSource } from './shared.ts';
 import type { Cli } from './io.ts';
 import { orgIdPairOption, wholeNumber } from './parsers.ts';
 import { runCheckCommand } from './preflight.ts';
@@ -17,13 +17,16 @@ export async function runCsvPlan(
 ): Promise<void> {
   const config = cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
+  await requireOrgSource(opts.csv, opts.org, config.orgs);
   const ctx = await cli.context(config);
   try {
+    // The rows a real run would reject, by line and reason, as it prints them.
     const p = await planCsv(ctx, {
       file: opts.csv,
       defaultOrg: opts.org,
       knownOrgs: config.orgs,
       tokens: opts.tokens,
+      onReject: rejectPrinter(cli, opts.csv, '(more rejects: a real run writes each to its rejects file)'),
     });
     cli.print(
       formatPlan(

@@ -1,11 +1,13 @@
 // The CLI as a function: the binary (main.ts), programs and tests all call run(). It parses, runs one
 // command with the environment and streams it is given, and returns the exit status; it never exits
 // the process, and leaves nothing behind it (each run builds its own program, listeners and connections).
-import { Command, CommanderError } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { ERRORS } from '../core/errors.ts';
 import { commands } from './commands.ts';
 import { Cli, type CliIo, type Output } from './io.ts';
 import { reportCliError } from './shared.ts';
+import { PlainCommand } from './program.ts';
+import { addEnvironmentHelp } from './help-env.ts';
 
 export type { CliIo } from './io.ts';
 
@@ -16,7 +18,7 @@ function widthOf(stream: Output): number {
 
 /** The program of one run, its output going to the run's streams. */
 export function buildProgram(cli: Cli): Command {
-  const program = new Command('learner-transfer')
+  const program = new PlainCommand('learner-transfer')
     .description(
       'Move learners between organizations through the rate-limited Learner API, exactly to budget.',
     )
@@ -32,6 +34,7 @@ export function buildProgram(cli: Cli): Command {
     .exitOverride();
   // Subcommands take the output and exit settings of their parent when they are made: set those first.
   for (const register of commands) register(program, cli);
+  addEnvironmentHelp(program);
   return program;
 }
 
@@ -40,13 +43,18 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   const cli = new Cli(io);
   try {
     await buildProgram(cli).parseAsync([...argv], { from: 'user' });
-    return cli.exitCode ?? 0;
+    return cli.outputClosed ? 0 : (cli.exitCode ?? 0);
   } catch (err) {
     // Help and version exit 0; a bad flag is a usage error, with commander's message already printed.
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : ERRORS.LT_USAGE.exit;
+    // The reader of stdout has gone (`| head`): what failed is the write it no longer wanted. Quietly 0.
+    if (cli.outputClosed) return 0;
+    cli.live.end();
     const status = reportCliError(err, (text) => void cli.stderr.write(text), cli.env);
     // The error is said: a connection a library still holds open must not keep the command alive.
     cli.hooks.exitAfter(3000);
     return status;
+  } finally {
+    cli.dispose();
   }
 }

@@ -7,6 +7,7 @@ import { permissionDenial, permissionSentence } from '../redis/permission-denial
 import { isWriteRefusal } from '../redis/refusals.ts';
 import { DEFAULT_HIGH_WATER, writeMessage } from '../redis/writes.ts';
 import type { Cli, Env } from './io.ts';
+import { hasOrgColumn } from '../queue/sources/csv.ts';
 
 /** Exit codes, documented in the README and docs/errors.md: each error code's is in the catalogue. */
 export { EXIT };
@@ -132,4 +133,34 @@ export async function runAbortable(
     off();
     await ctx.close();
   }
+}
+
+/**
+ * Each row needs an organization: from the file's org column, or --org. Without either every row would
+ * be rejected for the same reason, so it is said once, as the usage error it is (exit 2), before
+ * anything is written.
+ */
+export async function requireOrgSource(
+  csv: string,
+  org: string | undefined,
+  orgs: readonly string[],
+): Promise<void> {
+  if (org !== undefined || (await hasOrgColumn(csv))) return;
+  throw new LearnerTransferError(
+    'LT_USAGE',
+    `--org is required: ${forTerminal(csv, { singleLine: true })} has no org column, so its rows name no ` +
+      `organization (give --org KEY, one of: ${orgs.join(', ') || 'none'}; or add an org column)`,
+  );
+}
+
+/**
+ * The first ten rejected rows on stderr, `file:line: reason`, as they are found; then `more` once
+ * (where the rest are).
+ */
+export function rejectPrinter(cli: Cli, csv: string, more: string): (line: number, reason: string) => void {
+  let shown = 0;
+  return (line, reason) => {
+    if (shown++ < 10) cli.warn(forTerminal(`${csv}:${line}: ${reason}`, { singleLine: true }));
+    else if (shown === 11) cli.warn(more);
+  };
 }

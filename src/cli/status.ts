@@ -8,6 +8,31 @@ import type { LearnedView, ScopeView } from '../limiter/types.ts';
 import { pacingOf } from '../ops/limits.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import type { Cli } from './io.ts';
+import { formatUtc } from '../ops/eta.ts';
+import type { Config } from '../core/config.ts';
+import { LearnerTransferError } from '../core/errors.ts';
+import { TOKENS_FILE_VAR } from '../core/token-file.ts';
+import { describeRedis, redisVariable } from '../core/redis-target.ts';
+
+/**
+ * A status of nothing is no status: without a token there is no organization to show. Says which
+ * variables to set (exit 3, a configuration error), naming the Redis and prefix it would have read.
+ */
+export function noOrganizations(config: Readonly<Config>): LearnerTransferError {
+  return new LearnerTransferError(
+    'LT_CONFIG_INVALID',
+    'status: no organization is configured, so there is nothing to show. Set LEARNER_API_TOKENS ' +
+      `(ORG:TOKEN pairs, like acme:TOKEN1,beta:TOKEN2) or ${TOKENS_FILE_VAR} (a file of ORG:TOKEN lines) ` +
+      `to the tokens of the workers, and ${redisVariable(config.redis)} and QUEUE_PREFIX to theirs ` +
+      `(now ${describeRedis(config.redis)} and ${config.queuePrefix})`,
+  );
+}
+
+/** An ISO time as people read it: "2026-12-14 09:00:05 UTC" (as it is, when it does not parse). */
+export function when(iso: string): string {
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) ? formatUtc(ms, true) : iso;
+}
 
 /** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or '' when nothing is learned. */
 function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView }): string {
@@ -59,7 +84,7 @@ function orgLines(o: OrgStatus): string[] {
         (w.open ? w.now : `waiting for the run window (${w.now})`),
     );
   }
-  if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${b.paused.at} (resume --org ${o.org})`);
+  if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${when(b.paused.at)} (resume --org ${o.org})`);
   lines.push(
     `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
       (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
@@ -76,7 +101,7 @@ function orgLines(o: OrgStatus): string[] {
         (t.blocked
           ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
           : '') +
-        (t.paused ? ` [PAUSED by ${t.paused.who} since ${t.paused.at}]` : ''),
+        (t.paused ? ` [PAUSED by ${t.paused.who} since ${when(t.paused.at)}]` : ''),
     );
   }
   lines.push(`  remaining ${o.remaining}: ${o.eta.text}`);
@@ -97,7 +122,7 @@ export interface FormatOptions {
  */
 export function formatStatus(s: Status, options: FormatOptions = {}): string {
   const lines: string[] = [
-    `status at ${s.at} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
+    `status at ${when(s.at)} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
   ];
   // Only when it needs a person: a Redis that takes writes and has room is not news.
   if (s.redis && !s.redis.writable) lines.push(`REDIS: ${s.redis.message}`);
@@ -134,6 +159,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--org <key...>', 'only these organizations, in full')
     .action(async (opts: { json?: boolean; all?: boolean; org?: string[] }) => {
       const config = cli.config();
+      if (config.orgs.length === 0) throw noOrganizations(config);
       const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
       const ctx = await cli.context(config);
       try {

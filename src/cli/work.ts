@@ -18,6 +18,9 @@ import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit-archive.ts';
+import { isLearnerInfo } from '../core/log-text.ts';
+import { progressTarget, WorkProgress } from './work-progress.ts';
+import { jobSettingsWarning } from './work-settings.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -128,11 +131,15 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
   const metricsOpen = checkMetricsHost(opts, config.dashboardToken);
+  // At a terminal a live line counts the learners; their lines would only scroll it away (warnings stay).
+  const logFormat = cli.logFormat(config);
+  const target = progressTarget(cli, logFormat);
   // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
   const ctx = await cli.context(config, {
     redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000,
     // Every connection of a `work` process ends with its pid (REDIS_MAX_CONNECTIONS, CLIENT LIST).
     connectionName: `learner-transfer:${process.pid}`,
+    ...(target && logFormat === 'text' ? { logText: { skip: isLearnerInfo } } : {}),
   });
   // One token, one organization: refuse to start when Redis binds a token to another org key.
   const source = config.tokensFile ? `${TOKENS_FILE_VAR} ${config.tokensFile}` : undefined;
@@ -143,10 +150,19 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     await ctx.close();
     throw err;
   });
+  const settings = await jobSettingsWarning(ctx, cli.env, orgs).catch(() => undefined);
+  if (settings) ctx.logger.warn({ attempts: config.attempts, backoffMs: config.backoffMs }, settings);
   const metrics = await startMetrics(ctx, opts, metricsOpen);
   const concurrency = opts.concurrency ?? config.concurrency;
+  // Without --org, the organizations of the token file as it changes (the dispatcher follows them too).
+  const progress = target
+    ? new WorkProgress(cli, ctx, () => (opts.org ? orgs : ctx.tokens.orgs()), target)
+    : undefined;
   const handle = startWorkers(ctx, {
-    ...(metrics ? { onOutcome: (e) => observeOutcome(metrics.histogram, e) } : {}),
+    onOutcome: (e) => {
+      if (metrics) observeOutcome(metrics.histogram, e);
+      progress?.count(e);
+    },
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
@@ -160,6 +176,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
+  progress?.start();
   const stopFollowing = followTokenFile(cli, ctx);
   const archiver = startAuditArchive(ctx, orgs);
   const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
@@ -176,6 +193,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   };
   ctx.redis.once('end', onEnd);
   const result = await handle.done;
+  progress?.stop();
   await stopFollowing();
   // A last pass at a graceful stop (none when Redis is gone: there is nothing to read).
   await archiver?.stop(!lostRedis);

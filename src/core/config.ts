@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { burstMessage, DEFAULT_BURST, parseBurst, type Burst } from './burst.ts';
 import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
 import { ConfigError } from './errors.ts';
+import { LOG_FORMATS, type LogFormatSetting } from './log-text.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
 import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
@@ -34,6 +35,8 @@ export interface Config {
   attempts: number;
   backoffMs: number;
   logLevel: string;
+  /** LOG_FORMAT: json, text (one plain sentence a line), or auto: text when stderr is a terminal. */
+  logFormat: LogFormatSetting;
   /** SPOOL_DIR: where `work` keeps responses until they are in Redis (a persistent disk). */
   spoolDir: string;
   /**
@@ -194,7 +197,10 @@ const boolField = (name: string) =>
       return z.NEVER;
     });
 
-const urlField = (name: string, protocols: string[]) =>
+/** The form of a Redis URL, for the message that refuses one. */
+export const REDIS_URL_FORM = 'redis://[user:password@]host:6379[/db], or rediss://... for TLS';
+
+const urlField = (name: string, protocols: string[], form?: string) =>
   z.string().transform((text, ctx) => {
     let url: URL | undefined;
     try {
@@ -205,7 +211,9 @@ const urlField = (name: string, protocols: string[]) =>
     if (!url || !protocols.includes(url.protocol)) {
       ctx.addIssue({
         code: 'custom',
-        message: `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(maskUrlPassword(text))}`,
+        message:
+          `${name}: expected a ${protocols.map((p) => p.replace(':', '')).join(' or ')} URL, got ${shown(maskUrlPassword(text))}` +
+          (form ? ` (the form: ${form})` : ''),
       });
       return z.NEVER;
     }
@@ -254,7 +262,7 @@ const pathField = (name: string) =>
   });
 
 const envSchema = z.object({
-  REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:'], REDIS_URL_FORM).default('redis://127.0.0.1:6379'),
   // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in core/redis-target.ts).
   REDIS_CLUSTER_NODES: z.string().optional(),
   REDIS_SENTINELS: z.string().optional(),
@@ -357,6 +365,20 @@ const envSchema = z.object({
       return ratio;
     }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z
+    .string()
+    .default('auto')
+    .transform((text, ctx) => {
+      const format = text.trim().toLowerCase() as LogFormatSetting;
+      if (!LOG_FORMATS.includes(format)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `LOG_FORMAT: expected auto (text at a terminal, JSON otherwise), json or text, got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return format;
+    }),
   // A secret: the message never echoes the value, only what is expected.
   DASHBOARD_TOKEN: z
     .string()
@@ -459,6 +481,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     driftReportDir: e.DRIFT_REPORT_DIR,
     crawlMaxPages: e.CRAWL_MAX_PAGES,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     redisConnectTimeoutMs: e.REDIS_CONNECT_TIMEOUT,
     redisHighWater: e.REDIS_HIGH_WATER,
     redisMaxConnections: e.REDIS_MAX_CONNECTIONS,

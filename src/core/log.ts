@@ -2,6 +2,7 @@
 // headers, token fields), and a last-resort scrub of every known secret from the serialized line.
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { LearnerTransferError } from './errors.ts';
+import { textLine, type LogFormat, type TextLogOptions } from './log-text.ts';
 
 export type { Logger } from 'pino';
 
@@ -34,6 +35,10 @@ export interface LogOptions {
   /** Where lines go (default: stderr, so stdout stays for a command's own output). */
   destination?: DestinationStream;
   name?: string;
+  /** json (default): pino's lines; text: one plain sentence a line, for a person (core/log-text.ts). */
+  format?: LogFormat;
+  /** With format text: lines to leave out. */
+  text?: TextLogOptions;
 }
 
 /** Every form a secret can take in text we write: as is, and JSON-escaped (inside a serialized line). */
@@ -89,8 +94,23 @@ function scrubbing(dest: DestinationStream, secrets: Secrets): DestinationStream
   return { write: (line: string) => dest.write(redactForms(line, forms())) };
 }
 
+/**
+ * A destination that says each serialized line plainly. The line it is given is scrubbed already; the
+ * sentence is scrubbed again (a secret behind an escape of the JSON would be plain in it).
+ */
+function plainText(dest: DestinationStream, secrets: Secrets, options: TextLogOptions): DestinationStream {
+  const forms = liveForms(secrets);
+  return {
+    write: (line: string) => {
+      const text = textLine(line, options);
+      if (text) dest.write(redactForms(text, forms()));
+    },
+  };
+}
+
 export function createLogger(options: LogOptions = {}): Logger {
-  const dest = options.destination ?? pino.destination({ dest: 2, sync: false });
+  const out = options.destination ?? pino.destination({ dest: 2, sync: false });
+  const dest = options.format === 'text' ? plainText(out, options.secrets ?? [], options.text ?? {}) : out;
   return pino(
     {
       level: options.level ?? 'info',

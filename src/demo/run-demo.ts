@@ -10,6 +10,7 @@ import { loadConfig, secretsOf, type Config } from '../core/config.ts';
 import { humanizeMs, parseRate, type Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { createLogger } from '../core/log.ts';
+import { resolveLogFormat } from '../core/log-text.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
 import { writeReport, writeSplit } from '../ops/report.ts';
 import { newRunId } from '../outcomes/runs.ts';
@@ -204,7 +205,11 @@ async function startDemo(
   print(`simulator ${sim.url} (the Learner API of the spec, 300 learners in acme, beta and gamma)`);
 
   const config = demoConfig(options, redisEnv, prefix, sim.url);
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: secretsOf(config),
+    format: resolveLogFormat(config.logFormat, process.stderr),
+  });
   const ctx = await createContext(config, { logger });
   cleanups.push(() => ctx.close());
   await bindTokens(ctx.redis, ctx.keys.prefix, config.tokens, { logger });
@@ -265,6 +270,7 @@ function demoConfig(
       ATTEMPTS: '3',
       CONCURRENCY: '8',
       LOG_LEVEL: (options.env ?? process.env).LOG_LEVEL || 'error',
+      LOG_FORMAT: (options.env ?? process.env).LOG_FORMAT || 'auto',
     },
     { requireBaseUrl: true, requireTokens: true },
   );

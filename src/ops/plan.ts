@@ -14,6 +14,8 @@ import type { BudgetView } from '../limiter/types.ts';
 import { CANCELLED, isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import { jobCounts } from '../queue/queues.ts';
 import { readCsv } from '../queue/sources/csv.ts';
+import { FirstLines } from '../queue/enqueue-csv.ts';
+import { basename } from 'node:path';
 
 export type PlanDeps = Pick<AppContext, 'config' | 'redis' | 'keys' | 'store' | 'budget'>;
 
@@ -164,7 +166,7 @@ export interface CsvPlan {
   rejected: number;
 }
 
-/** Reads a CSV as enqueue would (same reader, same in-file dedupe) and plans it. */
+/** Reads a CSV as enqueue would (same reader, same in-file dedupe, same reasons) and plans it. */
 export async function planCsv(
   deps: PlanDeps,
   options: {
@@ -173,24 +175,35 @@ export async function planCsv(
     knownOrgs: readonly string[];
     /** Also plan with this many usable tokens (plan --tokens). */
     tokens?: number | undefined;
+    /** Each rejected or repeated row, with the reason a real enqueue would give (its rejects file). */
+    onReject?: ((line: number, reason: string) => void) | undefined;
   },
 ): Promise<CsvPlan> {
-  const byOrg = new Map<string, Set<number>>();
+  const byOrg = new Map<string, number[]>();
+  const seen = new FirstLines();
+  const source = basename(options.file);
   let read = 0;
   let rejected = 0;
+  const reject = (line: number, reason: string) => {
+    rejected++;
+    options.onReject?.(line, reason);
+  };
   for await (const ev of readCsv(options)) {
     read++;
     if (ev.kind === 'reject') {
-      rejected++;
+      reject(ev.line, ev.reason);
       continue;
     }
-    const ids = byOrg.get(ev.org) ?? new Set<number>();
-    if (ids.has(ev.learnerId)) rejected++;
-    ids.add(ev.learnerId);
+    const repeated = seen.repeatOf(ev, source);
+    if (repeated !== undefined) {
+      reject(ev.line, repeated);
+      continue;
+    }
+    const ids = byOrg.get(ev.org) ?? [];
+    ids.push(ev.learnerId);
     byOrg.set(ev.org, ids);
   }
-  const lists = new Map([...byOrg].map(([org, ids]) => [org, [...ids]] as const));
-  const valid = [...lists.values()].reduce((a, ids) => a + ids.length, 0);
-  const plans = await planOrgs(deps, lists, { tokens: options.tokens, reopenCancelled: true });
+  const valid = [...byOrg.values()].reduce((a, ids) => a + ids.length, 0);
+  const plans = await planOrgs(deps, byOrg, { tokens: options.tokens, reopenCancelled: true });
   return { plans, read, valid, rejected };
 }

@@ -15,6 +15,7 @@ import { checkRedisWrites, type WriteState } from '../redis/writes.ts';
 import type { RunCounts } from '../outcomes/store.ts';
 import type { Bucket } from '../outcomes/record.ts';
 import type { RunMeta } from '../outcomes/runs.ts';
+import { formatRate } from '../core/duration.ts';
 
 export interface OrgStatus {
   org: string;
@@ -150,8 +151,9 @@ export async function readStatus(
   const status: Status = {
     at: new Date().toISOString(),
     limits: {
-      perToken: `${ctx.config.limitPerToken.max}/${ctx.config.limitPerToken.windowMs}ms`,
-      perOrg: `${ctx.config.limitPerOrg.max}/${ctx.config.limitPerOrg.windowMs}ms`,
+      // As a person writes them (100/1h), as LIMIT_* and `limits set` take them.
+      perToken: formatRate(ctx.config.limitPerToken),
+      perOrg: formatRate(ctx.config.limitPerOrg),
     },
     orgs: out,
     redis: await redis,

@@ -124,7 +124,7 @@ export async function enqueueCsv(
  * The first line of each learner in the file and the organization it was named under: one map for the
  * whole file (a learner has one organization), the organization kept as a small index.
  */
-class FirstLines {
+export class FirstLines {
   readonly #lines = new IdLineMap();
   readonly #orgs: string[] = [];
   readonly #index = new Map<string, number>();

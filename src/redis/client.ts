@@ -7,6 +7,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { isWriteRefusal } from './refusals.ts';
 import type { Logger } from '../core/log.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
+import { humanizeMs } from '../core/duration.ts';
 import { describeRedis, redisVariable, safeRedisUrl, type RedisTarget } from '../core/redis-target.ts';
 import { permissionDenial, permissionError, redisUser } from './permission-denial.ts';
 
@@ -252,6 +253,11 @@ export async function connectRedis(
   return redis;
 }
 
+/** "1.5 s", "10 s", "2 min": a wait as a person says it. */
+function seconds(ms: number): string {
+  return ms < 60_000 ? `${Number((ms / 1000).toFixed(1))} s` : humanizeMs(ms);
+}
+
 /** Why the connection failed, for an operator: the rule or the variable to fix, or Redis is not there. */
 function connectError(target: RedisTarget, timeoutMs: number, err: unknown): LearnerTransferError {
   const denial = permissionDenial(err);
@@ -267,7 +273,7 @@ function connectError(target: RedisTarget, timeoutMs: number, err: unknown): Lea
   }
   return new LearnerTransferError(
     'LT_REDIS_UNREACHABLE',
-    `Redis at ${describeRedis(target)} did not answer within ${timeoutMs} ms (${(err as Error).message}). ` +
+    `Redis at ${describeRedis(target)} did not answer within ${seconds(timeoutMs)} (${(err as Error).message}). ` +
       `Start Redis, set ${redisVariable(target)}, or wait longer with REDIS_CONNECT_TIMEOUT.`,
     { cause: err },
   );

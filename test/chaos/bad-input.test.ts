@@ -279,6 +279,18 @@ describe('bad configuration and bad flags', () => {
       "LEARNER_API_BASE_URL: expected a http or https URL, got 'ftp://x'",
     ],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }, ['status'], 'LOG_LEVEL'],
+    [
+      'LOG_FORMAT',
+      { LOG_FORMAT: 'pretty' },
+      ['status'],
+      "LOG_FORMAT: expected auto (text at a terminal, JSON otherwise), json or text, got 'pretty'",
+    ],
+    [
+      'REDIS_URL without a scheme',
+      { REDIS_URL: '127.0.0.1:6379' },
+      ['status'],
+      'the form: redis://[user:password@]host:6379[/db], or rediss://... for TLS',
+    ],
   ];
   const FLAGS: [string, string[], string][] = [
     [

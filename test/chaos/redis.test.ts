@@ -80,7 +80,7 @@ describe('Redis faults', () => {
     expect(r.code).toBe(EXIT.redis);
     expect(r.stderr).toContain('Redis does not answer yet; retrying for up to 2 s');
     expect(r.stderr).toContain(
-      `learner-transfer: Redis at redis://:***@127.0.0.1:${port} did not answer within 1500 ms`,
+      `learner-transfer: Redis at redis://:***@127.0.0.1:${port} did not answer within 1.5 s`,
     );
     expect(r.stderr).toContain('ECONNREFUSED');
     expect(r.stderr).not.toMatch(STACK);
@@ -119,7 +119,11 @@ describe('Redis faults', () => {
     await conn.quit();
     expect(lines.join('')).toContain("Redis maxmemory-policy is 'allkeys-lru'");
     // And through the CLI, on stderr, for a person to read.
-    const r = await runCommand(['status'], { REDIS_URL: redis.url, QUEUE_PREFIX: 'lt-test-evict' });
+    const r = await runCommand(['status'], {
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: 'lt-test-evict',
+      LEARNER_API_TOKENS: 'acme:evict-token-1',
+    });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("maxmemory-policy is 'allkeys-lru'");
     expect(r.stderr).toContain('Set maxmemory-policy noeviction');

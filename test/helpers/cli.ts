@@ -133,3 +133,33 @@ export function withoutNoPersistenceWarning(stderr: string): string {
     .filter((line) => !line.includes(NO_PERSISTENCE_WARNING))
     .join('\n');
 }
+
+/**
+ * Runs the binary at a real terminal: under `script` (util-linux), which gives it a pseudo-terminal for
+ * stdin, stdout and stderr, as a person's shell does. What it wrote to the terminal (stdout and stderr
+ * together, lines ending with \r\n) is the result's stdout.
+ */
+export function runInTerminal(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<CliResult> {
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, BIN, ...args].map(quote).join(' ');
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      TERM: 'xterm',
+      ...TEST_DEFAULTS,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcess & { output: { stdout: string; stderr: string } };
+  child.output = { stdout: '', stderr: '' };
+  track(child);
+  child.stdout?.on('data', (d: Buffer) => (child.output.stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (child.output.stderr += d.toString()));
+  return waitExit(child, timeoutMs);
+}

@@ -311,7 +311,12 @@ describe.concurrent('credentials and TLS in every Redis mode, through the CLI', 
 
   it('a bad value of a Redis variable names it, and never shows a password', async ({ expect }) => {
     const pw = `Cfg-${hex()}`;
-    const base = { QUEUE_PREFIX: `lt-test-auth-cfg-${hex()}`, REDIS_PASSWORD: pw };
+    // A token: status without any says which to set before it connects (its own exit 3, tested elsewhere).
+    const base = {
+      QUEUE_PREFIX: `lt-test-auth-cfg-${hex()}`,
+      REDIS_PASSWORD: pw,
+      LEARNER_API_TOKENS: 'acme:auth-cfg-token-1',
+    };
     const hidden = (text: string, what: string) => {
       expect(text, `${what}: the password is shown`).not.toContain(pw);
       expect(text, `${what}: part of the password is shown`).not.toContain(pw.slice(4));

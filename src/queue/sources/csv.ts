@@ -34,6 +34,8 @@ export interface CsvSourceOptions {
    * scheduled reconcile says false: its error goes to Redis, so it names only the file, line and problem.
    */
   quoteCells?: boolean | undefined;
+  /** Told once, when the first record says where the ids and organizations are (-1: no org column). */
+  onColumns?: (columns: Columns) => void;
 }
 
 const ID_HEADERS = new Set(['learnerid', 'learner_id', 'id']);
@@ -241,6 +243,7 @@ export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEve
     if (first) {
       first = false;
       const header = headerColumns(cells, line, options);
+      options.onColumns?.(header ?? columns);
       if (header) {
         columns = header;
         continue;
@@ -315,8 +318,20 @@ async function* guardedLines(options: CsvSourceOptions, maxRecord: number): Asyn
   }
 }
 
+/**
+ * Whether the file names an organization column, read from its first record only (the rest is not
+ * read). A file that cannot be read, or has no learner id column, throws as readCsv does.
+ */
+export async function hasOrgColumn(file: string): Promise<boolean> {
+  let found: Columns | undefined;
+  for await (const _ of readCsv({ file, knownOrgs: [], onColumns: (c) => (found = c) })) {
+    if (found) break;
+  }
+  return (found?.orgCol ?? -1) >= 0;
+}
+
 /** Where the learner id and the organization are (-1: no organization column). */
-interface Columns {
+export interface Columns {
   idCol: number;
   orgCol: number;
 }
