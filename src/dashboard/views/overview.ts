@@ -2,6 +2,7 @@
 // the URL, one page of cards, ranked: alerts, work, failures, idle; the idle ones of a big fleet in one
 // line), each with whether it is paused, the limits in effect, progress, outcomes, budget, chart, ETA;
 // then per run.
+import { retriedNote } from './run-retried.ts';
 import { formatRate } from '../../core/duration.ts';
 import { html, query, type Html } from '../html.ts';
 import { DEFAULT_VIEW, type OrgOverview, type Overview, type RunOverview } from '../../ops/overview.ts';
@@ -154,7 +155,7 @@ function runCard(r: RunOverview): Html {
   return html`<section class="card" data-run="${r.id}">
     <h3><code>${r.id}</code></h3>
     <p class="muted">${r.kind} · ${r.source} · ${r.createdAt}</p>
-    ${progressBar(r.progress, `run:${r.id}`)}
+    ${retriedNote(r)} ${progressBar(r.progress, `run:${r.id}`)}
     <p>${counts(r.counts)}</p>
     ${Object.entries(r.byOrg).map(
       ([org, v]) =>
