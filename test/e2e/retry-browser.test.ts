@@ -4,6 +4,8 @@
 // help need the explicit "retry anyway" before the button works; the viewer token sees no button and its
 // POSTs are refused; bull-board's page links back to the dashboard. Never skips: a browser that cannot
 // launch fails it.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +13,7 @@ import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { launchChromium, POLL } from '../helpers/browser.ts';
+import { ROOT } from '../helpers/cli.ts';
 import {
   DASHBOARD_TOKEN,
   failureScenario,
@@ -143,6 +146,8 @@ describe('retry in Chromium', () => {
         /^2 forbidden: a retry fails the same way unless something changed on the service/,
       );
       expect(await page.locator('#retry-dialog-go').isDisabled()).toBe(true);
+      mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+      await page.screenshot({ path: join(ROOT, 'test-results', 'retry-dialog.png') });
       await page.check('#retry-anyway');
       expect(await page.locator('#retry-dialog-go').isDisabled()).toBe(false);
       await page.click('#retry-dialog-go');

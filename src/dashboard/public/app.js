@@ -147,8 +147,8 @@
     }
   }
 
-  function post(body) {
-    return fetch('/api/retry', {
+  function post(body, path) {
+    return fetch(path || '/api/retry', {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
@@ -284,20 +284,28 @@
     return e;
   }
 
-  // The confirmation: an in-page <dialog> with the count and the outcomes the retry touches (from the
+  // The confirmation: an in-page <dialog> with the count and the outcomes the action touches (from the
   // server's dry run, so they are exact), and for outcomes a retry cannot help (or held learners) what it
   // will do and a checkbox that must be ticked before the button works. Resolves true to go on.
-  function ask(plan) {
+  // `verb` names the action (default 'retry'; another action with a dry run, like cancel, can reuse it).
+  function ask(plan, verb) {
+    verb = verb || 'retry';
     return new Promise(function (resolve) {
       var old = $('#retry-dialog');
       if (old) old.remove();
       var d = el('dialog', { id: 'retry-dialog', 'aria-labelledby': 'retry-dialog-title' });
-      d.appendChild(el('h2', { id: 'retry-dialog-title' }, 'Retry ' + plural(plan.matched, 'learner') + '?'));
+      d.appendChild(
+        el(
+          'h2',
+          { id: 'retry-dialog-title' },
+          verb.charAt(0).toUpperCase() + verb.slice(1) + ' ' + plural(plan.matched, 'learner') + '?',
+        ),
+      );
       d.appendChild(
         el(
           'p',
           { id: 'retry-dialog-summary' },
-          'retry ' + plural(plan.matched, 'learner') + ': ' + countsText(plan.byCode),
+          verb + ' ' + plural(plan.matched, 'learner') + ': ' + countsText(plan.byCode),
         ),
       );
       var check;
@@ -315,9 +323,7 @@
         label.appendChild(check);
         label.appendChild(
           document.createTextNode(
-            ' I know a retry of ' +
-              plan.confirm.join(', ') +
-              ' fails the same way unless something changed: retry anyway',
+            ' I know what ' + verb + ' does to ' + plan.confirm.join(', ') + ' (above): ' + verb + ' anyway',
           ),
         );
         d.appendChild(label);
@@ -327,7 +333,7 @@
       var go = el(
         'button',
         { type: 'button', id: 'retry-dialog-go' },
-        'retry ' + plural(plan.matched, 'learner'),
+        verb + ' ' + plural(plan.matched, 'learner'),
       );
       if (check) {
         go.disabled = true;
