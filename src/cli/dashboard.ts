@@ -20,7 +20,7 @@ export function register(program: Command, cli: Cli): void {
     .description('Serve the retry dashboard: failures by reason, one-click retry, live budgets, /metrics')
     .option('--port <n>', 'port to listen on (0 picks a free one)', portOption('--port'), 8080)
     .option('--host <h>', 'address to listen on (not loopback: needs DASHBOARD_TOKEN)', '127.0.0.1')
-    .option('--read-only', 'hide and refuse retries')
+    .option('--read-only', 'hide and refuse every change (retries, pause, limits), whatever the token')
     .action(async (flags: DashboardFlags) => {
       const config = cli.config();
       if (!isLoopbackAddress(flags.host) && !config.dashboardToken) {
@@ -62,6 +62,7 @@ export function register(program: Command, cli: Cli): void {
       cli.print(
         `dashboard on ${https ? 'https' : 'http'}://${shown}:${actual}/` +
           (config.dashboardToken ? ' (DASHBOARD_TOKEN required)' : ' (no DASHBOARD_TOKEN: loopback only)') +
+          (config.dashboardReadToken ? ', viewers with DASHBOARD_READ_TOKEN' : '') +
           (flags.readOnly ? ', read-only' : ''),
       );
       cli.onShutdown(async () => {

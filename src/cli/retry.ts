@@ -1,6 +1,8 @@
 import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
+import { cliActor } from '../limiter/control-log.ts';
 import { retryFailed } from '../ops/retry.ts';
+import { RETRY_NOTES, retryKind } from '../ops/retry-risk.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { requireReadableRunId } from './shared.ts';
@@ -36,13 +38,21 @@ export function register(program: Command, cli: Cli): void {
         const ctx = await cli.context(config);
         try {
           await requireReadableRunId(ctx.runs, '--run', opts.run);
-          const s = await retryFailed(ctx, {
-            orgs,
-            status: opts.status,
-            learnerIds: opts.learner,
-            runId: opts.run,
-            move: opts.move,
-          });
+          const s = await retryFailed(
+            ctx,
+            { orgs, status: opts.status, learnerIds: opts.learner, runId: opts.run, move: opts.move },
+            {
+              // The change log: who, the counts and the filter as given (one entry per organization).
+              who: cliActor(),
+              filter: {
+                status: opts.status,
+                learners: opts.learner?.length,
+                run: opts.run,
+                orgs: opts.org,
+                move: opts.move,
+              },
+            },
+          );
           cli.print(
             `re-queued ${s.requeued} learner${s.requeued === 1 ? '' : 's'}` +
               (Object.keys(s.byOrg).length
@@ -51,6 +61,9 @@ export function register(program: Command, cli: Cli): void {
                     .join(', ')})`
                 : ''),
           );
+          // A retry the CLI was told to make is made; what it cannot help is said (the dashboard asks first).
+          for (const code of s.confirm)
+            cli.warn(`${s.byCode[code]} ${code}: ${RETRY_NOTES[retryKind(code)]}`);
           for (const k of s.skipped)
             cli.warn(
               forTerminal(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`, {

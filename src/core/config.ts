@@ -76,6 +76,12 @@ export interface Config {
    * JSON.stringify of the config never carries it.
    */
   readonly dashboardToken?: string | undefined;
+  /**
+   * DASHBOARD_READ_TOKEN: the viewer's password on the same dashboard: every page, no action. Needs
+   * DASHBOARD_TOKEN beside it (a viewer token alone would leave nobody who may act, or, read the other
+   * way, an open dashboard that only viewers log in to). Non-enumerable like dashboardToken.
+   */
+  readonly dashboardReadToken?: string | undefined;
   /** DASHBOARD_TLS_CERT / DASHBOARD_TLS_KEY: PEM files; with both, the dashboard serves HTTPS. */
   dashboardTlsCert?: string | undefined;
   dashboardTlsKey?: string | undefined;
@@ -389,6 +395,16 @@ const envSchema = z.object({
       error: `DASHBOARD_TOKEN: too weak: expected at least ${MIN_DISTINCT_TOKEN_CHARS} distinct characters and no long repeats (generate one with: openssl rand -hex 24; the value is not shown)`,
     })
     .optional(),
+  // The viewer's token: the same rules as DASHBOARD_TOKEN (it reads every page, so it is as worth guessing).
+  DASHBOARD_READ_TOKEN: z
+    .string()
+    .refine((t) => t.length >= 16 && !/\s/.test(t), {
+      error: 'DASHBOARD_READ_TOKEN: expected at least 16 characters without spaces (the value is not shown)',
+    })
+    .refine((t) => !isWeakToken(t), {
+      error: `DASHBOARD_READ_TOKEN: too weak: expected at least ${MIN_DISTINCT_TOKEN_CHARS} distinct characters and no long repeats (generate one with: openssl rand -hex 24; the value is not shown)`,
+    })
+    .optional(),
   // Paths of a PEM certificate (chain) and its private key: set both and the dashboard serves HTTPS.
   DASHBOARD_TLS_CERT: z.string().optional(),
   DASHBOARD_TLS_KEY: z.string().optional(),
@@ -450,6 +466,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
       'DASHBOARD_TLS_CERT, DASHBOARD_TLS_KEY: set both (paths of the PEM certificate and its key) or neither',
     );
   }
+  dashboardTokenProblems(e.DASHBOARD_TOKEN, e.DASHBOARD_READ_TOKEN, problems);
   const redis = redisTargetFrom(e, problems);
   if (problems.length > 0 || !redis) throw new ConfigError(problems);
 
@@ -491,7 +508,31 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
   };
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
+  Object.defineProperty(config, 'dashboardReadToken', { value: e.DASHBOARD_READ_TOKEN, enumerable: false });
   return Object.freeze(config);
+}
+
+/**
+ * The viewer token beside the operator's: it needs DASHBOARD_TOKEN (without it the dashboard has no
+ * authentication at all, and every local caller may act: a viewer token would protect nothing), and it
+ * must differ from it (the same value would make every operator a viewer, or every viewer an operator).
+ * The messages never show either value.
+ */
+function dashboardTokenProblems(
+  operator: string | undefined,
+  viewer: string | undefined,
+  problems: string[],
+): void {
+  if (viewer === undefined) return;
+  if (operator === undefined) {
+    problems.push(
+      'DASHBOARD_READ_TOKEN: needs DASHBOARD_TOKEN beside it (the operator token); without DASHBOARD_TOKEN the dashboard has no authentication, so a viewer token would protect nothing',
+    );
+  } else if (operator === viewer) {
+    problems.push(
+      'DASHBOARD_READ_TOKEN, DASHBOARD_TOKEN: the same value; the viewer token must differ from the operator token (the values are not shown)',
+    );
+  }
 }
 
 /**

@@ -64,6 +64,8 @@ export type ErrorCode =
   | 'LT_HTTP_UNAUTHORIZED'
   | 'LT_HTTP_CSRF'
   | 'LT_HTTP_READ_ONLY'
+  | 'LT_HTTP_VIEWER'
+  | 'LT_HTTP_CONFIRM_PERMANENT'
   | 'LT_HTTP_FORBIDDEN_HOST'
   | 'LT_HTTP_NOT_FOUND'
   | 'LT_HTTP_NOT_WAITING'
@@ -215,6 +217,19 @@ const CATALOGUE = {
     exit: EXIT.internal,
     http: { status: 403, error: 'read-only' },
     description: 'a change asked of a dashboard that runs with --read-only',
+  },
+  LT_HTTP_VIEWER: {
+    kind: 'http',
+    exit: EXIT.internal,
+    http: { status: 403, error: 'viewer' },
+    description: 'a change asked with the viewer token (DASHBOARD_READ_TOKEN): it may look, not act',
+  },
+  LT_HTTP_CONFIRM_PERMANENT: {
+    kind: 'http',
+    exit: EXIT.internal,
+    http: { status: 400, error: 'confirm-permanent' },
+    description:
+      'a retry touching learners whose outcome a retry cannot change (not-found, forbidden, ...) or held ones, without "confirmPermanent": true',
   },
   LT_HTTP_FORBIDDEN_HOST: {
     kind: 'http',

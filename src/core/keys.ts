@@ -126,6 +126,11 @@ export interface Keys {
    * counters); their own keys are gone (ops/run-retention.ts).
    */
   runsCompacted(): string;
+  /**
+   * Runs by their last operator action (sorted set run id -> time of its newest retry): with runs() by
+   * creation, the runs list shows a run that was retried near the top (outcomes/runs.ts list).
+   */
+  runsActive(): string;
   /** The fleet's run-retention turn (a string with an expiry): one process compacts per interval. */
   runRetentionLock(): string;
 }
@@ -177,6 +182,7 @@ export function createKeys(prefix: string): Keys {
     auditUnarchived: () => `${prefix}:audit:unarchived`,
     auditArchiveLock: () => `${prefix}:audit:archive-lock`,
     runsCompacted: () => `${prefix}:runs:compacted`,
+    runsActive: () => `${prefix}:runs:active`,
     runRetentionLock: () => `${prefix}:run-retention:lock`,
   };
 }

@@ -12,6 +12,8 @@ function publicFile(name: string): string {
 export const APP_CSS = publicFile('app.css');
 /** /assets/app.js: live updates of the overview, and the retries of the failures and learner pages. */
 export const APP_JS = publicFile('app.js');
+/** /assets/actions.css: the retry dialog, the notes on outcomes a retry cannot help, the change log page. */
+export const ACTIONS_CSS = publicFile('actions.css');
 /** /assets/controls.css: the controls page's own style. */
 export const CONTROLS_CSS = publicFile('controls.css');
 /** /assets/controls.js: posts a change with the page's CSRF token, then reloads that organization's section. */

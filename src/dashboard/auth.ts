@@ -9,6 +9,49 @@ import { dashboardActor } from '../limiter/control-log.ts';
 
 export const REALM = 'learner-transfer dashboard';
 
+/**
+ * Who a request is: the operator (DASHBOARD_TOKEN, or anyone on a dashboard without a token: loopback
+ * only) acts; the viewer (DASHBOARD_READ_TOKEN) sees every page and may change nothing.
+ */
+export type Role = 'operator' | 'viewer';
+
+/** The id of each credential in the change log (dashboardActor): a name, never the token or a hash of it. */
+export const TOKEN_IDS = { operator: 'operator', viewer: 'viewer', none: 'local' } as const;
+
+const roles = new WeakMap<FastifyRequest, { role: Role; tokenId: string }>();
+
+/** Set by the server's onRequest hook once the credential is checked. */
+export function setRole(req: FastifyRequest, role: Role, tokenId: string): void {
+  roles.set(req, { role, tokenId });
+}
+
+/** The request's role: `operator` unless the hook found the viewer token. */
+export function roleOf(req: FastifyRequest): Role {
+  return roles.get(req)?.role ?? 'operator';
+}
+
+/**
+ * Which token a presented credential is, compared in constant time against both (each compare hashes
+ * first, so neither the content nor the length leaks; both are compared whatever the first says, so
+ * which one matched does not show in the timing either).
+ */
+export function matchToken(given: string, operator: string, viewer: string | undefined): Role | undefined {
+  const isOperator = sameSecret(given, operator);
+  const isViewer = viewer !== undefined && sameSecret(given, viewer);
+  if (isOperator) return 'operator';
+  if (isViewer) return 'viewer';
+  return undefined;
+}
+
+export function refuseViewer(reply: FastifyReply): FastifyReply {
+  const refused = httpAnswer('LT_HTTP_VIEWER');
+  return reply.code(refused.status).header('cache-control', 'no-store').send({
+    error: refused.error,
+    message:
+      'this is the viewer token (DASHBOARD_READ_TOKEN): it may look at every page and change nothing; act with DASHBOARD_TOKEN',
+  });
+}
+
 export function isAuthorized(request: FastifyRequest, token: string | undefined): boolean {
   if (token === undefined) return true;
   const given = presentedCredential(request.headers.authorization);
@@ -21,7 +64,10 @@ export function refuseUnauthorized(reply: FastifyReply): FastifyReply {
     .code(refused.status)
     .header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`)
     .header('cache-control', 'no-store')
-    .send({ error: refused.error, message: 'DASHBOARD_TOKEN required (Bearer, or basic auth password)' });
+    .send({
+      error: refused.error,
+      message: 'DASHBOARD_TOKEN (or DASHBOARD_READ_TOKEN to view) required (Bearer, or basic auth password)',
+    });
 }
 
 /** Failed logins per client address before the throttle answers 429. */
@@ -94,7 +140,11 @@ function basicUser(header: string | undefined): string | undefined {
   return colon > 0 ? decoded.slice(0, Math.min(colon, 64)).replace(/[^\x20-\x7e]/g, '?') : undefined;
 }
 
-/** Who asked, for the change log: the basic-auth user name (none for a Bearer token) and the address. */
+/** Who asked, for the change log: the token's id, the basic-auth user name (none for Bearer), the address. */
 export function actorOf(req: FastifyRequest): string {
-  return dashboardActor(basicUser(req.headers.authorization), req.ip);
+  return dashboardActor(
+    basicUser(req.headers.authorization),
+    req.ip,
+    roles.get(req)?.tokenId ?? TOKEN_IDS.none,
+  );
 }

@@ -30,6 +30,25 @@ export function localOnlyHtml(html: string): string {
   );
 }
 
+/**
+ * A link back to the dashboard on bull-board's page. Its own `miscLinks` (below) only show inside a menu
+ * behind an icon, so a person who came from the dashboard saw no way back: this link sits outside the
+ * React root (which never touches it), fixed in a corner, styled inline (the CSP allows inline styles
+ * here, not scripts).
+ */
+export const DASHBOARD_LINK =
+  '<a id="lt-dashboard-link" href="/" style="position:fixed;left:0.75rem;bottom:0.75rem;z-index:1000;' +
+  'padding:0.35rem 0.75rem;border:1px solid #8c959f;border-radius:6px;background:#fff;color:#0969da;' +
+  'font:14px system-ui,sans-serif;text-decoration:none">&larr; learner-transfer dashboard</a>';
+
+export function withDashboardLink(html: string): string {
+  if (html.includes('id="lt-dashboard-link"')) return html;
+  const body = /<body[^>]*>/i.exec(html);
+  if (!body) return html;
+  const at = body.index + body[0].length;
+  return html.slice(0, at) + DASHBOARD_LINK + html.slice(at);
+}
+
 export async function mountBullBoard(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);

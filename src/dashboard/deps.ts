@@ -1,6 +1,7 @@
 // What every route of the dashboard gets: the app context, the CSRF issuer, the mode, and helpers to
 // parse the shared query parameters with errors that name the parameter.
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { roleOf } from './auth.ts';
 import type { AppContext } from '../app/context.ts';
 import { httpAnswer, LearnerTransferError, type HttpErrorCode } from '../core/errors.ts';
 import {
@@ -49,8 +50,19 @@ export function notFound(message: string): DashboardError {
   return new DashboardError('LT_HTTP_NOT_FOUND', message);
 }
 
-export function pageContext(deps: DashboardDeps, path: string): PageContext {
-  return { csrfToken: deps.csrf.issue(), readOnly: deps.readOnly, path };
+/** Whether this request may not act: a --read-only dashboard, or the viewer token (auth.ts). */
+export function mayNotAct(deps: DashboardDeps, req: FastifyRequest): boolean {
+  return deps.readOnly || roleOf(req) === 'viewer';
+}
+
+export function pageContext(deps: DashboardDeps, path: string, req: FastifyRequest): PageContext {
+  const viewer = roleOf(req) === 'viewer';
+  return {
+    csrfToken: deps.csrf.issue(),
+    readOnly: deps.readOnly || viewer,
+    ...(viewer ? { badge: 'viewer' } : deps.readOnly ? { badge: 'read-only' } : {}),
+    path,
+  };
 }
 
 /** Pages forbid inline scripts and any other origin: the only script is /assets/app.js. */

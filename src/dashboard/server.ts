@@ -5,20 +5,30 @@ import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
 import { httpAnswer, LearnerTransferError } from '../core/errors.ts';
+import { FORBIDDEN_HOST, isHostAllowed, presentedCredential, PUBLIC_PATHS } from '../core/http-access.ts';
 import {
-  FORBIDDEN_HOST,
-  isHostAllowed,
-  presentedCredential,
-  PUBLIC_PATHS,
-  sameSecret,
-} from '../core/http-access.ts';
-import { LoginThrottle, refuseThrottled, refuseUnauthorized } from './auth.ts';
-import { BULL_BOARD_CSP, BULL_BOARD_PATH, localOnlyHtml, mountBullBoard } from './bull-board.ts';
+  LoginThrottle,
+  matchToken,
+  refuseThrottled,
+  refuseUnauthorized,
+  refuseViewer,
+  roleOf,
+  setRole,
+  TOKEN_IDS,
+} from './auth.ts';
+import {
+  BULL_BOARD_CSP,
+  BULL_BOARD_PATH,
+  localOnlyHtml,
+  mountBullBoard,
+  withDashboardLink,
+} from './bull-board.ts';
 import { Csrf, CSRF_HEADER, isStateChanging } from './csrf.ts';
 import { DashboardError, type DashboardDeps } from './deps.ts';
 import { escapeHtml } from './html.ts';
 import { registerMetrics } from './gauges.ts';
 import { registerAssets } from './routes/assets.ts';
+import { registerChanges } from './routes/changes.ts';
 import { registerControls } from './routes/controls.ts';
 import { registerFailures } from './routes/failures.ts';
 import { registerHealth } from './routes/health.ts';
@@ -32,6 +42,8 @@ export interface DashboardOptions {
   readOnly?: boolean;
   /** Default: DASHBOARD_TOKEN from the config. Undefined: no authentication (loopback Host only). */
   token?: string | undefined;
+  /** The viewer's token (every page, no action). Default: DASHBOARD_READ_TOKEN from the config. */
+  readToken?: string | undefined;
   /** Interval of the live (SSE) overview. */
   liveIntervalMs?: number;
   /** The live overview reads the whole fleet this often; between, the watched pages (routes/live.ts). */
@@ -78,6 +90,16 @@ export async function buildDashboard(
   options: DashboardOptions = {},
 ): Promise<FastifyInstance> {
   const token = 'token' in options ? options.token : ctx.config.dashboardToken;
+  const readToken = 'readToken' in options ? options.readToken : ctx.config.dashboardReadToken;
+  if (readToken !== undefined && (token === undefined || readToken === token)) {
+    // The config refuses both already (DASHBOARD_READ_TOKEN); options from code are held to the same rule.
+    throw new LearnerTransferError(
+      'LT_CONFIG_INVALID',
+      token === undefined
+        ? 'DASHBOARD_READ_TOKEN: needs DASHBOARD_TOKEN beside it (the operator token)'
+        : 'DASHBOARD_READ_TOKEN, DASHBOARD_TOKEN: the same value; the viewer token must differ',
+    );
+  }
   const deps: DashboardDeps = {
     ctx,
     csrf: new Csrf(options.csrfSecret),
@@ -96,7 +118,7 @@ export async function buildDashboard(
     ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
   }) as unknown as FastifyInstance;
 
-  guardRequests(app, deps, token, throttle);
+  guardRequests(app, deps, { operator: token, viewer: readToken }, throttle);
   secureResponses(app);
   answerErrors(app, ctx);
 
@@ -108,6 +130,7 @@ export async function buildDashboard(
   registerLearner(app, deps);
   registerRetry(app, deps);
   registerControls(app, deps);
+  registerChanges(app, deps);
   registerLive(app, deps);
   if (options.bullBoard ?? true) await mountBullBoard(app, ctx);
   await app.ready();
@@ -116,33 +139,42 @@ export async function buildDashboard(
 
 /**
  * Every request: a Host the dashboard answers to (DNS rebinding), then the token (throttled per client
- * address) unless the path is public, then the CSRF header on a request that changes state.
+ * address) unless the path is public, which gives its role; the viewer is refused every request that
+ * changes state (bull-board's too: this hook runs for every route of the root instance); then the CSRF
+ * header on a request that changes state.
  */
 function guardRequests(
   app: FastifyInstance,
   deps: DashboardDeps,
-  token: string | undefined,
+  tokens: { operator: string | undefined; viewer: string | undefined },
   throttle: LoginThrottle,
 ): void {
+  const { operator, viewer } = tokens;
   app.addHook('onRequest', async (req, reply) => {
     const path = pathOf(req.url);
     // Without a token only loopback names are served (DNS rebinding: see auth.ts).
-    if (!isHostAllowed(path, req.headers.host, token))
+    if (!isHostAllowed(path, req.headers.host, operator))
       return reply.code(httpAnswer('LT_HTTP_FORBIDDEN_HOST').status).send(FORBIDDEN_HOST);
     if (PUBLIC_PATHS.has(path)) return;
-    if (token !== undefined) {
+    if (operator !== undefined) {
       // Throttled per client address: a refused client is not even checked (see LoginThrottle).
       const wait = throttle.waitMs(req.ip);
       if (wait > 0) return refuseThrottled(reply, wait);
       const given = presentedCredential(req.headers.authorization);
       if (given === undefined) return refuseUnauthorized(reply);
-      if (!sameSecret(given, token)) {
+      const role = matchToken(given, operator, viewer);
+      if (role === undefined) {
         throttle.failed(req.ip);
         return refuseUnauthorized(reply);
       }
       throttle.succeeded(req.ip);
+      setRole(req, role, TOKEN_IDS[role]);
+    } else {
+      setRole(req, 'operator', TOKEN_IDS.none);
     }
-    if (isStateChanging(req.method) && !deps.csrf.verify(req.headers[CSRF_HEADER] as string | undefined)) {
+    if (!isStateChanging(req.method)) return;
+    if (roleOf(req) === 'viewer') return refuseViewer(reply);
+    if (!deps.csrf.verify(req.headers[CSRF_HEADER] as string | undefined)) {
       const refused = httpAnswer('LT_HTTP_CSRF');
       return reply.code(refused.status).send({
         error: refused.error,
@@ -165,7 +197,7 @@ function secureResponses(app: FastifyInstance): void {
       // bull-board's page links fonts from an outside host: dropped, and a CSP allows only this origin.
       reply.header('content-security-policy', BULL_BOARD_CSP);
       if (typeof payload === 'string' && String(reply.getHeader('content-type')).includes('text/html'))
-        return localOnlyHtml(payload);
+        return withDashboardLink(localOnlyHtml(payload));
     }
     return payload;
   });

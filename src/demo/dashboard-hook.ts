@@ -10,7 +10,7 @@ export interface DemoDashboard {
 }
 
 export async function startDemoDashboard(ctx: AppContext, port: number): Promise<DemoDashboard> {
-  const app = await buildDashboard(ctx, { token: undefined });
+  const app = await buildDashboard(ctx, { token: undefined, readToken: undefined });
   let address: string;
   try {
     address = await app.listen({ port, host: '127.0.0.1' });

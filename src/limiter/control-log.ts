@@ -11,9 +11,12 @@ export interface ChangeEntry {
   id: string;
   /** ISO time of the change. */
   at: string;
-  /** `cli:user@host`, `dashboard:user@address` or `work:user@host:pid`. */
+  /** `cli:user@host`, `dashboard:operator[/user]@address` (dashboardActor) or `work:user@host:pid`. */
   who: string;
-  /** What was done: `limits.set`, `limits.reset`, `pause`, `resume`, `priority.urgent`, `tokens.reload`, ... */
+  /**
+   * What was done: `limits.set`, `limits.reset`, `pause`, `resume`, `priority.urgent`, `tokens.reload`,
+   * `retry`, `held.release`, `cancel`, ...
+   */
   action: string;
   org: string | null;
   tokenId: string | null;
@@ -44,9 +47,16 @@ function osUser(): string {
   }
 }
 
-/** The dashboard's author: the basic-auth user name when one was given, and the client's address. */
-export function dashboardActor(user: string | undefined, address: string): string {
-  return `dashboard:${user && user.length > 0 ? user : 'token'}@${address}`;
+/**
+ * The dashboard's author: the id of the credential it came with (`operator` for DASHBOARD_TOKEN, `local`
+ * on a dashboard without a token: loopback only), the basic-auth user name when one was given and it
+ * says more than the id (a browser's prompt asks for one; it is the person's own word, not checked), and
+ * the client's address: `dashboard:operator@10.0.0.7`, `dashboard:operator/alice@10.0.0.7`. Never the
+ * token, nor anything derived from it.
+ */
+export function dashboardActor(user: string | undefined, address: string, tokenId = 'operator'): string {
+  const named = user && user.length > 0 && user !== tokenId ? `/${user}` : '';
+  return `dashboard:${tokenId}${named}@${address}`;
 }
 
 /** Appends one change; returns its stream id. */
@@ -70,22 +80,45 @@ export async function appendChange(redis: RedisClient, keys: Keys, change: NewCh
   return String(id);
 }
 
-/** The newest `count` changes, newest first (optionally of one organization). */
+export interface ChangeFilter {
+  count?: number;
+  /** Only this organization's changes. */
+  org?: string;
+  /** Only this action (`retry`), or every action under a prefix ending in a dot (`limits.`). */
+  action?: string;
+  /** Only changes whose author contains this text (any case): `alice`, `dashboard:`, `@10.0.0.7`. */
+  who?: string;
+  /** Only changes older than this stream id (the next page of a list). */
+  before?: string;
+}
+
+function matches(f: Record<string, string>, options: ChangeFilter): boolean {
+  if (options.org && f.org !== options.org) return false;
+  const action = f.action ?? '';
+  if (options.action) {
+    const prefix = options.action.endsWith('.');
+    if (prefix ? !action.startsWith(options.action) : action !== options.action) return false;
+  }
+  if (options.who && !(f.who ?? '').toLowerCase().includes(options.who.toLowerCase())) return false;
+  return true;
+}
+
+/** The newest `count` changes, newest first (optionally of one organization, action or author). */
 export async function readChanges(
   redis: RedisClient,
   keys: Keys,
-  options: { count?: number; org?: string } = {},
+  options: ChangeFilter = {},
 ): Promise<ChangeEntry[]> {
   const count = options.count ?? 50;
   const out: ChangeEntry[] = [];
-  let end = '+';
-  // Filtering by organization reads further back in batches until `count` are found or the log ends.
+  let end = options.before ? `(${options.before}` : '+';
+  // Filtering reads further back in batches until `count` are found or the log ends.
   for (;;) {
     const batch = await redis.xrevrange(keys.changes(), end, '-', 'COUNT', Math.max(count, 100));
     for (const [id, flat] of batch) {
       const f: Record<string, string> = {};
       for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
-      if (options.org && f.org !== options.org) continue;
+      if (!matches(f, options)) continue;
       let details: Record<string, unknown> = {};
       try {
         details = JSON.parse(f.details ?? '{}') as Record<string, unknown>;

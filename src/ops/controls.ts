@@ -30,10 +30,34 @@ export interface ControlsOverview {
 /** A change log entry in words: the before/after of limits and pauses, the learners of an urgent move. */
 export function summarizeChange(e: ChangeEntry): string {
   const d = e.details;
+  if ((e.action === 'retry' || e.action === 'held.release') && typeof d.requeued === 'number')
+    return summarizeRetry(d);
   if ('before' in d || 'after' in d) return describeChange(d);
   return Object.entries(d)
     .map(([k, v]) => `${k} ${Array.isArray(v) ? v.map(shown).join(', ') || '-' : shown(v)}`)
     .join(', ');
+}
+
+const counted = (v: unknown) =>
+  Object.entries((v ?? {}) as Record<string, unknown>)
+    .map(([k, n]) => `${String(n)} ${k}`)
+    .join(', ');
+
+/** A retry in words: "re-queued 37 (30 server-error, 7 network-error) of run R (37); filter code server-error". */
+function summarizeRetry(d: Record<string, unknown>): string {
+  const filter = Object.entries((d.filter ?? {}) as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${k} ${shown(v)}`)
+    .join(', ');
+  const runs = Object.entries((d.runs ?? {}) as Record<string, unknown>)
+    .map(([r, n]) => `${r} (${String(n)})`)
+    .join(', ');
+  return (
+    `re-queued ${String(d.requeued)} (${counted(d.byCode)})` +
+    (runs ? ` of run ${runs}` : '') +
+    (filter ? `; filter ${filter}` : '') +
+    (d.move ? '; --move' : '')
+  );
 }
 
 const shown = (v: unknown) => (typeof v === 'object' ? JSON.stringify(v) : String(v));

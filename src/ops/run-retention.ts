@@ -95,6 +95,7 @@ async function compactRun(
     await redis.del(keys.runCounters(org, meta.id), keys.runFailures(org, meta.id));
   await redis.del(keys.run(meta.id));
   await redis.zrem(keys.runs(), meta.id);
+  await redis.zrem(keys.runsActive(), meta.id);
 }
 
 /** What `report --run` says of a compacted run (undefined for a run kept whole). */

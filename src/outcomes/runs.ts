@@ -20,6 +20,19 @@ export interface RunMeta {
    * counters as they were then. Its learners' records still name it.
    */
   compacted?: { at: string; byOrg: Record<string, RunCounts> } | undefined;
+  /**
+   * The newest retry that re-queued learners of this run (they go back into their own run, so the run's
+   * counters stay whole): when, how many of its learners, by whom. Absent on runs never retried (and on
+   * every run written before this field existed).
+   */
+  retried?: RetryNote | undefined;
+}
+
+export interface RetryNote {
+  at: string;
+  count: number;
+  /** The change log's author (cli:user@host, dashboard:operator@address). */
+  by: string;
 }
 
 /** Sortable, readable run ids: 20261122T015153-3f9a (letters, digits and '-': they fit isRunId). */
@@ -84,7 +97,25 @@ export class Runs {
       source: h.source ?? '',
       orgs: (h.orgs ?? '').split(',').filter(Boolean),
       ...(h.driftReport ? { driftReport: h.driftReport } : {}),
+      ...(h.retriedAt
+        ? { retried: { at: h.retriedAt, count: Number(h.retriedCount ?? 0), by: h.retriedBy ?? '' } }
+        : {}),
     };
+  }
+
+  /**
+   * Notes a retry of `count` of this run's learners and brings the run to the top of the list (list()):
+   * a retry re-queues learners into their own runs, which may be weeks old and far down by creation.
+   * The counters are the outcome store's, untouched here.
+   */
+  async noteRetry(runId: string, note: RetryNote): Promise<void> {
+    if (!(await this.#redis.exists(this.#keys.run(runId)))) return; // compacted or unknown: nothing to mark
+    await this.#redis.hset(this.#keys.run(runId), {
+      retriedAt: note.at,
+      retriedCount: String(note.count),
+      retriedBy: note.by,
+    });
+    await this.#redis.zadd(this.#keys.runsActive(), Date.parse(note.at), runId);
   }
 
   /** A run compacted after RUN_RETENTION, from its summary. */
@@ -104,11 +135,36 @@ export class Runs {
     return (await this.get(runId)) !== undefined;
   }
 
-  /** Newest first. */
+  /**
+   * Newest first, by the later of its creation and its newest retry (noteRetry): a run an operator just
+   * retried is listed with the new ones. Without retries, simply by creation.
+   */
   async list(limit = 50): Promise<RunMeta[]> {
-    const ids = await this.#redis.zrevrange(this.#keys.runs(), 0, limit - 1);
+    const [created, active] = await Promise.all([
+      this.#redis.zrevrange(this.#keys.runs(), 0, limit - 1, 'WITHSCORES'),
+      this.#redis.zrevrange(this.#keys.runsActive(), 0, limit - 1, 'WITHSCORES'),
+    ]);
+    const latest = new Map<string, number>();
+    const listed = new Set<string>();
+    const read = (flat: string[], own: boolean) => {
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const id = flat[i] as string;
+        const score = Number(flat[i + 1]);
+        if (own) listed.add(id);
+        latest.set(id, Math.max(latest.get(id) ?? -Infinity, score));
+      }
+    };
+    read(created, true);
+    read(active, false);
+    const ids = [...latest.entries()]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? 1 : -1))
+      .slice(0, limit)
+      .map(([id]) => id);
     const metas = await Promise.all(ids.map((id) => this.get(id)));
-    return metas.filter((m): m is RunMeta => m !== undefined);
+    // A run retried once and compacted since has left the list by creation: it stays out.
+    return metas.filter(
+      (m): m is RunMeta => m !== undefined && (listed.has(m.id) || m.compacted === undefined),
+    );
   }
 
   async latest(): Promise<RunMeta | undefined> {

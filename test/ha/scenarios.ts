@@ -238,7 +238,7 @@ export function haSuite(mode: Mode): void {
           method: 'POST',
           url: '/api/retry',
           headers: { ...bearer, 'x-csrf-token': csrf, 'content-type': 'application/json' },
-          payload: JSON.stringify({ learners: FORBIDDEN.map((id) => `acme:${id}`) }),
+          payload: JSON.stringify({ learners: FORBIDDEN.map((id) => `acme:${id}`), confirmPermanent: true }),
         });
         expect(res.statusCode, res.body).toBe(200);
         expect(JSON.parse(res.body)).toMatchObject({ requeued: 2 });

@@ -136,7 +136,7 @@ describe('pause and resume', () => {
     // Asked again: nothing changes, nothing logged.
     const again = await post('pause', { org: 'acme' });
     expect(again.json()).toMatchObject({ changed: false, changeId: null });
-    expect(again.json().message).toMatch(/already paused by dashboard:alice@127\.0\.0\.1/);
+    expect(again.json().message).toMatch(/already paused by dashboard:operator\/alice@127\.0\.0\.1/);
 
     // The overview shows it (card and alert).
     const overview = (await authed(app, { url: '/api/overview' })).json();
@@ -153,7 +153,9 @@ describe('pause and resume', () => {
     const resumed = await post('resume', { org: 'acme' });
     expect(resumed.statusCode, resumed.body).toBe(200);
     expect(resumed.json()).toMatchObject({ action: 'resume', changed: true });
-    expect(resumed.json().message).toMatch(/^resumed organization 'acme' \(paused by dashboard:alice/);
+    expect(resumed.json().message).toMatch(
+      /^resumed organization 'acme' \(paused by dashboard:operator\/alice/,
+    );
     expect((await policy()).paused).toBeNull();
     expect((await post('resume', { org: 'acme' })).json()).toMatchObject({ changed: false });
 

@@ -319,7 +319,12 @@ describe('retry', () => {
   });
 
   it('retries by learner id search, and refuses a bad body', async () => {
-    const r = await retry({ all: true, q: String(FORBIDDEN[0]) });
+    // forbidden: a retry cannot help unless the service changed, so it takes confirmPermanent
+    // (retry-confirm.test.ts tests the rule closely).
+    const refused = await retry({ all: true, q: String(FORBIDDEN[0]) });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toBe('confirm-permanent');
+    const r = await retry({ all: true, q: String(FORBIDDEN[0]), confirmPermanent: true });
     expect(r.json()).toMatchObject({ requeued: 1, byOrg: { acme: 1 } });
     await drain(s.h);
     expect((await s.h.ctx.store.get('acme', FORBIDDEN[0] as number))?.b).toBe('forbidden'); // still refused

@@ -270,7 +270,11 @@ describe('the dashboard action "Move ahead of the queue"', () => {
       expect(patchOrder()).toHaveLength(52);
       const changes = (await readChanges(h.ctx.redis, h.ctx.keys, { org: 'acme' })).reverse();
       expect(
-        changes.map((c) => [c.action, c.who.startsWith('dashboard:ops-alice@'), c.details.learnerIds]),
+        changes.map((c) => [
+          c.action,
+          c.who.startsWith('dashboard:operator/ops-alice@'),
+          c.details.learnerIds,
+        ]),
       ).toEqual([
         ['priority.urgent', true, [bulk[40]]],
         ['priority.urgent', true, [retrying]],

@@ -433,7 +433,7 @@ describe('bulk retry', () => {
       const r = await request(`${url}/api/retry`, {
         method: 'POST',
         headers: { ...bearer, 'x-csrf-token': csrf.token, 'content-type': 'application/json' },
-        body: JSON.stringify({ all: true, run: runId }),
+        body: JSON.stringify({ all: true, run: runId, confirmPermanent: true }),
       });
       const summary = (await r.body.json()) as { requeued: number };
       const took = performance.now() - started;

@@ -42,13 +42,14 @@ function report(err: unknown): { status: number; printed: string } {
 
 describe('the error catalogue', () => {
   it('has exactly these codes', () => {
-    expect(CODES).toHaveLength(31);
+    expect(CODES).toHaveLength(33);
     expect([...CODES].sort()).toEqual([
       'ABORT_ERR',
       'LT_ATTEMPT_FAILED',
       'LT_BODY_TOO_LARGE',
       'LT_CONFIG_INVALID',
       'LT_HTTP_BAD_REQUEST',
+      'LT_HTTP_CONFIRM_PERMANENT',
       'LT_HTTP_CSRF',
       'LT_HTTP_FORBIDDEN_HOST',
       'LT_HTTP_HELD_ELSEWHERE',
@@ -60,6 +61,7 @@ describe('the error catalogue', () => {
       'LT_HTTP_TOO_MANY_FAILURES',
       'LT_HTTP_TOO_MANY_STREAMS',
       'LT_HTTP_UNAUTHORIZED',
+      'LT_HTTP_VIEWER',
       'LT_INPUT_INVALID',
       'LT_INPUT_UNREADABLE',
       'LT_INTERNAL',
@@ -142,6 +144,8 @@ describe('the error catalogue', () => {
       LT_HTTP_UNAUTHORIZED: '401 unauthorized',
       LT_HTTP_CSRF: '403 csrf',
       LT_HTTP_READ_ONLY: '403 read-only',
+      LT_HTTP_VIEWER: '403 viewer',
+      LT_HTTP_CONFIRM_PERMANENT: '400 confirm-permanent',
       LT_HTTP_FORBIDDEN_HOST: '403 forbidden-host',
       LT_HTTP_NOT_FOUND: '404 not-found',
       LT_HTTP_NOT_WAITING: '409 not-waiting',

@@ -182,8 +182,8 @@
     }
   }
 
-  function post(body) {
-    return fetch('/api/retry', {
+  function post(body, path) {
+    return fetch(path || '/api/retry', {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
@@ -202,8 +202,42 @@
     el.className = 'code code-' + state;
   }
 
-  // Follows retried learners: back to waiting at once, then to their new outcome as workers record it.
+  function rowsOf(key) {
+    return $all('tr[data-learner]').filter(function (row) {
+      return row.getAttribute('data-learner') === key;
+    });
+  }
+
+  // A row's cells from a learner's state: waiting shows the attempt to come, a final state its outcome.
+  function showRow(row, l) {
+    setState($('[data-state]', row), l.state);
+    var waiting = FINAL_WAIT.indexOf(l.state) >= 0;
+    var att = $('[data-attempts]', row);
+    if (att) {
+      att.setAttribute('data-attempts', l.attempts);
+      text(att, waiting ? l.attempts + ' · attempt ' + (l.attempts + 1) + ' to come' : l.attempts);
+    }
+    text($('[data-http]', row), waiting ? '' : l.httpStatus || '');
+    text(
+      $('[data-message]', row),
+      waiting
+        ? 're-queued'
+        : [l.error, l.message]
+            .filter(function (x) {
+              return x;
+            })
+            .join(': '),
+    );
+    text($('[data-time]', row), l.updatedAt);
+  }
+
+  // Follows retried learners shown on this page until each reaches a new outcome (1 s polls of their rows
+  // only: a page shows at most 500, so this costs one small read a second while any of them waits).
   function follow(keys) {
+    var single = $('main > p [data-state]');
+    keys = keys.filter(function (k) {
+      return rowsOf(k).length > 0 || (single && keys.length === 1);
+    });
     if (!keys.length) return;
     var started = Date.now();
     var tick = function () {
@@ -216,11 +250,10 @@
           var pending = 0;
           (j.learners || []).forEach(function (l) {
             var key = l.org + ':' + l.learnerId;
-            $all('[data-learner]').forEach(function (row) {
-              if (row.tagName === 'TR' && row.getAttribute('data-learner') === key)
-                setState($('[data-state]', row), l.state);
+            rowsOf(key).forEach(function (row) {
+              showRow(row, l);
             });
-            if (keys.length === 1) setState($('main > p [data-state]'), l.state);
+            if (keys.length === 1) setState(single, l.state);
             if (FINAL_WAIT.indexOf(l.state) >= 0) pending++;
           });
           if (pending > 0 && Date.now() - started < 30 * 60 * 1000) setTimeout(tick, 1000);
@@ -229,29 +262,47 @@
           setTimeout(tick, 3000);
         });
     };
-    tick();
+    setTimeout(tick, 1000);
   }
 
   function result(msg) {
     text($('#retry-result'), msg);
   }
 
+  function countsText(byCode) {
+    return Object.keys(byCode)
+      .map(function (c) {
+        return byCode[c] + ' ' + c;
+      })
+      .join(', ');
+  }
+
+  function plural(n, word) {
+    return n + ' ' + word + (n === 1 ? '' : 's');
+  }
+
   function summary(s) {
+    var runs = Object.keys(s.runs || {});
     return (
       're-queued ' +
       s.requeued +
-      (s.skipped && s.skipped.length ? ', ' + s.skipped.length + ' not retryable' : '')
+      (s.requeued ? ' (' + countsText(s.byCode) + ')' : '') +
+      (runs.length ? ' into run ' + runs.join(', ') : '') +
+      (s.skipped && s.skipped.length ? '; ' + s.skipped.length + ' not retryable' : '')
     );
   }
 
-  // After a retry: its summary, the rows re-queued, and those learners followed until they move.
-  function retried(s, keys) {
+  // After a retry: its summary, and the re-queued rows (the POST names them) shown waiting at once,
+  // then followed until they move.
+  function retried(s) {
     result(summary(s));
-    keys.forEach(function (k) {
-      $all('tr[data-learner]').forEach(function (row) {
-        if (row.getAttribute('data-learner') === k) setState($('[data-state]', row), 'queued');
+    var keys = (s.learners || []).map(function (l) {
+      rowsOf(l.key).forEach(function (row) {
+        showRow(row, { state: 'queued', attempts: l.attempts, updatedAt: new Date().toISOString() });
       });
+      return l.key;
     });
+    if ((s.learners || []).length === 1) setState($('main > p [data-state]'), 'queued');
     follow(keys);
   }
 
@@ -259,10 +310,118 @@
     result('retry failed: ' + e.message);
   }
 
-  function retryKeys(keys) {
-    post({ learners: keys })
-      .then(function (s) {
-        retried(s, keys);
+  function el(tag, attrs, content) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      e.setAttribute(k, attrs[k]);
+    });
+    if (content !== undefined) e.textContent = content;
+    return e;
+  }
+
+  // The confirmation: an in-page <dialog> with the count and the outcomes the action touches (from the
+  // server's dry run, so they are exact), and for outcomes a retry cannot help (or held learners) what it
+  // will do and a checkbox that must be ticked before the button works. Resolves true to go on.
+  // `verb` names the action (default 'retry'; another action with a dry run, like cancel, can reuse it).
+  function ask(plan, verb) {
+    verb = verb || 'retry';
+    return new Promise(function (resolve) {
+      var old = $('#retry-dialog');
+      if (old) old.remove();
+      var d = el('dialog', { id: 'retry-dialog', 'aria-labelledby': 'retry-dialog-title' });
+      d.appendChild(
+        el(
+          'h2',
+          { id: 'retry-dialog-title' },
+          verb.charAt(0).toUpperCase() + verb.slice(1) + ' ' + plural(plan.matched, 'learner') + '?',
+        ),
+      );
+      d.appendChild(
+        el(
+          'p',
+          { id: 'retry-dialog-summary' },
+          verb + ' ' + plural(plan.matched, 'learner') + ': ' + countsText(plan.byCode),
+        ),
+      );
+      var check;
+      if (plan.confirm.length) {
+        var notes = {};
+        plan.confirm.forEach(function (c) {
+          var n = (plan.notes || {})[c] || '';
+          (notes[n] = notes[n] || []).push(plan.byCode[c] + ' ' + c);
+        });
+        Object.keys(notes).forEach(function (n) {
+          d.appendChild(el('p', { class: 'warn' }, notes[n].join(', ') + ': ' + n + '.'));
+        });
+        var label = el('label', { id: 'retry-dialog-confirm' });
+        check = el('input', { type: 'checkbox', id: 'retry-anyway' });
+        label.appendChild(check);
+        label.appendChild(
+          document.createTextNode(
+            ' I know what ' + verb + ' does to ' + plan.confirm.join(', ') + ' (above): ' + verb + ' anyway',
+          ),
+        );
+        d.appendChild(label);
+      }
+      var buttons = el('p', { class: 'dialog-buttons' });
+      var cancel = el('button', { type: 'button', id: 'retry-dialog-cancel' }, 'cancel');
+      var go = el(
+        'button',
+        { type: 'button', id: 'retry-dialog-go' },
+        verb + ' ' + plural(plan.matched, 'learner'),
+      );
+      if (check) {
+        go.disabled = true;
+        check.addEventListener('change', function () {
+          go.disabled = !check.checked;
+        });
+      }
+      buttons.appendChild(cancel);
+      buttons.appendChild(document.createTextNode(' '));
+      buttons.appendChild(go);
+      d.appendChild(buttons);
+      document.body.appendChild(d);
+      var done = function (ok) {
+        d.close();
+        d.remove();
+        resolve(ok);
+      };
+      cancel.addEventListener('click', function () {
+        done(false);
+      });
+      go.addEventListener('click', function () {
+        done(true);
+      });
+      d.addEventListener('cancel', function () {
+        done(false);
+      });
+      d.showModal();
+      cancel.focus();
+    });
+  }
+
+  // Every retry asks the server first what it would touch (a dry run). A bulk retry, or one touching
+  // outcomes a retry cannot help, is confirmed in the dialog; a single ordinary retry goes at once.
+  function retry(body, bulk) {
+    var dry = Object.assign({}, body, { dryRun: true });
+    return post(dry)
+      .then(function (plan) {
+        if (plan.matched === 0) {
+          result(
+            'nothing to retry' +
+              (plan.skipped && plan.skipped.length
+                ? ': ' + plan.skipped[0].reason
+                : ' (the rows moved on meanwhile)'),
+          );
+          return;
+        }
+        var confirm = plan.confirm.length > 0;
+        var go = bulk || confirm ? ask(plan) : Promise.resolve(true);
+        return go.then(function (ok) {
+          if (!ok) return result('retry cancelled');
+          result('retrying ' + plural(plan.matched, 'learner') + '…');
+          return post(confirm ? Object.assign({}, body, { confirmPermanent: true }) : body).then(retried);
+        });
       })
       .catch(retryFailed);
   }
@@ -297,38 +456,23 @@
           .map(function (b) {
             return b.value;
           });
-        if (
-          keys.length &&
-          window.confirm('Retry ' + keys.length + ' selected learner' + (keys.length === 1 ? '' : 's') + '?')
-        )
-          retryKeys(keys);
+        if (keys.length) retry({ learners: keys }, true);
       });
     $all('button.retry-one').forEach(function (b) {
       b.addEventListener('click', function () {
-        retryKeys([b.getAttribute('data-learner')]);
+        retry({ learners: [b.getAttribute('data-learner')] }, false);
       });
     });
     var all = $('#retry-all');
     var actions = $('#retry-actions');
     if (all && actions)
       all.addEventListener('click', function () {
-        var total = Number(actions.getAttribute('data-total'));
         var filter = JSON.parse(actions.getAttribute('data-filter') || '{}');
-        if (!window.confirm('Retry all ' + total + ' learners that match this filter?')) return;
         var body = { all: true };
         Object.keys(filter).forEach(function (k) {
           if (filter[k]) body[k] = filter[k];
         });
-        post(body)
-          .then(function (s) {
-            retried(
-              s,
-              $all('tr[data-learner]').map(function (row) {
-                return row.getAttribute('data-learner');
-              }),
-            );
-          })
-          .catch(retryFailed);
+        retry(body, true);
       });
   }
 

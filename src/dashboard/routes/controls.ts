@@ -31,7 +31,15 @@ import {
 } from '../../limiter/policy-control.ts';
 import type { PauseInfo } from '../../limiter/types.ts';
 import { TOKEN_ID_RE } from '../../limiter/token-orgs.ts';
-import { badRequest, DashboardError, knownOrg, pageContext, sendPage, type DashboardDeps } from '../deps.ts';
+import {
+  badRequest,
+  DashboardError,
+  knownOrg,
+  mayNotAct,
+  pageContext,
+  sendPage,
+  type DashboardDeps,
+} from '../deps.ts';
 import { CONTROLS_CSS, CONTROLS_JS } from '../assets.ts';
 import { controlsPage } from '../views/controls.ts';
 
@@ -166,8 +174,8 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
     sendPage(
       reply,
       controlsPage(
-        pageContext(deps, '/controls'),
-        await collectControls(deps.ctx, orgsOf(req.query), deps.readOnly),
+        pageContext(deps, '/controls', req),
+        await collectControls(deps.ctx, orgsOf(req.query), mayNotAct(deps, req)),
       ),
     ),
   );
@@ -181,7 +189,7 @@ export function registerControls(app: FastifyInstance, deps: DashboardDeps): voi
       .send(CONTROLS_JS),
   );
   app.get<{ Querystring: { org?: string } }>('/api/controls', async (req) =>
-    collectControls(deps.ctx, orgsOf(req.query), deps.readOnly),
+    collectControls(deps.ctx, orgsOf(req.query), mayNotAct(deps, req)),
   );
 
   app.post('/api/controls/pause', pauseRoute(deps, true));

@@ -27,7 +27,7 @@ export function registerFailures(app: FastifyInstance, deps: DashboardDeps): voi
     const runs = (await ctx.runs.list(50)).map((r) => r.id);
     return sendPage(
       reply,
-      failuresPage(pageContext(deps, '/failures'), {
+      failuresPage(pageContext(deps, '/failures', req), {
         page,
         filter: q.input,
         codes: FAILURE_BUCKETS,

@@ -22,6 +22,7 @@ import {
   DashboardError,
   knownOrg,
   learnerIdParam,
+  mayNotAct,
   notFound,
   pageContext,
   sendPage,
@@ -91,12 +92,12 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
     const queue = isWaiting(learner.state)
       ? {
           place: await queuePlace(ctx.redis, ctx.queues.get(learner.org), learner.learnerId),
-          canMoveAhead: !deps.readOnly,
+          canMoveAhead: !mayNotAct(deps, req),
         }
       : undefined;
     return sendPage(
       reply,
-      learnerPage(pageContext(deps, '/learners'), learner, audit, retryable, queue, {
+      learnerPage(pageContext(deps, '/learners', req), learner, audit, retryable, queue, {
         archived: auditArchived,
         missing: auditMissing,
         storyArchived,

@@ -11,7 +11,7 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
   const { ctx } = deps;
   app.get('/', async (req, reply) => {
     const view = parseOverviewView(req.query);
-    return sendPage(reply, overviewPage(pageContext(deps, '/'), await collectOverview(ctx, view)));
+    return sendPage(reply, overviewPage(pageContext(deps, '/', req), await collectOverview(ctx, view)));
   });
   app.get('/api/overview', async (req) => collectOverview(ctx, parseOverviewView(req.query)));
   app.get('/api/runs', async () => ({ runs: await runOverviews(ctx, await ctx.runs.list(50)) }));

@@ -1,72 +1,118 @@
 // POST /api/retry: retry one, the selected, or every learner the filter matches, through the same
-// retryFailed the CLI uses (re-queued into their own run, with fresh attempts). GET /api/csrf gives
-// scripts the token every POST needs. Refused in read-only mode.
+// selectRetry/requeueSelected the CLI uses (re-queued into their own run, with fresh attempts; the run is
+// marked retried; the change log gets who and how many). With "dryRun": true it only answers what a retry
+// would touch (the count per outcome code, and which codes need the explicit confirmation): the page's
+// dialog shows that. A retry touching outcomes a retry cannot help (not-found, forbidden, ...) or held
+// learners is refused (400 confirm-permanent) unless the body says "confirmPermanent": true, so a
+// script cannot skip the confirmation either. GET /api/csrf gives scripts the token every POST needs.
+// Refused in read-only mode, and to the viewer token (the server's onRequest hook).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { retryFailed, type RetrySummary } from '../../ops/retry.ts';
-import { badRequest, DashboardError, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
 import { failurePage } from '../../ops/failures.ts';
+import {
+  describeSelection,
+  requeueSelected,
+  selectRetry,
+  type RetrySelection,
+  type RetrySummary,
+} from '../../ops/retry.ts';
+import { RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
+import { actorOf } from '../auth.ts';
+import { badRequest, DashboardError, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
 import { filterFields, toFailureFilter } from './failures-query.ts';
 
 const MAX_SELECTED = 10_000;
 
+const flags = { dryRun: z.boolean().optional(), confirmPermanent: z.boolean().optional() };
 const bodySchema = z.union([
-  z.object({ learners: z.array(z.string()).min(1).max(MAX_SELECTED) }).strict(),
-  z.object({ all: z.literal(true), ...filterFields }).strict(),
+  z.object({ learners: z.array(z.string()).min(1).max(MAX_SELECTED), ...flags }).strict(),
+  z.object({ all: z.literal(true), ...filterFields, ...flags }).strict(),
 ]);
+type Body = z.infer<typeof bodySchema>;
 
-function merge(into: RetrySummary, more: RetrySummary): void {
-  into.requeued += more.requeued;
-  for (const [org, n] of Object.entries(more.byOrg)) into.byOrg[org] = (into.byOrg[org] ?? 0) + n;
-  for (const k of more.skipped) into.skipped.push(k);
+/**
+ * The answer: the summary, whether it was only a dry run, and for each code that needs the explicit
+ * confirmation what a retry of it can do (the dialog says it).
+ */
+export type RetryAnswer = RetrySummary & { dryRun: boolean; notes: Record<string, string> };
+
+const notesOf = (s: RetrySummary) => Object.fromEntries(s.confirm.map((c) => [c, RETRY_NOTES[retryKind(c)]]));
+
+function merge(into: RetrySelection, more: RetrySelection): void {
+  into.items.push(...more.items);
+  into.skipped.push(...more.skipped);
+}
+
+/** The learners a body names or matches, read now; and the filter as the change log tells it. */
+async function select(
+  deps: DashboardDeps,
+  body: Body,
+): Promise<{ selection: RetrySelection; filter: Record<string, unknown> }> {
+  const { ctx } = deps;
+  const selection: RetrySelection = { items: [], skipped: [] };
+  if ('learners' in body) {
+    const byOrg = new Map<string, number[]>();
+    for (const key of body.learners) {
+      const colon = key.lastIndexOf(':');
+      if (colon < 1) throw badRequest(`learners: '${key.slice(0, 80)}' is not org:learnerId`);
+      const org = knownOrg(deps, key.slice(0, colon), 'learners');
+      const id = learnerIdParam(key.slice(colon + 1), 'learners');
+      const list = byOrg.get(org);
+      if (list) list.push(id);
+      else byOrg.set(org, [id]);
+    }
+    for (const [org, learnerIds] of byOrg)
+      merge(selection, await selectRetry(ctx, { orgs: [org], learnerIds }));
+    return { selection, filter: { learners: body.learners.length } };
+  }
+  const filter = await toFailureFilter(deps, body);
+  const text = { code: filter.code, orgs: filter.orgs, run: filter.runId, learner: filter.learnerId };
+  if (filter.learnerId !== undefined) {
+    // Only the organizations where this learner is a matching failure.
+    const { items } = await failurePage(ctx.store, filter, 0, filter.orgs.length);
+    for (const l of items)
+      merge(selection, await selectRetry(ctx, { orgs: [l.org], learnerIds: [l.learnerId] }));
+  } else {
+    merge(selection, await selectRetry(ctx, { orgs: filter.orgs, status: filter.code, runId: filter.runId }));
+  }
+  return { selection, filter: JSON.parse(JSON.stringify(text)) as Record<string, unknown> };
+}
+
+/** The refusal of a retry that needs the explicit confirmation: the codes, their counts and what to send. */
+function confirmationRequired(s: RetrySummary): DashboardError {
+  const parts = s.confirm.map((c) => `${s.byCode[c]} ${c}`).join(', ');
+  const kinds = [...new Set(s.confirm.map((c) => retryKind(c)))].map((k) => RETRY_NOTES[k]).join('; ');
+  return new DashboardError(
+    'LT_HTTP_CONFIRM_PERMANENT',
+    `confirmPermanent: required to retry ${parts} (${kinds}); send "confirmPermanent": true to retry them anyway, or narrow the filter`,
+  );
 }
 
 export function registerRetry(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
   app.get('/api/csrf', async () => ({ token: deps.csrf.issue(), header: 'x-csrf-token' }));
 
-  app.post('/api/retry', async (req) => {
+  app.post('/api/retry', async (req): Promise<RetryAnswer> => {
     if (deps.readOnly)
       throw new DashboardError('LT_HTTP_READ_ONLY', 'this dashboard runs with --read-only: retries are off');
     const parsed = bodySchema.safeParse(req.body);
     if (!parsed.success) {
       throw badRequest(
-        'body: expected {"learners": ["org:learnerId", ...]} or {"all": true, "code"?, "org"?, "run"?, "q"?}',
+        'body: expected {"learners": ["org:learnerId", ...]} or {"all": true, "code"?, "org"?, "run"?, "q"?}, ' +
+          'each with "dryRun"? and "confirmPermanent"? (true or false)',
       );
     }
-    const summary: RetrySummary = { requeued: 0, byOrg: {}, skipped: [] };
     const body = parsed.data;
-    const byOrg = new Map<string, number[]>();
-    let filterText: Record<string, unknown>;
-    if ('learners' in body) {
-      for (const key of body.learners) {
-        const colon = key.lastIndexOf(':');
-        if (colon < 1) throw badRequest(`learners: '${key.slice(0, 80)}' is not org:learnerId`);
-        const org = knownOrg(deps, key.slice(0, colon), 'learners');
-        const id = learnerIdParam(key.slice(colon + 1), 'learners');
-        const list = byOrg.get(org);
-        if (list) list.push(id);
-        else byOrg.set(org, [id]);
-      }
-      for (const [org, learnerIds] of byOrg)
-        merge(summary, await retryFailed(ctx, { orgs: [org], learnerIds }));
-      filterText = { learners: body.learners.length };
-    } else {
-      const filter = await toFailureFilter(deps, body);
-      filterText = { code: filter.code, orgs: filter.orgs, run: filter.runId, learner: filter.learnerId };
-      if (filter.learnerId !== undefined) {
-        // Only the organizations where this learner is a matching failure.
-        const { items } = await failurePage(ctx.store, filter, 0, filter.orgs.length);
-        for (const l of items)
-          merge(summary, await retryFailed(ctx, { orgs: [l.org], learnerIds: [l.learnerId] }));
-      } else {
-        merge(
-          summary,
-          await retryFailed(ctx, { orgs: filter.orgs, status: filter.code, runId: filter.runId }),
-        );
-      }
-    }
-    ctx.logger.info({ ...filterText, requeued: summary.requeued, from: req.ip }, 'dashboard retry');
-    return summary;
+    const { selection, filter } = await select(deps, body);
+    const planned = describeSelection(selection);
+    if (body.dryRun === true) return { ...planned, dryRun: true, notes: notesOf(planned) };
+    if (planned.confirm.length > 0 && body.confirmPermanent !== true) throw confirmationRequired(planned);
+    const who = actorOf(req);
+    const summary = await requeueSelected(ctx, selection, { who, filter });
+    ctx.logger.info(
+      { ...filter, requeued: summary.requeued, byCode: summary.byCode, who },
+      'dashboard retry',
+    );
+    return { ...summary, dryRun: false, notes: notesOf(summary) };
   });
 }

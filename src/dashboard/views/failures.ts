@@ -5,6 +5,7 @@ import { html, query, type Html } from '../html.ts';
 import type { FailurePage } from '../../ops/failures.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import { layout, type PageContext } from './layout.ts';
+import { confirmationCodes, RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
 
 export interface FailuresView {
   page: FailurePage;
@@ -38,12 +39,41 @@ function row(l: LearnerOutcome, readOnly: boolean): Html {
     <td><a href="/learners/${l.org}/${l.learnerId}">${l.learnerId}</a></td>
     <td>${l.org}</td>
     <td class="state"><span class="code code-${l.state}" data-state>${l.state}</span></td>
-    <td>${l.httpStatus ?? ''}</td>
-    <td class="message">${[l.error, l.message].filter(Boolean).join(': ')}</td>
-    <td>${l.attempts}</td>
-    <td><time>${l.updatedAt}</time></td>
-    ${readOnly ? '' : html`<td><button type="button" class="retry-one" data-learner="${key}">retry</button></td>`}
+    <td data-http>${l.httpStatus ?? ''}</td>
+    <td class="message" data-message>${[l.error, l.message].filter(Boolean).join(': ')}</td>
+    <td data-attempts="${l.attempts}">${l.attempts}</td>
+    <td><time data-time>${l.updatedAt}</time></td>
+    ${
+      readOnly
+        ? ''
+        : html`<td>
+            <button
+              type="button"
+              class="retry-one${retryKind(l.state) === 'transient' ? '' : ' retry-confirm'}"
+              data-learner="${key}"
+              ${retryKind(l.state) === 'transient' ? '' : html` title="${RETRY_NOTES[retryKind(l.state)]}"`}
+            >
+              retry
+            </button>
+          </td>`
+    }
   </tr>`;
+}
+
+/** What a retry can do for the outcomes shown that it cannot help (or that are held): said before any button. */
+function permanentNote(byCode: Record<string, number>): Html | string {
+  const codes = confirmationCodes(byCode);
+  if (codes.length === 0) return '';
+  const kinds = [...new Set(codes.map((c) => retryKind(c)))];
+  return html`<div class="note" id="permanent-note">
+    ${kinds.map(
+      (k) =>
+        html`<p>
+          <b>${codes.filter((c) => retryKind(c) === k).map((c, i) => `${i ? ', ' : ''}${c} ${byCode[c]}`)}</b
+          >: ${RETRY_NOTES[k]}. A retry of them asks for an explicit confirmation.
+        </p>`,
+    )}
+  </div>`;
 }
 
 export function failuresPage(page: PageContext, v: FailuresView): Html {
@@ -71,6 +101,7 @@ export function failuresPage(page: PageContext, v: FailuresView): Html {
       };
       showing ${items.length ? offset + 1 : 0}-${offset + items.length}
     </p>
+    ${permanentNote(v.byCode)}
     ${
       page.readOnly
         ? ''

@@ -4,7 +4,10 @@ import { html, type Html } from '../html.ts';
 
 export interface PageContext {
   csrfToken: string;
+  /** No button that changes anything (a --read-only dashboard, or the viewer token). */
   readOnly: boolean;
+  /** Why, shown in the header: `read-only` (the process) or `viewer` (the token). */
+  badge?: string | undefined;
   /** Path of the current page, to mark the active link. */
   path: string;
 }
@@ -13,6 +16,7 @@ const LINKS: [string, string][] = [
   ['/', 'Overview'],
   ['/failures', 'Failures'],
   ['/controls', 'Controls'],
+  ['/changes', 'Changes'],
   ['/queues', 'Queues'],
   ['/metrics', 'Metrics'],
 ];
@@ -26,6 +30,7 @@ export function layout(page: PageContext, title: string, body: Html): Html {
         <meta name="csrf-token" content="${page.csrfToken}" />
         <title>${title} · learner-transfer</title>
         <link rel="stylesheet" href="/assets/app.css" />
+        <link rel="stylesheet" href="/assets/actions.css" />
         <script src="/assets/app.js" defer></script>
       </head>
       <body data-read-only="${page.readOnly ? 'true' : 'false'}">
@@ -37,7 +42,7 @@ export function layout(page: PageContext, title: string, body: Html): Html {
                 html`<a href="${href}" ${page.path === href ? html` aria-current="page"` : ''}>${label}</a>`,
             )}
           </nav>
-          ${page.readOnly ? html`<span class="badge">read-only</span>` : ''}
+          ${page.readOnly ? html`<span class="badge" id="role-badge">${page.badge ?? 'read-only'}</span>` : ''}
         </header>
         <main>${body}</main>
       </body>

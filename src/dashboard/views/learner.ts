@@ -3,6 +3,7 @@
 // that waits shows where its job stands in its organization's queue and, unless read-only, a "Move ahead
 // of the queue" button (POST /api/learners/:org/:id/urgent, see queue/priority.ts), driven by
 // /assets/learner.js (same origin: the page's Content-Security-Policy forbids inline scripts).
+import { RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
 import { html, type Html } from '../html.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import type { AuditEntry } from '../../outcomes/store.ts';
@@ -166,6 +167,7 @@ export function learnerPage(
       ${l.updatedAt}${l.transferId ? html` · transfer <code>${l.transferId}</code>` : ''}${l.tokenId ? html` · token <code>${l.tokenId}</code>` : ''}
     </p>
     ${queue ? queueBlock(l, queue) : ''}
+    ${retryable && retryKind(l.state) !== 'transient' ? html`<p class="note" id="permanent-note">${l.state}: ${RETRY_NOTES[retryKind(l.state)]}.</p>` : ''}
     ${!page.readOnly && retryable ? html`<p><button type="button" class="retry-one" data-learner="${key}">retry this learner</button> <span id="retry-result" role="status"></span></p>` : ''}
     <h2>Attempts</h2>
     ${archive.storyArchived ? html`<p class="message" data-story-archived>this learner's attempts and audit ids are archived (trimmed from Redis) and not in the archive this dashboard reads: find them with <code>learner-transfer audit --learner ${l.learnerId} --archive DIR</code></p>` : ''}

@@ -2,6 +2,7 @@
 // the URL, one page of cards, ranked: alerts, work, failures, idle; the idle ones of a big fleet in one
 // line), each with whether it is paused, the limits in effect, progress, outcomes, budget, chart, ETA;
 // then per run.
+import { retriedNote } from './run-retried.ts';
 import { html, query, type Html } from '../html.ts';
 import {
   DEFAULT_VIEW,
@@ -192,7 +193,7 @@ function runCard(r: RunCard): Html {
   return html`<section class="card" data-run="${r.id}">
     <h3><code>${r.id}</code></h3>
     <p class="muted">${r.kind} · ${r.source} · ${r.createdAt}</p>
-    ${progressBar(r.progress, `run:${r.id}`)}
+    ${retriedNote(r)} ${progressBar(r.progress, `run:${r.id}`)}
     <p>${counts(r.counts)}</p>
     ${
       r.burnDown
