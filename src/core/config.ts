@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { burstMessage, DEFAULT_BURST, parseBurst, type Burst } from './burst.ts';
 import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
+import { readEgress, proxySecrets, type Egress } from './egress.ts';
 import { ConfigError } from './errors.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
 import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
@@ -80,6 +81,11 @@ export interface Config {
   auditArchiveDir?: string | undefined;
   /** AUDIT_ARCHIVE_INTERVAL: how often `work` archives (and at its graceful stop). */
   auditArchiveIntervalMs: number;
+  /**
+   * The way out to the Learner API: the proxy variables, and LEARNER_API_TLS_CA / _CERT / _KEY (their paths
+   * and contents; core/egress.ts). Non-enumerable: a proxy URL may carry a password, and the key is a secret.
+   */
+  readonly egress: Egress;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -377,6 +383,11 @@ const envSchema = z.object({
     })
     .optional(),
   AUDIT_ARCHIVE_INTERVAL: durationField('AUDIT_ARCHIVE_INTERVAL', '5m'),
+  // Paths of PEM files for the Learner API: a private CA to trust, and a client certificate with its key
+  // (mutual TLS; set both or neither). Read once at start (core/egress.ts), through a proxy too.
+  LEARNER_API_TLS_CA: pathField('LEARNER_API_TLS_CA').optional(),
+  LEARNER_API_TLS_CERT: pathField('LEARNER_API_TLS_CERT').optional(),
+  LEARNER_API_TLS_KEY: pathField('LEARNER_API_TLS_KEY').optional(),
 });
 
 /** Every environment variable the tool reads (the README's configuration table is tested against it). */
@@ -429,6 +440,9 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     );
   }
   const redis = redisTargetFrom(e, problems);
+  // HTTPS_PROXY and friends are read from `env` as given (both cases): they are not in the schema, since
+  // they belong to every tool of the host, not to this one.
+  const egress = readEgress(env, e, problems);
   if (problems.length > 0 || !redis) throw new ConfigError(problems);
 
   const orgs: string[] = [];
@@ -466,8 +480,9 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
     auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
-  };
+  } as Omit<Config, 'egress'> as Config;
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
+  Object.defineProperty(config, 'egress', { value: Object.freeze(egress), enumerable: false });
   return Object.freeze(config);
 }
 
@@ -500,5 +515,11 @@ export function tokensOf(config: Config, org: string): TokenRef[] {
 
 /** Every token secret of a config, for redaction and for tests that prove none leaked. */
 export function secretsOf(config: Config): string[] {
-  return config.tokens.map((t) => t.secret);
+  // The proxy's password too: undici may quote the proxy URL in an error, and it must not reach a log.
+  return [...config.tokens.map((t) => t.secret), ...egressSecretsOf(config)];
+}
+
+/** The passwords of the proxy URLs the config uses, as written and decoded (core/egress.ts). */
+export function egressSecretsOf(config: Config): string[] {
+  return proxySecrets({ HTTP_PROXY: config.egress?.httpProxy, HTTPS_PROXY: config.egress?.httpsProxy });
 }
