@@ -13,6 +13,8 @@ import { createSimulator, type Simulator, type SimulatorOptions } from '../../sr
 import { startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.ts';
 import { learnersNotIn, startHarness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
 import { makeTlsFiles, type TlsFiles } from '../helpers/redis-ha.ts';
 
 const USER = 'egress-user';
@@ -167,6 +169,44 @@ describe('through an HTTP proxy (CONNECT) to a simulator with a private CA', () 
     expect(JSON.stringify(outcome)).not.toContain(wrong);
     expect(proxy.seen.at(-1)).toMatchObject({ method: 'CONNECT', accepted: false, user: USER });
     expect(sim.record).toHaveLength(0);
+  });
+
+  it('work with a wrong proxy password: the log says LT_PROXY_TUNNEL clearly, no learner fails or spends an attempt, no password anywhere', async () => {
+    const wrong = 'Wr0ng-Work-Passw0rd';
+    const h = await startHarness({
+      tag: 'egress-407',
+      sim: { learners: 60, https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } },
+      baseUrl: viaLocalhost,
+      env: {
+        HTTPS_PROXY: `http://${USER}:${wrong}@127.0.0.1:${proxy.port}`,
+        LEARNER_API_TLS_CA: tls.caFile,
+      },
+    });
+    open.push(h);
+    const ids = learnersNotIn('acme', 3);
+    await h.enqueueIds(ids);
+    const workers = startWorkers(h.ctx, { orgs: ['acme'], concurrency: 2, untilIdle: false });
+    try {
+      await waitUntil('a log line of the refused tunnel', () =>
+        h.logLines.some((l) => l.includes('LT_PROXY_TUNNEL')),
+      );
+    } finally {
+      await workers.stop();
+      await workers.done;
+    }
+    const line = h.logLines.find((l) => l.includes('LT_PROXY_TUNNEL'))!;
+    expect(line).toContain(`the proxy http://${USER}:***@127.0.0.1:${proxy.port} refused the tunnel`);
+    expect(line).toContain('407');
+    expect(h.sim.record).toHaveLength(0);
+    // The learners wait (the service is unreachable this way), none failed, none used an attempt.
+    for (const id of ids) {
+      const record = await h.ctx.store.get('acme', id);
+      expect(['queued', 'retrying'], `learner ${id}`).toContain(record?.b);
+      expect(record?.a, `learner ${id}`).toBe(0);
+      if (record?.e !== undefined) expect(record.e).toBe('LT_PROXY_TUNNEL');
+    }
+    const dump = await dumpPrefix(h.ctx.redis, h.prefix);
+    for (const text of [...h.logLines, ...dump]) expect(text).not.toContain(wrong);
   });
 
   it('a proxy that never answers CONNECT: the call ends at CONNECT_TIMEOUT, as not sent', async () => {
