@@ -137,6 +137,8 @@ const NOT_SENT = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
   'LT_NOT_SENT',
+  // The proxy did not open the tunnel (egress-agent.ts): the request never reached the service.
+  'LT_PROXY_TUNNEL',
 ]);
 
 function errorCodeOf(err: unknown): string {

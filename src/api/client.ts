@@ -1,15 +1,18 @@
-// The Learner API client: one keep-alive undici Pool per base URL, the spec's headers on every request,
-// connect/header/body timeouts, and a classified result for every transfer. The token is passed per call
+// The Learner API client: keep-alive connections to the base URL (through the egress proxy, if any:
+// egress-agent.ts), the spec's headers on every request, connect/header/body timeouts, and a classified
+// result for every transfer. The token is passed per call
 // and is only ever written into the Authorization header: never into an error, a log line or a result.
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { classifyNetworkError, classifyResponse } from './classify.ts';
 import { startDeadline, Stalls } from './deadline.ts';
+import { createDispatcher, explainProxyRefusal } from './egress-agent.ts';
 import { gateCall, sendGate } from './send-gate.ts';
 import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
 import { scrubResponseText, secretScrubber, type Scrub } from '../core/log.ts';
 import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
+import type { Egress } from '../core/egress.ts';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -18,6 +21,8 @@ export interface ClientOptions {
   connectTimeoutMs: number;
   /** Sockets kept open to the service (default 64). */
   connections?: number;
+  /** The proxy and TLS settings (config.egress); none: direct, with the system's CAs. */
+  egress?: Egress | undefined;
   /**
    * Called once per stall of this process (a VM pause, a long GC, SIGSTOP) that calls' timers saw, with
    * how long it lasted at least: the calls were given their answers, not timed out (see deadline.ts).
@@ -69,9 +74,10 @@ export type ListResult =
   | { ok: false; outcome: Exclude<TransferOutcome, { code: 'transferred' | 'already-in-org' }> };
 
 export class LearnerApiClient {
-  readonly #pool: Pool;
-  /** The pool, with the last check before a transfer's first byte is written (send-gate.ts). */
+  readonly #agent: Dispatcher;
+  /** The agent, with the last check before a transfer's first byte is written (send-gate.ts). */
   readonly #dispatcher: Dispatcher;
+  readonly #base: URL;
   readonly #basePath: string;
   readonly #options: ClientOptions;
   readonly #stalls: Stalls;
@@ -81,18 +87,14 @@ export class LearnerApiClient {
     this.#stalls = new Stalls(options.onStall);
     const url = new URL(options.baseUrl);
     // A base URL may carry a path (https://host/api); the spec's paths begin with /1/ below it.
+    this.#base = url;
     this.#basePath = url.pathname.replace(/\/+$/, '');
-    this.#pool = new Pool(url.origin, {
+    this.#agent = createDispatcher({
       connections: options.connections ?? 64,
-      pipelining: 1,
-      keepAliveTimeout: 10_000,
-      connect: { timeout: options.connectTimeoutMs },
-      // undici's header and body timers fire before a woken process reads its sockets: off. The request's
-      // own deadline (deadline.ts) bounds both phases, and reads what arrived before it gives up.
-      headersTimeout: 0,
-      bodyTimeout: 0,
+      connectTimeoutMs: options.connectTimeoutMs,
+      egress: options.egress,
     });
-    this.#dispatcher = this.#pool.compose(sendGate);
+    this.#dispatcher = this.#agent.compose(sendGate);
   }
 
   #headers(token: string, withBody: boolean): Record<string, string> {
@@ -118,6 +120,7 @@ export class LearnerApiClient {
     if (sendWithinMs !== undefined) gateCall(deadline.signal, notSentAfter(sendWithinMs));
     try {
       const response = await this.#dispatcher.request({
+        origin: this.#base.origin,
         method,
         path: `${this.#basePath}${path}`,
         headers: this.#headers(token, method === 'PATCH'),
@@ -160,6 +163,8 @@ export class LearnerApiClient {
         // Every text of the service passes this scrub first: no cut below can keep part of the token.
         text: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
       };
+    } catch (err) {
+      throw explainProxyRefusal(err, this.#base, this.#options.egress, this.#options.connectTimeoutMs);
     } finally {
       deadline.clear();
     }
@@ -324,6 +329,6 @@ export class LearnerApiClient {
   }
 
   async close(): Promise<void> {
-    await this.#pool.close();
+    await this.#agent.close();
   }
 }

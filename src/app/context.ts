@@ -2,7 +2,8 @@
 // producer, limiter, and (for commands that call the API) the client.
 import type { RedisClient } from '../redis/client.ts';
 import { LearnerApiClient } from '../api/client.ts';
-import type { Config } from '../core/config.ts';
+import { fixedSecretsOf, type Config } from '../core/config.ts';
+import { describeEgress, egressIsSet } from '../core/egress.ts';
 import { TokenBook } from '../core/token-book.ts';
 import { createKeys, type Keys } from '../core/keys.ts';
 import { inflightTtlFor, TransferBudget } from '../limiter/index.ts';
@@ -74,7 +75,7 @@ export async function createContext(
       ...(options.logDestination ? { destination: options.logDestination } : {}),
       ...(options.logFormat ? { format: options.logFormat } : {}),
       ...(options.logText ? { text: options.logText } : {}),
-      secrets: liveSecrets(tokens, config.dashboardToken),
+      secrets: liveSecrets(tokens, config.dashboardToken, fixedSecretsOf(config)),
     });
   const redis =
     options.redis ??
@@ -143,13 +144,18 @@ export async function createContext(
  * Every token secret of the book (removed ones too) and the dashboard's token: one array until the book
  * changes, so the logger works out the forms to scrub once per change, not per line.
  */
-export function liveSecrets(tokens: TokenBook, dashboardToken: string | undefined): () => readonly string[] {
+export function liveSecrets(
+  tokens: TokenBook,
+  dashboardToken: string | undefined,
+  /** Secrets fixed for the process's life: the proxy URL's password. */
+  fixed: readonly string[] = [],
+): () => readonly string[] {
   let version = -1;
   let all: readonly string[] = [];
   return () => {
     if (tokens.version !== version) {
       version = tokens.version;
-      all = [...tokens.secrets(), ...(dashboardToken ? [dashboardToken] : [])];
+      all = [...tokens.secrets(), ...(dashboardToken ? [dashboardToken] : []), ...fixed];
     }
     return all;
   };
@@ -182,8 +188,13 @@ function createBudget(
 
 /** The Learner API client: a stall of this process is logged as such, not blamed on the service. */
 function createApiClient(config: Readonly<Config>, baseUrl: string, logger: Logger): LearnerApiClient {
+  // Once per process: the way out to the service, when it is not the plain direct one (core/egress.ts).
+  if (config.egress && egressIsSet(config.egress)) {
+    logger.info({ egress: describeEgress(baseUrl, config.egress) }, 'learner api egress');
+  }
   return new LearnerApiClient({
     baseUrl,
+    egress: config.egress,
     userAgent: config.userAgent,
     requestTimeoutMs: config.requestTimeoutMs,
     connectTimeoutMs: config.connectTimeoutMs,

@@ -1,4 +1,5 @@
 // Helpers every command uses: errors said for a person with their exit codes, abortable long commands.
+import { proxySecrets } from '../core/egress.ts';
 import { ERRORS, EXIT, LearnerTransferError } from '../core/errors.ts';
 import { isReadableRunId, READABLE_RUN_ID_EXPECTED } from '../core/ids.ts';
 import { scrubSecrets } from '../core/log.ts';
@@ -23,9 +24,12 @@ function environmentSecrets(env: Env): string[] {
     .filter((t) => t.length >= 4);
   const others = [
     env.DASHBOARD_TOKEN,
+    env.DASHBOARD_READ_TOKEN,
     env.REDIS_PASSWORD,
     env.REDIS_SENTINEL_PASSWORD,
     ...urlPasswords(env.REDIS_URL),
+    // An error may quote the proxy URL (undici's own messages can): its password too.
+    ...proxySecrets(env),
   ]
     .map((v) => v?.trim())
     .filter((v): v is string => v !== undefined && v.length >= 4);

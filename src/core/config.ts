@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { burstMessage, DEFAULT_BURST, parseBurst, type Burst } from './burst.ts';
 import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
+import { readEgress, proxySecrets, type Egress } from './egress.ts';
 import { ConfigError } from './errors.ts';
 import { LOG_FORMATS, type LogFormatSetting } from './log-text.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
@@ -89,6 +90,11 @@ export interface Config {
   auditArchiveDir?: string | undefined;
   /** AUDIT_ARCHIVE_INTERVAL: how often `work` archives (and at its graceful stop). */
   auditArchiveIntervalMs: number;
+  /**
+   * The way out to the Learner API: the proxy variables, and LEARNER_API_TLS_CA / _CERT / _KEY (their paths
+   * and contents; core/egress.ts). Non-enumerable: a proxy URL may carry a password, and the key is a secret.
+   */
+  readonly egress: Egress;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -415,6 +421,11 @@ const envSchema = z.object({
     })
     .optional(),
   AUDIT_ARCHIVE_INTERVAL: durationField('AUDIT_ARCHIVE_INTERVAL', '5m'),
+  // Paths of PEM files for the Learner API: a private CA to trust, and a client certificate with its key
+  // (mutual TLS; set both or neither). Read once at start (core/egress.ts), through a proxy too.
+  LEARNER_API_TLS_CA: pathField('LEARNER_API_TLS_CA').optional(),
+  LEARNER_API_TLS_CERT: pathField('LEARNER_API_TLS_CERT').optional(),
+  LEARNER_API_TLS_KEY: pathField('LEARNER_API_TLS_KEY').optional(),
 });
 
 /** Every environment variable the tool reads (the README's configuration table is tested against it). */
@@ -461,13 +472,11 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
             `or ${TOKENS_FILE_VAR}: a file of ORG:TOKEN lines`,
     );
   }
-  if (Boolean(e.DASHBOARD_TLS_CERT) !== Boolean(e.DASHBOARD_TLS_KEY)) {
-    problems.push(
-      'DASHBOARD_TLS_CERT, DASHBOARD_TLS_KEY: set both (paths of the PEM certificate and its key) or neither',
-    );
-  }
-  dashboardTokenProblems(e.DASHBOARD_TOKEN, e.DASHBOARD_READ_TOKEN, problems);
+  dashboardProblems(e, problems);
   const redis = redisTargetFrom(e, problems);
+  // HTTPS_PROXY and friends are read from `env` as given (both cases): they are not in the schema, since
+  // they belong to every tool of the host, not to this one.
+  const egress = readEgress(env, e, problems);
   if (problems.length > 0 || !redis) throw new ConfigError(problems);
 
   const orgs: string[] = [];
@@ -506,10 +515,25 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
     auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
-  };
-  Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
-  Object.defineProperty(config, 'dashboardReadToken', { value: e.DASHBOARD_READ_TOKEN, enumerable: false });
+  } as Omit<Config, 'egress'> as Config;
+  // Secrets and what holds them stay out of a JSON dump of the config (a log line, `status --json`).
+  for (const [key, value] of [
+    ['dashboardToken', e.DASHBOARD_TOKEN],
+    ['dashboardReadToken', e.DASHBOARD_READ_TOKEN],
+    ['egress', Object.freeze(egress)],
+  ] as const)
+    Object.defineProperty(config, key, { value, enumerable: false });
   return Object.freeze(config);
+}
+
+/** The dashboard's TLS files come in pairs; its tokens follow dashboardTokenProblems. */
+function dashboardProblems(e: z.infer<typeof envSchema>, problems: string[]): void {
+  if (Boolean(e.DASHBOARD_TLS_CERT) !== Boolean(e.DASHBOARD_TLS_KEY)) {
+    problems.push(
+      'DASHBOARD_TLS_CERT, DASHBOARD_TLS_KEY: set both (paths of the PEM certificate and its key) or neither',
+    );
+  }
+  dashboardTokenProblems(e.DASHBOARD_TOKEN, e.DASHBOARD_READ_TOKEN, problems);
 }
 
 /**
@@ -564,5 +588,19 @@ export function tokensOf(config: Config, org: string): TokenRef[] {
 
 /** Every token secret of a config, for redaction and for tests that prove none leaked. */
 export function secretsOf(config: Config): string[] {
-  return config.tokens.map((t) => t.secret);
+  // The proxy's password too: undici may quote the proxy URL in an error, and it must not reach a log.
+  return [...config.tokens.map((t) => t.secret), ...egressSecretsOf(config)];
+}
+
+/**
+ * Secrets fixed for the process's life that every log line is scrubbed of, beside the tokens and
+ * DASHBOARD_TOKEN: the proxy's password and the dashboard's viewer token.
+ */
+export function fixedSecretsOf(config: Config): string[] {
+  return [...egressSecretsOf(config), ...(config.dashboardReadToken ? [config.dashboardReadToken] : [])];
+}
+
+/** The passwords of the proxy URLs the config uses, as written and decoded (core/egress.ts). */
+export function egressSecretsOf(config: Config): string[] {
+  return proxySecrets({ HTTP_PROXY: config.egress?.httpProxy, HTTPS_PROXY: config.egress?.httpsProxy });
 }

@@ -53,6 +53,12 @@ export type ErrorCode =
    * permit counts it in flight. Provably never sent, so the permit goes back.
    */
   | 'LT_NOT_SENT'
+  /**
+   * The egress proxy did not open the tunnel to the Learner API: its answer to CONNECT was not 200 (a 407
+   * for credentials it does not accept, a 403 for a host it does not allow, a 502 when it cannot reach it),
+   * or no answer came within CONNECT_TIMEOUT. Nothing reached the service.
+   */
+  | 'LT_PROXY_TUNNEL'
   /** A transfer attempt that BullMQ retries: its message is the job's failedReason. */
   | 'LT_ATTEMPT_FAILED'
   /** Options of the Learner API simulator out of range. */
@@ -177,6 +183,12 @@ const CATALOGUE = {
     exit: EXIT.failures,
     description:
       'a transfer call not sent: the process stalled past the time its permit counts it in flight; the learner waits without using an attempt',
+  },
+  LT_PROXY_TUNNEL: {
+    kind: 'api',
+    exit: EXIT.failures,
+    description:
+      'the egress proxy (HTTPS_PROXY) refused the tunnel to the Learner API, or did not answer in time; nothing reached the service',
   },
   LT_ATTEMPT_FAILED: {
     kind: 'transfer',

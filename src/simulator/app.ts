@@ -4,12 +4,29 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { LearnerTransferError } from '../core/errors.ts';
 import { bodies } from './bodies.ts';
 import type { SimContext } from './context.ts';
+import type { SimulatorOptions } from './types.ts';
 import { emit, resetSocket } from './respond.ts';
 import { registerListRoute } from './routes-list.ts';
 import { registerTransferRoute } from './routes-transfer.ts';
 
-export function buildApp(ctx: SimContext, logger: boolean): FastifyInstance {
-  const app = Fastify({ logger, routerOptions: { ignoreTrailingSlash: true } });
+export function buildApp(
+  ctx: SimContext,
+  logger: boolean,
+  https?: SimulatorOptions['https'],
+): FastifyInstance {
+  const common = { logger, routerOptions: { ignoreTrailingSlash: true } };
+  // HTTPS: the same app over TLS (fastify types an HTTPS instance apart; the routes use nothing of either).
+  const app = https
+    ? (Fastify({
+        ...common,
+        https: {
+          cert: https.cert,
+          key: https.key,
+          ...(https.ca ? { ca: https.ca } : {}),
+          ...(https.requestCert ? { requestCert: true, rejectUnauthorized: true } : {}),
+        },
+      }) as unknown as FastifyInstance)
+    : Fastify(common);
 
   app.addHook('onRequest', async (request, reply) => {
     const entry = ctx.log.begin(request.raw);

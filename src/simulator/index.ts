@@ -128,7 +128,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     repeatMode: options.repeatMode ?? 'error',
     repeatRandom: stream(seed, 'repeat'),
   };
-  const app = buildApp(ctx, options.logger ?? false);
+  const app = buildApp(ctx, options.logger ?? false, options.https);
   let url = '';
 
   return {
@@ -139,7 +139,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       await app.listen({ port, host });
       const address = app.server.address();
       const actualPort = typeof address === 'object' && address ? address.port : port;
-      url = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`;
+      url = `${options.https ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${actualPort}`;
       return url;
     },
     async close() {

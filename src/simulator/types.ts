@@ -56,6 +56,11 @@ export interface SimulatorOptions {
   limits?: SimLimits;
   faults?: SimFaults;
   logger?: boolean;
+  /**
+   * Serve HTTPS with this PEM certificate and key (tests of a private CA); with `ca` and `requestCert`, a
+   * client certificate signed by `ca` is required (mutual TLS): a handshake without one is refused.
+   */
+  https?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer; requestCert?: boolean };
 }
 
 export type RecordResult =

@@ -42,7 +42,7 @@ function report(err: unknown): { status: number; printed: string } {
 
 describe('the error catalogue', () => {
   it('has exactly these codes', () => {
-    expect(CODES).toHaveLength(33);
+    expect(CODES).toHaveLength(34);
     expect([...CODES].sort()).toEqual([
       'ABORT_ERR',
       'LT_ATTEMPT_FAILED',
@@ -69,6 +69,7 @@ describe('the error catalogue', () => {
       'LT_NO_TOKEN',
       'LT_ORG_ID_TAKEN',
       'LT_OUTPUT_UNSAFE',
+      'LT_PROXY_TUNNEL',
       'LT_REDIS_PERMISSION',
       'LT_REDIS_UNREACHABLE',
       'LT_REDIS_WRITE_REFUSED',
