@@ -18,6 +18,8 @@ import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit-archive.ts';
+import { cachedProbe, probeReadiness, READY_PROBE_INTERVAL_MS, workerReadiness } from '../ops/health.ts';
+import type { WriteState } from '../redis/writes.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -41,17 +43,36 @@ function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): 
   return metricsOpen;
 }
 
-/** The /metrics server of --metrics-port, or nothing; the context is closed when it cannot listen. */
-async function startMetrics(ctx: AppContext, opts: WorkFlags, metricsOpen: boolean) {
+/**
+ * The /metrics server of --metrics-port (with the open probes /healthz and /readyz), or nothing; the
+ * context is closed when it cannot listen. `gate` reads the workers' write gate (none before they start).
+ */
+async function startMetrics(
+  ctx: AppContext,
+  opts: WorkFlags,
+  metricsOpen: boolean,
+  gate: () => WriteState | undefined,
+) {
   const registry = opts.metricsPort ? createRegistry() : undefined;
   if (!registry) return undefined;
   const histogram = transferDurationHistogram(registry);
+  const probe = cachedProbe(
+    () =>
+      probeReadiness({
+        redis: ctx.redis,
+        probeKey: ctx.keys.writeProbe(),
+        highWater: ctx.config.redisHighWater,
+        logger: ctx.logger,
+      }),
+    READY_PROBE_INTERVAL_MS,
+  );
   try {
     const server = await serveMetrics(
       registry,
       opts.metricsPort ?? 0,
       opts.metricsHost,
       metricsOpen ? undefined : ctx.config.dashboardToken,
+      workerReadiness(gate, probe),
     );
     ctx.logger.info({ url: `${server.url}/metrics` }, 'metrics served');
     return { registry, histogram, server };
@@ -143,7 +164,9 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     await ctx.close();
     throw err;
   });
-  const metrics = await startMetrics(ctx, opts, metricsOpen);
+  // Ready once the workers run and their write gate is open (readiness reads it at each probe).
+  let gate: () => WriteState | undefined = () => undefined;
+  const metrics = await startMetrics(ctx, opts, metricsOpen, () => gate());
   const concurrency = opts.concurrency ?? config.concurrency;
   const handle = startWorkers(ctx, {
     ...(metrics ? { onOutcome: (e) => observeOutcome(metrics.histogram, e) } : {}),
@@ -155,6 +178,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     control: opts.control === false ? false : {},
     followTokens: !opts.org,
   });
+  gate = () => handle.writeState();
   if (metrics) {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
@@ -212,7 +236,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .option(
       '--metrics-port <n>',
-      'serve Prometheus /metrics on this port',
+      'serve Prometheus /metrics, and the open probes /healthz and /readyz, on this port',
       positiveInt('--metrics-port', 65535),
     )
     .option(
