@@ -137,6 +137,16 @@ function startAuditArchive(ctx: AppContext, orgs: readonly string[]): AuditArchi
   return archiver;
 }
 
+/**
+ * How long `work` drains after SIGINT/SIGTERM before it exits regardless: the calls in flight end within
+ * REQUEST_TIMEOUT, each queue worker closes within REQUEST_TIMEOUT + 5 s (worker/close-worker.ts, all at
+ * once), and 5 s more for the spool and the connections. A pod's terminationGracePeriodSeconds must
+ * exceed it (docs/operations.md, test/integration/kubernetes-manifests.test.ts).
+ */
+export function workDrainBoundMs(requestTimeoutMs: number): number {
+  return requestTimeoutMs + 10_000;
+}
+
 /** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
 function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
@@ -186,7 +196,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   const stopFollowing = followTokenFile(cli, ctx);
   const archiver = startAuditArchive(ctx, orgs);
-  const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
+  const off = cli.onShutdown(() => handle.stop(), workDrainBoundMs(config.requestTimeoutMs));
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
   // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
   // hand) and exit 4, so that the supervisor starts a fresh process.
@@ -196,7 +206,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     ctx.logger.error('the Redis connection ended and will not reconnect: stopping this worker (exit 4)');
     void handle.stop();
     // Jobs in hand end on the closed connection's errors; should the stop itself hang, go anyway.
-    cli.hooks.exitAfter(config.requestTimeoutMs + 10_000, EXIT.redis);
+    cli.hooks.exitAfter(workDrainBoundMs(config.requestTimeoutMs), EXIT.redis);
   };
   ctx.redis.once('end', onEnd);
   const result = await handle.done;
