@@ -21,6 +21,8 @@ import { AuditArchiver } from '../ops/audit-archive.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
+import { cachedProbe, probeReadiness, READY_PROBE_INTERVAL_MS, workerReadiness } from '../ops/health.ts';
+import type { WriteState } from '../redis/writes.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -44,17 +46,36 @@ function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): 
   return metricsOpen;
 }
 
-/** The /metrics server of --metrics-port, or nothing; the context is closed when it cannot listen. */
-async function startMetrics(ctx: AppContext, opts: WorkFlags, metricsOpen: boolean) {
+/**
+ * The /metrics server of --metrics-port (with the open probes /healthz and /readyz), or nothing; the
+ * context is closed when it cannot listen. `gate` reads the workers' write gate (none before they start).
+ */
+async function startMetrics(
+  ctx: AppContext,
+  opts: WorkFlags,
+  metricsOpen: boolean,
+  gate: () => WriteState | undefined,
+) {
   const registry = opts.metricsPort ? createRegistry() : undefined;
   if (!registry) return undefined;
   const histogram = transferDurationHistogram(registry);
+  const probe = cachedProbe(
+    () =>
+      probeReadiness({
+        redis: ctx.redis,
+        probeKey: ctx.keys.writeProbe(),
+        highWater: ctx.config.redisHighWater,
+        logger: ctx.logger,
+      }),
+    READY_PROBE_INTERVAL_MS,
+  );
   try {
     const server = await serveMetrics(
       registry,
       opts.metricsPort ?? 0,
       opts.metricsHost,
       metricsOpen ? undefined : ctx.config.dashboardToken,
+      workerReadiness(gate, probe),
     );
     ctx.logger.info({ url: `${server.url}/metrics` }, 'metrics served');
     return { registry, histogram, server };
@@ -119,6 +140,16 @@ function startAuditArchive(ctx: AppContext, orgs: readonly string[]): AuditArchi
   return archiver;
 }
 
+/**
+ * How long `work` drains after SIGINT/SIGTERM before it exits regardless: the calls in flight end within
+ * REQUEST_TIMEOUT, each queue worker closes within REQUEST_TIMEOUT + 5 s (worker/close-worker.ts, all at
+ * once), and 5 s more for the spool and the connections. A pod's terminationGracePeriodSeconds must
+ * exceed it (docs/operations.md, test/integration/kubernetes-manifests.test.ts).
+ */
+export function workDrainBoundMs(requestTimeoutMs: number): number {
+  return requestTimeoutMs + 10_000;
+}
+
 /** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
 function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
@@ -152,7 +183,9 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   });
   const settings = await jobSettingsWarning(ctx, cli.env, orgs).catch(() => undefined);
   if (settings) ctx.logger.warn({ attempts: config.attempts, backoffMs: config.backoffMs }, settings);
-  const metrics = await startMetrics(ctx, opts, metricsOpen);
+  // Ready once the workers run and their write gate is open (readiness reads it at each probe).
+  let gate: () => WriteState | undefined = () => undefined;
+  const metrics = await startMetrics(ctx, opts, metricsOpen, () => gate());
   const concurrency = opts.concurrency ?? config.concurrency;
   // Without --org, the organizations of the token file as it changes (the dispatcher follows them too).
   const progress = target
@@ -171,6 +204,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     control: opts.control === false ? false : {},
     followTokens: !opts.org,
   });
+  gate = () => handle.writeState();
   if (metrics) {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
@@ -179,7 +213,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   progress?.start();
   const stopFollowing = followTokenFile(cli, ctx);
   const archiver = startAuditArchive(ctx, orgs);
-  const off = cli.onShutdown(() => handle.stop(), config.requestTimeoutMs + 10_000);
+  const off = cli.onShutdown(() => handle.stop(), workDrainBoundMs(config.requestTimeoutMs));
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
   // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
   // hand) and exit 4, so that the supervisor starts a fresh process.
@@ -189,7 +223,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     ctx.logger.error('the Redis connection ended and will not reconnect: stopping this worker (exit 4)');
     void handle.stop();
     // Jobs in hand end on the closed connection's errors; should the stop itself hang, go anyway.
-    cli.hooks.exitAfter(config.requestTimeoutMs + 10_000, EXIT.redis);
+    cli.hooks.exitAfter(workDrainBoundMs(config.requestTimeoutMs), EXIT.redis);
   };
   ctx.redis.once('end', onEnd);
   const result = await handle.done;
@@ -230,7 +264,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .option(
       '--metrics-port <n>',
-      'serve Prometheus /metrics on this port',
+      'serve Prometheus /metrics, and the open probes /healthz and /readyz, on this port',
       positiveInt('--metrics-port', 65535),
     )
     .option(

@@ -7,6 +7,7 @@ import type { DurabilityStats } from '../redis/durability.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { httpAnswer } from '../core/errors.ts';
 import { FORBIDDEN_HOST, isHostAllowed, presentedCredential, sameSecret } from '../core/http-access.ts';
+import type { Readiness } from './health.ts';
 
 /** Transfer calls take tens of ms to the request timeout (30 s by default). */
 const DURATION_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -95,16 +96,18 @@ export interface MetricsServer {
 }
 
 /**
- * Serves GET /metrics (and /healthz) of a registry: the worker has no web framework, and needs none.
- * Host names follow the dashboard's rule (isHostAllowed): without a token only loopback names, so that
- * a page of another site cannot read the metrics through DNS rebinding. With a token, /metrics answers
- * only `Authorization: Bearer <token>` (or it as basic-auth password). /healthz stays open.
+ * Serves GET /metrics, /healthz and (given `readiness`) /readyz of a registry: the worker has no web
+ * framework, and needs none. Host names follow the dashboard's rule (isHostAllowed): without a token only
+ * loopback names, so that a page of another site cannot read the metrics through DNS rebinding. With a
+ * token, /metrics answers only `Authorization: Bearer <token>` (or it as basic-auth password). The probes
+ * (PUBLIC_PATHS) stay open to any name: the kubelet probes a pod by its address.
  */
 export async function serveMetrics(
   registry: Registry,
   port: number,
   host = '127.0.0.1',
   token?: string,
+  readiness?: () => Promise<Readiness>,
 ): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -134,7 +137,19 @@ export async function serveMetrics(
           res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
       );
     } else if (req.method === 'GET' && path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      // Liveness: answered by the event loop itself, so a process whose loop is stuck fails it.
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('ok\n');
+    } else if (req.method === 'GET' && path === '/readyz' && readiness) {
+      readiness().then(
+        ({ statusCode, body }) =>
+          res
+            .writeHead(statusCode, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+            .end(JSON.stringify(body)),
+        () =>
+          res
+            .writeHead(503, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+            .end(JSON.stringify({ status: 'unavailable', redis: 'not checked' })),
+      );
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
     }
