@@ -36,6 +36,7 @@ import { registerLearner } from './routes/learner.ts';
 import { registerLive } from './routes/live.ts';
 import { registerOverview } from './routes/overview.ts';
 import { registerRetry } from './routes/retry.ts';
+import { registerCancel } from './routes/cancel.ts';
 
 export interface DashboardOptions {
   /** Hide and refuse retries. */
@@ -129,6 +130,7 @@ export async function buildDashboard(
   registerFailures(app, deps);
   registerLearner(app, deps);
   registerRetry(app, deps);
+  registerCancel(app, deps);
   registerControls(app, deps);
   registerChanges(app, deps);
   registerLive(app, deps);

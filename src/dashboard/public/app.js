@@ -426,6 +426,51 @@
       .catch(retryFailed);
   }
 
+  // Withdraw learners before their call (a run's, or one learner): the server's dry run gives the count,
+  // the dialog asks, then the cancel runs; calls in flight finish and are said so.
+  function withdraw(body, status) {
+    var dry = Object.assign({}, body, { dryRun: true });
+    return post(dry, '/api/cancel')
+      .then(function (plan) {
+        var flying = plan.inFlight.length
+          ? '; ' + plural(plan.inFlight.length, 'call') + ' in flight finish and are recorded'
+          : '';
+        if (plan.matched === 0) return text(status, 'nothing to withdraw' + flying);
+        return ask(plan, 'cancel').then(function (ok) {
+          if (!ok) return text(status, 'nothing withdrawn');
+          return post(body, '/api/cancel').then(function (s) {
+            text(
+              status,
+              'withdrew ' +
+                plural(s.cancelled, 'learner') +
+                (s.inFlight.length
+                  ? '; ' + plural(s.inFlight.length, 'call') + ' in flight finish and are recorded'
+                  : ''),
+            );
+            var single = $('main > p [data-state]');
+            if (body.learners && single && s.cancelled > 0) setState(single, 'cancelled');
+          });
+        });
+      })
+      .catch(function (e) {
+        text(status, 'cancel failed: ' + e.message);
+      });
+  }
+
+  function cancels() {
+    $all('button.cancel-run').forEach(function (b) {
+      b.addEventListener('click', function () {
+        var run = b.getAttribute('data-run');
+        withdraw({ run: run }, $('[data-cancel-result="' + run + '"]'));
+      });
+    });
+    $all('button.cancel-one').forEach(function (b) {
+      b.addEventListener('click', function () {
+        withdraw({ learners: [b.getAttribute('data-learner')] }, $('#cancel-result'));
+      });
+    });
+  }
+
   function failures() {
     var boxes = $all('input[name="learner"]');
     var selAll = $('#select-all');
@@ -479,5 +524,6 @@
   document.addEventListener('DOMContentLoaded', function () {
     live();
     failures();
+    cancels();
   });
 })();

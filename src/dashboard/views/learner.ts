@@ -142,6 +142,9 @@ export interface AuditArchiveNotes {
   storyArchived?: boolean;
 }
 
+/** States a cancel withdraws (ops/cancel.ts): not called yet, or held by the pre-flight check. */
+const CANCELLABLE: readonly string[] = ['queued', 'retrying', 'held'];
+
 export function learnerPage(
   page: PageContext,
   l: LearnerOutcome,
@@ -169,6 +172,7 @@ export function learnerPage(
     ${queue ? queueBlock(l, queue) : ''}
     ${retryable && retryKind(l.state) !== 'transient' ? html`<p class="note" id="permanent-note">${l.state}: ${RETRY_NOTES[retryKind(l.state)]}.</p>` : ''}
     ${!page.readOnly && retryable ? html`<p><button type="button" class="retry-one" data-learner="${key}">retry this learner</button> <span id="retry-result" role="status"></span></p>` : ''}
+    ${!page.readOnly && CANCELLABLE.includes(l.state) ? html`<p><button type="button" class="cancel-one" data-learner="${key}">withdraw this learner (cancel)</button> <span id="cancel-result" role="status"></span></p>` : ''}
     <h2>Attempts</h2>
     ${archive.storyArchived ? html`<p class="message" data-story-archived>this learner's attempts and audit ids are archived (trimmed from Redis) and not in the archive this dashboard reads: find them with <code>learner-transfer audit --learner ${l.learnerId} --archive DIR</code></p>` : ''}
     ${

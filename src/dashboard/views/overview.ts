@@ -188,7 +188,16 @@ function organizations(o: Overview): Html {
     ${v.pages > 1 ? pager(o) : ''}`;
 }
 
-function runCard(r: RunCard): Html {
+/** Withdraw a run's learners not called yet (a dry run first tells the dialog how many); not for viewers. */
+function cancelRun(r: RunCard): Html | string {
+  if (r.progress.waiting === 0) return '';
+  return html`<p>
+    <button type="button" class="cancel-run" data-run="${r.id}">withdraw the learners not called yet</button>
+    <span role="status" data-cancel-result="${r.id}"></span>
+  </p>`;
+}
+
+function runCard(r: RunCard, canAct: boolean): Html {
   const shown = Object.keys(r.byOrg).length;
   return html`<section class="card" data-run="${r.id}">
     <h3><code>${r.id}</code></h3>
@@ -221,6 +230,7 @@ function runCard(r: RunCard): Html {
         : ''
     }
     <p><a href="/failures${query({ run: r.id })}">failures of this run</a></p>
+    ${canAct ? cancelRun(r) : ''}
   </section>`;
 }
 
@@ -245,7 +255,7 @@ export function overviewPage(page: PageContext, o: Overview): Html {
     ${
       o.runs.length === 0
         ? html`<p class="muted">no run yet</p>`
-        : html`<div class="cards run-cards">${o.runs.map(runCard)}</div>`
+        : html`<div class="cards run-cards">${o.runs.map((r) => runCard(r, !page.readOnly))}</div>`
     }`;
   return layout(page, 'Overview', body);
 }

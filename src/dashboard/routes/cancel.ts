@@ -1,0 +1,73 @@
+// POST /api/cancel: the dashboard's side of `learner-transfer cancel`: withdraw the learners of a run (in
+// one organization, or all it spans) or the named learners, before their call, through the same
+// cancelLearners the CLI uses (recorded `cancelled` with the dashboard's author; one change-log entry).
+// With "dryRun": true it only answers how many it would withdraw: the page's dialog shows that count
+// before anything changes. Refused in read-only mode, and to the viewer token (the server's onRequest
+// hook), and a CSRF token is needed as for every POST.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { cancelLearners, type CancelSummary, type LearnerRef } from '../../ops/cancel.ts';
+import { actorOf } from '../auth.ts';
+import { badRequest, DashboardError, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
+
+const MAX_NAMED = 10_000;
+
+const bodySchema = z.union([
+  z
+    .object({ run: z.string().min(1).max(200), org: z.string().optional(), dryRun: z.boolean().optional() })
+    .strict(),
+  z.object({ learners: z.array(z.string()).min(1).max(MAX_NAMED), dryRun: z.boolean().optional() }).strict(),
+]);
+
+/**
+ * The answer: the summary, and what the confirmation dialog reads (`matched`, `byCode`, `confirm`, the
+ * shape of a retry's dry run): a cancel asks only for the count, never for an explicit "anyway".
+ */
+export type CancelAnswer = CancelSummary & {
+  matched: number;
+  byCode: Record<string, number>;
+  confirm: string[];
+};
+
+function answer(s: CancelSummary): CancelAnswer {
+  const byCode: Record<string, number> = {};
+  if (s.cancelled > 0) byCode['not called yet'] = s.cancelled;
+  return { ...s, matched: s.cancelled, byCode, confirm: [] };
+}
+
+export function registerCancel(app: FastifyInstance, deps: DashboardDeps): void {
+  app.post('/api/cancel', async (req) => {
+    if (deps.readOnly)
+      throw new DashboardError(
+        'LT_HTTP_READ_ONLY',
+        'this dashboard runs with --read-only: cancelling is off',
+      );
+    const parsed = bodySchema.safeParse(req.body);
+    if (!parsed.success)
+      throw badRequest(
+        'body: expected {"run": "ID", "org"?: "KEY"} or {"learners": ["org:learnerId", ...]}, with "dryRun"?',
+      );
+    const body = parsed.data;
+    const dryRun = body.dryRun === true;
+    if ('run' in body) {
+      const orgs = body.org ? [knownOrg(deps, body.org, 'org')] : deps.ctx.config.orgs;
+      const summary = await cancelLearners(
+        deps.ctx,
+        { orgs, runId: body.run, dryRun, describe: `run ${body.run}` },
+        actorOf(req),
+      );
+      return answer(summary);
+    }
+    const learners: LearnerRef[] = body.learners.map((key) => {
+      const colon = key.lastIndexOf(':');
+      if (colon < 1) throw badRequest(`learners: '${key.slice(0, 80)}' is not org:learnerId`);
+      return {
+        org: knownOrg(deps, key.slice(0, colon), 'learners'),
+        learnerId: learnerIdParam(key.slice(colon + 1), 'learners'),
+      };
+    });
+    const orgs = [...new Set(learners.map((l) => l.org))];
+    const describe = `learners ${body.learners.slice(0, 10).join(',')}${body.learners.length > 10 ? ',...' : ''}`;
+    return answer(await cancelLearners(deps.ctx, { orgs, learners, dryRun, describe }, actorOf(req)));
+  });
+}
