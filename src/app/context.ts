@@ -5,6 +5,7 @@ import { LearnerApiClient } from '../api/client.ts';
 import type { Config } from '../core/config.ts';
 import { TokenBook } from '../core/token-book.ts';
 import { createKeys, type Keys } from '../core/keys.ts';
+import { webhookSecrets } from '../core/webhook-url.ts';
 import { inflightTtlFor, TransferBudget } from '../limiter/index.ts';
 import { createLogger, type Logger } from '../core/log.ts';
 import type { DestinationStream } from 'pino';
@@ -67,7 +68,7 @@ export async function createContext(
     createLogger({
       level: config.logLevel,
       ...(options.logDestination ? { destination: options.logDestination } : {}),
-      secrets: liveSecrets(tokens, config.dashboardToken),
+      secrets: liveSecrets(tokens, config.dashboardToken, webhookSecrets(config.notifyWebhookUrl)),
     });
   const redis =
     options.redis ??
@@ -133,16 +134,21 @@ export async function createContext(
 }
 
 /**
- * Every token secret of the book (removed ones too) and the dashboard's token: one array until the book
- * changes, so the logger works out the forms to scrub once per change, not per line.
+ * Every token secret of the book (removed ones too), the dashboard's token and `more` (the webhook URL's
+ * forms): one array until the book changes, so the logger works out the forms to scrub once per change,
+ * not per line.
  */
-export function liveSecrets(tokens: TokenBook, dashboardToken: string | undefined): () => readonly string[] {
+export function liveSecrets(
+  tokens: TokenBook,
+  dashboardToken: string | undefined,
+  more: readonly string[] = [],
+): () => readonly string[] {
   let version = -1;
   let all: readonly string[] = [];
   return () => {
     if (tokens.version !== version) {
       version = tokens.version;
-      all = [...tokens.secrets(), ...(dashboardToken ? [dashboardToken] : [])];
+      all = [...tokens.secrets(), ...(dashboardToken ? [dashboardToken] : []), ...more];
     }
     return all;
   };

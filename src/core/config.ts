@@ -6,6 +6,7 @@ import { parseDuration, rateMessage, readRate, type Rate } from './duration.ts';
 import { ConfigError } from './errors.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
 import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
+import { webhookSecrets } from './webhook-url.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
 
 export { tokenFingerprint, type TokenRef } from './token-ref.ts';
@@ -80,6 +81,17 @@ export interface Config {
   auditArchiveDir?: string | undefined;
   /** AUDIT_ARCHIVE_INTERVAL: how often `work` archives (and at its graceful stop). */
   auditArchiveIntervalMs: number;
+  /**
+   * NOTIFY_WEBHOOK_URL: where `work` posts notifications (ops/notifier.ts). A secret as a whole (a Slack
+   * webhook's path is its key): non-enumerable like the dashboard's token, scrubbed from every log line.
+   */
+  readonly notifyWebhookUrl?: string | undefined;
+  /** NOTIFY_FAILURE_SHARE: the share of a run's finished learners that failed above which it is said (0 < r <= 1). */
+  notifyFailureShare: number;
+  /** NOTIFY_BLOCKED_AFTER: an organization with work paused or blocked this long is said (0: never). */
+  notifyBlockedAfterMs: number;
+  /** NOTIFY_STALL_AFTER: no learner finished this long while work and budget are there is said (0: never). */
+  notifyStallAfterMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -377,7 +389,41 @@ const envSchema = z.object({
     })
     .optional(),
   AUDIT_ARCHIVE_INTERVAL: durationField('AUDIT_ARCHIVE_INTERVAL', '5m'),
+  // A secret as a whole (a Slack or Teams webhook's path is its key): the message never shows the value.
+  NOTIFY_WEBHOOK_URL: z
+    .string()
+    .refine((text) => /^https?:$/.test(urlProtocol(text)) && !/\s/.test(text), {
+      error:
+        'NOTIFY_WEBHOOK_URL: expected an http or https URL, like https://hooks.slack.com/services/... ' +
+        '(the value is not shown: it may hold a secret)',
+    })
+    .optional(),
+  NOTIFY_FAILURE_SHARE: z
+    .string()
+    .default('10%')
+    .transform((text, ctx) => {
+      const ratio = parseHighWater(text);
+      if (ratio === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `NOTIFY_FAILURE_SHARE: expected a share of a run's finished learners like 10% or 0.1 (from 1% to 100%), got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return ratio;
+    }),
+  NOTIFY_BLOCKED_AFTER: durationField('NOTIFY_BLOCKED_AFTER', '30m', true),
+  NOTIFY_STALL_AFTER: durationField('NOTIFY_STALL_AFTER', '30m', true),
 });
+
+/** A URL's scheme ('' when it does not parse). */
+function urlProtocol(text: string): string {
+  try {
+    return new URL(text).protocol;
+  } catch {
+    return '';
+  }
+}
 
 /** Every environment variable the tool reads (the README's configuration table is tested against it). */
 export const ENV_VARIABLES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
@@ -466,9 +512,20 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
     auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
+    ...notifySettings(e),
   };
   Object.defineProperty(config, 'dashboardToken', { value: e.DASHBOARD_TOKEN, enumerable: false });
+  Object.defineProperty(config, 'notifyWebhookUrl', { value: e.NOTIFY_WEBHOOK_URL, enumerable: false });
   return Object.freeze(config);
+}
+
+/** The notifications' thresholds (the webhook URL itself is set apart, non-enumerable). */
+function notifySettings(e: z.infer<typeof envSchema>) {
+  return {
+    notifyFailureShare: e.NOTIFY_FAILURE_SHARE,
+    notifyBlockedAfterMs: e.NOTIFY_BLOCKED_AFTER,
+    notifyStallAfterMs: e.NOTIFY_STALL_AFTER,
+  };
 }
 
 /**
@@ -500,5 +557,5 @@ export function tokensOf(config: Config, org: string): TokenRef[] {
 
 /** Every token secret of a config, for redaction and for tests that prove none leaked. */
 export function secretsOf(config: Config): string[] {
-  return config.tokens.map((t) => t.secret);
+  return [...config.tokens.map((t) => t.secret), ...webhookSecrets(config.notifyWebhookUrl)];
 }

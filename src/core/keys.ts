@@ -128,6 +128,15 @@ export interface Keys {
   runsCompacted(): string;
   /** The fleet's run-retention turn (a string with an expiry): one process compacts per interval. */
   runRetentionLock(): string;
+  /**
+   * Notifications (ops/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
+   * with an expiry, SET NX: whichever process claims it sends it, once for the fleet), the fleet check's
+   * turn (one process per interval), and what the check remembers per organization with work (hash org
+   * -> "progress heldSince stillSince").
+   */
+  notified(eventId: string): string;
+  notifyTurn(): string;
+  notifyWatch(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -178,5 +187,8 @@ export function createKeys(prefix: string): Keys {
     auditArchiveLock: () => `${prefix}:audit:archive-lock`,
     runsCompacted: () => `${prefix}:runs:compacted`,
     runRetentionLock: () => `${prefix}:run-retention:lock`,
+    notified: (eventId) => `${prefix}:{notify}:sent:${eventId}`,
+    notifyTurn: () => `${prefix}:{notify}:turn`,
+    notifyWatch: () => `${prefix}:{notify}:watch`,
   };
 }

@@ -3,6 +3,7 @@
 import { basename } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { liveSecrets, type AppContext } from '../app/context.ts';
+import { webhookSecrets } from '../core/webhook-url.ts';
 import { scrubError, secretScrubber } from '../core/log.ts';
 import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
 import { runReconcile } from '../ops/reconcile.ts';
@@ -95,7 +96,9 @@ export function controlWorker(
 ): { worker: Worker<ControlJob, ControlResult>; dispose(): void } {
   // BullMQ keeps a failed job's message (failedReason) and stack (stacktrace) in Redis, and the list
   // call's errors may quote the service: only scrubbed errors leave the processor.
-  const scrub = secretScrubber(liveSecrets(ctx.tokens, ctx.config.dashboardToken));
+  const scrub = secretScrubber(
+    liveSecrets(ctx.tokens, ctx.config.dashboardToken, webhookSecrets(ctx.config.notifyWebhookUrl)),
+  );
   const worker = new Worker<ControlJob, ControlResult>(
     ctx.keys.controlQueueName(),
     (job: Job<ControlJob>) =>
