@@ -5,6 +5,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { EXIT } from './shared.ts';
 import {
   createRegistry,
+  notifyCounters,
   observeOutcome,
   redisWriteGauges,
   redisWaitCounters,
@@ -18,6 +19,7 @@ import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit-archive.ts';
+import { Notifier } from '../ops/notifier.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -145,8 +147,18 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   });
   const metrics = await startMetrics(ctx, opts, metricsOpen);
   const concurrency = opts.concurrency ?? config.concurrency;
+  // NOTIFY_WEBHOOK_URL: hooked on the outcomes, off the transfer path (docs/notifications.md).
+  const notifier = Notifier.fromContext(ctx);
+  notifier?.start();
   const handle = startWorkers(ctx, {
-    ...(metrics ? { onOutcome: (e) => observeOutcome(metrics.histogram, e) } : {}),
+    ...(metrics || notifier
+      ? {
+          onOutcome: (e) => {
+            if (metrics) observeOutcome(metrics.histogram, e);
+            notifier?.noteOutcome(e);
+          },
+        }
+      : {}),
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
@@ -158,6 +170,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   if (metrics) {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
+    if (notifier) notifyCounters(metrics.registry, () => notifier.stats);
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   const stopFollowing = followTokenFile(cli, ctx);
@@ -179,6 +192,8 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   await stopFollowing();
   // A last pass at a graceful stop (none when Redis is gone: there is nothing to read).
   await archiver?.stop(!lostRedis);
+  // The end of the last run is said before the exit (within a bound), unless Redis is gone.
+  await notifier?.stop(lostRedis ? 0 : undefined);
   ctx.redis.off('end', onEnd);
   off();
   await metrics?.server.close();
