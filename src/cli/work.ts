@@ -159,6 +159,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
           },
         }
       : {}),
+    ...(notifier ? { onRefused: notifier.noteRefused.bind(notifier) } : {}),
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),

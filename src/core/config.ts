@@ -90,7 +90,7 @@ export interface Config {
   notifyFailureShare: number;
   /** NOTIFY_BLOCKED_AFTER: an organization with work paused or blocked this long is said (0: never). */
   notifyBlockedAfterMs: number;
-  /** NOTIFY_STALL_AFTER: no learner finished this long while work and budget are there is said (0: never). */
+  /** NOTIFY_STALL_AFTER: learners due this long that no worker took, with budget there, are said (0: never). */
   notifyStallAfterMs: number;
 }
 

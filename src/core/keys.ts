@@ -131,12 +131,13 @@ export interface Keys {
   /**
    * Notifications (ops/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
    * with an expiry, SET NX: whichever process claims it sends it, once for the fleet), the fleet check's
-   * turn (one process per interval), and what the check remembers per organization with work (hash org
-   * -> "progress heldSince stillSince").
+   * turn (one process per interval), and the organizations a worker found held (hash org -> "sinceMs
+   * scope said": paused or blocked when it asked for a permit; removed when one of its transfers is
+   * recorded).
    */
   notified(eventId: string): string;
   notifyTurn(): string;
-  notifyWatch(): string;
+  notifyHeld(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -189,6 +190,6 @@ export function createKeys(prefix: string): Keys {
     runRetentionLock: () => `${prefix}:run-retention:lock`,
     notified: (eventId) => `${prefix}:{notify}:sent:${eventId}`,
     notifyTurn: () => `${prefix}:{notify}:turn`,
-    notifyWatch: () => `${prefix}:{notify}:watch`,
+    notifyHeld: () => `${prefix}:{notify}:held`,
   };
 }

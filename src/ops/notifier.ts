@@ -3,11 +3,15 @@
 // - a recorded outcome (noteOutcome, called on the transfer path: it only notes, in memory): a final one
 //   names its run, looked at a moment later (notify-runs.ts: finished, failures above the share); a 401
 //   is a token refused, said at once;
+// - a permit refused because the organization is paused or blocked (noteRefused, on the transfer path
+//   too: in memory), written at the next tick (notify-held.ts);
 // - the time-based events (paused or blocked too long, a stall) by one look per interval, taken by one
-//   process of the fleet (notify-watch.ts).
+//   process of the fleet, at the candidates only (notify-watch.ts).
 // Every event is claimed in Redis before it is sent (notify-send.ts): once for the fleet.
 import type { AppContext } from '../app/context.ts';
+import type { RefusalScope } from '../limiter/types.ts';
 import { tokenRefused } from './notify-events.ts';
+import { HeldNotes } from './notify-held.ts';
 import { RunWatch } from './notify-runs.ts';
 import { WebhookSender, type NotifyStats } from './notify-send.ts';
 import { FleetWatch } from './notify-watch.ts';
@@ -36,6 +40,7 @@ export class Notifier {
   readonly #sender: WebhookSender;
   readonly #runs: RunWatch;
   readonly #watch: FleetWatch;
+  readonly #held: HeldNotes;
   #timer: NodeJS.Timeout | undefined;
   #looking = false;
 
@@ -65,6 +70,7 @@ export class Notifier {
       submit,
       ...(options.runDelayMs !== undefined ? { delayMs: options.runDelayMs } : {}),
     });
+    this.#held = new HeldNotes(ctx.keys.notifyHeld());
     this.#watch = new FleetWatch({
       redis: ctx.redis,
       keys: ctx.keys,
@@ -91,8 +97,9 @@ export class Notifier {
     this.#timer = setInterval(() => {
       if (this.#looking) return;
       this.#looking = true;
-      this.#watch
-        .tick()
+      this.#held
+        .write(this.#ctx.redis)
+        .then(() => this.#watch.tick())
         .catch((err: Error) => logger.warn({ err: err.message }, 'notifications: the fleet look failed'))
         .finally(() => (this.#looking = false));
     }, this.#watch.intervalMs);
@@ -104,9 +111,15 @@ export class Notifier {
     try {
       if (e.code === 'unauthorized') this.#sender.submit(tokenRefused(e.org, e.tokenId, new Date()));
       if (e.final) this.#runs.note(e.runId);
+      if (this.#watch.intervalMs > 0) this.#held.moved(e.org);
     } catch (err) {
       this.#ctx.logger.warn({ err: (err as Error).message }, 'notifications: an outcome could not be noted');
     }
+  }
+
+  /** A permit refused, and why: a pause or a block is noted (no I/O, never throws). */
+  noteRefused(org: string, scope: RefusalScope, indefinite: boolean): void {
+    if (this.#watch.intervalMs > 0) this.#held.refused(org, scope, indefinite);
   }
 
   /** The last look at the runs noted, what is queued sent (within `drainMs`), then stop. */

@@ -186,9 +186,9 @@ export function orgBlocked(
 export function orgStalled(org: string, sinceMs: number, learners: RunCounts, nowMs: number): NotifyEvent {
   const since = new Date(sinceMs).toISOString();
   const text =
-    `${org}: no learner finished for ${minutes(nowMs - sinceMs)} although ${progressOf(learners).waiting} ` +
-    `are waiting and the budget allows transfers. Check that 'learner-transfer work' runs and reaches the ` +
-    `Learner API (its log, 'learner-transfer status --org ${org}').`;
+    `${org}: ${progressOf(learners).waiting} learners have waited ${minutes(nowMs - sinceMs)} for a worker ` +
+    `although the budget allows transfers: no 'learner-transfer work' process took them. Check that one ` +
+    `runs for ${org} (not started with --org for others only) and see 'learner-transfer status --org ${org}'.`;
   return {
     id: `org.stalled:${org}:${sinceMs}`,
     ttlMs: EPISODE_TTL_MS,

@@ -1,22 +1,24 @@
 // The time-based events: an organization paused or blocked longer than NOTIFY_BLOCKED_AFTER, and one
-// where no learner finished for NOTIFY_STALL_AFTER although work and budget are there. No hook says
+// whose learners wait, with budget, and that no process has taken for NOTIFY_STALL_AFTER. No hook says
 // "still": a look every interval does, by ONE process of the fleet (the turn: SET NX with an expiry), and
-// only at the organizations with work. Those are the members of keys.lanesDue() (one read for the whole
-// fleet: a drained lane leaves it), so an idle fleet of any size costs the turn, that read and the
-// watch hash's read per interval, and nothing per organization. For the organizations with work, the
-// limiter's peek and the learner counters are read in batches (one pipeline per Redis node), as
-// `status` reads them. What the look remembers between two turns (the progress seen and since when)
-// lives in keys.notifyWatch(), so whichever process takes the next turn goes on from it.
+// it reads nothing per organization unless one is a candidate:
+// - held: the organizations the workers found paused or blocked (keys.notifyHeld(), written by
+//   notify-held.ts when a permit is refused so), held past the delay and not yet said;
+// - stalled: the lanes due since longer than the delay (keys.lanesDue(): a lane with work that a
+//   process takes moves to a lease time; one waiting for budget or a run window waits under a later
+//   time; a lane due long ago is one nobody took), at most MAX_CANDIDATES a look.
+// So a fleet of any size, idle or waiting for budget, costs per interval one command per process (the
+// turn) and two reads. The candidates' limiter state and counters are read in batches, as `status` does.
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { TokenBook } from '../core/token-book.ts';
 import type { BudgetView, TransferBudget } from '../limiter/index.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
 import type { RunCounts } from '../outcomes/store.ts';
-import { CONTROL_LANE } from '../queue/lanes-due.ts';
 import { addReads, hashOf, readBatched } from '../redis/batch.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { runWindowOf } from './limits.ts';
+import { formatHeld, parseHeld, type HeldEntry } from './notify-held.ts';
 import { orgBlocked, orgPaused, orgStalled, type NotifyEvent } from './notify-events.ts';
 
 export interface FleetWatchOptions {
@@ -31,23 +33,21 @@ export interface FleetWatchOptions {
   submit(event: NotifyEvent): void;
 }
 
-/** What the look remembers of an organization with work. */
-interface Seen {
-  /** Learners finished (done + failed): progress is this number moving. */
-  progress: number;
-  /** Since when the progress has not moved while work and budget were there (ms). */
-  stillSince: number;
-  /** Since when the organization is blocked (0: it is not). A pause has its own time. */
-  heldSince: number;
-}
-
-const PAGE = 1000;
+/** Organizations looked at in one look at most (the rest wait for the next). */
+const MAX_CANDIDATES = 100;
 
 /** One look every this long: a sixth of the shorter delay, from 250 ms to 30 s. */
 export function watchIntervalMs(blockedAfterMs: number, stallAfterMs: number): number {
   const on = [blockedAfterMs, stallAfterMs].filter((ms) => ms > 0);
   if (on.length === 0) return 0;
   return Math.min(30_000, Math.max(250, Math.floor(Math.min(...on) / 6)));
+}
+
+interface Candidate {
+  org: string;
+  held?: HeldEntry;
+  /** The lane's due time, when it is a stall candidate. */
+  dueAt?: number;
 }
 
 export class FleetWatch {
@@ -72,12 +72,9 @@ export class FleetWatch {
       'NX',
     );
     if (turn !== 'OK') return;
-    const known = new Set(this.#o.tokens.orgs());
-    const orgs = (await this.#lanesWithWork()).filter((l) => l !== CONTROL_LANE && known.has(l));
-    const stored = await redis.hgetall(keys.notifyWatch());
-    const gone = Object.keys(stored).filter((org) => !orgs.includes(org));
-    if (gone.length > 0) await redis.hdel(keys.notifyWatch(), ...gone);
-    if (orgs.length === 0) return;
+    const candidates = await this.#candidates(Date.now());
+    if (candidates.length === 0) return;
+    const orgs = candidates.map((c) => c.org);
     const [views, counts] = await Promise.all([
       this.#o.budget.peekMany(
         orgs.map((org) => ({ org, tokenIds: this.#o.tokens.tokensOf(org).map((t) => t.id) })),
@@ -91,54 +88,63 @@ export class FleetWatch {
         })),
       ),
     ]);
-    const next: Record<string, string> = {};
-    orgs.forEach((org, i) => {
-      const seen = this.#judge(org, views[i] as BudgetView, counts[i] as RunCounts, parse(stored[org]));
-      const text = `${seen.progress} ${seen.stillSince} ${seen.heldSince}`;
-      if (text !== stored[org]) next[org] = text;
-    });
-    if (Object.keys(next).length > 0) await redis.hset(keys.notifyWatch(), next);
+    for (const [i, c] of candidates.entries())
+      await this.#judge(c, views[i] as BudgetView, counts[i] as RunCounts);
   }
 
-  #judge(org: string, view: BudgetView, learners: RunCounts, before: Seen | undefined): Seen {
-    const { blockedAfterMs, stallAfterMs, submit } = this.#o;
-    const now = view.now;
-    const p = progressOf(learners);
-    const progress = p.done + p.failed;
-    const held = heldBy(view);
-    const seen: Seen = {
-      progress,
-      stillSince: before && before.progress === progress ? before.stillSince : now,
-      heldSince: held ? before?.heldSince || now : 0,
-    };
-    if (p.waiting === 0) return { ...seen, stillSince: now, heldSince: 0 };
-    if (view.org.paused) {
-      const since = Date.parse(view.org.paused.at);
-      if (blockedAfterMs > 0 && now - since >= blockedAfterMs)
-        submit(orgPaused(org, view.org.paused, learners, now));
-      return { ...seen, stillSince: now, heldSince: 0 };
-    }
-    if (held) {
-      if (blockedAfterMs > 0 && now - seen.heldSince >= blockedAfterMs) {
-        submit(orgBlocked(org, held, seen.heldSince, learners, now));
+  async #candidates(now: number): Promise<Candidate[]> {
+    const { redis, keys, blockedAfterMs, stallAfterMs } = this.#o;
+    const known = new Set(this.#o.tokens.orgs());
+    const out = new Map<string, Candidate>();
+    if (blockedAfterMs > 0) {
+      for (const [org, text] of Object.entries(await redis.hgetall(keys.notifyHeld()))) {
+        const held = parseHeld(text);
+        if (!held || held.said || now - held.sinceMs < blockedAfterMs || !known.has(org)) continue;
+        if (out.size < MAX_CANDIDATES) out.set(org, { org, held });
       }
-      return { ...seen, stillSince: now };
     }
-    // Waiting for budget (the day spent, a closed run window) is no stall: the clock starts again.
-    if (!budgetThere(view)) return { ...seen, stillSince: now };
-    if (stallAfterMs > 0 && now - seen.stillSince >= stallAfterMs) {
-      submit(orgStalled(org, seen.stillSince, learners, now));
+    if (stallAfterMs > 0) {
+      const flat = await redis.zrangebyscore(
+        keys.lanesDue(),
+        '-inf',
+        now - stallAfterMs,
+        'WITHSCORES',
+        'LIMIT',
+        0,
+        MAX_CANDIDATES,
+      );
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const org = flat[i] as string;
+        if (!known.has(org) || out.size >= MAX_CANDIDATES) continue;
+        out.set(org, { ...out.get(org), org, dueAt: Number(flat[i + 1]) });
+      }
     }
-    return seen;
+    return [...out.values()];
   }
 
-  /** Every lane with work (one ZRANGE a page). */
-  async #lanesWithWork(): Promise<string[]> {
-    const out: string[] = [];
-    for (let start = 0; ; start += PAGE) {
-      const page = await this.#o.redis.zrange(this.#o.keys.lanesDue(), start, start + PAGE - 1);
-      out.push(...page);
-      if (page.length < PAGE) return out;
+  async #judge(c: Candidate, view: BudgetView, learners: RunCounts): Promise<void> {
+    const { redis, keys, blockedAfterMs, submit } = this.#o;
+    const now = view.now;
+    const waiting = progressOf(learners).waiting > 0;
+    const paused = view.org.paused;
+    const held = heldBy(view);
+    if (c.held) {
+      // Moving again, or nothing left to wait: forgotten (a later hold is a new episode).
+      if (!waiting || (!paused && !held)) {
+        await redis.hdel(keys.notifyHeld(), c.org);
+      } else if (paused) {
+        if (now - Date.parse(paused.at) >= blockedAfterMs) {
+          submit(orgPaused(c.org, paused, learners, now));
+          await redis.hset(keys.notifyHeld(), c.org, formatHeld({ ...c.held, said: true }));
+        }
+      } else if (held) {
+        submit(orgBlocked(c.org, held, c.held.sinceMs, learners, now));
+        await redis.hset(keys.notifyHeld(), c.org, formatHeld({ ...c.held, said: true }));
+      }
+    }
+    // Due long ago and nobody took it, although it could send: a stall (the due time names the episode).
+    if (c.dueAt !== undefined && waiting && !paused && !held && budgetThere(view)) {
+      submit(orgStalled(c.org, c.dueAt, learners, now));
     }
   }
 }
@@ -165,11 +171,4 @@ function countsOf(h: Record<string, string>): RunCounts {
   const out: RunCounts = {};
   for (const [k, v] of Object.entries(h)) out[k as keyof RunCounts] = Number(v);
   return out;
-}
-
-function parse(text: string | undefined): Seen | undefined {
-  if (!text) return undefined;
-  const [progress, stillSince, heldSince] = text.split(' ').map(Number);
-  if (![progress, stillSince, heldSince].every((n) => Number.isFinite(n))) return undefined;
-  return { progress: progress as number, stillSince: stillSince as number, heldSince: heldSince as number };
 }

@@ -8,6 +8,7 @@ import { setPaused } from '../../src/limiter/policy-control.ts';
 import { tokenRefused } from '../../src/ops/notify-events.ts';
 import { Notifier, type NotifierOptions } from '../../src/ops/notifier.ts';
 import { WebhookSender } from '../../src/ops/notify-send.ts';
+import { startWorkers } from '../../src/worker/run-workers.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import type { OutcomeEvent } from '../../src/worker/processor-context.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -123,14 +124,26 @@ describe('notifications', () => {
     await h.enqueueIds(learnersNotIn('beta', 2, 120), 'beta');
     await h.ctx.budget.block('beta', null, 60_000, '429');
     await h.enqueueIds(learnersNotIn('gamma', 2, 140), 'gamma');
-    const [a, b] = two();
+    const [a, b, both] = two();
     a.start();
     b.start();
+    // Workers for acme and beta meet the pause and the block when they ask for a permit; none serves gamma.
+    const work = startWorkers(ctx, {
+      orgs: ['acme', 'beta'],
+      concurrency: 2,
+      untilIdle: false,
+      onOutcome: both,
+      onRefused: (org, scope, indefinite) => {
+        a.noteRefused(org, scope, indefinite);
+        b.noteRefused(org, scope, indefinite);
+      },
+    });
     await until('org.paused, org.blocked and org.stalled', () =>
       ['org.paused', 'org.blocked', 'org.stalled'].every((e) => rx.of(e).length > 0),
     );
     // A few more looks: nothing is said twice.
     await new Promise((r) => setTimeout(r, 1500));
+    await work.stop();
     await Promise.all([a.stop(), b.stop()]);
 
     const paused = rx.of('org.paused');
