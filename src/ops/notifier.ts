@@ -110,7 +110,7 @@ export class Notifier {
   noteOutcome(e: NotedOutcome): void {
     try {
       if (e.code === 'unauthorized') this.#sender.submit(tokenRefused(e.org, e.tokenId, new Date()));
-      if (e.final) this.#runs.note(e.runId);
+      if (e.final) this.#runs.note(e.runId, e.org);
       if (this.#watch.intervalMs > 0) this.#held.moved(e.org);
     } catch (err) {
       this.#ctx.logger.warn({ err: (err as Error).message }, 'notifications: an outcome could not be noted');

@@ -2,9 +2,9 @@
 // happens: a worker asking the limiter for a permit (worker/admission.ts's onRefused). The hook only
 // notes it in memory; at each tick the process writes what it noted since (HSETNX on keys.notifyHeld():
 // the first process to see an episode sets its start, once), and removes the organizations whose
-// transfers it recorded meanwhile (HDEL): an organization moving again is held no more. An idle process
-// writes nothing; one whose organizations wait for budget or a run window writes nothing either (those
-// refusals are not a hold).
+// transfers it recorded meanwhile (one HDEL): an organization moving again is held no more. An idle
+// process writes nothing; one whose organizations wait for budget or a run window writes nothing either
+// (those refusals are not a hold).
 import type { RefusalScope } from '../limiter/types.ts';
 import type { RedisClient } from '../redis/client.ts';
 
@@ -61,10 +61,13 @@ export class HeldNotes {
     this.#moved.delete(org);
   }
 
-  /** A transfer of this organization was recorded: it moves (no I/O). */
+  /**
+   * A transfer of this organization was recorded: it moves (no I/O). Its hold is removed at the next
+   * write whoever wrote it (a process since gone, say): one HDEL a tick for the organizations moved.
+   */
   moved(org: string): void {
     this.#held.delete(org);
-    if (this.#written.has(org)) this.#moved.add(org);
+    if (this.#moved.size < MAX_NOTED) this.#moved.add(org);
   }
 
   /** Writes what was noted since the last call: nothing when nothing was. */

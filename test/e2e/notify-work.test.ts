@@ -46,8 +46,10 @@ describe('work with NOTIFY_WEBHOOK_URL', () => {
   it('says the end of a run and its failures once, with two work processes', async () => {
     const { runId } = await h.enqueueIds([...learnersNotIn('acme', 29), 999_999]);
     const [a, b] = await twoWorkers();
-    // A learner failed (999999 does not exist): both exit 1, having served the run.
-    expect([a.code, b.code]).toEqual([1, 1]);
+    // A learner failed (999999 does not exist): a process that served the run exits 1 (one started late,
+    // on a busy machine, may find nothing waiting and exit 0).
+    expect([a.code, b.code]).toContain(1);
+    expect([0, 1]).toEqual(expect.arrayContaining([a.code, b.code]));
 
     const finished = rx.of('run.finished');
     expect(finished).toHaveLength(1);
