@@ -82,6 +82,9 @@ export function workEnv(fleet: Pick<Fleet, 'redis' | 'sim' | 'dir'>, concurrency
     // The audit archive on, as in production: its idle cost (one SCARD per interval) is in the figures.
     AUDIT_ARCHIVE_DIR: join(fleet.dir, 'audit'),
     AUDIT_ARCHIVE_INTERVAL: process.env.BENCH_ORGS_ARCHIVE_INTERVAL ?? '5m',
+    // BENCH_ORGS_NOTIFY_URL: notifications on (docs/notifications.md), to show that they cost an idle
+    // fleet nothing per organization; nothing is posted while idle, so any URL does.
+    ...(process.env.BENCH_ORGS_NOTIFY_URL ? { NOTIFY_WEBHOOK_URL: process.env.BENCH_ORGS_NOTIFY_URL } : {}),
   };
 }
 

@@ -141,8 +141,9 @@ export async function createContext(
 }
 
 /**
- * Every token secret of the book (removed ones too) and the dashboard's token: one array until the book
- * changes, so the logger works out the forms to scrub once per change, not per line.
+ * Every token secret of the book (removed ones too), the dashboard's token and `more` (the webhook URL's
+ * forms): one array until the book changes, so the logger works out the forms to scrub once per change,
+ * not per line.
  */
 export function liveSecrets(
   tokens: TokenBook,

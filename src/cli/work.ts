@@ -5,6 +5,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { EXIT } from './shared.ts';
 import {
   createRegistry,
+  notifyCounters,
   observeOutcome,
   redisWriteGauges,
   redisWaitCounters,
@@ -23,6 +24,7 @@ import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
 import { cachedProbe, probeReadiness, READY_PROBE_INTERVAL_MS, workerReadiness } from '../ops/health.ts';
 import type { WriteState } from '../redis/writes.ts';
+import { Notifier } from '../ops/notifier.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -191,11 +193,16 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const progress = target
     ? new WorkProgress(cli, ctx, () => (opts.org ? orgs : ctx.tokens.orgs()), target)
     : undefined;
+  // NOTIFY_WEBHOOK_URL: hooked on the outcomes, off the transfer path (docs/notifications.md).
+  const notifier = Notifier.fromContext(ctx);
+  notifier?.start();
   const handle = startWorkers(ctx, {
     onOutcome: (e) => {
       if (metrics) observeOutcome(metrics.histogram, e);
       progress?.count(e);
+      notifier?.noteOutcome(e);
     },
+    ...(notifier ? { onRefused: notifier.noteRefused.bind(notifier) } : {}),
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
@@ -208,6 +215,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   if (metrics) {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
+    if (notifier) notifyCounters(metrics.registry, () => notifier.stats);
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   progress?.start();
@@ -231,6 +239,8 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   await stopFollowing();
   // A last pass at a graceful stop (none when Redis is gone: there is nothing to read).
   await archiver?.stop(!lostRedis);
+  // The end of the last run is said before the exit (within a bound), unless Redis is gone.
+  await notifier?.stop(lostRedis ? 0 : undefined);
   ctx.redis.off('end', onEnd);
   off();
   await metrics?.server.close();

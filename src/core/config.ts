@@ -8,6 +8,7 @@ import { ConfigError } from './errors.ts';
 import { LOG_FORMATS, type LogFormatSetting } from './log-text.ts';
 import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
 import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
+import { webhookSecrets } from './webhook-url.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
 
 export { tokenFingerprint, type TokenRef } from './token-ref.ts';
@@ -95,6 +96,17 @@ export interface Config {
    * and contents; core/egress.ts). Non-enumerable: a proxy URL may carry a password, and the key is a secret.
    */
   readonly egress: Egress;
+  /**
+   * NOTIFY_WEBHOOK_URL: where `work` posts notifications (ops/notifier.ts). A secret as a whole (a Slack
+   * webhook's path is its key): non-enumerable like the dashboard's token, scrubbed from every log line.
+   */
+  readonly notifyWebhookUrl?: string | undefined;
+  /** NOTIFY_FAILURE_SHARE: the share of a run's finished learners that failed above which it is said (0 < r <= 1). */
+  notifyFailureShare: number;
+  /** NOTIFY_BLOCKED_AFTER: an organization with work paused or blocked this long is said (0: never). */
+  notifyBlockedAfterMs: number;
+  /** NOTIFY_STALL_AFTER: learners due this long that no worker took, with budget there, are said (0: never). */
+  notifyStallAfterMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -426,7 +438,41 @@ const envSchema = z.object({
   LEARNER_API_TLS_CA: pathField('LEARNER_API_TLS_CA').optional(),
   LEARNER_API_TLS_CERT: pathField('LEARNER_API_TLS_CERT').optional(),
   LEARNER_API_TLS_KEY: pathField('LEARNER_API_TLS_KEY').optional(),
+  // A secret as a whole (a Slack or Teams webhook's path is its key): the message never shows the value.
+  NOTIFY_WEBHOOK_URL: z
+    .string()
+    .refine((text) => /^https?:$/.test(urlProtocol(text)) && !/\s/.test(text), {
+      error:
+        'NOTIFY_WEBHOOK_URL: expected an http or https URL, like https://hooks.slack.com/services/... ' +
+        '(the value is not shown: it may hold a secret)',
+    })
+    .optional(),
+  NOTIFY_FAILURE_SHARE: z
+    .string()
+    .default('10%')
+    .transform((text, ctx) => {
+      const ratio = parseHighWater(text);
+      if (ratio === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `NOTIFY_FAILURE_SHARE: expected a share of a run's finished learners like 10% or 0.1 (from 1% to 100%), got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return ratio;
+    }),
+  NOTIFY_BLOCKED_AFTER: durationField('NOTIFY_BLOCKED_AFTER', '30m', true),
+  NOTIFY_STALL_AFTER: durationField('NOTIFY_STALL_AFTER', '30m', true),
 });
+
+/** A URL's scheme ('' when it does not parse). */
+function urlProtocol(text: string): string {
+  try {
+    return new URL(text).protocol;
+  } catch {
+    return '';
+  }
+}
 
 /** Every environment variable the tool reads (the README's configuration table is tested against it). */
 export const ENV_VARIABLES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
@@ -515,15 +561,30 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
     auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
+    ...notifySettings(e),
   } as Omit<Config, 'egress'> as Config;
-  // Secrets and what holds them stay out of a JSON dump of the config (a log line, `status --json`).
+  return Object.freeze(withHiddenSecrets(config, e, egress));
+}
+
+/** Secrets and what holds them, kept out of a JSON dump of the config (a log line, `status --json`). */
+function withHiddenSecrets(config: Config, e: z.infer<typeof envSchema>, egress: Egress): Config {
   for (const [key, value] of [
     ['dashboardToken', e.DASHBOARD_TOKEN],
     ['dashboardReadToken', e.DASHBOARD_READ_TOKEN],
     ['egress', Object.freeze(egress)],
+    ['notifyWebhookUrl', e.NOTIFY_WEBHOOK_URL],
   ] as const)
     Object.defineProperty(config, key, { value, enumerable: false });
-  return Object.freeze(config);
+  return config;
+}
+
+/** The notifications' thresholds (the webhook URL itself is set apart, non-enumerable). */
+function notifySettings(e: z.infer<typeof envSchema>) {
+  return {
+    notifyFailureShare: e.NOTIFY_FAILURE_SHARE,
+    notifyBlockedAfterMs: e.NOTIFY_BLOCKED_AFTER,
+    notifyStallAfterMs: e.NOTIFY_STALL_AFTER,
+  };
 }
 
 /** The dashboard's TLS files come in pairs; its tokens follow dashboardTokenProblems. */
@@ -588,16 +649,24 @@ export function tokensOf(config: Config, org: string): TokenRef[] {
 
 /** Every token secret of a config, for redaction and for tests that prove none leaked. */
 export function secretsOf(config: Config): string[] {
-  // The proxy's password too: undici may quote the proxy URL in an error, and it must not reach a log.
-  return [...config.tokens.map((t) => t.secret), ...egressSecretsOf(config)];
+  // The proxy's password and the webhook URL too: an error may quote either, and neither may reach a log.
+  return [
+    ...config.tokens.map((t) => t.secret),
+    ...egressSecretsOf(config),
+    ...webhookSecrets(config.notifyWebhookUrl),
+  ];
 }
 
 /**
  * Secrets fixed for the process's life that every log line is scrubbed of, beside the tokens and
- * DASHBOARD_TOKEN: the proxy's password and the dashboard's viewer token.
+ * DASHBOARD_TOKEN: the proxy's password, the notifications' webhook URL and the dashboard's viewer token.
  */
 export function fixedSecretsOf(config: Config): string[] {
-  return [...egressSecretsOf(config), ...(config.dashboardReadToken ? [config.dashboardReadToken] : [])];
+  return [
+    ...egressSecretsOf(config),
+    ...webhookSecrets(config.notifyWebhookUrl),
+    ...(config.dashboardReadToken ? [config.dashboardReadToken] : []),
+  ];
 }
 
 /** The passwords of the proxy URLs the config uses, as written and decoded (core/egress.ts). */

@@ -133,6 +133,16 @@ export interface Keys {
   runsActive(): string;
   /** The fleet's run-retention turn (a string with an expiry): one process compacts per interval. */
   runRetentionLock(): string;
+  /**
+   * Notifications (ops/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
+   * with an expiry, SET NX: whichever process claims it sends it, once for the fleet), the fleet check's
+   * turn (one process per interval), and the organizations a worker found held (hash org -> "sinceMs
+   * scope said": paused or blocked when it asked for a permit; removed when one of its transfers is
+   * recorded).
+   */
+  notified(eventId: string): string;
+  notifyTurn(): string;
+  notifyHeld(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -184,5 +194,8 @@ export function createKeys(prefix: string): Keys {
     runsCompacted: () => `${prefix}:runs:compacted`,
     runsActive: () => `${prefix}:runs:active`,
     runRetentionLock: () => `${prefix}:run-retention:lock`,
+    notified: (eventId) => `${prefix}:{notify}:sent:${eventId}`,
+    notifyTurn: () => `${prefix}:{notify}:turn`,
+    notifyHeld: () => `${prefix}:{notify}:held`,
   };
 }

@@ -3,6 +3,7 @@
 // request-duration histogram the worker feeds, and a tiny /metrics server for the worker.
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { NotifyStats } from './notify-send.ts';
 import type { DurabilityStats } from '../redis/durability.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { httpAnswer } from '../core/errors.ts';
@@ -86,6 +87,20 @@ export function redisWaitCounters(registry: Registry, stats: () => DurabilitySta
       this.set({ result: 'unacknowledged' }, s.unacknowledged);
       // Writes covered by a WAIT another attempt had under way (group commit): no WAIT of their own.
       this.set({ result: 'joined' }, s.joined);
+    },
+  });
+}
+
+/** Notifications of this process by result (ops/notify-send.ts): sent, failed after every try, skipped, dropped. */
+export function notifyCounters(registry: Registry, stats: () => NotifyStats): void {
+  new Gauge({
+    name: 'learner_transfer_notifications_total',
+    help: 'Webhook notifications of this process by result: sent, failed (after every try, or refused with a 4xx), skipped (another process had claimed the event), dropped (the queue was full)',
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      const s = stats();
+      for (const result of ['sent', 'failed', 'skipped', 'dropped'] as const) this.set({ result }, s[result]);
     },
   });
 }

@@ -166,6 +166,7 @@ async function waitForPermit(
   // frees, or at once by a policy change (its limiter event). Otherwise (a short wait, or no dispatcher)
   // the queue sleeps, bounded: a resume, a raised limit or an unpaused token applies within seconds.
   const indefinite = permit.scope === 'paused' || permit.allBlockedIndefinitely;
+  ctx.deps.onRefused?.(org, permit.scope, indefinite);
   if (ctx.deps.onBudgetWait?.(org, permit.waitMs, indefinite, askedAtMs)) throw Worker.RateLimitError();
   const waitMs = Math.min(permit.waitMs, POLICY_RECHECK_MS);
   await queues.get(org).rateLimit(Math.max(1, Math.ceil(waitMs)));

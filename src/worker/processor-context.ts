@@ -10,6 +10,7 @@ import { TokenBook } from '../core/token-book.ts';
 import { secretScrubber, type Logger, type Scrub } from '../core/log.ts';
 import type { Keys } from '../core/keys.ts';
 import type { TransferBudget } from '../limiter/index.ts';
+import type { RefusalScope } from '../limiter/types.ts';
 import type { Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import type { QueueSet } from '../queue/queues.ts';
@@ -42,6 +43,11 @@ export interface ProcessorDeps {
    * then stops fetching: no queue-wide sleep is needed).
    */
   onBudgetWait?: (org: string, waitMs: number, indefinite: boolean, askedAtMs: number) => boolean;
+  /**
+   * The limiter refused a permit, and why (`indefinite`: paused, or every token refused): notifications
+   * learn here that an organization is held (ops/notifier.ts). Called on the transfer path: no I/O.
+   */
+  onRefused?: (org: string, scope: RefusalScope, indefinite: boolean) => void;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
 }

@@ -89,6 +89,7 @@ function transferProcessor(
     ...(gate ? { waitWritable: () => gate.waitOpen() } : {}),
     replicated: parts.replicated,
     onBudgetWait: parts.onBudgetWait,
+    ...(options.onRefused ? { onRefused: options.onRefused } : {}),
     logger: ctx.logger,
     // Unreadable bodies are kept whole beside the spool, on the same persistent disk.
     ...(options.spool !== false ? { archive: new BodyArchive(ctx.config.spoolDir) } : {}),

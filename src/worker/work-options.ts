@@ -1,5 +1,5 @@
 // What `work` is asked to do (WorkOptions) and what it says when it stops (WorkResult).
-import type { OutcomeEvent } from './processor-context.ts';
+import type { OutcomeEvent, ProcessorDeps } from './processor-context.ts';
 import type { WriteGateLike } from './recorder.ts';
 import type { ControlWorkerOptions } from './control-worker.ts';
 import type { LaneDispatcherOptions } from './lanes.ts';
@@ -14,6 +14,8 @@ export interface WorkOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   onOutcome?: (e: OutcomeEvent) => void;
+  /** Every refused permit, with its scope (ProcessorDeps.onRefused): notifications of held organizations. */
+  onRefused?: ProcessorDeps['onRefused'];
   /**
    * The write gate (Redis takes writes?): no call is sent while it is closed, and refused writes close it.
    * Absent: only the recorder's own retries stand between a refusing Redis and a lost response.
