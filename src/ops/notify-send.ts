@@ -43,7 +43,10 @@ export interface SenderOptions {
 }
 
 /** The receiver refused the body itself (a 4xx but 408 and 429): another try would get the same. */
+/** The receiver refused the event for good (a 4xx other than 408 and 429): no retry. */
 class RefusedError extends Error {}
+/** The receiver failed or asked for time (5xx, 408, 429): retried with backoff. */
+class RetryLaterError extends Error {}
 
 export class WebhookSender {
   readonly stats: NotifyStats = { sent: 0, failed: 0, skipped: 0, dropped: 0 };
@@ -176,7 +179,7 @@ export class WebhookSender {
     const status = res.statusCode;
     if (status >= 200 && status < 300) return;
     const message = `the receiver answered ${status}`;
-    if (status >= 500 || status === 429 || status === 408) throw new Error(message);
+    if (status >= 500 || status === 429 || status === 408) throw new RetryLaterError(message);
     throw new RefusedError(message);
   }
 

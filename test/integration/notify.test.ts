@@ -82,7 +82,14 @@ describe('notifications', () => {
       event: 'run.finished',
       org: null,
       run: runId,
-      counts: { done: 6, failed: 1, waiting: 0, total: 7, buckets: { transferred: 6, 'not-found': 1 } },
+      counts: {
+        done: 6,
+        failed: 1,
+        waiting: 0,
+        cancelled: 0,
+        total: 7,
+        buckets: { transferred: 6, 'not-found': 1 },
+      },
       at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       report: null,
     });
