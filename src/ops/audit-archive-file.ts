@@ -74,11 +74,44 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-/** Appends one gzip member holding `text`, fsyncs the file and its directory. Returns the size before. */
-export async function appendMember(path: string, text: string): Promise<number> {
+/** One gzip member holding `text` (what one write appends). */
+export function gzipMember(text: string): Promise<Buffer> {
+  return gzipAsync(Buffer.from(text));
+}
+
+/**
+ * The day file, created (private, its directory fsynced) when it is not there yet, so that it has an inode
+ * before a write is noted: its size and inode (the note names the file, not only its path).
+ */
+export async function prepareFile(path: string): Promise<{ size: number; ino: string }> {
   const dir = join(path, '..');
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const member = await gzipAsync(Buffer.from(text));
+  const handle = await open(path, APPEND, 0o600);
+  let st;
+  try {
+    st = await handle.stat({ bigint: true });
+  } finally {
+    await handle.close();
+  }
+  if (st.size === 0n) await fsyncDir(dir);
+  return { size: Number(st.size), ino: String(st.ino) };
+}
+
+/** The inode of a file (undefined when it does not exist). */
+export async function inodeOf(path: string): Promise<string | undefined> {
+  try {
+    return String((await stat(path, { bigint: true })).ino);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Appends one gzip member holding `text`, fsyncs the file and its directory. Returns the size before. */
+export async function appendMember(path: string, text: string | Buffer): Promise<number> {
+  const dir = join(path, '..');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const member = typeof text === 'string' ? await gzipMember(text) : text;
   const handle = await open(path, APPEND, 0o600);
   let before: number;
   try {

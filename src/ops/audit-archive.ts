@@ -3,9 +3,11 @@
 // - One exporter at a time: a lease in Redis (audit-lease.lua), renewed before each write; a process
 //   without it skips its pass.
 // - Nothing trimmed before it is safe: appended, fsynced, read back; then the cursor and the trim in one
-//   script (audit-commit.lua), only while the write's note is still this process's. Nothing written twice: before a write the file's size is noted beside the cursor; a process that
-//   dies between the write and the cursor leaves that note, and the next one cuts the file back to it
-//   before writing the same entries again.
+//   script (audit-commit.lua), only while the write's note is still this process's.
+// - Nothing written twice: before a write the file (its disk and inode) and its size are noted beside the
+//   cursor; a process that dies between the write and the cursor leaves that note, and the next one cuts
+//   that file back to it before writing the same entries again. Never another file at the same path
+//   (another host's disk): audit-archive-note.ts.
 // - No polling per organization: a pass reads one set (organizations marked when an entry is written);
 //   the first pass of a process also sweeps its organizations (marks lost in a crash, the previous
 //   release's stream, which marked nothing).
@@ -20,10 +22,12 @@ import {
   archiveLine,
   dayFile,
   dayOf,
-  sizeOf,
+  gzipMember,
+  prepareFile,
   truncateTo,
   verifyMember,
 } from './audit-archive-file.ts';
+import { archiveDiskId, settleNotes } from './audit-archive-note.ts';
 
 /** The archiver's scripts, beside this module: its lease, and the commit of a write. */
 export const AUDIT_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['audit-lease', 'audit-commit']);
@@ -97,9 +101,12 @@ export class AuditArchiver {
       // Only keys that name a directory of their own (the set is ours; a key is never a path).
       const marked = (await this.#stream.takeUnarchived()).filter(isValidOrgKey);
       const orgs = [...new Set([...marked, ...sweep])];
+      // This directory's id, read once a pass (the disk could be swapped between passes).
+      let disk: Promise<string> | undefined;
       for (const [i, org] of orgs.entries()) {
         try {
-          const r = await this.#archiveOrg(org);
+          disk ??= archiveDiskId(this.#dir);
+          const r = await this.#archiveOrg(org, await disk);
           pass.archived += r.archived;
           pass.trimmed += r.trimmed;
         } catch (err) {
@@ -122,15 +129,11 @@ export class AuditArchiver {
     return pass;
   }
 
-  async #archiveOrg(org: string): Promise<{ archived: number; trimmed: number }> {
+  async #archiveOrg(org: string, disk: string): Promise<{ archived: number; trimmed: number }> {
     const state = await this.#stream.state(org);
-    // A write a dead exporter left unconfirmed: cut its file back, its entries are still in the stream.
-    if (state.pending) {
-      const cut = await truncateTo(state.pending.file, state.pending.size);
-      if (cut)
-        this.#logger?.warn({ org, file: state.pending.file }, 'audit archive: undid an unfinished write');
-      await this.#stream.abandon(org);
-    }
+    // A write a dead exporter left unconfirmed: its file cut back (if it is that file, on this disk), its
+    // entries are still in the stream.
+    await settleNotes(this.#stream, org, state, disk, this.#logger);
     // Up to the newest entry now: a busy stream does not keep one pass going for ever.
     const upto = await this.#stream.lastId(org);
     let last = state.last;
@@ -153,11 +156,12 @@ export class AuditArchiver {
       const lastId = (batch[lines.length - 1] ?? first).id;
       if (!(await this.#lease('renew'))) throw new LeaseLost();
       const file = dayFile(this.#dir, org, day);
-      const size = await sizeOf(file);
-      await this.#stream.begin(org, file, size, this.#holder);
+      const member = await gzipMember(lines.join(''));
+      const { size, ino } = await prepareFile(file);
+      await this.#stream.begin(org, file, size, this.#holder, { disk, ino, end: size + member.length });
       let before = size;
       try {
-        before = await appendMember(file, lines.join(''));
+        before = await appendMember(file, member);
         await verifyMember(file, before, { count: lines.length, lastId });
         const n = await this.#commit(org, lastId);
         if (n < 0) throw new LeaseLost();

@@ -4,7 +4,7 @@
   only if the write's note is still this holder's. A holder that stalled past its lease, whose note the
   next holder has since undone and replaced, moves nothing (its caller then cuts its own write back).
 
-  KEYS[1]  the organization's archive hash ({org}:audit:archive: last, file, size, holder)
+  KEYS[1]  the organization's archive hash ({org}:audit:archive: last, file, size, holder, identity)
   KEYS[2]  the organization's audit stream ({org}:audit)
   ARGV[1]  holder id   ARGV[2] the last archived id   ARGV[3] the id just after it (XTRIM MINID)
 
@@ -13,5 +13,5 @@
 --- @keys 2
 if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return -1 end
 redis.call('HSET', KEYS[1], 'last', ARGV[2])
-redis.call('HDEL', KEYS[1], 'file', 'size', 'holder')
+redis.call('HDEL', KEYS[1], 'file', 'size', 'holder', 'identity')
 return redis.call('XTRIM', KEYS[2], 'MINID', ARGV[3])

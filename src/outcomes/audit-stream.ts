@@ -16,8 +16,48 @@ export interface ArchiveState {
   /** The last stream id safely in the archive files ('' = none yet). */
   last: string;
   /** A write under way (or cut short by a crash): the day file and its size before the write. */
-  pending?: { file: string; size: number };
+  pending?: PendingWrite;
+  /**
+   * Notes of writes that died on another archive disk than the process that found them, by that disk's id
+   * (ops/audit-archive-note.ts): left for a process on that disk to cut its file back.
+   */
+  parked?: Record<string, ParkedWrite>;
 }
+
+/** Which file a note is for: the archive directory's id and the file's inode (none: a previous release's note). */
+export interface FileIdentity {
+  disk: string;
+  ino: string;
+}
+
+export interface PendingWrite {
+  file: string;
+  size: number;
+  /** Absent in a note the previous release wrote (it noted the path and the size only). */
+  identity?: FileIdentity | undefined;
+  /** Where the write should end (size + its gzip member), when noted. */
+  end?: number | undefined;
+}
+
+/** A note moved aside: what the dead write appended is after `size` and ends by `end`. */
+export interface ParkedWrite extends FileIdentity {
+  file: string;
+  size: number;
+  end: number;
+}
+
+/** A note's JSON field; unreadable (never written so by this code): none. */
+function parseNote<T>(value: string | undefined): T | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.parse(value) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+const NOTE_FIELDS = ['file', 'size', 'holder', 'identity'] as const;
+const PARKED = 'parked:';
 
 export function fieldsOf(flat: readonly string[]): Record<string, string> {
   const f: Record<string, string> = {};
@@ -75,24 +115,41 @@ export class AuditStream {
   async state(org: string): Promise<ArchiveState> {
     const h = await this.#redis.hgetall(this.#keys.auditArchive(org));
     const last = h.last ?? '';
-    if (h.file === undefined) return { last };
-    return { last, pending: { file: h.file, size: Number(h.size ?? 0) } };
+    const state: ArchiveState = { last };
+    for (const [field, value] of Object.entries(h)) {
+      const note = field.startsWith(PARKED) ? parseNote<ParkedWrite>(value) : undefined;
+      if (note) (state.parked ??= {})[field.slice(PARKED.length)] = note;
+    }
+    if (h.file === undefined) return state;
+    state.pending = { file: h.file, size: Number(h.size ?? 0) };
+    // The identity is the note's only if the same holder wrote both (a previous release's process, in a
+    // fleet being upgraded, notes file, size and holder only, and would leave a newer note's identity).
+    const id = parseNote<FileIdentity & { holder: string; end?: number }>(h.identity);
+    if (id && id.holder === h.holder) {
+      state.pending.identity = { disk: id.disk, ino: id.ino };
+      state.pending.end = id.end;
+    }
+    return state;
   }
 
   /**
    * Before a write: the file, its size and who writes, so that a crash before the commit is undone (the
-   * file cut back to that size) and only this holder commits it (ops/audit-commit.lua).
+   * file cut back to that size) and only this holder commits it (ops/audit-commit.lua); and which file it
+   * is (its disk and inode) and where the write ends, so that only that file is ever cut back. Without an
+   * identity: the note as the previous release wrote it.
    */
-  async begin(org: string, file: string, size: number, holder: string): Promise<void> {
-    await this.#redis.hset(
-      this.#keys.auditArchive(org),
-      'file',
-      file,
-      'size',
-      String(size),
-      'holder',
-      holder,
-    );
+  async begin(
+    org: string,
+    file: string,
+    size: number,
+    holder: string,
+    identity?: FileIdentity & { end: number },
+  ): Promise<void> {
+    const key = this.#keys.auditArchive(org);
+    const m = this.#redis.multi().hset(key, 'file', file, 'size', String(size), 'holder', holder);
+    if (identity) m.hset(key, 'identity', JSON.stringify({ holder, ...identity }));
+    else m.hdel(key, 'identity');
+    await m.exec();
   }
 
   /** Whose write the note is ('' when none). */
@@ -102,7 +159,22 @@ export class AuditStream {
 
   /** The write was given up and undone: nothing is pending. */
   async abandon(org: string): Promise<void> {
-    await this.#redis.hdel(this.#keys.auditArchive(org), 'file', 'size', 'holder');
+    await this.#redis.hdel(this.#keys.auditArchive(org), ...NOTE_FIELDS);
+  }
+
+  /** A dead write's note for a file on another disk: moved aside for that disk (and nothing is pending). */
+  async park(org: string, note: ParkedWrite): Promise<void> {
+    const key = this.#keys.auditArchive(org);
+    await this.#redis
+      .multi()
+      .hset(key, PARKED + note.disk, JSON.stringify(note))
+      .hdel(key, ...NOTE_FIELDS)
+      .exec();
+  }
+
+  /** A parked note this disk has dealt with. */
+  async unpark(org: string, disk: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.auditArchive(org), PARKED + disk);
   }
 
   /** Marks that an organization's stream has an entry to archive (one SADD; cheap, idempotent). */
