@@ -35,7 +35,7 @@ export interface GrafanaDashboard {
   title: string;
   uid: string;
   panels: GrafanaPanel[];
-  templating?: { list?: { name: string; query?: string | { query?: string } }[] };
+  templating?: { list?: { name: string; type: string; query?: string | { query?: string } }[] };
 }
 
 export function grafanaDashboard(): GrafanaDashboard {
@@ -50,9 +50,12 @@ export function grafanaPanels(d: GrafanaDashboard): GrafanaPanel[] {
 /** Every PromQL expression of the dashboard: its panels' targets and its variables' queries. */
 export function grafanaExpressions(d: GrafanaDashboard): string[] {
   const targets = grafanaPanels(d).flatMap((p) => (p.targets ?? []).map((t) => t.expr ?? ''));
-  const variables = (d.templating?.list ?? []).map((v) =>
-    typeof v.query === 'string' ? v.query : (v.query?.query ?? ''),
-  );
+  // A query variable's `label_values(metric, label)` selects `metric` (a datasource variable's query is
+  // a plugin's name, not PromQL).
+  const variables = (d.templating?.list ?? [])
+    .filter((v) => v.type === 'query')
+    .map((v) => (typeof v.query === 'string' ? v.query : (v.query?.query ?? '')))
+    .map((q) => q.replace(/^\s*label_values\(\s*(.*?)\s*,\s*\w+\s*\)\s*$/, '$1'));
   return [...targets, ...variables].filter((e) => e.trim() !== '');
 }
 

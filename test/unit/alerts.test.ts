@@ -122,6 +122,8 @@ describe('deploy/grafana/learner-transfer.json', () => {
       expect([...names], wanted).toContain(wanted);
     }
     expect(grafanaExpressions(d).join('\n')).toContain('outcome="rate-limited"');
+    // Only the tool's own metrics, and Prometheus's `up`: a stray word would be a name no scrape has.
+    for (const name of names) expect(name).toMatch(/^(lt_|learner_transfer_)|^up$/);
     // Panel ids are unique (Grafana keys its links and edits on them).
     const ids = grafanaPanels(d).map((p) => (p as { id?: number }).id);
     expect(new Set(ids).size).toBe(ids.length);
