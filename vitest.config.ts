@@ -14,6 +14,8 @@ const SERIAL = [
   'test/ha/**/*.test.ts',
   'test/integration/redis-ha-harness.test.ts',
   'test/integration/redis-auth-tls.test.ts',
+  // Not a topology user: a real Prometheus, two CLIs and a run at once, kept out of the parallel groups.
+  'test/integration/prometheus-scrape.test.ts',
 ];
 
 const shared = {

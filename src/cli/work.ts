@@ -25,6 +25,7 @@ import { jobSettingsWarning } from './work-settings.ts';
 import { cachedProbe, probeReadiness, READY_PROBE_INTERVAL_MS, workerReadiness } from '../ops/health.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { Notifier } from '../ops/notifier.ts';
+import { countRepair, repairCounter, spoolGauges } from '../ops/work-metrics.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -61,6 +62,7 @@ async function startMetrics(
   const registry = opts.metricsPort ? createRegistry() : undefined;
   if (!registry) return undefined;
   const histogram = transferDurationHistogram(registry);
+  const repairs = repairCounter(registry);
   const probe = cachedProbe(
     () =>
       probeReadiness({
@@ -80,7 +82,7 @@ async function startMetrics(
       workerReadiness(gate, probe),
     );
     ctx.logger.info({ url: `${server.url}/metrics` }, 'metrics served');
-    return { registry, histogram, server };
+    return { registry, histogram, repairs, server };
   } catch (err) {
     // Nothing started yet but the context: close it, or its connections would keep the process up.
     await ctx.close();
@@ -203,6 +205,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
       notifier?.noteOutcome(e);
     },
     ...(notifier ? { onRefused: notifier.noteRefused.bind(notifier) } : {}),
+    ...(metrics ? { onRepair: (r) => countRepair(metrics.repairs, r) } : {}),
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
@@ -216,6 +219,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     redisWriteGauges(metrics.registry, () => handle.writeState());
     redisWaitCounters(metrics.registry, () => ctx.durability.stats);
     if (notifier) notifyCounters(metrics.registry, () => notifier.stats);
+    spoolGauges(metrics.registry, () => handle.spoolState());
   }
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   progress?.start();

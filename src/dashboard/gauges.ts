@@ -1,13 +1,14 @@
 // GET /metrics for Prometheus: learners by organization and outcome, budget remaining per token and
-// organization, jobs by state, whether Redis takes writes and how full it is (read from Redis at scrape
-// time, one status read shared by all gauges), and the duration of the dashboard's own requests. The
-// duration of transfer calls is a histogram of the worker process (`work --metrics-port`,
-// src/ops/prometheus.ts): only the process that makes them sees them.
+// organization, pauses, the ETA and the run window, jobs by state, whether Redis takes writes and how
+// full it is (read from Redis at scrape time, one status read shared by all gauges), and the duration of
+// the dashboard's own requests. The duration of transfer calls is a histogram of the worker process
+// (`work --metrics-port`, src/ops/prometheus.ts): only the process that makes them sees them.
 import type { FastifyInstance } from 'fastify';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import type { AppContext } from '../app/context.ts';
 import { createRegistry, redisWriteGauges } from '../ops/prometheus.ts';
 import { collectStatus, type Status } from '../ops/status.ts';
+import type { PauseInfo } from '../limiter/types.ts';
 
 const SNAPSHOT_MS = 1000;
 
@@ -17,6 +18,8 @@ export function dashboardRegistry(ctx: AppContext): { registry: Registry; httpDu
   learnerGauge(registry, snapshot);
   budgetGauges(registry, snapshot);
   jobGauge(registry, snapshot);
+  pauseGauge(registry, snapshot);
+  etaGauges(registry, snapshot);
   redisWriteGauges(registry, async () => (await snapshot()).redis ?? undefined);
   const httpDuration = new Histogram({
     name: 'lt_dashboard_http_request_duration_seconds',
@@ -109,6 +112,54 @@ function jobGauge(registry: Registry, snapshot: Snapshot): void {
       this.reset();
       for (const o of (await snapshot()).orgs)
         for (const [state, n] of Object.entries(o.jobs)) this.set({ org: o.org, state }, n);
+    },
+  });
+}
+
+/** Seconds since `pause` (a person) stopped an organization or a token; 0 while it runs. */
+function pauseGauge(registry: Registry, snapshot: Snapshot): void {
+  const since = (p: PauseInfo | null, now: number) => {
+    const at = p ? Date.parse(p.at) : NaN;
+    return p ? Math.max(0, Number.isNaN(at) ? 0 : (now - at) / 1000) : 0;
+  };
+  new Gauge({
+    name: 'lt_paused_seconds',
+    help: 'Seconds since the organization (scope=org) or token (scope=token) was paused with pause or the Controls page; 0 when not paused',
+    labelNames: ['org', 'scope', 'token'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const now = Date.now();
+      for (const o of (await snapshot()).orgs) {
+        this.set({ org: o.org, scope: 'org', token: '' }, since(o.budget.org.paused, now));
+        for (const t of o.budget.tokens)
+          this.set({ org: o.org, scope: 'token', token: t.tokenId }, since(t.paused, now));
+      }
+    },
+  });
+}
+
+/** When the work left will be done, and whether the run window lets transfers run now. */
+function etaGauges(registry: Registry, snapshot: Snapshot): void {
+  new Gauge({
+    name: 'lt_eta_seconds',
+    help: 'Seconds until the learners left (queued, retrying) are done at the limits in force; 0 when nothing is left; absent when they never will (paused, no usable token)',
+    labelNames: ['org'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs)
+        if (Number.isFinite(o.eta.ms)) this.set({ org: o.org }, o.remaining > 0 ? o.eta.ms / 1000 : 0);
+    },
+  });
+  new Gauge({
+    name: 'lt_run_window_open',
+    help: '1 when the run window lets transfers run now (or none is set), 0 in its closed hours',
+    labelNames: ['org'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const o of (await snapshot()).orgs) this.set({ org: o.org }, o.runWindow?.open === false ? 0 : 1);
     },
   });
 }

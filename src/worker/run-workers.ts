@@ -30,6 +30,8 @@ export interface WorkHandle {
   done: Promise<WorkResult>;
   /** The write gate's state (Redis takes writes?), for metrics. */
   writeState(): import('../redis/writes.ts').WriteState | undefined;
+  /** This process's spool: entries not yet in Redis and when the oldest was written, for metrics. */
+  spoolState(): { entries: number; oldestAt: number | null };
   stop(): Promise<void>;
   /** The queue workers attached now (lanes.ts attaches them only where there is work and budget). */
   readonly workers: Worker[];
@@ -223,5 +225,6 @@ export function startWorkers(ctx: AppContext, options: WorkOptions): WorkHandle 
     },
     lanes,
     writeState: () => ownGate?.state,
+    spoolState: () => session.spoolState(),
   };
 }

@@ -81,6 +81,15 @@ export class Spool {
     return this.#outstanding.size;
   }
 
+  /**
+   * When the oldest entry not yet done was written (ms since the epoch; its id starts with that time in
+   * base 36), or null when none is outstanding. Entries are kept in the order written, so it is the first.
+   */
+  get oldestAt(): number | null {
+    for (const id of this.#outstanding) return parseInt(id.slice(0, id.indexOf('-')), 36);
+    return null;
+  }
+
   /** Appends an entry and resolves once it is on disk (fsynced). Returns its id. */
   async append(args: FinishArgs): Promise<string> {
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;

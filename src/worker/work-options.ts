@@ -3,6 +3,7 @@ import type { OutcomeEvent, ProcessorDeps } from './processor-context.ts';
 import type { WriteGateLike } from './recorder.ts';
 import type { ControlWorkerOptions } from './control-worker.ts';
 import type { LaneDispatcherOptions } from './lanes.ts';
+import type { RepairReport } from '../ops/repair.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -16,6 +17,8 @@ export interface WorkOptions {
   onOutcome?: (e: OutcomeEvent) => void;
   /** Every refused permit, with its scope (ProcessorDeps.onRefused): notifications of held organizations. */
   onRefused?: ProcessorDeps['onRefused'];
+  /** Each repair sweep's report per organization (metrics: learners found stranded). */
+  onRepair?: (r: RepairReport) => void;
   /**
    * The write gate (Redis takes writes?): no call is sent while it is closed, and refused writes close it.
    * Absent: only the recorder's own retries stand between a refusing Redis and a lost response.

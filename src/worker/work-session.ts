@@ -74,6 +74,7 @@ export class WorkSession {
     for (const org of orgs) {
       const r = await repairOrg(ctx, org);
       readded += r.readded + r.recorded;
+      this.#parts.options.onRepair?.(r);
       if (r.stranded + r.orphanJobs > 0) ctx.logger.warn({ ...r }, `repair: ${formatRepair(r)}`);
     }
     return readded;
@@ -143,6 +144,11 @@ export class WorkSession {
       now,
     );
     for (const l of later) await due.markDue([l.lane], Math.max(now, l.firstDelayed ?? now));
+  }
+
+  /** Entries of this process's spool not yet in Redis, and the time the oldest was written (null: none). */
+  spoolState(): { entries: number; oldestAt: number | null } {
+    return { entries: this.#spool?.outstanding ?? 0, oldestAt: this.#spool?.oldestAt ?? null };
   }
 
   stop(): Promise<void> {
