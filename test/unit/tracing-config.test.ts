@@ -58,6 +58,22 @@ describe('tracing configuration', () => {
     await tracing.stop();
   });
 
+  it('on: one SDK per process, BullMQ given its telemetry, off again when the last user stops', async () => {
+    const settings = { exporters: ['otlp', 'console'] as const, serviceName: 'lt-unit' };
+    const first = await startTracing(settings);
+    const second = await startTracing(settings);
+    expect([first.on, second.on]).toEqual([true, true]);
+    expect(queueTelemetry()).toBeDefined();
+    // Not ended: nothing is exported (no collector here, nothing printed).
+    expect(trace.getTracer('x').startSpan('x').isRecording()).toBe(true);
+    await first.stop();
+    await first.stop();
+    expect(trace.getTracer('x').startSpan('x').isRecording()).toBe(true);
+    await second.stop();
+    expect(queueTelemetry()).toBeUndefined();
+    expect(trace.getTracer('x').startSpan('x').isRecording()).toBe(false);
+  });
+
   it('only core/tracing-sdk.ts imports the SDK, and nothing imports that file but dynamically', () => {
     const sdk = /^import\s+(?!type\b)[^;]*from\s+'(@opentelemetry\/(?!api')[^']+|bullmq-otel)'/m;
     const importers: string[] = [];
