@@ -13,6 +13,10 @@ import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
 import { scrubResponseText, secretScrubber, type Scrub } from '../core/log.ts';
 import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
 import type { Egress } from '../core/egress.ts';
+import { injectTraceContext, inSpan, SPAN_ATTR, SpanKind } from '../core/tracing.ts';
+
+/** The transfer's path as a span names it (OpenTelemetry's url.template: no learner id in the name). */
+const TRANSFER_TEMPLATE = '/1/learner/{id}/transfer';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -69,6 +73,22 @@ function scrubberFor(token: string): Scrub {
   return token.length >= MIN_SCRUBBED_TOKEN ? secretScrubber([token]) : (text) => text;
 }
 
+/** How long a transfer call may take, and may wait before its first byte (the worker's permit). */
+export interface TransferCallOptions {
+  previousTransferId?: string | undefined;
+  /**
+   * However long this process stalls, the call is given up this many ms from now at the latest: the
+   * time its permit and lease count it in flight (the worker passes what is left of it).
+   */
+  hardMs?: number | undefined;
+  /**
+   * The request's first byte must be written within this many ms from now, or it is not sent at all
+   * (a network-error with errorCode LT_NOT_SENT, maybeDelivered false): the worker's own check before
+   * the call, made again at the moment of writing (send-gate.ts).
+   */
+  sendWithinMs?: number | undefined;
+}
+
 export type ListResult =
   | { ok: true; page: ListPage; durationMs: number }
   | { ok: false; outcome: Exclude<TransferOutcome, { code: 'transferred' | 'already-in-org' }> };
@@ -118,12 +138,15 @@ export class LearnerApiClient {
   ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
     const deadline = startDeadline(this.#options.requestTimeoutMs, this.#stalls, hardMs);
     if (sendWithinMs !== undefined) gateCall(deadline.signal, notSentAfter(sendWithinMs));
+    const headers = this.#headers(token, method === 'PATCH');
+    // The transfer carries its trace (W3C traceparent) to the service; nothing is added with tracing off.
+    if (method === 'PATCH') injectTraceContext(headers);
     try {
       const response = await this.#dispatcher.request({
         origin: this.#base.origin,
         method,
         path: `${this.#basePath}${path}`,
-        headers: this.#headers(token, method === 'PATCH'),
+        headers,
         body: method === 'PATCH' ? '{}' : null,
         signal: deadline.signal,
       });
@@ -170,24 +193,37 @@ export class LearnerApiClient {
     }
   }
 
-  /** PATCH /1/learner/{id}/transfer with body {}. Never throws. */
-  async transferLearner(
+  /** PATCH /1/learner/{id}/transfer with body {}, in a client span. Never throws. */
+  transferLearner(
     learnerId: number,
     token: string,
-    options: {
-      previousTransferId?: string | undefined;
-      /**
-       * However long this process stalls, the call is given up this many ms from now at the latest: the
-       * time its permit and lease count it in flight (the worker passes what is left of it).
-       */
-      hardMs?: number | undefined;
-      /**
-       * The request's first byte must be written within this many ms from now, or it is not sent at all
-       * (a network-error with errorCode LT_NOT_SENT, maybeDelivered false): the worker's own check before
-       * the call, made again at the moment of writing (send-gate.ts).
-       */
-      sendWithinMs?: number | undefined;
-    } = {},
+    options: TransferCallOptions = {},
+  ): Promise<TransferOutcome> {
+    return inSpan(
+      `PATCH ${TRANSFER_TEMPLATE}`,
+      {
+        [SPAN_ATTR.httpMethod]: 'PATCH',
+        [SPAN_ATTR.urlTemplate]: TRANSFER_TEMPLATE,
+        [SPAN_ATTR.serverAddress]: this.#base.hostname,
+        [SPAN_ATTR.learnerId]: learnerId,
+      },
+      async (span) => {
+        const outcome = await this.#transferOnce(learnerId, token, options);
+        span.setAttribute(SPAN_ATTR.outcome, outcome.code);
+        if ('status' in outcome && outcome.status > 0)
+          span.setAttribute(SPAN_ATTR.httpStatus, outcome.status);
+        if (outcome.code === 'network-error') span.setAttribute('error.type', outcome.errorCode);
+        return outcome;
+      },
+      { kind: SpanKind.CLIENT },
+    );
+  }
+
+  /** The call itself (transferLearner without its span). */
+  async #transferOnce(
+    learnerId: number,
+    token: string,
+    options: TransferCallOptions = {},
   ): Promise<TransferOutcome> {
     const started = performance.now();
     let headersReceived = false;

@@ -22,6 +22,8 @@ import { upgradeState } from './state-upgrade.ts';
 import { Durability } from '../redis/durability.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
 import { malformedPolicyError, seedPolicies, warnIfLimitsDiffer } from '../limiter/policy.ts';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
+import { startTracing } from '../core/tracing-start.ts';
 
 export interface AppContext {
   config: Readonly<Config>;
@@ -46,21 +48,26 @@ export interface AppContext {
   close(): Promise<void>;
 }
 
+/** What a caller may give createContext instead of what it makes from the config. */
+export interface ContextOptions {
+  logger?: Logger;
+  redis?: RedisClient;
+  redisTimeoutMs?: number;
+  /** CLIENT SETNAME of the connection made here (`work` adds its pid: CLIENT LIST tells processes apart). */
+  connectionName?: string;
+  /** Where the logger built here writes (default: stderr). */
+  logDestination?: DestinationStream | undefined;
+  /** How the logger built here writes: JSON lines (default) or plain sentences (LOG_FORMAT). */
+  logFormat?: LogFormat;
+  /** With logFormat text: lines to leave out (work's progress line says each learner's outcome). */
+  logText?: TextLogOptions;
+  /** Where spans go instead of the configured exporters (a test's in-memory exporter): tracing on. */
+  traceExporter?: SpanExporter;
+}
+
 export async function createContext(
   config: Readonly<Config>,
-  options: {
-    logger?: Logger;
-    redis?: RedisClient;
-    redisTimeoutMs?: number;
-    /** CLIENT SETNAME of the connection made here (`work` adds its pid: CLIENT LIST tells processes apart). */
-    connectionName?: string;
-    /** Where the logger built here writes (default: stderr). */
-    logDestination?: DestinationStream | undefined;
-    /** How the logger built here writes: JSON lines (default) or plain sentences (LOG_FORMAT). */
-    logFormat?: LogFormat;
-    /** With logFormat text: lines to leave out (work's progress line says each learner's outcome). */
-    logText?: TextLogOptions;
-  } = {},
+  options: ContextOptions = {},
 ): Promise<AppContext> {
   // The logger scrubs the book's secrets, and the book reports a failing listener to the logger (only
   // ever after start, when the logger is there).
@@ -91,6 +98,8 @@ export async function createContext(
       throw err;
     },
   );
+  // Before the queues (BullMQ's telemetry is fixed when a Queue is made); off, it loads nothing.
+  const tracing = await startTracing(config.tracing, options.traceExporter);
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);
@@ -136,6 +145,7 @@ export async function createContext(
       durability.stop();
       await client?.close();
       if (ownsRedis) await closeRedis(redis);
+      await tracing.stop(); // last: the spans of the closing above are exported too
     },
   };
 }

@@ -65,6 +65,10 @@ const READS: Record<string, readonly Entry[]> = {
     ['AUDIT_ARCHIVE_DIR, AUDIT_ARCHIVE_INTERVAL', 'where and how often the audit stream is archived'],
     ['SCHEDULE_DIR', 'the directory of the scheduled reconciles this process runs'],
     ['DASHBOARD_TOKEN', 'the Bearer token /metrics asks for beyond loopback (--metrics-host)'],
+    [
+      'OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER',
+      'either turns tracing on: a span per transfer attempt, traceparent on the PATCH (docs/tracing.md)',
+    ],
   ],
   dashboard: [
     LIMITS,

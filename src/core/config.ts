@@ -10,6 +10,7 @@ import { redisTargetFrom, type RedisTarget } from './redis-target.ts';
 import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
 import { webhookSecrets } from './webhook-url.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
+import { tracingEnvFields, tracingSettings, type TracingSettings } from './tracing-config.ts';
 
 export { tokenFingerprint, type TokenRef } from './token-ref.ts';
 
@@ -107,6 +108,8 @@ export interface Config {
   notifyBlockedAfterMs: number;
   /** NOTIFY_STALL_AFTER: learners due this long that no worker took, with budget there, are said (0: never). */
   notifyStallAfterMs: number;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER / OTEL_SERVICE_NAME: tracing on; undefined: off. */
+  tracing: TracingSettings | undefined;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -463,6 +466,8 @@ const envSchema = z.object({
     }),
   NOTIFY_BLOCKED_AFTER: durationField('NOTIFY_BLOCKED_AFTER', '30m', true),
   NOTIFY_STALL_AFTER: durationField('NOTIFY_STALL_AFTER', '30m', true),
+  // OpenTelemetry's standard variables that turn tracing on (core/tracing-config.ts, docs/tracing.md).
+  ...tracingEnvFields,
 });
 
 /** A URL's scheme ('' when it does not parse). */
@@ -485,14 +490,18 @@ export interface LoadOptions {
 }
 
 /** Parses the environment once. Throws ConfigError naming every bad variable at once. */
-export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
-  // Empty strings mean "not set", as in most twelve-factor tools.
+/** The variables of the schema that are set: empty strings mean "not set", as in most twelve-factor tools. */
+function setVariables(env: Env): Env {
   const cleaned: Env = {};
   for (const key of Object.keys(envSchema.shape)) {
     const v = env[key];
     if (v !== undefined && v !== '') cleaned[key] = v;
   }
-  const parsed = envSchema.safeParse(cleaned);
+  return cleaned;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
+  const parsed = envSchema.safeParse(setVariables(env));
   const problems: string[] = [];
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
@@ -562,6 +571,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
     ...notifySettings(e),
+    tracing: tracingSettings(e),
   } as Omit<Config, 'egress'> as Config;
   return Object.freeze(withHiddenSecrets(config, e, egress));
 }

@@ -1,9 +1,10 @@
 // One BullMQ queue per organization (architecture decision 6): a spent daily budget pauses only that
 // organization's queue. Queue names carry the organization's {hash tag} (see keys.ts).
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis/client.ts';
 import type { Config } from '../core/config.ts';
 import type { Keys } from '../core/keys.ts';
+import { queueTelemetry } from '../core/tracing.ts';
 import type { TransferJob } from './job.ts';
 
 export type TransferQueue = Queue<TransferJob, unknown, string>;
@@ -51,6 +52,8 @@ export class QueueSet {
         connection: this.#redis,
         prefix: this.#keys.prefix,
         defaultJobOptions: this.#jobOptions,
+        // Tracing on: the enqueue's span context travels in the job (docs/tracing.md); off: none at all.
+        telemetry: queueTelemetry<Telemetry>(),
       });
       q.on('error', (err: Error) => this.#onError(org, err));
       this.#queues.set(org, q);

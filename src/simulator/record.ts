@@ -21,6 +21,9 @@ export class RequestLog {
       status: 0,
       effectApplied: false,
     };
+    // The caller's W3C trace context, when it sent one (tests of tracing match it to their spans).
+    const traceparent = raw.headers.traceparent;
+    if (typeof traceparent === 'string') entry.traceparent = traceparent;
     this.entries.push(entry);
     this.byRequest.set(raw, entry);
     return entry;

@@ -91,6 +91,8 @@ export interface RequestRecord {
   /** 'acme#1': 1-based index of the token within its org. Never the token itself. */
   tokenLabel: string | null;
   receivedAt: number;
+  /** The request's `traceparent` header (W3C trace context), when it had one. */
+  traceparent?: string;
   /** When the request was counted against the limits (after latencyBefore); absent if never counted. */
   countedAt?: number;
   respondedAt?: number;

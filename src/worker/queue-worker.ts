@@ -1,8 +1,9 @@
 // One BullMQ Worker for one organization's queue, and what it does with its events: a refused write closes
 // the write gate, a refusal by Redis's ACL pauses it, and a job BullMQ failed on its own is recorded.
-import { Worker, type Job } from 'bullmq';
+import { Worker, type Job, type Telemetry } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { scrubSecrets } from '../core/log.ts';
+import { queueTelemetry } from '../core/tracing.ts';
 import type { LogThrottle } from '../core/log-throttle.ts';
 import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
@@ -57,6 +58,8 @@ export function queueWorker(
       maximumRateLimitDelay: 86_400_000,
       // Run by the dispatcher once attached (after the spools of earlier processes are replayed).
       autorun: false,
+      // Tracing on: each job's process span continues the trace of its enqueue (docs/tracing.md).
+      telemetry: queueTelemetry<Telemetry>(),
     },
   );
   const permissionPause = onQueueWorkerEvents(ctx, org, w, deps);

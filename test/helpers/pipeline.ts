@@ -12,6 +12,7 @@ import { createLogger } from '../../src/core/log.ts';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from './redis.ts';
 import { closeRedis, createRedis } from '../../src/redis/client.ts';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 export interface Harness {
   sim: Simulator;
@@ -56,6 +57,8 @@ export async function startHarness(
     redisEnv?: Record<string, string>;
     /** The API base URL the workers use (default: the simulator's; a proxy in front of it, say). */
     baseUrl?: (simUrl: string) => string | Promise<string>;
+    /** Spans go here (tracing on, whatever the environment says): a test's in-memory exporter. */
+    traceExporter?: SpanExporter;
   } = {},
 ): Promise<Harness> {
   const sim = createSimulator(options.sim ?? {});
@@ -90,7 +93,11 @@ export async function startHarness(
   });
   const redis = options.redisEnv ? createRedis(config.redis, 'lt-test') : newRedis(options.redisUrl);
   redis.on('error', () => {});
-  const ctx = await createContext(config, { logger, redis });
+  const ctx = await createContext(config, {
+    logger,
+    redis,
+    ...(options.traceExporter ? { traceExporter: options.traceExporter } : {}),
+  });
   return {
     sim,
     ctx,
