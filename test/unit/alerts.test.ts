@@ -63,6 +63,7 @@ describe('deploy/prometheus/alerts.yml', () => {
         'LearnerTransferSpoolNotEmptying',
         'LearnerTransferRepairKeepsFindingStranded',
         'LearnerTransferNoProgress',
+        'LearnerTransferTargetDown',
       ].sort(),
     );
     // One section per alert, and no section without its alert.
