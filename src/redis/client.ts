@@ -47,6 +47,11 @@ export function createRedis(target: RedisTarget, name = 'learner-transfer'): Red
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     connectionName: name,
+    // ioredis 5.8.2 and later may send the ready check's INFO after a subscriber's SUBSCRIBE when the
+    // handshake's CLIENT SETINFO is in between (redis/ioredis#2037): the subscriber then fails with
+    // "Can't execute 'info' ... in this context" (seen with Sentinel and TLS). The library name is only
+    // shown by CLIENT LIST: not worth that.
+    disableClientInfo: true,
     retryStrategy: (times) => Math.min(times * 200, 2000),
     reconnectOnError: reconnectOnReadonly,
     ...(target.username ? { username: target.username } : {}),
