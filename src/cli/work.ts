@@ -22,7 +22,7 @@ import { AuditArchiver } from '../ops/audit-archive.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
-import { cachedProbe, probeReadiness, READY_PROBE_INTERVAL_MS, workerReadiness } from '../ops/health.ts';
+import { contextReadiness, workerReadiness } from '../ops/health.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { Notifier } from '../ops/notifier.ts';
 import { countRepair, repairCounter, spoolGauges } from '../ops/work-metrics.ts';
@@ -63,16 +63,7 @@ async function startMetrics(
   if (!registry) return undefined;
   const histogram = transferDurationHistogram(registry);
   const repairs = repairCounter(registry);
-  const probe = cachedProbe(
-    () =>
-      probeReadiness({
-        redis: ctx.redis,
-        probeKey: ctx.keys.writeProbe(),
-        highWater: ctx.config.redisHighWater,
-        logger: ctx.logger,
-      }),
-    READY_PROBE_INTERVAL_MS,
-  );
+  const probe = contextReadiness(ctx);
   try {
     const server = await serveMetrics(
       registry,

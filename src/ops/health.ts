@@ -26,6 +26,28 @@ export interface ReadinessSource {
 }
 
 /** One probe: PING within 2 s, then whether Redis takes writes. The answer never holds Redis's text. */
+/**
+ * The readiness of a process's Redis, probed at most once per READY_PROBE_INTERVAL_MS whatever the
+ * request rate: the dashboard's /readyz and the worker's metrics port both answer from it.
+ */
+export function contextReadiness(ctx: {
+  redis: RedisClient;
+  keys: { writeProbe(): string };
+  config: { redisHighWater: number };
+  logger: Logger;
+}): () => Promise<Readiness> {
+  return cachedProbe(
+    () =>
+      probeReadiness({
+        redis: ctx.redis,
+        probeKey: ctx.keys.writeProbe(),
+        highWater: ctx.config.redisHighWater,
+        logger: ctx.logger,
+      }),
+    READY_PROBE_INTERVAL_MS,
+  );
+}
+
 export async function probeReadiness(src: ReadinessSource): Promise<Readiness> {
   let timer: NodeJS.Timeout | undefined;
   try {

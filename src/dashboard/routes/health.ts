@@ -3,22 +3,13 @@
 // ops/health.ts, shared with the worker's metrics port.
 import type { FastifyInstance } from 'fastify';
 import type { DashboardDeps } from '../deps.ts';
-import { cachedProbe, probeReadiness, READY_PROBE_INTERVAL_MS } from '../../ops/health.ts';
+import { cachedProbe, contextReadiness, READY_PROBE_INTERVAL_MS } from '../../ops/health.ts';
 
 export { cachedProbe, READY_PROBE_INTERVAL_MS };
 
 export function registerHealth(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
-  const readiness = cachedProbe(
-    () =>
-      probeReadiness({
-        redis: ctx.redis,
-        probeKey: ctx.keys.writeProbe(),
-        highWater: ctx.config.redisHighWater,
-        logger: ctx.logger,
-      }),
-    READY_PROBE_INTERVAL_MS,
-  );
+  const readiness = contextReadiness(ctx);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     const { statusCode, body } = await readiness();
