@@ -288,6 +288,19 @@ const pathField = (name: string) =>
     error: (iss) => `${name}: expected a file path, got ${shown(String(iss.input))}`,
   });
 
+/** A dashboard token: 16+ characters without spaces, not weak; errors name the variable, never the value. */
+function dashboardTokenField(name: string) {
+  return z
+    .string()
+    .refine((t) => t.length >= 16 && !/\s/.test(t), {
+      error: `${name}: expected at least 16 characters without spaces (the value is not shown)`,
+    })
+    .refine((t) => !isWeakToken(t), {
+      error: `${name}: too weak: expected at least ${MIN_DISTINCT_TOKEN_CHARS} distinct characters and no long repeats (generate one with: openssl rand -hex 24; the value is not shown)`,
+    })
+    .optional();
+}
+
 const envSchema = z.object({
   REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:'], REDIS_URL_FORM).default('redis://127.0.0.1:6379'),
   // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in core/redis-target.ts).
@@ -406,26 +419,10 @@ const envSchema = z.object({
       }
       return format;
     }),
-  // A secret: the message never echoes the value, only what is expected.
-  DASHBOARD_TOKEN: z
-    .string()
-    .refine((t) => t.length >= 16 && !/\s/.test(t), {
-      error: 'DASHBOARD_TOKEN: expected at least 16 characters without spaces (the value is not shown)',
-    })
-    .refine((t) => !isWeakToken(t), {
-      error: `DASHBOARD_TOKEN: too weak: expected at least ${MIN_DISTINCT_TOKEN_CHARS} distinct characters and no long repeats (generate one with: openssl rand -hex 24; the value is not shown)`,
-    })
-    .optional(),
-  // The viewer's token: the same rules as DASHBOARD_TOKEN (it reads every page, so it is as worth guessing).
-  DASHBOARD_READ_TOKEN: z
-    .string()
-    .refine((t) => t.length >= 16 && !/\s/.test(t), {
-      error: 'DASHBOARD_READ_TOKEN: expected at least 16 characters without spaces (the value is not shown)',
-    })
-    .refine((t) => !isWeakToken(t), {
-      error: `DASHBOARD_READ_TOKEN: too weak: expected at least ${MIN_DISTINCT_TOKEN_CHARS} distinct characters and no long repeats (generate one with: openssl rand -hex 24; the value is not shown)`,
-    })
-    .optional(),
+  // Secrets: the message never echoes the value, only what is expected. The viewer's token has the
+  // operator's rules (it reads every page, so it is as worth guessing).
+  DASHBOARD_TOKEN: dashboardTokenField('DASHBOARD_TOKEN'),
+  DASHBOARD_READ_TOKEN: dashboardTokenField('DASHBOARD_READ_TOKEN'),
   // Paths of a PEM certificate (chain) and its private key: set both and the dashboard serves HTTPS.
   DASHBOARD_TLS_CERT: z.string().optional(),
   DASHBOARD_TLS_KEY: z.string().optional(),

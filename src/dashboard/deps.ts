@@ -96,6 +96,28 @@ export function learnerIdParam(value: string, param = 'learner id'): number {
   return id;
 }
 
+/**
+ * Learners named as `org:learnerId` (a body's list, a query's ids), grouped by organization in the order
+ * given; a malformed key, an unknown organization or a bad id is a 400 naming `param`.
+ */
+export function learnersByOrg(
+  deps: DashboardDeps,
+  keys: readonly string[],
+  param: string,
+): Map<string, number[]> {
+  const byOrg = new Map<string, number[]>();
+  for (const key of keys) {
+    const colon = key.lastIndexOf(':');
+    if (colon < 1) throw badRequest(`${param}: '${key.slice(0, 80)}' is not org:learnerId`);
+    const org = knownOrg(deps, key.slice(0, colon), param);
+    const id = learnerIdParam(key.slice(colon + 1), param);
+    const ids = byOrg.get(org);
+    if (ids) ids.push(id);
+    else byOrg.set(org, [id]);
+  }
+  return byOrg;
+}
+
 /** A run named in a filter: one whose id fits the rule, or a stored run of an earlier release (src/core/ids.ts). */
 export async function runIdParam(deps: DashboardDeps, value: string, param = 'run'): Promise<string> {
   if (!(await isReadableRunId(value, (id) => deps.ctx.runs.exists(id)))) {

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { cancelLearners, type CancelSummary, type LearnerRef } from '../../ops/cancel.ts';
 import { actorOf } from '../auth.ts';
-import { badRequest, DashboardError, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
+import { badRequest, DashboardError, knownOrg, learnersByOrg, type DashboardDeps } from '../deps.ts';
 
 const MAX_NAMED = 10_000;
 
@@ -58,15 +58,11 @@ export function registerCancel(app: FastifyInstance, deps: DashboardDeps): void 
       );
       return answer(summary);
     }
-    const learners: LearnerRef[] = body.learners.map((key) => {
-      const colon = key.lastIndexOf(':');
-      if (colon < 1) throw badRequest(`learners: '${key.slice(0, 80)}' is not org:learnerId`);
-      return {
-        org: knownOrg(deps, key.slice(0, colon), 'learners'),
-        learnerId: learnerIdParam(key.slice(colon + 1), 'learners'),
-      };
-    });
-    const orgs = [...new Set(learners.map((l) => l.org))];
+    const byOrg = learnersByOrg(deps, body.learners, 'learners');
+    const learners: LearnerRef[] = [...byOrg].flatMap(([org, ids]) =>
+      ids.map((learnerId) => ({ org, learnerId })),
+    );
+    const orgs = [...byOrg.keys()];
     const describe = `learners ${body.learners.slice(0, 10).join(',')}${body.learners.length > 10 ? ',...' : ''}`;
     return answer(await cancelLearners(deps.ctx, { orgs, learners, dryRun, describe }, actorOf(req)));
   });

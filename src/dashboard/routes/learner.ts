@@ -22,6 +22,7 @@ import {
   DashboardError,
   knownOrg,
   learnerIdParam,
+  learnersByOrg,
   mayNotAct,
   notFound,
   pageContext,
@@ -193,16 +194,7 @@ async function learnerStates(
   const keys = (idsParam ?? '').split(',').filter(Boolean);
   if (keys.length === 0) throw badRequest('ids: expected org:learnerId pairs separated by commas');
   if (keys.length > MAX_IDS) throw badRequest(`ids: at most ${MAX_IDS} learners per request`);
-  const byOrg = new Map<string, number[]>();
-  for (const key of keys) {
-    const colon = key.lastIndexOf(':');
-    if (colon < 1) throw badRequest(`ids: '${key.slice(0, 80)}' is not org:learnerId`);
-    const org = knownOrg(deps, key.slice(0, colon), 'ids');
-    const id = learnerIdParam(key.slice(colon + 1), 'ids');
-    const ids = byOrg.get(org);
-    if (ids) ids.push(id);
-    else byOrg.set(org, [id]);
-  }
+  const byOrg = learnersByOrg(deps, keys, 'ids');
   const learners: LearnerOutcome[] = [];
   for (const [org, ids] of byOrg) {
     const records = await ctx.store.getMany(org, ids);

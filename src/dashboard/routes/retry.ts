@@ -18,7 +18,7 @@ import {
 } from '../../ops/retry.ts';
 import { RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
 import { actorOf } from '../auth.ts';
-import { badRequest, DashboardError, knownOrg, learnerIdParam, type DashboardDeps } from '../deps.ts';
+import { badRequest, DashboardError, learnersByOrg, type DashboardDeps } from '../deps.ts';
 import { filterFields, toFailureFilter } from './failures-query.ts';
 
 const MAX_SELECTED = 10_000;
@@ -51,16 +51,7 @@ async function select(
   const { ctx } = deps;
   const selection: RetrySelection = { items: [], skipped: [] };
   if ('learners' in body) {
-    const byOrg = new Map<string, number[]>();
-    for (const key of body.learners) {
-      const colon = key.lastIndexOf(':');
-      if (colon < 1) throw badRequest(`learners: '${key.slice(0, 80)}' is not org:learnerId`);
-      const org = knownOrg(deps, key.slice(0, colon), 'learners');
-      const id = learnerIdParam(key.slice(colon + 1), 'learners');
-      const list = byOrg.get(org);
-      if (list) list.push(id);
-      else byOrg.set(org, [id]);
-    }
+    const byOrg = learnersByOrg(deps, body.learners, 'learners');
     for (const [org, learnerIds] of byOrg)
       merge(selection, await selectRetry(ctx, { orgs: [org], learnerIds }));
     return { selection, filter: { learners: body.learners.length } };
