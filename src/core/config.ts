@@ -656,12 +656,9 @@ export function tokensOf(config: Config, org: string): TokenRef[] {
 
 /** Every token secret of a config, for redaction and for tests that prove none leaked. */
 export function secretsOf(config: Config): string[] {
-  // The proxy's password and the webhook URL too: an error may quote either, and neither may reach a log.
-  return [
-    ...config.tokens.map((t) => t.secret),
-    ...egressSecretsOf(config),
-    ...webhookSecrets(config.notifyWebhookUrl),
-  ];
+  // And the secrets fixed for the process's life (the proxy's password, the webhook URL...): an error
+  // may quote any of them, and none may reach a log.
+  return [...config.tokens.map((t) => t.secret), ...fixedSecretsOf(config)];
 }
 
 /**
