@@ -5,12 +5,12 @@
 // its POST is refused; a --read-only dashboard refuses it too. Never skips: a browser that cannot launch
 // fails it.
 import type { FastifyInstance } from 'fastify';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
-import { launchChromium, POLL } from '../helpers/browser.ts';
+import { launchChromium, pageAs, POLL } from '../helpers/browser.ts';
 import {
   basic,
   csrfFromPage,
@@ -44,27 +44,14 @@ afterAll(async () => {
   await s?.h.close();
 });
 
-async function pageAs(
-  user: string,
-  password: string,
-): Promise<{ page: Page; errors: string[]; close(): Promise<void> }> {
-  const context = await browser.newContext({
-    httpCredentials: { username: user, password },
-    viewport: { width: 1400, height: 900 },
-  });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('dialog', (d) => {
-    errors.push(`native dialog: ${d.message()}`);
-    void d.dismiss();
-  });
+async function signedIn(user: string, password: string) {
+  const { context, page, errors } = await pageAs(browser, user, password, { width: 1400, height: 900 });
   return { page, errors, close: () => context.close() };
 }
 
 describe('cancel from the dashboard', () => {
   it('the viewer sees no withdraw button and its POST is refused', async () => {
-    const { page, close } = await pageAs('someone', READ_TOKEN);
+    const { page, close } = await signedIn('someone', READ_TOKEN);
     try {
       await page.goto(`${base}/`);
       await page.locator(`section[data-run="${waitingRun}"]`).waitFor(POLL);
@@ -88,7 +75,7 @@ describe('cancel from the dashboard', () => {
 
   it('one learner: the dialog says 1, the page shows it cancelled, its job leaves the queue', async () => {
     const id = waiting[0] as number;
-    const { page, errors, close } = await pageAs('alice', DASHBOARD_TOKEN);
+    const { page, errors, close } = await signedIn('alice', DASHBOARD_TOKEN);
     try {
       await page.goto(`${base}/learners/acme/${id}`);
       await page.click('button.cancel-one');
@@ -110,7 +97,7 @@ describe('cancel from the dashboard', () => {
   });
 
   it("a run: the dialog gives the count of learners not called yet; dismissed, nothing changes; confirmed, they are cancelled by the dashboard's author", async () => {
-    const { page, errors, close } = await pageAs('alice', DASHBOARD_TOKEN);
+    const { page, errors, close } = await signedIn('alice', DASHBOARD_TOKEN);
     try {
       await page.goto(`${base}/`);
       const card = page.locator(`section[data-run="${waitingRun}"]`);

@@ -7,12 +7,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
-import { launchChromium, POLL } from '../helpers/browser.ts';
+import { launchChromium, pageAs, POLL } from '../helpers/browser.ts';
 import { ROOT } from '../helpers/cli.ts';
 import {
   DASHBOARD_TOKEN,
@@ -42,24 +42,7 @@ afterAll(async () => {
   await s?.h.close();
 });
 
-async function as(
-  username: string,
-  password: string,
-): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-  const context = await browser.newContext({
-    httpCredentials: { username, password },
-    viewport: { width: 1280, height: 900 },
-  });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  // No window.confirm any more: a native dialog would fail the test.
-  page.on('dialog', (d) => {
-    errors.push(`native dialog: ${d.message()}`);
-    void d.dismiss();
-  });
-  return { context, page, errors };
-}
+const as = (username: string, password: string) => pageAs(browser, username, password);
 
 const rowOf = (page: Page, id: number) => page.locator(`tr[data-learner="acme:${id}"]`);
 

@@ -1,7 +1,7 @@
 // Chromium for the dashboard's browser tests: Debian's /usr/bin/chromium (installed by .ci/run), driven
 // by playwright-core, headless and without a sandbox (tests run as root). A missing browser fails the
 // test loudly: a browser test that cannot run proves nothing.
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
@@ -24,4 +24,25 @@ const CHROMIUM_ARGS = [
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+}
+
+/**
+ * A page signed in with basic auth as `username`/`password`, and the page errors it raised. A native
+ * dialog (window.confirm, alert) is recorded as an error and dismissed: the dashboard asks in-page.
+ */
+export async function pageAs(
+  browser: Browser,
+  username: string,
+  password: string,
+  viewport = { width: 1280, height: 900 },
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({ httpCredentials: { username, password }, viewport });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('dialog', (d) => {
+    errors.push(`native dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  return { context, page, errors };
 }
