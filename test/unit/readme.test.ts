@@ -64,6 +64,14 @@ describe('README', () => {
     expect(quick).toContain('npm test');
   });
 
+  it('names every Debian package that CI installs for the tests', () => {
+    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
+    const packages = [...ci.matchAll(/need_apt\+=\(([a-z-]+)\)/g)].map((m) => m[1] as string);
+    expect(packages.length).toBeGreaterThanOrEqual(5);
+    const quick = section('Quick start');
+    for (const p of packages) expect(quick, `Debian package ${p}`).toContain(`\`${p}\``);
+  });
+
   it('is a short entry page with a table of contents whose links all land', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
     const contents = section('Contents');
