@@ -84,10 +84,17 @@ export function newTally(): Tally {
 /**
  * Adds one run to the tally. A file that failed outside its tests (an import error, a hook) counts as
  * a failed test named after the file; a run with no report at all (vitest crashed) as one named `(run)`.
+ * Returns a line for each test that failed in this run.
  */
-export function addRun(tally: Tally, report: JsonReport | undefined, exitCode: number, output: string): void {
+export function addRun(
+  tally: Tally,
+  report: JsonReport | undefined,
+  exitCode: number,
+  output: string,
+): string[] {
   tally.runs++;
   let failed = exitCode !== 0;
+  const failing: string[] = [];
   const note = (name: string, ok: boolean, failure: string | undefined) => {
     const t = tally.tests.get(name) ?? { passed: 0, ran: 0 };
     t.ran++;
@@ -95,6 +102,7 @@ export function addRun(tally: Tally, report: JsonReport | undefined, exitCode: n
     else {
       failed = true;
       t.firstFailure ??= failure ?? '(no message)';
+      failing.push(`${name}: ${(failure ?? '(no message)').split('\n')[0]?.slice(0, 200)}`);
     }
     tally.tests.set(name, t);
   };
@@ -108,6 +116,7 @@ export function addRun(tally: Tally, report: JsonReport | undefined, exitCode: n
       note(`${file.name} (outside its tests)`, false, file.message);
   }
   if (failed) tally.failedRuns++;
+  return failing;
 }
 
 /** The summary: one line per test (failing tests first), then each failing test's first failure. */
@@ -136,7 +145,8 @@ function vitestRun(o: RepeatOptions, outFile: string, children: Set<ChildProcess
   if (o.testName) args.push('-t', o.testName);
   args.push(...o.vitestArgs);
   return new Promise<{ code: number; output: string }>((resolve) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // A process group of its own: a stop kills vitest with its workers and everything they started.
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     children.add(child);
     let output = '';
     const keep = (b: Buffer) => {
@@ -166,7 +176,14 @@ export async function repeat(o: RepeatOptions, log: (line: string) => void = con
   const children = new Set<ChildProcess>();
   const burners = startBurners(o.load);
   const stop = () => {
-    for (const c of [...burners, ...children]) c.kill('SIGKILL');
+    for (const c of burners) c.kill('SIGKILL');
+    for (const c of children) {
+      try {
+        process.kill(-(c.pid as number), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
   };
   const onSignal = (signal: NodeJS.Signals) => {
     stop();
@@ -182,9 +199,10 @@ export async function repeat(o: RepeatOptions, log: (line: string) => void = con
       const started = Date.now();
       const outFile = join(dir, `run-${i}.json`);
       const { code, output } = await vitestRun(o, outFile, children);
-      addRun(tally, readReport(outFile), code, output);
+      const failing = addRun(tally, readReport(outFile), code, output);
       const s = ((Date.now() - started) / 1000).toFixed(1);
       log(`run ${i}/${o.times}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${s} s`);
+      for (const line of failing) log(`  ${line}`);
     }
   } finally {
     stop();
