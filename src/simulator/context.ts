@@ -24,6 +24,8 @@ export interface SimContext {
   repeatMode: RepeatMode;
   /** Seeded coin for repeatMode 'mixed'. */
   readonly repeatRandom: Random;
+  /** While set (Simulator.holdAnswers), transfer answers wait for it: their calls stay in flight. */
+  answersHeld?: Promise<void>;
 }
 
 export async function sleep(ms: number): Promise<void> {

@@ -72,6 +72,12 @@ export interface Simulator {
   }): number;
   /** Test hook: removes a learner from the list; later learners shift one position back. */
   removeLearner(id: number): boolean;
+  /**
+   * Test hook: from now on, transfer calls are received and handled but not answered (they stay in
+   * flight, status 0 in the record) until the returned function is called. Lets a test inject a fault
+   * that is sure to meet calls in flight, however slow the machine. Releasing twice does nothing.
+   */
+  holdAnswers(): () => void;
 }
 
 function checkOrganizations(orgs: readonly SimOrg[]): void {
@@ -99,6 +105,19 @@ function checkLimits(limits: SimLimits | undefined): void {
       );
     }
   }
+}
+
+/** Simulator.holdAnswers: the transfer route waits on ctx.answersHeld until it is released. */
+function holdAnswers(ctx: SimContext): () => void {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = () => {
+      if (ctx.answersHeld === held) ctx.answersHeld = undefined;
+      resolve();
+    };
+  });
+  ctx.answersHeld = held;
+  return release;
 }
 
 export function createSimulator(options: SimulatorOptions = {}): Simulator {
@@ -176,5 +195,6 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       });
     },
     removeLearner: (id) => ctx.state.removeLearner(id),
+    holdAnswers: () => holdAnswers(ctx),
   };
 }

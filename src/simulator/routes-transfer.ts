@@ -96,6 +96,7 @@ export function registerTransferRoute(app: FastifyInstance, ctx: SimContext): vo
     const who = identify(ctx, request);
     const answer = isAnswer(who) ? who : handle(ctx, entry, who, learnerId, rawId);
     await sleep(ctx.faults.latencyAfter());
+    while (ctx.answersHeld) await ctx.answersHeld;
     emit(entry, request, reply, answer);
     return reply;
   });

@@ -11,10 +11,11 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type CliResult, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
-import { atStake, expectAtStake, type AtStake } from '../helpers/at-stake.ts';
+import { atStake, callsInFlight, expectAtStake, type AtStake } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
+import type { RequestRecord } from '../../src/simulator/index.ts';
 import { waitFor, waitForCount, waitUntil } from '../helpers/wait.ts';
 
 const servers: OwnRedis[] = [];
@@ -88,42 +89,61 @@ async function startRun(redisUrl: string, tag: string): Promise<{ harness: Harne
 
 const patches = (harness: Harness) => harness.sim.record.filter((r) => r.method === 'PATCH');
 
-/** Waits (failing the test if they never come) for `n` transfer calls and, then, one call in flight. */
-async function waitForCalls(harness: Harness, n: number): Promise<void> {
-  await waitForCount('transfer calls at the service', () => patches(harness).length, n);
-  await waitForCount(
-    'transfer calls in flight',
-    () => patches(harness).filter((r) => r.status === 0).length,
-    1,
-  );
+/**
+ * Waits (failing the test if they never come) for `n` transfer calls, then holds the service's answers
+ * and waits for a call in flight: the calls in flight stay so until the returned release is called, so a
+ * fault injected before it is sure to meet them, however slow the machine (a call in flight lasts only
+ * the service's 30-120 ms latency otherwise, and the run could even end before the fault is in).
+ */
+async function holdCallsInFlight(harness: Harness, n: number): Promise<() => void> {
+  await waitForCount('transfer calls at the service', () => patches(harness).length, n, {
+    // Two `work` processes starting: seconds on a machine as busy as a CI runner can be.
+    timeoutMs: 120_000,
+  });
+  const release = harness.sim.holdAnswers();
+  try {
+    await waitForCount('transfer calls in flight', () => callsInFlight(harness.sim), 1);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  return release;
 }
 
 /**
  * Runs two workers, refuses writes mid-run for `holdMs`, restores, and checks everything. `refuse` calls
  * `refused()` at the moment Redis starts refusing (in the same tick as the command that does it, or as
  * the check that sees it take effect): what was at stake then is asserted, and the calls the service
- * received from that moment until the restore are the calls sent while Redis refused.
+ * received from that moment until the restore are the calls sent while Redis refused. The service holds
+ * its answers from a moment with a call in flight until `refused()`: keep `refuse` short before it
+ * (under the 1.5 s request timeout); `prepare` runs before the workers start.
  */
 async function refusalRun(
   redis: OwnRedis,
   tag: string,
   refuse: (admin: Redis, refused: () => void) => Promise<void>,
   restore: (admin: Redis) => Promise<void>,
-  holdMs = 6000,
+  { holdMs = 6000, prepare }: { holdMs?: number; prepare?: (admin: Redis) => Promise<void> } = {},
 ): Promise<Figures> {
   const { harness, ids } = await startRun(redis.url, tag);
   h = harness;
   const admin = new Redis(redis.url, { maxRetriesPerRequest: null });
   admin.on('error', () => {});
   try {
+    await prepare?.(admin);
     const workers = [0, 1].map(() =>
       spawnCli(['work', '--until-idle', '--concurrency', String(CONCURRENCY)], harness.env),
     );
-    await waitForCalls(harness, 30);
+    const release = await holdCallsInFlight(harness, 30);
     let stake: AtStake | undefined;
-    await refuse(admin, () => {
-      stake = atStake(harness.sim, ids, `the refusal (${tag})`);
-    });
+    try {
+      await refuse(admin, () => {
+        stake = atStake(harness.sim, ids, `the refusal (${tag})`);
+        release();
+      });
+    } finally {
+      release();
+    }
     if (!stake) throw new Error(`${tag}: refuse() never said when the refusal began`);
     expectAtStake(stake);
     await sleep(Math.max(0, stake.at + holdMs - Date.now()));
@@ -255,8 +275,6 @@ describe('Redis refuses writes mid-run', () => {
       redis,
       'ref-misconf',
       async (admin, refused) => {
-        await admin.config('SET', 'dir', gone);
-        rmSync(gone, { recursive: true, force: true });
         await idle(admin);
         await admin.bgsave();
         // Writes are refused from the moment the save has failed.
@@ -279,6 +297,13 @@ describe('Redis refuses writes mid-run', () => {
           (info) => /rdb_last_bgsave_status:ok/.test(info),
           { timeoutMs: 10_000 },
         );
+      },
+      {
+        // Nothing is refused until a save fails (the save point never fires within the test).
+        prepare: async (admin) => {
+          await admin.config('SET', 'dir', gone);
+          rmSync(gone, { recursive: true, force: true });
+        },
       },
     );
   }, 240_000);
@@ -375,12 +400,19 @@ describe('Redis refuses writes mid-run', () => {
     h = harness;
     const admin = new Redis(redis.url);
     const workers = [0, 1].map(() => spawnCli(['work', '--concurrency', '5'], harness.env));
-    await waitForCalls(harness, 30);
-    const limit = String(Math.max(1_048_576, Math.floor((await usedMemory(admin)) * 0.8)));
-    const stake = atStake(harness.sim, ids, 'the refusal before the SIGKILL');
-    const caught = patches(harness).filter((r) => r.status === 0);
-    let count = patches(harness).length;
-    await admin.config('SET', 'maxmemory', limit);
+    const release = await holdCallsInFlight(harness, 30);
+    let stake: AtStake;
+    let caught: RequestRecord[];
+    let count: number;
+    try {
+      const limit = String(Math.max(1_048_576, Math.floor((await usedMemory(admin)) * 0.8)));
+      stake = atStake(harness.sim, ids, 'the refusal before the SIGKILL');
+      caught = patches(harness).filter((r) => r.status === 0);
+      count = patches(harness).length;
+      await admin.config('SET', 'maxmemory', limit);
+    } finally {
+      release();
+    }
     expectAtStake(stake);
     // Let the calls in flight be answered and their 200s reach the spool (the record cannot be written),
     // then kill both workers. A call admitted just before the refusal may go out just after it (its permit

@@ -3,6 +3,7 @@
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let sim: Simulator | undefined;
 afterEach(async () => {
@@ -140,6 +141,24 @@ describe('simulator: faults', () => {
     expect(sim?.ownerChanges(2)).toBe(0);
     sim?.setFaults({});
     expect((await transfer(2)).status).toBe(200);
+  });
+
+  it('holds transfer answers while asked: the calls stay in flight until released', async () => {
+    const s = await start({});
+    const release = s.holdAnswers();
+    const calls = [transfer(2), transfer(5)];
+    await waitFor(
+      'both calls received and held',
+      () => s.record.filter((r) => r.method === 'PATCH'),
+      (rs) => rs.length === 2 && rs.every((r) => r.countedAt !== undefined),
+    );
+    // Handled (counted, the effect applied), not answered: in flight for as long as the hold lasts.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(s.record.map((r) => r.status)).toEqual([0, 0]);
+    release();
+    expect((await Promise.all(calls)).map((c) => c.status)).toEqual([200, 200]);
+    release(); // twice does nothing
+    expect((await transfer(8)).status).toBe(200);
   });
 
   it('rejects fault settings out of range, naming the field', async () => {
