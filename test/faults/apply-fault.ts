@@ -47,14 +47,20 @@ export function moved(stage: Stage): number {
 }
 
 /**
- * Waits (at most `ms`) for a moment with a call in flight, so that a kill or a freeze hits one: the time
- * moves, what is drawn does not.
+ * Waits for a moment with a call in flight, so that a kill or a freeze hits one: the time moves, what is
+ * drawn does not. The service holds its answers from then until the returned release is called (once
+ * the signal is delivered), so the calls seen in flight are still in flight when it falls, however
+ * slow the machine. Gives up only when every learner has moved or after `ms` (a Redis that refuses
+ * writes holds new calls back for as long as it refuses, and the gate takes a moment to open after).
  */
-async function aim(stage: Stage, a: Applied, ms: number): Promise<void> {
+async function aim(stage: Stage, a: Applied, ms: number): Promise<() => void> {
   const from = Date.now();
-  while (inFlight(stage) === 0 && Date.now() - from < ms) await sleep(5);
+  const release = stage.h.sim.holdAnswers();
+  const movable = stage.run.movable.length;
+  while (inFlight(stage) === 0 && moved(stage) < movable && Date.now() - from < ms) await sleep(5);
   a.inFlight = inFlight(stage);
   if (Date.now() - from > 5) a.notes.push(`aimed ${Date.now() - from} ms for a call in flight`);
+  return release;
 }
 
 async function worker(stage: Stage, e: FaultEvent, a: Applied): Promise<void> {
@@ -63,16 +69,21 @@ async function worker(stage: Stage, e: FaultEvent, a: Applied): Promise<void> {
     a.notes.push(`worker ${slot + 1} was not running`);
     return;
   }
-  await aim(stage, a, 4000);
+  const release = await aim(stage, a, stage.run.requestTimeoutMs + 10_000);
   if (e.kind === 'worker-stop') {
     await stage.slots.signal(slot, 'SIGSTOP');
+    release();
     a.effective = true;
     await sleep(e.ms);
     await stage.slots.signal(slot, 'SIGCONT');
     return;
   }
   const signal = e.kind === 'worker-kill' ? 'SIGKILL' : 'SIGTERM';
-  const exit = await stage.slots.signal(slot, signal, stage.run.requestTimeoutMs + 15_000);
+  // The signal is sent before signal() returns its promise: the answers go on from there (a SIGTERM
+  // waits for the calls in flight to end).
+  const exiting = stage.slots.signal(slot, signal, stage.run.requestTimeoutMs + 15_000);
+  release();
+  const exit = await exiting;
   a.effective = exit?.signal === 'SIGKILL' || (signal === 'SIGTERM' && exit !== undefined);
   a.notes.push(`exit code ${exit?.code} signal ${exit?.signal}`);
   await sleep(e.ms);
