@@ -100,6 +100,25 @@ export function createRedis(target: RedisTarget, name = 'learner-transfer'): Red
   }
 }
 
+/**
+ * Resolves when a SUBSCRIBE sent now cannot come before the connection's ready check. Between the socket's
+ * connect and ready, ioredis writes a command that Redis allows while loading (SUBSCRIBE is one) at once,
+ * while its ready check's INFO waits for the handshake's CLIENT SETNAME answer: the INFO then falls in
+ * subscriber mode and fails, the connection is dropped, and the subscription is lost with it
+ * (redis/ioredis#2037; test/integration/redis-subscribe-handshake.test.ts). Outside that window a command
+ * is either sent on a ready connection or queued until the ready check is done.
+ */
+export function subscribeReady(redis: RedisClient): Promise<void> {
+  if (redis.status !== 'connect') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      for (const event of ['ready', 'close', 'end']) redis.off(event, done);
+      resolve();
+    };
+    for (const event of ['ready', 'close', 'end']) redis.on(event, done);
+  });
+}
+
 /** The connections to every master: one for a single server or Sentinel, each master of a cluster. */
 export function masters(redis: RedisClient): Redis[] {
   return isCluster(redis) ? redis.nodes('master') : [redis];

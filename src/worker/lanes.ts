@@ -14,7 +14,7 @@ import type { Worker } from 'bullmq';
 import type { Logger } from '../core/log.ts';
 import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';
 import type { LaneJobs } from '../queue/lane-state.ts';
-import type { RedisClient } from '../redis/client.ts';
+import { subscribeReady, type RedisClient } from '../redis/client.ts';
 
 export interface AttachedWorker {
   worker: Worker;
@@ -143,6 +143,7 @@ export class LaneDispatcher {
     subscriber.on('ready', this.#onReady);
     // One subscription per organization's channel, not a pattern: an ACL's &PREFIX:* grants these
     // (PSUBSCRIBE would need its pattern granted literally). Idle, a subscription costs nothing.
+    await subscribeReady(subscriber);
     await subscriber.subscribe(this.#o.lanesChannel);
     await this.#subscribe();
     this.#started = true;
@@ -191,9 +192,14 @@ export class LaneDispatcher {
     const removed = [...this.#channels.keys()].filter((c) => !next.has(c));
     this.#channels = next;
     const { subscriber } = this.#o;
-    for (let i = 0; i < added.length; i += 1000) await subscriber.subscribe(...added.slice(i, i + 1000));
-    for (let i = 0; i < removed.length; i += 1000)
+    for (let i = 0; i < added.length; i += 1000) {
+      await subscribeReady(subscriber);
+      await subscriber.subscribe(...added.slice(i, i + 1000));
+    }
+    for (let i = 0; i < removed.length; i += 1000) {
+      await subscribeReady(subscriber);
       await subscriber.unsubscribe(...removed.slice(i, i + 1000));
+    }
   }
 
   /**
