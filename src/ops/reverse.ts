@@ -155,7 +155,7 @@ async function auditOf(
         a.unreadable = String((e.result as { reason?: unknown }).reason ?? 'not JSON');
       else if (e.kind === 'transfer' && (r.x ? e.transferId === r.x : e.runId === r.r)) {
         const revoked = revokedOf(e.result);
-        if (revoked) a.revoked = [...(a.revoked ?? []), ...revoked];
+        if (revoked) a.revoked = (a.revoked ?? []).concat(revoked);
       }
     }
   }
@@ -228,15 +228,18 @@ function sortCandidates(candidates: readonly Candidate[], audit: Map<string, Lea
   const s: Sorted = { moves: new Map(), unknown: [], check: [] };
   for (const c of candidates) {
     const r = c.record;
+    // Moved by us, from where no one knows: first of all unknown (its audit says what it revoked).
+    if (r.b === 'transferred' && r.po === undefined) {
+      s.unknown.push([c.org, c.learnerId, r.r, r.b, r.x ?? '', UNKNOWN_WHY]);
+      continue;
+    }
     const why = checkWhy(c, audit.get(`${c.org}\u0000${c.learnerId}`));
     if (why !== undefined) {
       s.check.push([c.org, c.learnerId, r.r, r.b, r.po ?? '', r.x ?? '', why]);
-    } else if (r.b !== 'transferred') {
-      continue;
-    } else if (r.po === undefined) {
-      s.unknown.push([c.org, c.learnerId, r.r, r.b, r.x ?? '', UNKNOWN_WHY]);
-    } else {
-      s.moves.set(r.po, [...(s.moves.get(r.po) ?? []), c]);
+    } else if (r.b === 'transferred' && r.po !== undefined) {
+      const list = s.moves.get(r.po) ?? [];
+      list.push(c);
+      s.moves.set(r.po, list);
     }
   }
   return s;

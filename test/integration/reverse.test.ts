@@ -177,3 +177,159 @@ describe('report --reverse: a round trip on the simulator', () => {
     for (const id of plain) expect(h.sim.learner(id)?.organizationId).toBe(ORG_ID.acme);
   });
 });
+
+describe('the previous organization: kept where the list is read, through retries; apart when unknown', () => {
+  let g: Harness;
+  beforeAll(async () => {
+    g = await startHarness({
+      tag: 'reverse-po',
+      sim: { learners: 60, forbiddenLearnerIds: [5] },
+      env: { LOG_LEVEL: 'warn', LEARNER_API_TOKENS: 'acme:sim-acme-1,beta:sim-beta-1' },
+    });
+  });
+  afterAll(async () => {
+    await g?.close();
+  });
+  const po = async (id: number) => (await g.ctx.store.get('acme', id))?.po;
+
+  it('crawl, reconcile and plan --check --apply keep it; a waiting learner takes it; a retry keeps it', async () => {
+    const crawl = await runCommand(
+      ['crawl', '--org', 'acme', '--target-org-id', '1', '--from-org', '3', '--limit', '2', '--quiet'],
+      g.env,
+    );
+    expect(crawl.code, crawl.stderr).toBe(0);
+    expect([await po(3), await po(6)]).toEqual([3, 3]);
+
+    const desired = g.writeFile('desired.csv', 'learnerId,org\n8,acme\n11,acme\n');
+    await runReconcile(g.ctx, { file: desired, orgIds: { acme: 1, beta: 2 }, outDir: join(g.dir, 'rec') });
+    expect([await po(8), await po(11)]).toEqual([2, 2]);
+
+    // Enqueued from a plain CSV first (nothing read), then checked with --apply while it waits.
+    await g.enqueueIds([14]);
+    expect(await po(14)).toBeUndefined();
+    const csv = g.writeFile('check.csv', 'learnerId\n14\n5\n');
+    const applied = await runCommand(
+      ['plan', '--check', '--csv', csv, '--org', 'acme', '--target-org-id', '1', '--apply', '--quiet'],
+      g.env,
+    );
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(await g.ctx.store.get('acme', 14)).toMatchObject({ b: 'queued', po: 2 });
+
+    await g.workUntilIdle();
+    for (const [id, org] of [
+      [3, 3],
+      [6, 3],
+      [8, 2],
+      [11, 2],
+      [14, 2],
+    ] as const) {
+      expect(await g.ctx.store.get('acme', id), `learner ${id}`).toMatchObject({ b: 'transferred', po: org });
+    }
+    // Learner 5 is refused: re-queued by retry (a re-opened record), refused again, compacted again.
+    expect(await g.ctx.store.get('acme', 5)).toMatchObject({ b: 'forbidden', po: 2 });
+    const retry = await runCommand(['retry', '--status', 'forbidden', '--learner', '5'], g.env);
+    expect(retry.code, retry.stderr).toBe(0);
+    expect(await g.ctx.store.get('acme', 5)).toMatchObject({ b: 'queued', po: 2 });
+    await g.workUntilIdle();
+    expect(await g.ctx.store.get('acme', 5)).toMatchObject({ b: 'forbidden', po: 2, a: 2 });
+  });
+
+  it("lists a previous release's record as unknown, and a possible repeat and an unreadable answer to check by hand", async () => {
+    const runId = 'r-20261128-reverse01';
+    await g.ctx.runs.create({ id: runId, kind: 'csv', source: 'old.csv', orgs: ['acme'] });
+    // A record as the previous release (0781d00) wrote it: compacted, with no previous organization.
+    const old = {
+      b: 'transferred',
+      r: runId,
+      q: 1764000000000,
+      t: 1764000000100,
+      src: 'old.csv:2',
+      s: 200,
+      a: 1,
+      x: 'trf_previous_release',
+      k: 'acme#1',
+      f: '1764000000100-0',
+      ah: ['0123456789'],
+    };
+    await g.ctx.redis.hset(g.ctx.keys.outcomes('acme'), '20', JSON.stringify(old));
+    expect(await g.ctx.store.get('acme', 20)).toMatchObject({ b: 'transferred', x: 'trf_previous_release' });
+
+    // A possible repeat: no answer, then "already in the organization".
+    const mark = (learnerId: number, previousOrgId: number) =>
+      g.ctx.store.markQueued([
+        { org: 'acme', learnerId, runId, source: 'x.csv:1', force: false, previousOrgId },
+      ]);
+    const at = Date.now();
+    await mark(23, 2);
+    await g.ctx.store.finish({
+      org: 'acme',
+      learnerId: 23,
+      runId,
+      at,
+      attemptId: 'rev-23-1',
+      update: { b: 'retrying', c: 'network-error', d: 5, n: 1 },
+    });
+    const repeat = await g.ctx.store.finish({
+      org: 'acme',
+      learnerId: 23,
+      runId,
+      at: at + 1,
+      attemptId: 'rev-23-2',
+      update: { b: 'already-in-org', c: 'already-in-org', s: 400, d: 5, n: 1 },
+    });
+    expect(repeat.possibleRepeat).toBe(true);
+    // An unreadable answer after the attempts: the transfer may have happened.
+    await mark(26, 2);
+    await g.ctx.store.finish({
+      org: 'acme',
+      learnerId: 26,
+      runId,
+      at,
+      attemptId: 'rev-26-1',
+      update: { b: 'bad-response', c: 'bad-response', s: 200, d: 5, n: 1 },
+      audit: {
+        key: 'a:rev-26-1',
+        transferId: '',
+        raw: '{"success":tr',
+        kind: 'unreadable',
+        reason: 'cut body',
+      },
+    });
+
+    const dir = join(g.dir, 'reverse');
+    const rev = await runCommand(['report', '--reverse', dir, '--run', runId], g.env);
+    expect(rev.code, rev.stderr).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual(['check-by-hand.csv', 'regrant.csv', 'unknown.csv']);
+    expect(rev.stdout).toMatch(/nothing to move back/);
+    const unknown = csvRows(join(dir, 'unknown.csv'));
+    expect(unknown.slice(1).map((r) => r.slice(0, 5))).toEqual([
+      ['acme', '20', runId, 'transferred', 'trf_previous_release'],
+    ]);
+    expect(unknown[1]?.join(',')).toMatch(/previous organization not recorded/);
+    const check = csvRows(join(dir, 'check-by-hand.csv')).slice(1);
+    check.sort((a, b) => Number(a[1]) - Number(b[1]));
+    expect(check.map((r) => r.slice(0, 5))).toEqual([
+      ['acme', '23', runId, 'already-in-org', '2'],
+      ['acme', '26', runId, 'bad-response', '2'],
+    ]);
+    expect(check[0]?.join(',')).toMatch(/possible repeat: .*got no answer/);
+    expect(check[1]?.join(',')).toMatch(/unreadable answer \(cut body\): the transfer may have happened/);
+    expect(csvRows(join(dir, 'regrant.csv'))).toHaveLength(1);
+    for (const f of readdirSync(dir)) expect(mode(join(dir, f)), f).toBe(0o600);
+  });
+
+  it('refuses --reverse without a run or organization, and with the flags of a plain report', async () => {
+    const none = await runCommand(['report', '--reverse', join(g.dir, 'x')], g.env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/--reverse DIR needs --run ID or --org KEY/);
+    const split = await runCommand(
+      ['report', '--reverse', join(g.dir, 'x'), '--org', 'acme', '--split', 'y'],
+      g.env,
+    );
+    expect(split.code).toBe(2);
+    expect(split.stderr).toMatch(/--reverse cannot take --split/);
+    const alone = await runCommand(['report', '--org-id', 'beta=2'], g.env);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--org-id go with --reverse DIR only/);
+  });
+});
