@@ -224,10 +224,37 @@ interface Sorted {
   check: unknown[][];
 }
 
-function sortCandidates(candidates: readonly Candidate[], audit: Map<string, LearnerAudit>): Sorted {
+/**
+ * Learners claimed by another organization now (moved there after the run: a reverse enqueued already,
+ * or another run): by `org\0learnerId`, the holder. Moving them "back" would move them from there.
+ */
+async function movedSince(ctx: AppContext, candidates: readonly Candidate[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < candidates.length; i += 1000) {
+    const chunk = candidates.slice(i, i + 1000);
+    const holders = await ctx.claims.holders(chunk.map((c) => c.learnerId));
+    chunk.forEach((c, j) => {
+      const holder = holders[j];
+      if (holder !== undefined && holder !== c.org) out.set(`${c.org}\u0000${c.learnerId}`, holder);
+    });
+  }
+  return out;
+}
+
+function sortCandidates(
+  candidates: readonly Candidate[],
+  audit: Map<string, LearnerAudit>,
+  moved: Map<string, string>,
+): Sorted {
   const s: Sorted = { moves: new Map(), unknown: [], check: [] };
   for (const c of candidates) {
     const r = c.record;
+    const holder = moved.get(`${c.org}\u0000${c.learnerId}`);
+    if (holder !== undefined && (r.b === 'transferred' || r.pr === 1)) {
+      const why = `claimed by ${holder} now (moved there after this run): not moved again from here`;
+      s.check.push([c.org, c.learnerId, r.r, r.b, r.po ?? '', r.x ?? '', why]);
+      continue;
+    }
     // Moved by us, from where no one knows: first of all unknown (its audit says what it revoked).
     if (r.b === 'transferred' && r.po === undefined) {
       s.unknown.push([c.org, c.learnerId, r.r, r.b, r.x ?? '', UNKNOWN_WHY]);
@@ -253,8 +280,9 @@ export async function writeReverse(ctx: AppContext, o: ReverseOptions): Promise<
   // Every fixed target is checked before any file is started: one planted link refuses the whole reverse.
   for (const file of Object.values(fixed)) assertPrivateTarget(file);
   const candidates = await candidatesOf(ctx, o);
+  const moved = await movedSince(ctx, candidates);
   const audit = await auditOf(ctx, candidates, o.archiveDir ?? ctx.config.auditArchiveDir);
-  const sorted = sortCandidates(candidates, audit);
+  const sorted = sortCandidates(candidates, audit, moved);
   const keys = await keysById(ctx, o.orgIds ?? {});
   const targets: ReverseTarget[] = [];
   const regrant: unknown[][] = [];

@@ -175,6 +175,17 @@ describe('report --reverse: a round trip on the simulator', () => {
       expect(h.sim.transfersOf(id)).toHaveLength(2);
     }
     for (const id of plain) expect(h.sim.learner(id)?.organizationId).toBe(ORG_ID.acme);
+
+    // A second reverse of the same run moves nobody again: they are claimed by beta and gamma now.
+    const again = join(h.dir, 'reverse-again');
+    const rev2 = await runCommand(['report', '--reverse', again, '--run', runId], h.env);
+    expect(rev2.code, rev2.stderr).toBe(0);
+    expect(rev2.stdout).toMatch(/nothing to move back/);
+    const claimed = csvRows(join(again, 'check-by-hand.csv')).slice(1);
+    expect(claimed.map((r) => Number(r[1])).sort((a, b) => a - b)).toEqual(
+      [...first, ...second].sort((a, b) => a - b),
+    );
+    expect(claimed.every((r) => /claimed by (beta|gamma) now/.test(r.join(',')))).toBe(true);
   });
 });
 
