@@ -2,7 +2,15 @@
 // (plan --check --apply, crawl, reconcile) and through retries; `report --reverse DIR` writes what moving
 // a run back takes, and the files it writes move every learner back on the simulator, with regrant.csv
 // holding exactly the authorizations the simulator revoked (from the stream and the archive).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditArchiver } from '../../src/ops/audit-archive.ts';
@@ -327,6 +335,21 @@ describe('the previous organization: kept where the list is read, through retrie
     expect(check[1]?.join(',')).toMatch(/unreadable answer \(cut body\): the transfer may have happened/);
     expect(csvRows(join(dir, 'regrant.csv'))).toHaveLength(1);
     for (const f of readdirSync(dir)) expect(mode(join(dir, f)), f).toBe(0o600);
+  });
+
+  it('refuses a link planted at one of its files before it writes any (exit 2, the path named)', async () => {
+    const dir = join(g.dir, 'planted');
+    mkdirSync(dir);
+    const victim = join(g.dir, 'someone-elses.csv');
+    writeFileSync(victim, 'theirs\n', { mode: 0o644 });
+    chmodSync(victim, 0o644);
+    symlinkSync(victim, join(dir, 'regrant.csv'));
+    const r = await runCommand(['report', '--reverse', dir, '--org', 'acme'], g.env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${join(dir, 'regrant.csv')} is a symbolic link`);
+    expect(readFileSync(victim, 'utf8')).toBe('theirs\n');
+    expect(mode(victim)).toBe(0o644);
+    expect(readdirSync(dir)).toEqual(['regrant.csv']);
   });
 
   it('refuses --reverse without a run or organization, and with the flags of a plain report', async () => {
