@@ -14,6 +14,7 @@ import {
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditArchiver } from '../../src/ops/audit-archive.ts';
+import { appendMember, archiveLine, dayFile, dayOf } from '../../src/ops/audit-archive-file.ts';
 import { applyPreflight } from '../../src/ops/preflight-apply.ts';
 import { runPreflight } from '../../src/ops/preflight.ts';
 import { runReconcile } from '../../src/ops/reconcile.ts';
@@ -253,7 +254,7 @@ describe('the previous organization: kept where the list is read, through retrie
     expect(await g.ctx.store.get('acme', 5)).toMatchObject({ b: 'forbidden', po: 2, a: 2 });
   });
 
-  it("lists a previous release's record as unknown, and a possible repeat and an unreadable answer to check by hand", async () => {
+  it("lists a previous release's record as unknown, a possible repeat and an unreadable answer to check by hand, and reads the previous release's audit format from the archive", async () => {
     const runId = 'r-20261128-reverse01';
     await g.ctx.runs.create({ id: runId, kind: 'csv', source: 'old.csv', orgs: ['acme'] });
     // A record as the previous release (0781d00) wrote it: compacted, with no previous organization.
@@ -315,11 +316,69 @@ describe('the previous organization: kept where the list is read, through retrie
       },
     });
 
+    // A transfer whose audit the previous release wrote (field `result`, no `raw`), archived since.
+    await mark(29, 3);
+    await g.ctx.store.finish({
+      org: 'acme',
+      learnerId: 29,
+      runId,
+      at,
+      attemptId: 'rev-29-1',
+      update: { b: 'transferred', c: 'transferred', s: 200, x: 'trf_old_format', d: 5, n: 1 },
+    });
+    const archive = join(g.dir, 'archive');
+    const revoked = {
+      userId: 4242,
+      email: 'ada.berg7@example.test',
+      name: 'Ada Berg',
+      role: 'teacher',
+      authorizedAt: '2025-03-04T05:06:07.123456Z',
+      authorizedById: 1234,
+    };
+    const oldId = `${at - 3_600_000}-0`;
+    await appendMember(
+      dayFile(archive, 'acme', dayOf(oldId)),
+      archiveLine('acme', {
+        id: oldId,
+        fields: {
+          learnerId: '29',
+          runId,
+          transferId: 'trf_old_format',
+          result: JSON.stringify({ learnerId: 29, authorizations: { revoked: [revoked] } }),
+        },
+      }),
+    );
+
     const dir = join(g.dir, 'reverse');
-    const rev = await runCommand(['report', '--reverse', dir, '--run', runId], g.env);
+    const rev = await runCommand(['report', '--reverse', dir, '--run', runId, '--archive', archive], g.env);
     expect(rev.code, rev.stderr).toBe(0);
-    expect(readdirSync(dir).sort()).toEqual(['check-by-hand.csv', 'regrant.csv', 'unknown.csv']);
-    expect(rev.stdout).toMatch(/nothing to move back/);
+    expect(readdirSync(dir).sort()).toEqual([
+      'check-by-hand.csv',
+      'move-back-org-3.csv',
+      'regrant.csv',
+      'unknown.csv',
+    ]);
+    // gamma has no token here: its file names the organization by its id.
+    expect(rev.stdout).toMatch(/no key here has a token of organization 3/);
+    expect(csvRows(join(dir, 'move-back-org-3.csv'))).toEqual([
+      ['learnerId', 'org'],
+      ['29', '3'],
+    ]);
+    expect(csvRows(join(dir, 'regrant.csv')).slice(1)).toEqual([
+      [
+        '29',
+        '4242',
+        revoked.email,
+        revoked.name,
+        'teacher',
+        revoked.authorizedAt,
+        '1234',
+        '3',
+        '3',
+        'acme',
+        'trf_old_format',
+      ],
+    ]);
     const unknown = csvRows(join(dir, 'unknown.csv'));
     expect(unknown.slice(1).map((r) => r.slice(0, 5))).toEqual([
       ['acme', '20', runId, 'transferred', 'trf_previous_release'],
@@ -333,7 +392,6 @@ describe('the previous organization: kept where the list is read, through retrie
     ]);
     expect(check[0]?.join(',')).toMatch(/possible repeat: .*got no answer/);
     expect(check[1]?.join(',')).toMatch(/unreadable answer \(cut body\): the transfer may have happened/);
-    expect(csvRows(join(dir, 'regrant.csv'))).toHaveLength(1);
     for (const f of readdirSync(dir)) expect(mode(join(dir, f)), f).toBe(0o600);
   });
 
