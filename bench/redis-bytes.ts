@@ -3,11 +3,14 @@
 // the bench's prefix weighed with MEMORY USAGE (exact: SAMPLES 0) and grouped by what it holds. Once with
 // the audit stream as it grows with the archive off, once after the archive (AUDIT_ARCHIVE_DIR) ran
 // (docs/redis-memory.md).
+// REDIS_BYTES_PREVIOUS_ORG (default 1): 1 enqueues the cohort as a read of the learner list does (crawl,
+// plan --check --apply, reconcile: each record keeps the learner's previous organization, `po`, for
+// `report --reverse`); 0 as `enqueue --csv` does (no previous organization): the two give its cost.
 // `node bin/run-ts.js bench/redis-bytes.ts`. Uses the shared Redis under a random prefix of its own.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createContext } from '../src/app/context.ts';
+import { createContext, type AppContext } from '../src/app/context.ts';
 import { loadConfig } from '../src/core/config.ts';
 import { createLogger } from '../src/core/log.ts';
 import { newRunId } from '../src/outcomes/runs.ts';
@@ -79,8 +82,42 @@ function perLearner(kinds: Map<string, number>, learners: number, skip?: string)
   return round(sum / learners, 0);
 }
 
+/**
+ * The cohort into the queue: as `enqueue --csv` (no previous organization), or as a read of the learner
+ * list (crawl, plan --check --apply) enqueues it: each learner with the organization the list shows.
+ */
+async function enqueueCohort(
+  ctx: AppContext,
+  ids: readonly number[],
+  dir: string,
+  withPrevious: boolean,
+): Promise<void> {
+  const runId = newRunId();
+  await ctx.runs.create({ id: runId, kind: 'csv', source: 'bytes.csv', orgs: ['acme'] });
+  if (withPrevious) {
+    for (let i = 0; i < ids.length; i += 1000) {
+      const items = ids.slice(i, i + 1000).map((learnerId, j) => ({
+        org: 'acme',
+        learnerId,
+        source: `crawl:page ${Math.floor((i + j) / 100) + 1}`,
+        // The simulator's seed: learner i is in organization ((i - 1) % 3) + 1.
+        previousOrgId: ((learnerId - 1) % 3) + 1,
+      }));
+      await ctx.producer.add(items, runId);
+    }
+    return;
+  }
+  const file = join(dir, 'bytes.csv');
+  writeFileSync(file, `learner_id\n${ids.join('\n')}\n`);
+  await enqueueCsv(
+    { producer: ctx.producer, runs: ctx.runs },
+    { file, defaultOrg: 'acme', knownOrgs: ['acme'], runId, rejectsFile: join(dir, 'rejects.csv') },
+  );
+}
+
 export async function runRedisBytesBench(): Promise<Figures> {
   const learners = envInt('REDIS_BYTES_LEARNERS', 100_000);
+  const withPrevious = (process.env.REDIS_BYTES_PREVIOUS_ORG ?? '1') !== '0';
   const prefix = `lt-bench-bytes-${Date.now().toString(36)}`;
   const tokens = [1, 2, 3, 4].map((i) => ({ token: `bytes-acme-token-${i}`, org: 'acme' }));
   // Learner i belongs to organization (i-1) % 3 in the simulator's seed: acme owns every third.
@@ -110,14 +147,7 @@ export async function runRedisBytesBench(): Promise<Figures> {
     logger: createLogger({ level: 'warn' }),
   });
   try {
-    const file = join(dir, 'bytes.csv');
-    writeFileSync(file, `learner_id\n${ids.join('\n')}\n`);
-    const runId = newRunId();
-    await ctx.runs.create({ id: runId, kind: 'csv', source: 'bytes.csv', orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: ctx.producer, runs: ctx.runs },
-      { file, defaultOrg: 'acme', knownOrgs: ['acme'], runId, rejectsFile: join(dir, 'rejects.csv') },
-    );
+    await enqueueCohort(ctx, ids, dir, withPrevious);
     const t0 = Date.now();
     await startWorkers(ctx, { orgs: ['acme'], concurrency: 64, untilIdle: true, idleCheckMs: 200 }).done;
     const wallMs = Date.now() - t0;
@@ -131,6 +161,7 @@ export async function runRedisBytesBench(): Promise<Figures> {
     const trimmed = await weigh(ctx.redis, prefix);
     const figures: Figures = {
       learners,
+      'previous organization kept (REDIS_BYTES_PREVIOUS_ORG)': withPrevious ? 'yes' : 'no',
       'finished learners': finished,
       'work wall time s': round(wallMs / 1000, 1),
       'audit entries archived': archived,

@@ -1,10 +1,66 @@
+import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { requireOrg } from '../app/context.ts';
+import { requireOrg, type AppContext } from '../app/context.ts';
+import { LearnerTransferError } from '../core/errors.ts';
 import { writeReport, writeSplit } from '../ops/report.ts';
+import { formatReverse, writeReverse } from '../ops/reverse.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { requireReadableRunId } from './shared.ts';
 import { compactedRunNote } from '../ops/run-retention.ts';
 import type { Cli } from './io.ts';
+import { orgIdPairOption } from './parsers.ts';
+
+interface ReverseFlags {
+  reverse?: string;
+  run?: string;
+  org?: string[];
+  orgId?: Record<string, number>;
+  archive?: string;
+  status?: string;
+  out?: string;
+  split?: string;
+}
+
+/** --reverse takes a run or organizations, and none of the row filters or outputs of a report. */
+function checkReverse(opts: ReverseFlags): void {
+  const alone = [opts.status && '--status', opts.out && '--out', opts.split && '--split'].filter(Boolean);
+  if (opts.reverse === undefined) {
+    const needs = [opts.orgId && '--org-id', opts.archive && '--archive'].filter(Boolean);
+    if (needs.length > 0)
+      throw new LearnerTransferError('LT_USAGE', `${needs.join(', ')} go with --reverse DIR only`);
+    return;
+  }
+  if (alone.length > 0)
+    throw new LearnerTransferError('LT_USAGE', `--reverse cannot take ${alone.join(', ')}`);
+  if (opts.run === undefined && opts.org === undefined)
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      '--reverse DIR needs --run ID or --org KEY (what to move back)',
+    );
+  if (opts.archive !== undefined && !existsSync(opts.archive))
+    throw new LearnerTransferError(
+      'LT_USAGE',
+      `--archive ${opts.archive}: no such directory (the audit archive to read)`,
+    );
+}
+
+/** report --reverse DIR: the organizations are the run's (or --org's), whether they have a token or not. */
+async function runReverse(
+  cli: Cli,
+  ctx: AppContext,
+  opts: ReverseFlags & { reverse: string },
+): Promise<void> {
+  const run = opts.run !== undefined ? await ctx.runs.get(opts.run) : undefined;
+  const orgs = opts.org ?? run?.orgs ?? [];
+  const s = await writeReverse(ctx, {
+    dir: opts.reverse,
+    runId: opts.run,
+    orgs,
+    archiveDir: opts.archive,
+    orgIds: opts.orgId,
+  });
+  cli.print(formatReverse(s));
+}
 
 export function register(program: Command, cli: Cli): void {
   program
@@ -16,20 +72,31 @@ export function register(program: Command, cli: Cli): void {
     .option('--out <file>', 'write here instead of stdout')
     .option('--split <dir>', 'write successes.csv, failures.csv, pending.csv and cancelled.csv into DIR')
     .option('--org <key...>', 'only these organizations')
+    .option(
+      '--reverse <dir>',
+      'write into DIR what moving --run ID (or --org KEY) back would take: a CSV per previous organization ' +
+        '(enqueue --csv FILE --move), regrant.csv, unknown.csv and check-by-hand.csv (docs/undo.md)',
+    )
+    .option(
+      '--org-id <key=n>',
+      'with --reverse: numeric id of an organization key, to name a previous organization by its key (repeatable)',
+      orgIdPairOption,
+    )
+    .option('--archive <dir>', 'with --reverse: the audit archive to read too (default AUDIT_ARCHIVE_DIR)')
     .action(
-      async (opts: {
-        run?: string;
-        status?: string;
-        format: 'csv' | 'ndjson';
-        out?: string;
-        split?: string;
-        org?: string[];
-      }) => {
+      async (
+        opts: ReverseFlags & {
+          format: 'csv' | 'ndjson';
+        },
+      ) => {
+        checkReverse(opts);
         const config = cli.config();
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
         const ctx = await cli.context(config);
         try {
           await requireReadableRunId(ctx.runs, '--run', opts.run);
+          if (opts.reverse !== undefined)
+            return await runReverse(cli, ctx, { ...opts, reverse: opts.reverse });
           // A run past RUN_RETENTION is not unknown: its rows come from the records, and it says so.
           const note = opts.run ? compactedRunNote(await ctx.runs.get(opts.run)) : undefined;
           if (note) cli.warn(note);

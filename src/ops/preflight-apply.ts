@@ -50,7 +50,14 @@ export async function applyPreflight(
   }
   const sent = r.learners.filter((l) => SENT_CLASSES.includes(l.cls));
   const produced = await ctx.producer.add(
-    sent.map((l) => ({ org, learnerId: l.learnerId, source: l.source, line: l.line })),
+    // Where the list shows each learner now: the organization `report --reverse` would move it back to.
+    sent.map((l) => ({
+      org,
+      learnerId: l.learnerId,
+      source: l.source,
+      line: l.line,
+      previousOrgId: l.organizationId,
+    })),
     runId,
   );
 

@@ -20,6 +20,11 @@
   ARGV[6]  force cutoff (ms): final records updated before it are re-opened; "0" re-opens none
   ARGV[7..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
 
+  The organization a learner was in before its transfer (`po`, read from the list by plan --check --apply,
+  crawl or reconcile) is kept whatever the mode: a re-opened record keeps its own unless the new one says
+  where the list shows it now, and a learner still waiting (queued, retrying: "skip") takes the new one's,
+  so a check of a run already enqueued records it too. A final record kept as it is keeps its own.
+
   Returns: one string per learner: its old bucket ("" when it had no record), or "skip:<old bucket>" when
   mode "enqueue" kept the old record.
 ]]
@@ -32,7 +37,16 @@ local idx = lt_index_keys(ARGV[4], 5)
 local fail = lt_names(ARGV[3])
 
 local runDelta, orgDelta = {}, {}
-local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr', 'll', 'ak', 'f', 'hc', 'ah'}
+local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr', 'll', 'ak', 'f', 'hc', 'ah', 'po'}
+
+-- A waiting learner's record takes the previous organization the new record names (see the header).
+local function takePrevious(learner, oldRecord, newJson)
+  if not string.find(newJson, '"po":', 1, true) then return end
+  local po = cjson.decode(newJson)['po']
+  if po == nil or oldRecord['po'] == po then return end
+  oldRecord['po'] = po
+  redis.call('HSET', KEYS[1], learner, cjson.encode(oldRecord))
+end
 
 local results = {}
 for i = 7, #ARGV, 3 do
@@ -66,6 +80,7 @@ for i = 7, #ARGV, 3 do
       end
     else
       write = false
+      if oldRecord and not final then takePrevious(learner, oldRecord, newJson) end
       results[#results + 1] = 'skip:' .. oldBucket
     end
   end

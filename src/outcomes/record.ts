@@ -124,6 +124,12 @@ export const recordSchema = z.object({
   ah: list(z.string()).optional(),
   /** Cancelled: who withdrew the learner (`cli:user@host`, `dashboard:...`); when is `t`. */
   cb: z.string().optional(),
+  /**
+   * The organization the learner was in before the transfer (its `organizationId` on the learner list,
+   * read by `plan --check --apply`, `crawl` or `reconcile`): where `report --reverse` would move it
+   * back. Absent when the tool never read it (a plain CSV) or the record is a previous release's.
+   */
+  po: z.number().int().optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
 
@@ -169,6 +175,8 @@ export interface LearnerOutcome {
   possibleRepeat: boolean;
   /** Who cancelled the learner (state `cancelled`), else null; `updatedAt` says when. */
   cancelledBy: string | null;
+  /** The organization id the learner was in before the transfer, when the tool read it from the list. */
+  previousOrgId: number | null;
   history: { at: string; outcome: string; httpStatus: number | null; durationMs: number }[];
 }
 
@@ -191,6 +199,7 @@ export function toLearnerOutcome(org: string, learnerId: number, r: OutcomeRecor
     auditIds: r.au ?? [],
     possibleRepeat: r.pr === 1,
     cancelledBy: r.cb ?? null,
+    previousOrgId: r.po ?? null,
     history: (r.h ?? []).map(([t, c, s, d]) => ({
       at: new Date(t).toISOString(),
       outcome: c,

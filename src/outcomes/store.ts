@@ -116,6 +116,11 @@ export interface QueueMark {
    * Without it a cancelled learner stays cancelled (a crawl's next pass does not undo a cancel).
    */
   reopenCancelled?: boolean | undefined;
+  /**
+   * The organization id the learner list showed for the learner (plan --check --apply, crawl, reconcile):
+   * kept in the record (`po`) for `report --reverse`. A waiting learner's record takes it too.
+   */
+  previousOrgId?: number | undefined;
 }
 
 /** What marking a learner queued found: new, re-opened, or kept (with the bucket it was in). */
@@ -243,6 +248,7 @@ export class OutcomeStore {
                 t: now,
                 src: it.source,
                 a: 0,
+                ...(it.previousOrgId !== undefined ? { po: it.previousOrgId } : {}),
               };
               return { learnerId: it.learnerId, record };
             });

@@ -26,6 +26,8 @@ export interface ProducerItem {
   source: string;
   /** Line of the input file, for rejects. */
   line?: number;
+  /** The organization id the learner list showed for it (kept in its record for `report --reverse`). */
+  previousOrgId?: number | undefined;
 }
 
 export interface ProduceCounts {
@@ -163,6 +165,7 @@ export class Producer {
         source: it.source,
         force,
         reopenCancelled: options.reopenCancelled === true,
+        previousOrgId: it.previousOrgId,
       })),
     );
     faultPoint('after-mark');

@@ -143,8 +143,15 @@ export class PageBatches {
     tally.selected += batch.chosen.length;
     for (const [r, n] of Object.entries(batch.skipped)) tally.skipped[r as SkipReason] += n;
     if (dry) tally.selectedIds.push(...batch.chosen);
+    // Where the list shows each learner now: the organization `report --reverse` would move it back to.
+    const shown = new Map(batch.pages.flatMap((p) => p.candidates.map((l) => [l.id, l.organizationId])));
     const items = batch.pages.flatMap((p) =>
-      p.chosen.map((learnerId) => ({ org: options.org, learnerId, source: `crawl:page ${p.read.page}` })),
+      p.chosen.map((learnerId) => ({
+        org: options.org,
+        learnerId,
+        source: `crawl:page ${p.read.page}`,
+        previousOrgId: shown.get(learnerId),
+      })),
     );
     // Started now, while the batches before it may still be on their way: only the commits wait.
     const added = !dry && items.length > 0 ? deps.producer.add(items, runId) : Promise.resolve(emptyCounts());

@@ -332,6 +332,8 @@ async function enqueueDrift(
       org: r.desiredOrg,
       learnerId: r.learnerId,
       source: `reconcile:${source}:${r.line}`,
+      // Where the list shows it now: the organization `report --reverse` would move it back to.
+      ...(r.currentOrgId !== null ? { previousOrgId: r.currentOrgId } : {}),
     }));
     // The desired-state file is the explicit act that moves a learner claimed by another organization
     // (once it is done or failed there): each move is written in the audit stream.
