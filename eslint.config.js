@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'out/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'out/**', 'coverage/**', '.test-cli*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,15 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
-// Four projects, so that one kind can be run alone (`npx vitest run --project unit`); docs/testing.md says
-// what each proves. Most system tests spend their time waiting on compressed rate windows, a frozen
-// process or a failover, not on the CPU (the stall file: 11 CPU-s in 83 s), so more files run at once than
-// there are cores. That is safe because orders and budgets are checked from recorded timestamps and
-// counts, and the few time bounds left are ratios or have 5x headroom (docs/testing.md).
+// Projects, so that one kind can be run alone (`npx vitest run --project unit`); docs/testing.md says
+// what each proves. They run in three phases (`sequence.groupOrder`; vitest takes one maxWorkers per phase):
+//
+// 1. unit, integration, e2e: most of the files, more at once than there are cores. Most system tests
+//    spend their time waiting on compressed rate windows, not on the CPU, and orders and budgets are
+//    checked from recorded timestamps and counts; the few time bounds left are ratios or have 5x headroom
+//    (docs/testing.md).
+// 2. serial, system: the load-sensitive files (chaos, the fault seeds, the browser, HA), which meet work in
+//    flight, a frozen process, a failover or a live page. They get a phase of their own with fewer files at
+//    once, so that a busy machine makes them slower, not red. One of its workers is usually a serial file
+//    waiting for its turn at the topologies (see below), so two of them run beside it on two cores.
+// 3. alone: the files that measure speed, one at a time.
 const PARALLEL = Number(process.env.TEST_WORKERS ?? 4);
+const SENSITIVE = Number(process.env.TEST_SENSITIVE_WORKERS ?? 3);
+
+// The browser files: a real Chromium driven over CDP, each page polled for what an event should show.
+const BROWSER = ['test/e2e/*-browser.test.ts'];
 
 // The files that share one Redis Cluster, Sentinel setup and TLS server for the whole run (started once,
-// by test/helpers/topologies-setup.ts) and kill its masters. They run one at a time, each taking its turn
-// from the topologies' owner for the whole file, beside the files of the other projects.
+// by test/helpers/topologies-setup.ts, in the background from the start of the run) and kill its masters.
+// They run one at a time, each taking its turn from the topologies' owner for the whole file, beside the
+// system files.
 const SERIAL = [
   'test/ha/**/*.test.ts',
   'test/integration/redis-ha-harness.test.ts',
@@ -62,9 +74,19 @@ export default defineConfig({
       {
         test: {
           ...shared,
-          name: 'system',
-          include: ['test/e2e/**/*.test.ts', 'test/chaos/**/*.test.ts', 'test/faults/**/*.test.ts'],
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          exclude: BROWSER,
           maxWorkers: PARALLEL,
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'system',
+          include: ['test/chaos/**/*.test.ts', 'test/faults/**/*.test.ts', ...BROWSER],
+          maxWorkers: SENSITIVE,
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -75,7 +97,7 @@ export default defineConfig({
           name: 'alone',
           include: ['test/alone/**/*.test.ts'],
           maxWorkers: 1,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
         },
       },
       {
@@ -86,7 +108,10 @@ export default defineConfig({
           // Starts the shared topologies in the background when the run begins; a file run alone without
           // it starts its own (test/helpers/topologies.ts).
           globalSetup: [...shared.globalSetup, 'test/helpers/topologies-setup.ts'],
-          maxWorkers: PARALLEL,
+          // The phase of the load-sensitive files; vitest runs a phase's projects by name, so these come
+          // before the system files and wait their turns beside them, not after them, alone.
+          maxWorkers: SENSITIVE,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

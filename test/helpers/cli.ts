@@ -1,6 +1,8 @@
-// Runs the CLI: in this process through run() (runCommand), as most tests do, or as the real binary
-// (bin/learner-transfer.js) in a child process (runCli, spawnCli), for what only a process has: signals,
-// SIGKILL and SIGSTOP, the binary's own exit codes, the demo, and workers a test kills.
+// Runs the CLI: in this process through run() (runCommand), as most tests do, or as a real process
+// (runCli, spawnCli), for what only a process has: signals, SIGKILL and SIGSTOP, the binary's own exit
+// codes, the demo, and workers a test kills. Under vitest the process runs the sources compiled once for
+// the run (cli-build.ts), the entry bin/learner-transfer.js runs in an installed image; elsewhere the
+// binary itself.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +13,11 @@ import { track } from './children.ts';
 
 export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'learner-transfer.js');
+/**
+ * What spawnCli runs: under vitest, the CLI compiled once for the run (cli-build.ts: the same sources as
+ * JavaScript, half the start-up CPU of tsx); anywhere else, the binary.
+ */
+export const SPAWNED = process.env.LT_TEST_CLI ?? BIN;
 
 export interface CliResult {
   code: number | null;
@@ -30,7 +37,7 @@ export function spawnCli(
   env: Record<string, string>,
   cwd = ROOT,
 ): ChildProcess & { output: { stdout: string; stderr: string } } {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [SPAWNED, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...TEST_DEFAULTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -145,7 +152,7 @@ export function runInTerminal(
   timeoutMs = 60_000,
 ): Promise<CliResult> {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const command = [process.execPath, BIN, ...args].map(quote).join(' ');
+  const command = [process.execPath, SPAWNED, ...args].map(quote).join(' ');
   const child = spawn('script', ['-qec', command, '/dev/null'], {
     cwd: ROOT,
     env: {

@@ -1,6 +1,7 @@
 // Tests run against a real Redis. When it does not answer, the whole run fails here, loudly, instead of
 // tests skipping themselves into a green run that proved nothing.
 import { Redis } from 'ioredis';
+import { buildTestCli } from './cli-build.ts';
 
 export default async function setup(): Promise<void> {
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -17,4 +18,6 @@ export default async function setup(): Promise<void> {
   } finally {
     redis.disconnect();
   }
+  // The CLI the tests spawn, compiled once (cli-build.ts); the workers inherit the variable, spawnCli reads it.
+  process.env.LT_TEST_CLI = await buildTestCli();
 }
