@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
-import { writeReport, writeSplit } from '../ops/report.ts';
+import { formatSplit, writeReport, writeSplit } from '../ops/report.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { requireReadableRunId } from './shared.ts';
 import { compactedRunNote } from '../ops/run-retention.ts';
@@ -36,9 +36,7 @@ export function register(program: Command, cli: Cli): void {
           const filter = { orgs, runId: opts.run, status: opts.status };
           if (opts.split) {
             const s = await writeSplit(ctx.store, filter, opts.split);
-            cli.print(
-              `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}\ncancelled ${s.cancelled} -> ${s.files.cancelled}`,
-            );
+            cli.print(formatSplit(s));
           } else {
             const rows = await writeReport(ctx.store, filter, {
               format: opts.format,
