@@ -32,6 +32,8 @@ export interface ClientOptions {
    * how long it lasted at least: the calls were given their answers, not timed out (see deadline.ts).
    */
   onStall?: (stalledMs: number) => void;
+  /** Called once, before this client's first request (a warning that belongs to calls of the service). */
+  onFirstCall?: (() => void) | undefined;
 }
 
 /**
@@ -101,9 +103,11 @@ export class LearnerApiClient {
   readonly #basePath: string;
   readonly #options: ClientOptions;
   readonly #stalls: Stalls;
+  #firstCall: (() => void) | undefined;
 
   constructor(options: ClientOptions) {
     this.#options = options;
+    this.#firstCall = options.onFirstCall;
     this.#stalls = new Stalls(options.onStall);
     const url = new URL(options.baseUrl);
     // A base URL may carry a path (https://host/api); the spec's paths begin with /1/ below it.
@@ -136,6 +140,11 @@ export class LearnerApiClient {
     hardMs: number | undefined,
     sendWithinMs?: number,
   ): Promise<{ status: number; headers: Dispatcher.ResponseData['headers']; text: string }> {
+    if (this.#firstCall) {
+      const first = this.#firstCall;
+      this.#firstCall = undefined;
+      first();
+    }
     const deadline = startDeadline(this.#options.requestTimeoutMs, this.#stalls, hardMs);
     if (sendWithinMs !== undefined) gateCall(deadline.signal, notSentAfter(sendWithinMs));
     const headers = this.#headers(token, method === 'PATCH');

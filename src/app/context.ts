@@ -197,6 +197,16 @@ function createBudget(
   });
 }
 
+/** What a process that calls the service without USER_AGENT says, once. */
+export function userAgentUnset(sent: string): string {
+  return (
+    `USER_AGENT is not set: the Learner API is sent this tool's generic User-Agent '${sent}', which names ` +
+    'no company. The spec requires a User-Agent that identifies the calling company (so the service can tell ' +
+    'whose traffic this is, and whom to ask about it): set USER_AGENT, like ' +
+    'USER_AGENT="Acme Corp learner migration (ops@acme.example)"'
+  );
+}
+
 /** The Learner API client: a stall of this process is logged as such, not blamed on the service. */
 function createApiClient(config: Readonly<Config>, baseUrl: string, logger: Logger): LearnerApiClient {
   // Once per process: the way out to the service, when it is not the plain direct one (core/egress.ts).
@@ -209,6 +219,11 @@ function createApiClient(config: Readonly<Config>, baseUrl: string, logger: Logg
     userAgent: config.userAgent,
     requestTimeoutMs: config.requestTimeoutMs,
     connectTimeoutMs: config.connectTimeoutMs,
+    // Once, at the first call of the service: a command that never calls it has nothing to warn about.
+    onFirstCall:
+      config.userAgentSet === false
+        ? () => logger.warn({ userAgent: config.userAgent }, userAgentUnset(config.userAgent))
+        : undefined,
     onStall: (stalledMs) =>
       logger.warn(
         { stalledMs },

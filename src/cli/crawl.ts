@@ -27,17 +27,15 @@ export interface CrawlFlags {
   tokens?: number;
 }
 
-/** The crawl flags, shared with `plan --crawl`. */
-export function addCrawlOptions(cmd: Command): Command {
+const TARGET_ORG_ID_HELP =
+  'numeric id of --org as the list shows it (organizationId); remembered in Redis after the first use; ' +
+  'with --from-org it may be left out (it is learned from the list)';
+
+/** The crawl flags, shared with `plan --crawl` (which says where its --target-org-id is remembered). */
+export function addCrawlOptions(cmd: Command, targetOrgIdHelp = TARGET_ORG_ID_HELP): Command {
   return cmd
     .option('--org <key>', 'organization to move learners into (a key from LEARNER_API_TOKENS)')
-    .addOption(
-      new Option(
-        '--target-org-id <n>',
-        'numeric id of --org as the list shows it (organizationId); remembered in Redis after the first use; ' +
-          'with --from-org it may be left out (it is learned from the list)',
-      ).argParser(positiveInt('--target-org-id')),
-    )
+    .addOption(new Option('--target-org-id <n>', targetOrgIdHelp).argParser(positiveInt('--target-org-id')))
     .addOption(
       new Option('--from-org <id>', 'only learners of this numeric organization id').argParser(
         positiveInt('--from-org'),

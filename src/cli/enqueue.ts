@@ -9,6 +9,7 @@ import { assertPrivateTarget } from '../core/private-file.ts';
 import { EXIT, rejectPrinter, requireOrgSource } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
+import { checkBesideNote } from './preflight.ts';
 import { formatHeld, heldTotal, type Producer } from '../queue/producer.ts';
 import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
@@ -101,6 +102,8 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
   const config = cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
   const total = await fileSize(opts.csv);
+  const checked = checkBesideNote(opts.csv, opts.org);
+  if (checked) cli.warn(checked);
   await requireOrgSource(opts.csv, opts.org, config.orgs);
   const ctx = await cli.context(config);
   try {

@@ -1,7 +1,7 @@
 // What one run of a command is given by whoever runs it: the environment and the two streams, and the
 // hooks only a real process can honour (signals, a forced exit). A command reads and writes nothing
 // else, so a test can run it in its own process and a program can embed it.
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { DestinationStream } from 'pino';
 import { createContext, type AppContext } from '../app/context.ts';
 import { loadConfig, type Config, type LoadOptions } from '../core/config.ts';
@@ -35,6 +35,8 @@ export interface CliIo {
   env: Env;
   stdout: Output;
   stderr: Output;
+  /** Where a question is answered (the real process's stdin); absent: nobody to ask, as in a script. */
+  stdin?: (Readable & { isTTY?: boolean }) | undefined;
   /** The real process's hooks (src/cli/signals.ts); absent in process. */
   process?: ProcessHooks | undefined;
 }
@@ -50,6 +52,7 @@ export class Cli {
   readonly env: Env;
   readonly stdout: Output;
   readonly stderr: Output;
+  readonly stdin: (Readable & { isTTY?: boolean }) | undefined;
   readonly hooks: ProcessHooks;
   /** The exit status a command chose; undefined is 0. */
   exitCode: number | undefined;
@@ -65,6 +68,7 @@ export class Cli {
     this.env = io.env;
     this.stdout = io.stdout;
     this.stderr = io.stderr;
+    this.stdin = io.stdin;
     this.hooks = io.process ?? IN_PROCESS;
     this.stdout.on('error', this.#onStdoutError);
     this.stderr.on('error', this.#onStderrError);

@@ -24,5 +24,6 @@ process.exitCode = await run(process.argv.slice(2), {
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,
+  stdin: process.stdin,
   process: processHooks,
 });

@@ -65,6 +65,8 @@ export function register(program: Command, cli: Cli): void {
       .option('--csv <file>', 'plan an enqueue of this CSV')
       .option('--crawl', 'plan a crawl of --org with the crawl filters')
       .option('--desired <file>', 'plan a reconcile against this desired-state CSV'),
+    'numeric id of --org as the list shows it (organizationId): plan --check remembers it in Redis for later ' +
+      'runs (as crawl and reconcile do); plan --crawl uses it for this plan only (with --from-org it may be left out)',
   )
     .option(
       '--org-id <key=n>',
@@ -79,7 +81,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--quiet', 'no progress output')
     .option(
       '--check',
-      'with --org and --csv FILE or --run ID: check the cohort against the learner list first (docs/preflight.md)',
+      'with --org and --csv FILE or --run ID: check the cohort against the learner list first, and print the command that applies it (docs/preflight.md)',
     )
     .option(
       '--apply',

@@ -1,10 +1,11 @@
 // plan --check: the pre-flight of a CSV cohort against the learner list (ops/preflight.ts).
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { formatPreflight, runPreflight } from '../ops/preflight.ts';
+import { defaultCheckFile, formatPreflight, runPreflight } from '../ops/preflight.ts';
 import { applyPreflight, formatApply } from '../ops/preflight-apply.ts';
 import type { Cli } from './io.ts';
 import { EXIT, requireReadableRunId, runAbortable } from './shared.ts';
+import { statSync } from 'node:fs';
 import { basename } from 'node:path';
 
 export interface CheckFlags {
@@ -44,10 +45,49 @@ export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void>
       out: opts.out,
       concurrency: opts.concurrency,
       signal,
-      remember: Boolean(opts.apply),
     });
     cli.print(formatPreflight(result, csv ? basename(csv) : `run ${run}`, Boolean(opts.apply)));
     if (opts.apply && csv) cli.print(formatApply(await applyPreflight(ctx, result, { csv })));
+    else if (csv) cli.print(applyHint(csv, org, opts.out));
     cli.exitCode = EXIT.ok;
   });
+}
+
+/** A word as a POSIX shell reads it: as is when it is plain, else in single quotes. */
+export function shellWord(word: string): string {
+  return /^[\w./:@%+=,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * What a check ends with: the exact command that applies it (a check alone enqueues nothing, and a plain
+ * `enqueue` of the CSV would send every learner, the ones the check found not worth a call too).
+ */
+export function applyHint(csv: string, org: string, out: string | undefined): string {
+  const words = ['plan', '--check', '--apply', '--csv', csv, '--org', org, ...(out ? ['--out', out] : [])];
+  return [
+    'to enqueue the learners worth a call (in-target recorded done, unknown and no-user held: no call for them):',
+    `  npx learner-transfer ${words.map(shellWord).join(' ')}`,
+  ].join('\n');
+}
+
+/**
+ * `enqueue` of a CSV that has a check beside it (`plan --check`'s default file) says, before it sends
+ * anything, that it does not use the check and which command does. It does not use it: the file holds
+ * classes, not the list read they came from, so enqueue cannot tell how old they are, and `--apply` reads
+ * the list again (no transfer budget) and writes the records the check decided. Undefined: no check.
+ */
+export function checkBesideNote(csv: string, org: string | undefined): string | undefined {
+  const file = defaultCheckFile(csv);
+  let written: Date;
+  try {
+    written = statSync(file).mtime;
+  } catch {
+    return undefined;
+  }
+  const words = ['plan', '--check', '--apply', '--csv', csv, '--org'].map(shellWord).join(' ');
+  return (
+    `${file}: a pre-flight check of ${basename(csv)}, written ${written.toISOString()}. enqueue does not use it: ` +
+    'every learner of the file is sent, those the check found in the organization, unknown or without a user too. ' +
+    `To enqueue only the learners worth a call, run instead: npx learner-transfer ${words} ${org ? shellWord(org) : 'KEY'}`
+  );
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { writeReport, writeSplit } from '../ops/report.ts';
+import { formatSplit, writeReport, writeSplit } from '../ops/report.ts';
 import { formatReverse, writeReverse } from '../ops/reverse.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { requireReadableRunId } from './shared.ts';
@@ -103,9 +103,7 @@ export function register(program: Command, cli: Cli): void {
           const filter = { orgs, runId: opts.run, status: opts.status };
           if (opts.split) {
             const s = await writeSplit(ctx.store, filter, opts.split);
-            cli.print(
-              `successes ${s.successes} -> ${s.files.successes}\nfailures  ${s.failures} -> ${s.files.failures}\npending   ${s.pending} -> ${s.files.pending}\ncancelled ${s.cancelled} -> ${s.files.cancelled}`,
-            );
+            cli.print(formatSplit(s));
           } else {
             const rows = await writeReport(ctx.store, filter, {
               format: opts.format,

@@ -1,7 +1,8 @@
 import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { cliActor } from '../limiter/control-log.ts';
-import { retryFailed } from '../ops/retry.ts';
+import { describeSelection, requeueSelected, selectRetry } from '../ops/retry.ts';
+import { confirmRetry } from './retry-confirm.ts';
 import { RETRY_NOTES, retryKind } from '../ops/retry-risk.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
@@ -31,28 +32,40 @@ export function register(program: Command, cli: Cli): void {
       '--move',
       'move learners now claimed by another organization back here (written in the audit); only learners done or failed there move',
     )
+    .option(
+      '--yes',
+      'retry not-found, forbidden, invalid-request, unexpected-result and held learners without asking (a script needs it for those)',
+    )
     .action(
-      async (opts: { status?: string; learner?: number[]; run?: string; org?: string[]; move?: boolean }) => {
+      async (opts: {
+        status?: string;
+        learner?: number[];
+        run?: string;
+        org?: string[];
+        move?: boolean;
+        yes?: boolean;
+      }) => {
         const config = cli.config({ requireTokens: true });
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
         const ctx = await cli.context(config);
         try {
           await requireReadableRunId(ctx.runs, '--run', opts.run);
-          const s = await retryFailed(
-            ctx,
-            { orgs, status: opts.status, learnerIds: opts.learner, runId: opts.run, move: opts.move },
-            {
-              // The change log: who, the counts and the filter as given (one entry per organization).
-              who: cliActor(),
-              filter: {
-                status: opts.status,
-                learners: opts.learner?.length,
-                run: opts.run,
-                orgs: opts.org,
-                move: opts.move,
-              },
+          const filter = { orgs, status: opts.status, learnerIds: opts.learner, runId: opts.run };
+          // What it would touch, first (the dashboard's dry run): outcomes a retry cannot help are asked.
+          const selection = await selectRetry(ctx, filter);
+          if (!(await confirmRetry(cli, describeSelection(selection), opts.yes === true))) return;
+          const s = await requeueSelected(ctx, selection, {
+            move: opts.move,
+            // The change log: who, the counts and the filter as given (one entry per organization).
+            who: cliActor(),
+            filter: {
+              status: opts.status,
+              learners: opts.learner?.length,
+              run: opts.run,
+              orgs: opts.org,
+              move: opts.move,
             },
-          );
+          });
           cli.print(
             `re-queued ${s.requeued} learner${s.requeued === 1 ? '' : 's'}` +
               (Object.keys(s.byOrg).length
@@ -61,9 +74,10 @@ export function register(program: Command, cli: Cli): void {
                     .join(', ')})`
                 : ''),
           );
-          // A retry the CLI was told to make is made; what it cannot help is said (the dashboard asks first).
-          for (const code of s.confirm)
-            cli.warn(`${s.byCode[code]} ${code}: ${RETRY_NOTES[retryKind(code)]}`);
+          // Confirmed with --yes, not asked: what a retry cannot help is said in the command's output.
+          if (opts.yes)
+            for (const code of s.confirm)
+              cli.warn(`${s.byCode[code]} ${code}: ${RETRY_NOTES[retryKind(code)]}`);
           for (const k of s.skipped)
             cli.warn(
               forTerminal(`learner ${k.learnerId} (${k.org}): not retried: ${k.reason}`, {

@@ -32,6 +32,10 @@ export interface Config {
   limitPerOrg: Rate;
   /** LIMIT_BURST: the pacing buckets' size where the stored policy has none (src/limiter/burst.ts). */
   burst: Burst;
+  /** The LIMIT_* the environment sets (the others are built-in defaults, and nobody's setting). */
+  limitVariablesSet?: readonly ('LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST')[];
+  /** USER_AGENT is set: unset, the generic DEFAULT_USER_AGENT is sent (and the service calls warn once). */
+  userAgentSet?: boolean;
   requestTimeoutMs: number;
   connectTimeoutMs: number;
   concurrency: number;
@@ -498,7 +502,8 @@ function setVariables(env: Env): Env {
 }
 
 export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
-  const parsed = envSchema.safeParse(setVariables(env));
+  const set = setVariables(env);
+  const parsed = envSchema.safeParse(set);
   const problems: string[] = [];
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
@@ -546,6 +551,10 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     limitPerToken: Object.freeze(e.LIMIT_PER_TOKEN),
     limitPerOrg: Object.freeze(e.LIMIT_PER_ORG),
     burst: Object.freeze(e.LIMIT_BURST),
+    limitVariablesSet: Object.freeze(
+      (['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG', 'LIMIT_BURST'] as const).filter((v) => set[v] !== undefined),
+    ),
+    userAgentSet: set.USER_AGENT !== undefined,
     requestTimeoutMs: e.REQUEST_TIMEOUT,
     connectTimeoutMs: e.CONNECT_TIMEOUT,
     concurrency: e.CONCURRENCY,

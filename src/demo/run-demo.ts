@@ -261,6 +261,7 @@ function demoConfig(
       QUEUE_PREFIX: prefix,
       LEARNER_API_BASE_URL: simUrl,
       LEARNER_API_TOKENS: DEMO_TOKENS,
+      USER_AGENT: 'learner-transfer demo (the built-in simulator)',
       LIMIT_PER_TOKEN: options.limitPerToken,
       LIMIT_PER_ORG: options.limitPerOrg,
       LIMIT_BURST: options.burst ?? DEMO_BURST,

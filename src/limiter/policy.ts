@@ -79,12 +79,19 @@ export function parseLearned(text: string | undefined): LearnedEntry | null {
   return m ? { max: Number(m[1]), at: Number(m[2]) } : null;
 }
 
+export type LimitVariable = 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST';
+
 /** The limits a process falls back to (its LIMIT_*). */
 export interface FallbackLimits {
   limitPerToken: Rate;
   limitPerOrg: Rate;
   /** LIMIT_BURST (absent: no pacing unless the policy sets one). */
   burst?: Burst | null;
+  /**
+   * The LIMIT_* the environment sets (the others are built-in defaults): only these are said to differ
+   * from Redis. Absent: all of them (a caller that builds its own limits).
+   */
+  limitVariablesSet?: readonly LimitVariable[] | undefined;
 }
 
 /** The limits in effect for one organization: the policy over the fallback. */
@@ -288,13 +295,23 @@ export async function seedPolicy(
 const sameRate = (a: Rate | null, b: Rate) => a !== null && a.max === b.max && a.windowMs === b.windowMs;
 
 /**
- * The LIMIT_* variables whose values differ from the limits stored in Redis (which the process follows),
- * each with the environment's and the stored value; empty when they agree or nothing is stored.
+ * The LIMIT_* variables set in the environment whose values differ from the limits stored in Redis (which
+ * the process follows), each with the environment's and the stored value; empty when they agree, nothing
+ * is stored, or the environment sets none (a built-in default is nobody's setting: `limits set` changing
+ * it is no disagreement).
  */
 export function envDifferences(
   policy: LimitPolicy,
   limits: FallbackLimits,
-): Array<{ variable: 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST'; env: string; stored: string }> {
+): Array<{ variable: LimitVariable; env: string; stored: string }> {
+  const set = limits.limitVariablesSet;
+  return allDifferences(policy, limits).filter((d) => !set || set.includes(d.variable));
+}
+
+function allDifferences(
+  policy: LimitPolicy,
+  limits: FallbackLimits,
+): Array<{ variable: LimitVariable; env: string; stored: string }> {
   const out: ReturnType<typeof envDifferences> = [];
   if (policy.perToken && !sameRate(policy.perToken, limits.limitPerToken)) {
     out.push({

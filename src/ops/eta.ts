@@ -37,6 +37,11 @@ export interface Eta {
   tokens: number;
   /** The organization is paused: no finish until it is resumed (ms then says how long after a resume). */
   paused: boolean;
+  /**
+   * `text` less the finish (the overview's card says the finish once, in its own line): what holds the
+   * work back, or the budget left; '' when the text is all finish (nothing left, never, paused).
+   */
+  note?: string;
 }
 
 /** "2026-12-14 09:00 UTC", to the nearest minute (to the second when `seconds`). */
@@ -293,6 +298,10 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
     ms: sim.finishMs,
     boundBy: sim.boundBy,
     text,
+    note:
+      sim.boundBy === 'none'
+        ? `within the budget left (${availableNow} left)`
+        : `${waiting}${span}; held back by ${heldBy}`,
     finishAt,
     finishUtc,
     heldBy,

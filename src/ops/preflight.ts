@@ -29,14 +29,12 @@ export interface PreflightOptions {
   csv?: string | undefined;
   runId?: string | undefined;
   org: string;
-  /** --target-org-id: checked against the ids in Redis (remembered only by --apply). */
+  /** --target-org-id: checked against the ids in Redis and remembered there for later runs. */
   targetOrgId?: number | undefined;
   /** Where the classes go (default: defaultCheckFile). */
   out?: string | undefined;
   concurrency?: number | undefined;
   signal?: AbortSignal | undefined;
-  /** Remember --target-org-id (an --apply writes; a check alone only reads). */
-  remember?: boolean | undefined;
 }
 
 /** One learner of the cohort: where it came from, and what the list said. */
@@ -73,11 +71,11 @@ export const SENT_CLASSES: readonly CheckClass[] = ['will-transfer', 'inactive']
 
 export async function runPreflight(ctx: AppContext, options: PreflightOptions): Promise<PreflightResult> {
   const { org } = options;
+  // Given once, remembered (as crawl and reconcile do): the id is the organization's, not this check's.
   const targetOrgId = await new OrgIds(ctx.redis, ctx.keys).resolve(
     org,
     options.targetOrgId,
     '--target-org-id',
-    !options.remember,
   );
   const { rows, rejected } = options.csv
     ? await readCohort(options.csv, org, ctx.config.orgs)

@@ -64,15 +64,43 @@ function rowOf(o: LearnerOutcome): unknown[] {
   ];
 }
 
+function matches(record: { r: string; b: string; c?: string | undefined }, filter: ReportFilter): boolean {
+  if (filter.runId && record.r !== filter.runId) return false;
+  return !filter.status || record.b === filter.status || record.c === filter.status;
+}
+
+/**
+ * The matching outcomes of each organization (in the filter's order) by learner id: the ids are read
+ * first (8 bytes each: a million learners is 8 MB), sorted, then the records in chunks, so a split file is
+ * in a useful order without the rows held in memory. A record that changed between the two reads is
+ * written as it is at the second, and only if it still matches.
+ */
+export async function* outcomesById(
+  store: OutcomeStore,
+  filter: ReportFilter,
+): AsyncGenerator<LearnerOutcome> {
+  for (const org of filter.orgs) {
+    const ids: number[] = [];
+    for await (const [learnerId, record] of store.scan(org)) if (matches(record, filter)) ids.push(learnerId);
+    ids.sort((a, b) => a - b);
+    for (let i = 0; i < ids.length; i += 1000) {
+      const chunk = ids.slice(i, i + 1000);
+      const records = await store.getMany(org, chunk);
+      for (const [j, learnerId] of chunk.entries()) {
+        const record = records[j];
+        if (record && matches(record, filter)) yield toLearnerOutcome(org, learnerId, record);
+      }
+    }
+  }
+}
+
 export async function* selectOutcomes(
   store: OutcomeStore,
   filter: ReportFilter,
 ): AsyncGenerator<LearnerOutcome> {
   for (const org of filter.orgs) {
     for await (const [learnerId, record] of store.scan(org)) {
-      if (filter.runId && record.r !== filter.runId) continue;
-      if (filter.status && record.b !== filter.status && record.c !== filter.status) continue;
-      yield toLearnerOutcome(org, learnerId, record);
+      if (matches(record, filter)) yield toLearnerOutcome(org, learnerId, record);
     }
   }
 }
@@ -133,6 +161,19 @@ export async function writeReport(
   return rows;
 }
 
+/** The split's files as the command prints them: count, path, and "(empty: header only)" for an empty one. */
+export function formatSplit(s: SplitSummary): string {
+  const kinds = ['successes', 'failures', 'pending', 'cancelled'] as const;
+  const width = Math.max(...kinds.map((k) => `${k} ${s[k]}`.length));
+  return kinds
+    .map((k) => {
+      const label = `${k} ${s[k]}`;
+      const pad = ' '.repeat(width - label.length);
+      return `${k} ${pad}${s[k]} -> ${s.files[k]}${s[k] === 0 ? ' (empty: header only)' : ''}`;
+    })
+    .join('\n');
+}
+
 export interface SplitSummary {
   successes: number;
   failures: number;
@@ -144,7 +185,9 @@ export interface SplitSummary {
 
 /**
  * successes.csv, failures.csv, pending.csv (not yet processed) and cancelled.csv in DIR, like bulk
- * loaders' result files.
+ * loaders' result files: each by organization (the filter's order), then by learner id. All four are
+ * written, an empty one with its header alone (an older split's file in DIR must not outlive this one);
+ * the command's output says which are empty.
  */
 export async function writeSplit(
   store: OutcomeStore,
@@ -174,7 +217,7 @@ export async function writeSplit(
       cancelled: open(files.cancelled),
     };
     for (const o of Object.values(outs)) await o.write(csvLine(REPORT_COLUMNS));
-    for await (const o of selectOutcomes(store, filter)) {
+    for await (const o of outcomesById(store, filter)) {
       const kind = isSuccessBucket(o.state as Bucket)
         ? 'successes'
         : o.state === CANCELLED

@@ -97,7 +97,8 @@ export function unknownOrgId(org: string, flag: string): LearnerTransferError {
   return new LearnerTransferError(
     'LT_USAGE',
     `the numeric organization id of '${org}' is not known, so learners already in it cannot be told ` +
-      `apart: give ${flag} once (it is remembered in Redis for later runs). The Learner API does not ` +
+      `apart: give ${flag} once (crawl, reconcile, schedule and plan --check remember it in Redis for later ` +
+      `runs; a dry run such as plan --crawl uses it for itself only). The Learner API does not ` +
       `show it: it is the organizationId the learner list shows for learners of '${org}'.`,
   );
 }

@@ -42,7 +42,7 @@ describe('the README commands', () => {
   });
 
   it('retry --status forbidden re-queues the learner', async () => {
-    const r = await runCommand(['retry', '--status', 'forbidden'], h.env);
+    const r = await runCommand(['retry', '--status', 'forbidden', '--yes'], h.env);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe('re-queued 1 learner (acme 1)');
     expect((await h.ctx.store.get('acme', 5))?.b).toBe('queued');

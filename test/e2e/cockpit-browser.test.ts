@@ -117,6 +117,15 @@ describe('the cockpit in Chromium', () => {
     expect(await page.locator(`[data-burn-down="run:${s.runs.acme}"] circle.bd-finish`).count()).toBe(1);
     expect(await page.locator('[data-finish="org:beta"]').textContent()).toMatch(DATE);
     expect(await page.locator('[data-finish="org:gamma"]').textContent()).toBe('nothing left');
+    // Each card says its finish once: the line under it says what holds the work back, not the date again.
+    const acmeText = await page.locator('section[data-org="acme"]').innerText();
+    expect(acmeText.split(/finishes |done by /)).toHaveLength(2);
+    expect(await page.locator('[data-eta="acme"]').textContent()).toMatch(
+      /^\d+ windows? of .*; held back by /,
+    );
+    expect((await page.locator('section[data-org="gamma"]').innerText()).split('nothing left')).toHaveLength(
+      2,
+    );
   });
 
   it('says limits, budget windows, pacing, the run window and held classes in words, where they apply', async () => {

@@ -192,7 +192,7 @@ export function haSuite(mode: Mode): void {
       );
       expect(tooMany(h)).toBe(0);
 
-      const retry = await runCommand(['retry', '--org', 'acme', '--status', 'forbidden'], h.env);
+      const retry = await runCommand(['retry', '--org', 'acme', '--status', 'forbidden', '--yes'], h.env);
       expect(retry.code, retry.stderr).toBe(0);
       expect(retry.stdout).toContain('re-queued 2');
       // They are forbidden again. A stop for another reason than idle shows the warnings that say why

@@ -85,6 +85,13 @@ describe('overview', () => {
     expect(r.body).toContain('transfers per hour, last 24 h (2 transferred');
     expect(r.body).toContain(`href="/failures?run=${s.runId}"`);
     expect(r.body).not.toMatch(/<script>(?!<\/script>)/); // no inline script: only /assets/app.js
+    // The card says each thing once: all done, "nothing left" is its finish line alone (the ETA line
+    // under it does not repeat it; the chart's accessible title and description are not read text).
+    const card = /<section class="card" data-org="acme"[\s\S]*?<\/section>/.exec(r.body)?.[0] ?? '';
+    const shown = card.replace(/<svg[\s\S]*?<\/svg>/g, '').replace(/<[^>]+>/g, ' ');
+    expect(shown.split('nothing left')).toHaveLength(2);
+    expect(card).toMatch(/<span data-finish="org:acme">nothing left<\/span>/);
+    expect(card).toMatch(/<p class="muted small" data-eta="acme"><\/p>/);
   });
 
   it('GET /api/runs and /api/runs/:id', async () => {

@@ -127,7 +127,7 @@ describe('plan --check', () => {
     const ids = [...want.keys()];
     const csv = h.writeFile('apply.csv', `${ids.join('\n')}\n`);
     const before = transferCalls().length;
-    const r = await runPreflight(h.ctx, { csv, org: 'acme', targetOrgId: ACME, remember: true });
+    const r = await runPreflight(h.ctx, { csv, org: 'acme', targetOrgId: ACME });
     const s = await applyPreflight(h.ctx, r, { csv });
     expect(s.produced.enqueued).toBe(6);
     expect(s.recordedInOrg).toBe(3);
@@ -166,7 +166,10 @@ describe('plan --check', () => {
 
     // The operator sends the userless one anyway.
     // (through the CLI: `retry --status held` is a choice the retry command offers).
-    const retried = await runCommand(['retry', '--status', 'held', '--learner', String(noUser)], h.env);
+    const retried = await runCommand(
+      ['retry', '--status', 'held', '--learner', String(noUser), '--yes'],
+      h.env,
+    );
     expect(retried.code, retried.stderr).toBe(0);
     expect((await h.ctx.store.get('acme', noUser))?.b).toBe('queued');
     await h.workUntilIdle();

@@ -214,7 +214,7 @@ describe('the burn-down SVG', () => {
     expect(svg).not.toContain('bd-projection');
     expect(svg).not.toContain('bd-finish');
     expect(svg).not.toContain('data-finish-at');
-    expect(svg).toMatch(/class="bd-empty"[^>]*>\s*nothing left\s*<\/text/);
+    expect(svg).toMatch(/class="bd-empty"[^>]*>\s*no learner waiting in this span\s*<\/text/);
     // One point over a one-hour span ending now: no NaN anywhere.
     expect(svg).not.toContain('NaN');
     expect(svg).toContain('>08:30</tspan>');

@@ -13,6 +13,12 @@ describe('config', () => {
     expect(c.userAgent).toMatch(/learner-transfer/);
     expect(c.tokens).toEqual([]);
     expect(Object.isFrozen(c)).toBe(true);
+    // Defaults are nobody's setting: no LIMIT_* and no USER_AGENT is counted as set.
+    expect(c.limitVariablesSet).toEqual([]);
+    expect(c.userAgentSet).toBe(false);
+    const set = loadConfig({ LIMIT_PER_ORG: '1000/1d', LIMIT_BURST: '', USER_AGENT: 'Acme Corp' });
+    expect(set.limitVariablesSet).toEqual(['LIMIT_PER_ORG']);
+    expect(set.userAgentSet).toBe(true);
   });
 
   it('parses org:token pairs, groups orgs, and hides secrets from JSON', () => {

@@ -299,6 +299,11 @@ describe('seeding from LIMIT_* and the mismatch warning', () => {
     expect(warn).toMatchObject({ org, LIMIT_PER_TOKEN: '25/2s', storedPerToken: '10/1m' });
     // Same limits: no warning.
     expect(envMismatchWarning(org, second.policy, fallback)).toBeNull();
+    // A LIMIT_* the environment leaves unset is a built-in default: never said to differ.
+    expect(envMismatchWarning(org, second.policy, { ...other, limitVariablesSet: [] })).toBeNull();
+    expect(
+      envMismatchWarning(org, second.policy, { ...other, limitVariablesSet: ['LIMIT_PER_TOKEN'] }),
+    ).toContain('LIMIT_PER_TOKEN=25/2s (stored: 10/1m)');
 
     // The process with 25/2s is held to the stored 10 per minute.
     const follower = budget(other.limitPerToken, other.limitPerOrg);

@@ -126,6 +126,25 @@ describe('README', () => {
     }
   });
 
+  it("runs the first migration's steps in a person's order (test/e2e/first-migration.test.ts runs it)", () => {
+    const block = /```sh\n([\s\S]*?)```/.exec(section('A first real migration'))?.[1] ?? '';
+    const steps = [
+      'export LEARNER_API_TOKENS_FILE=',
+      'export USER_AGENT=',
+      'export SPOOL_DIR=',
+      'export AUDIT_ARCHIVE_DIR=',
+      'learner-transfer plan --csv cohort.csv',
+      'learner-transfer plan --check --csv cohort.csv --org acme --target-org-id',
+      'learner-transfer plan --check --apply --csv cohort.csv',
+      'learner-transfer work',
+    ];
+    const at = steps.map((step) => block.indexOf(step));
+    for (const [i, step] of steps.entries()) expect(at[i], step).toBeGreaterThanOrEqual(0);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    // What the check found not worth a call is never sent by a plain enqueue in the path.
+    expect(block).not.toMatch(/learner-transfer enqueue /);
+  });
+
   it('lists the exit codes the CLI uses', () => {
     const table = section('Exit codes');
     for (const code of Object.values(EXIT)) expect(table).toMatch(new RegExp(`^\\| ${code} \\|`, 'm'));

@@ -117,8 +117,9 @@
         byAttr('data-finish', 'org:' + org.org).forEach(function (e) {
           text(e, org.burnDown.finishText);
         });
+      // The finish is the line above (data-finish): this one says only what holds it back.
       byAttr('data-eta', org.org).forEach(function (e) {
-        text(e, org.eta.text);
+        text(e, org.eta.note || '');
       });
       byAttr('data-jobs', org.org).forEach(function (e) {
         var j = org.jobs;

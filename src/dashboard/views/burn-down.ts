@@ -123,7 +123,7 @@ export function burnDownSvg(b: BurnDown, name: string): Html {
               x="${(PLOT.left + PLOT.right) / 2}"
               y="${(PLOT.top + PLOT.bottom) / 2}"
               text-anchor="middle"
-              >nothing left</text
+              >no learner waiting in this span</text
             >`
           : ''
       }

@@ -107,7 +107,7 @@ function orgCard(org: OrgOverview, at: string): Html {
           left <b data-remaining="${org.org}">${num(org.remaining)}</b>:
           <span data-finish="org:${org.org}">${org.burnDown.finishText}</span>
         </p>
-        <p class="muted small" data-eta="${org.org}">${org.eta.text}</p>
+        <p class="muted small" data-eta="${org.org}">${org.eta.note ?? ''}</p>
         <p class="muted" data-jobs="${org.org}">
           jobs: ${num(org.jobs.waiting)} waiting, ${num(org.jobs.delayed)} delayed, ${num(org.jobs.active)}
           active
