@@ -93,9 +93,10 @@ export class OverviewLive implements LiveCollector<Overview> {
   }
 
   full(o: Overview): LiveFrame {
-    // The page the listener holds was drawn with its charts just now: a full frame sends none (it is
-    // sent at each connection, and 50 charts would double it); the diffs send those that changed.
-    return { ...o, full: true, pageOrgs: o.orgs.map((x) => x.org), charts: {} };
+    // Every chart of the view: the later frames carry only what changed since this one, so a chart that
+    // changed before it (after the page was drawn, or while a dropped stream was down) comes now or never.
+    // Sent once per connection (LiveFeed builds it once per payload), as the page itself sends them.
+    return { ...o, full: true, pageOrgs: o.orgs.map((x) => x.org), charts: chartsOf(o.orgs, o.runs) };
   }
 
   diff(previous: Overview, next: Overview): LiveFrame {

@@ -3,13 +3,14 @@
 // interval and each listener is sent its own view (ten open tabs cost the same Redis reads as one); with
 // no listener, nothing runs. A newcomer gets the last snapshot of its view if it is younger than the
 // interval, or joins the collection under way: a burst of connections costs one collection, not one each.
-// A listener's first frame is whole; after that it is sent only what changed since its last frame (the
-// collector's `diff`), so a quiet fleet costs a few hundred bytes a tick per tab, not the whole page. At
+// A listener's first frame is whole (a reconnected stream included: its page may hold anything older);
+// after that it is sent only what changed since its last frame (the collector's `diff`), so a quiet fleet
+// costs a few hundred bytes a tick per tab, not the whole page. A whole frame is built once per payload. At
 // most `maxClients` streams are open at once (the route answers 503 beyond).
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../core/log.ts';
 
-export interface LiveCollector<P> {
+export interface LiveCollector<P extends object> {
   /** One collection for these views (each listener's view key): the payload of each. */
   collect(views: readonly string[]): Promise<ReadonlyMap<string, P>>;
   /** What a newcomer is sent: the payload whole. */
@@ -18,13 +19,13 @@ export interface LiveCollector<P> {
   diff(previous: P, next: P): unknown;
 }
 
-interface Listener<P> {
+interface Listener<P extends object> {
   view: string;
   /** The payload whose frame it was sent last (the base of its next diff). */
   last: P | undefined;
 }
 
-export class LiveFeed<P> {
+export class LiveFeed<P extends object> {
   readonly #clients = new Map<ServerResponse, Listener<P>>();
   readonly #collector: LiveCollector<P>;
   readonly #intervalMs: number;
@@ -33,6 +34,8 @@ export class LiveFeed<P> {
   #timer: NodeJS.Timeout | undefined;
   #inFlight: { views: ReadonlySet<string>; result: Promise<ReadonlyMap<string, P> | undefined> } | undefined;
   readonly #latest = new Map<string, { payload: P; at: number }>();
+  /** The whole frame of a payload, built once however many listeners (re)connect to it. */
+  readonly #fullFrames = new WeakMap<P, string>();
   #collections = 0;
 
   constructor(collector: LiveCollector<P>, intervalMs: number, logger: Logger, maxClients = Infinity) {
@@ -71,7 +74,7 @@ export class LiveFeed<P> {
     // The newcomer should not wait a whole interval for its first snapshot; a fresh one is shared.
     const latest = this.#latest.get(view);
     if (latest && Date.now() - latest.at < this.#intervalMs) {
-      res.write(this.#frame(this.#collector.full(latest.payload)));
+      res.write(this.#fullFrame(latest.payload));
       listener.last = latest.payload;
     } else void this.#send([res]);
     this.#timer ??= setInterval(() => void this.#send([...this.#clients.keys()]), this.#intervalMs);
@@ -90,6 +93,15 @@ export class LiveFeed<P> {
 
   #frame(data: unknown): string {
     return `event: overview\ndata: ${JSON.stringify(data)}\n\n`;
+  }
+
+  #fullFrame(payload: P): string {
+    let frame = this.#fullFrames.get(payload);
+    if (frame === undefined) {
+      frame = this.#frame(this.#collector.full(payload));
+      this.#fullFrames.set(payload, frame);
+    }
+    return frame;
   }
 
   /**
@@ -143,11 +155,10 @@ export class LiveFeed<P> {
       built.set(listener.view, byBase);
       let frame = byBase.get(listener.last);
       if (frame === undefined) {
-        frame = this.#frame(
+        frame =
           listener.last === undefined
-            ? this.#collector.full(next)
-            : this.#collector.diff(listener.last, next),
-        );
+            ? this.#fullFrame(next)
+            : this.#frame(this.#collector.diff(listener.last, next));
         byBase.set(listener.last, frame);
       }
       res.write(frame);

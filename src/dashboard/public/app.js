@@ -161,9 +161,15 @@
         .catch(function () {});
     };
     if (window.EventSource) {
+      // "(live)" once the stream's first frame came, not before; data-frames counts the frames applied
+      // (what a test waits on, rather than on time).
+      var frames = 0;
+      text(state, '(connecting)');
       var es = new EventSource('/api/live' + view);
       es.addEventListener('overview', function (ev) {
         applyOverview(JSON.parse(ev.data));
+        frames += 1;
+        if (state) state.setAttribute('data-frames', String(frames));
         text(state, '(live)');
       });
       es.onerror = function () {
