@@ -195,7 +195,9 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
       progress?.count(e);
       notifier?.noteOutcome(e);
     },
-    ...(notifier ? { onRefused: notifier.noteRefused.bind(notifier) } : {}),
+    ...(notifier
+      ? { onRefused: notifier.noteRefused.bind(notifier), onHalt: notifier.noteHalt.bind(notifier) }
+      : {}),
     ...(metrics ? { onRepair: (r) => countRepair(metrics.repairs, r) } : {}),
     orgs,
     concurrency,

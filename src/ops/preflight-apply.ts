@@ -15,6 +15,7 @@ import { newRunId } from '../outcomes/runs.ts';
 import type { Bucket } from '../outcomes/record.ts';
 import type { ProduceCounts } from '../queue/producer.ts';
 import type { CheckClass } from '../queue/sources/list-check.ts';
+import { checkedSource } from '../queue/job.ts';
 import { SENT_CLASSES, type PreflightResult } from './preflight.ts';
 
 export interface ApplySummary {
@@ -50,7 +51,8 @@ export async function applyPreflight(
   }
   const sent = r.learners.filter((l) => SENT_CLASSES.includes(l.cls));
   const produced = await ctx.producer.add(
-    sent.map((l) => ({ org, learnerId: l.learnerId, source: l.source, line: l.line })),
+    // Marked as shown by the list: a 404 for one of them counts toward the error budget (guard-rails.md).
+    sent.map((l) => ({ org, learnerId: l.learnerId, source: checkedSource(l.source), line: l.line })),
     runId,
   );
 
