@@ -131,8 +131,9 @@ if ARGV[11] ~= '' then
       redis.call('HSET', breakerKey, 'probe', string.format('gap %d', nowMs + (tonumber(ARGV[13]) or 0)))
     else
       redis.call('HDEL', breakerKey, 'probe')
-      redis.call('PUBLISH', ARGV[8], ARGV[9])
     end
+    -- The lanes that wait for the probe's answer wake now (to wait for the gap, or to go on).
+    redis.call('PUBLISH', ARGV[8], ARGV[9])
   end
 end
 local stormNow = storm and 1 or 0
