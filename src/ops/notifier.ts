@@ -117,6 +117,14 @@ export class Notifier {
     }
   }
 
+  /** What `work` hooks on its workers besides the outcomes: refused permits, halts. */
+  workHooks(): {
+    onRefused: Notifier['noteRefused'];
+    onHalt: Notifier['noteHalt'];
+  } {
+    return { onRefused: this.noteRefused.bind(this), onHalt: this.noteHalt.bind(this) };
+  }
+
   /** The error budget halted the organization (tokenId null) or paused a token: said at once, once. */
   noteHalt(org: string, tokenId: string | null, reason: string): void {
     try {

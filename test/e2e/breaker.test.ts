@@ -100,7 +100,7 @@ describe('a token refused on every learner (403)', () => {
     expect(counts.forbidden).toBe(calls);
     expect(progressOf(counts).waiting).toBe(300 - calls);
     const queue = ctx.queues.get('acme');
-    const waiting = await queue.getJobs(['wait', 'prioritized', 'delayed', 'paused']);
+    const waiting = await queue.getJobs(['wait', 'prioritized', 'delayed']);
     expect(waiting.length).toBe(300 - calls);
     expect(waiting.every((j) => j.attemptsMade === 0)).toBe(true);
     // Seen by `status`, `limits show` and `changes`; said once by a notification.
