@@ -23,6 +23,8 @@ import type { Cli } from './io.ts';
 import {
   blackoutOption,
   burstOption,
+  haltAtOption,
+  haltSampleOption,
   positiveInt,
   rateOption,
   reserveOption,
@@ -31,6 +33,7 @@ import {
   tokenIdOption,
 } from './parsers.ts';
 import type { Burst } from '../core/burst.ts';
+import type { HaltAt } from '../core/halt-rule.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
 import { describeRunWindow } from '../limiter/run-window.ts';
 import { when } from './status.ts';
@@ -48,7 +51,8 @@ export function checkOrgAndToken(config: Readonly<Config>, org: string, tokenId?
   }
 }
 
-const pausedText = (p: PauseInfo | null) => (p ? `PAUSED by ${p.who} since ${when(p.at)}` : 'no');
+const pausedText = (p: PauseInfo | null) =>
+  p ? `PAUSED by ${p.who} since ${when(p.at)}${p.reason ? `: ${p.reason}` : ''}` : 'no';
 
 export function formatLimits(l: OrgLimits): string {
   const lines = [
@@ -73,6 +77,11 @@ export function formatLimits(l: OrgLimits): string {
           `  learned        organization ${l.learned} from the service's 429s (${describeLearned(l.learnedDetail)})`,
         ]
       : []),
+    `  error budget   ${
+      l.halt.at === 'off'
+        ? 'off: never halts'
+        : `halts at ${l.halt.at} failures of the last ${l.halt.sample} outcomes`
+    }${l.halt.stored ? '' : ' (HALT_AT / HALT_SAMPLE of this process: none stored)'}`,
     `  paused         ${pausedText(l.paused)}`,
     `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(9)} ${'429s'.padEnd(5)} ${'paused'.padEnd(6)} pacing`,
   ];
@@ -133,6 +142,8 @@ interface SetFlags {
   runWindow?: string;
   tz?: string;
   blackout?: string;
+  haltAt?: HaltAt;
+  haltSample?: number;
 }
 
 export function register(program: Command, cli: Cli): void {
@@ -198,6 +209,18 @@ function budgetOptions(command: Command): Command {
         '--blackout <dates>',
         'days with no transfer at all, like 2026-12-21..2027-01-06 (a comma-separated list; "none" removes them)',
       ).argParser(blackoutOption),
+    )
+    .addOption(
+      new Option(
+        '--halt-at <P%|off>',
+        'the error budget: halt the organization when this share of its last outcomes failed (like 50%), or off',
+      ).argParser(haltAtOption),
+    )
+    .addOption(
+      new Option(
+        '--halt-sample <N>',
+        'the error budget: how many of the last final outcomes it judges (default HALT_SAMPLE, 20)',
+      ).argParser(haltSampleOption),
     );
 }
 
@@ -210,6 +233,8 @@ function changeOf(opts: SetFlags): LimitChange {
     ...(opts.token ? { tokenId: opts.token } : {}),
     ...(opts.reserve ? { reserve: opts.reserve } : {}),
     ...(opts.burst ? { burst: opts.burst } : {}),
+    ...(opts.haltAt !== undefined ? { haltAt: opts.haltAt } : {}),
+    ...(opts.haltSample !== undefined ? { haltSample: opts.haltSample } : {}),
     ...(calendar
       ? {
           runWindow: {

@@ -1,5 +1,12 @@
 // Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
 // commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+import {
+  HALT_AT_EXPECTED,
+  HALT_SAMPLE_EXPECTED,
+  parseHaltAt,
+  parseHaltSample,
+  type HaltAt,
+} from '../core/halt-rule.ts';
 import { burstMessage, parseBurst, type Burst } from '../core/burst.ts';
 import {
   checkTimeZone,
@@ -157,6 +164,20 @@ export function burstOption(value: string): Burst {
   const burst = parseBurst(value);
   if (burst) return burst;
   throw new InvalidArgumentError(burstMessage('--burst', value));
+}
+
+/** --halt-at: a share like 50%, or off (core/halt-rule.ts, the rule HALT_AT follows too). */
+export function haltAtOption(value: string): HaltAt {
+  const at = parseHaltAt(value);
+  if (at !== undefined) return at;
+  throw new InvalidArgumentError(`--halt-at expects ${HALT_AT_EXPECTED}, got '${value}'`);
+}
+
+/** --halt-sample: how many final outcomes the error budget judges. */
+export function haltSampleOption(value: string): number {
+  const n = parseHaltSample(value);
+  if (n !== undefined) return n;
+  throw new InvalidArgumentError(`--halt-sample expects ${HALT_SAMPLE_EXPECTED}, got '${value}'`);
 }
 
 /** A calendar parser's LT_USAGE error as commander's. */

@@ -48,7 +48,8 @@ function command(program: Command, cli: Cli, paused: boolean): void {
         } else {
           cli.print(
             forTerminal(
-              `resumed ${what} (paused by ${before.who} since ${before.at}): workers go on within ${POLICY_RECHECK_MS / 1000} s`,
+              `resumed ${what} (paused by ${before.who} since ${before.at}${before.reason ? `: ${before.reason}` : ''}): ` +
+                `workers go on within ${POLICY_RECHECK_MS / 1000} s; the error budget's sample starts afresh`,
             ),
           );
         }

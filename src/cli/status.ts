@@ -84,7 +84,11 @@ function orgLines(o: OrgStatus): string[] {
         (w.open ? w.now : `waiting for the run window (${w.now})`),
     );
   }
-  if (b.paused) lines.push(`  PAUSED by ${b.paused.who} since ${when(b.paused.at)} (resume --org ${o.org})`);
+  if (b.paused) {
+    lines.push(
+      `  PAUSED by ${b.paused.who} since ${when(b.paused.at)}${b.paused.reason ? `: ${b.paused.reason}` : ''} (resume --org ${o.org})`,
+    );
+  }
   lines.push(
     `  organization budget: ${b.used} used, ${b.inflight} in flight, ${b.remaining} of ${b.limit} left` +
       (b.remaining === 0 ? `, next in ${humanizeMs(b.nextFreeInMs ?? 0)}` : '') +
@@ -101,7 +105,9 @@ function orgLines(o: OrgStatus): string[] {
         (t.blocked
           ? ` [${t.blocked.reason === '401' ? 'PAUSED: refused with 401' : `blocked: ${t.blocked.reason}`}]`
           : '') +
-        (t.paused ? ` [PAUSED by ${t.paused.who} since ${when(t.paused.at)}]` : ''),
+        (t.paused
+          ? ` [PAUSED by ${t.paused.who} since ${when(t.paused.at)}${t.paused.reason ? `: ${t.paused.reason}` : ''}]`
+          : ''),
     );
   }
   lines.push(`  remaining ${o.remaining}: ${o.eta.text}`);

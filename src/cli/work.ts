@@ -195,7 +195,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
       progress?.count(e);
       notifier?.noteOutcome(e);
     },
-    ...(notifier ? { onRefused: notifier.noteRefused.bind(notifier) } : {}),
+    ...notifier?.workHooks(),
     ...(metrics ? { onRepair: (r) => countRepair(metrics.repairs, r) } : {}),
     orgs,
     concurrency,

@@ -11,6 +11,15 @@ import { readTokenFile, TOKENS_FILE_VAR } from './token-file.ts';
 import { webhookSecrets } from './webhook-url.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
 import { tracingEnvFields, tracingSettings, type TracingSettings } from './tracing-config.ts';
+import {
+  DEFAULT_HALT_AT,
+  DEFAULT_HALT_SAMPLE,
+  HALT_AT_EXPECTED,
+  HALT_SAMPLE_EXPECTED,
+  parseHaltAt,
+  parseHaltSample,
+  type HaltAt,
+} from './halt-rule.ts';
 
 export { tokenFingerprint, type TokenRef } from './token-ref.ts';
 
@@ -112,6 +121,10 @@ export interface Config {
   notifyBlockedAfterMs: number;
   /** NOTIFY_STALL_AFTER: learners due this long that no worker took, with budget there, are said (0: never). */
   notifyStallAfterMs: number;
+  /** HALT_AT: the share of an organization's sample of failures that halts it (percent), or 'off'. */
+  haltAt: HaltAt;
+  /** HALT_SAMPLE: how many of an organization's last final outcomes the error budget judges. */
+  haltSample: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER / OTEL_SERVICE_NAME: tracing on; undefined: off. */
   tracing: TracingSettings | undefined;
 }
@@ -466,6 +479,34 @@ const envSchema = z.object({
       return ratio;
     }),
   NOTIFY_BLOCKED_AFTER: durationField('NOTIFY_BLOCKED_AFTER', '30m', true),
+  HALT_AT: z
+    .string()
+    .default(`${DEFAULT_HALT_AT}%`)
+    .transform((text, ctx) => {
+      const at = parseHaltAt(text);
+      if (at === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `HALT_AT: expected ${HALT_AT_EXPECTED}, got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return at;
+    }),
+  HALT_SAMPLE: z
+    .string()
+    .default(String(DEFAULT_HALT_SAMPLE))
+    .transform((text, ctx) => {
+      const n = parseHaltSample(text);
+      if (n === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `HALT_SAMPLE: expected ${HALT_SAMPLE_EXPECTED}, got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    }),
   NOTIFY_STALL_AFTER: durationField('NOTIFY_STALL_AFTER', '30m', true),
   // OpenTelemetry's standard variables that turn tracing on (core/tracing-config.ts, docs/tracing.md).
   ...tracingEnvFields,
@@ -600,6 +641,8 @@ function notifySettings(e: z.infer<typeof envSchema>) {
     notifyFailureShare: e.NOTIFY_FAILURE_SHARE,
     notifyBlockedAfterMs: e.NOTIFY_BLOCKED_AFTER,
     notifyStallAfterMs: e.NOTIFY_STALL_AFTER,
+    haltAt: e.HALT_AT,
+    haltSample: e.HALT_SAMPLE,
   };
 }
 

@@ -50,6 +50,13 @@ export interface Keys {
    * ms; acquire.lua "Pacing"). Expires when every bucket is full again.
    */
   pace(org: string): string;
+  /**
+   * The error budget of an organization (limiter/judge-outcome.lua; hash: `org` and `tok:<id>` -> the
+   * sample of its last final outcomes, newest first; `answers`, `storm`, `probe`: the 5xx storm and its
+   * one probe). In the org's slot, so the script writes the pause in the same step. Written on the outcome
+   * path only, never polled.
+   */
+  breaker(org: string): string;
   /** Outcome store: hash learnerId -> compact outcome record. */
   outcomes(org: string): string;
   /** Outcome store: sorted set of learner ids with a given outcome code, scored by time of the outcome. */
@@ -165,6 +172,7 @@ export function createKeys(prefix: string): Keys {
     queueKey: (queueName, suffix) => `${prefix}:${queueName}:${suffix}`,
     limiterEvents: (org) => `${o(org)}:lim:events`,
     policy: (org) => `${o(org)}:policy`,
+    breaker: (org) => `${o(org)}:breaker`,
     outcomes: (org) => `${o(org)}:out`,
     outcomeIndex: (org, code) => `${o(org)}:out:idx:${code}`,
     outcomeIndexPrefix: (org) => `${o(org)}:out:idx:`,

@@ -12,6 +12,8 @@
     KEYS[3i+3..3i+5]   token i's log, inflight and block (i = 1..n, same meanings), n >= 0
     KEYS[3n+6]         policy hash     the organization's live policy (see Policy below; may be absent)
     KEYS[3n+7]         pace hash       'org' and 'tok:<id>' -> the bucket's tat (see Pacing below)
+    KEYS[3n+8]         breaker hash    the error budget (judge-outcome.lua): `storm` set while most answers
+                                       are server errors, `probe` = "holder deadline" (see Probe below)
 
     ARGV[1]  token limit: most permits per token window      (fallback when the policy has no `token`)
     ARGV[2]  token window (ms)                               (idem)
@@ -29,16 +31,17 @@
     ARGV[11+i] token i's id (its non-secret fingerprint), for its policy fields
 
   Output:
-    {1, permitId, tokenIndex (1-based), now, tookOver, tokenKeyTtl, orgKeyTtl}
+    {1, permitId, tokenIndex (1-based), now, tookOver, tokenKeyTtl, orgKeyTtl, probe (0|1)}
         granted (tookOver 1: the learner's lease was taken over from a holder that died). The key TTLs
         are the ones this step computed from the windows in effect: a settle passes them on, so no
-        write ever gives a log a shorter life than the window it is counted over needs.
+        write ever gives a log a shorter life than the window it is counted over needs. probe 1: the
+        permit is the one probe of a 5xx storm (its server error uses no attempt).
     {0, waitMs, scope, allBlockedIndefinitely (0|1), now}    refused, nothing written but housekeeping
     Both end with one more element: {field, value, ...}, the policy's rate fields that are malformed
     (includes/policy.lua lt_rate: outside the bounds the parser sets) and were ignored for the fallback;
     empty when none. A malformed value is never applied, and never silently: the caller logs it.
       scope: 'token' | 'org' | 'blocked-token' | 'blocked-org' | 'no-token' | 'lease' | 'lost-lock'
-             | 'paused' | 'pace' | 'run-window' | 'run-window-stale'
+             | 'paused' | 'pace' | 'run-window' | 'run-window-stale' | 'probe'
       ('pace': a bucket is empty; 'run-window': outside the run window, waitMs until it opens;
       'run-window-stale': the stored open intervals end before now: the caller computes them again from
       the calendar and asks again, see Run window below)
@@ -108,6 +111,13 @@
   stale ('run-window-stale'): the caller writes them again from the calendar and asks again. No `open`
   field: no run window, always open.
 
+  Probe. During a 5xx storm (judge-outcome.lua sets `storm` in the breaker hash while most of the
+  organization's recent answers are server errors, and a success clears it), the fleet sends one call at a
+  time (half-open): a learner's permit is granted only with the `probe` field, "holder deadline" (the
+  in-flight deadline, or after a failed probe the end of the gap before the next one); while another
+  holder has it, 'probe' is refused until its deadline. judge-outcome.lua frees it with the probe's
+  answer and announces that on the events channel, so the lanes waiting for it wake.
+
   Clock: Redis TIME only (ms), one clock for every process; the host must slew, not step, its clock.
   It is read in one place, includes/clock.lua, shared with settle.lua, learn.lua and peek.lua.
 
@@ -157,15 +167,16 @@
   max(org wait, min over tokens not blocked for good of max(token wait, token block ttl)). A policy
   change can make a slot free earlier: callers must not sleep longer than the policy recheck bound.
 ]]
---- @keys 7+
+--- @keys 8+
 --- @include "policy"
 --- @include "clock"
 local now, nowMicros = lt_now()
 
 local inflightTtl = tonumber(ARGV[5])
-local tokenCount = (#KEYS - 7) / 3
-local policyKey = KEYS[#KEYS - 1]
-local paceKey = KEYS[#KEYS]
+local tokenCount = (#KEYS - 8) / 3
+local policyKey = KEYS[#KEYS - 2]
+local paceKey = KEYS[#KEYS - 1]
+local breakerKey = KEYS[#KEYS]
 local learner, holder, lockToken, leaseGrace = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]) or 0
 
 -- The live policy (includes/policy.lua): absent fields fall back to ARGV.
@@ -310,6 +321,20 @@ if policy['open'] then
   end
 end
 
+-- The 5xx storm (see Probe above): one probe at a time.
+local probing = false
+if learner ~= '' and redis.call('HEXISTS', breakerKey, 'storm') == 1 then
+  local probe = redis.call('HGET', breakerKey, 'probe')
+  if probe then
+    local owner, deadline = string.match(probe, '^(%S+) (%d+)$')
+    deadline = tonumber(deadline) or 0
+    if owner ~= holder and now < deadline then
+      return reply({0, deadline - now, 'probe', 0, now})
+    end
+  end
+  probing = true
+end
+
 -- A scope's bucket now: the ms until it allows a permit (0: now) and its tat after a grant (nil when the
 -- scope is not paced).
 local function paceOf(field, max, window)
@@ -375,6 +400,9 @@ if orgBlock == -2 and orgWait == 0 and orgPaceWait == 0 and best > 0 then
   if learner ~= '' then
     redis.call('HSET', KEYS[4], learner, string.format('%s %d 0', holder, deadline))
   end
+  if probing then
+    redis.call('HSET', breakerKey, 'probe', string.format('%s %d', holder, deadline))
+  end
   -- The buckets of the org and of the token granted (when paced): the key lives until both are full
   -- again, at the latest tat written (a bucket is full from its tat on).
   local bestTat = tokens[best][9]
@@ -390,7 +418,7 @@ if orgBlock == -2 and orgWait == 0 and orgPaceWait == 0 and best > 0 then
   if latest > 0 then
     extend(paceKey, math.ceil(latest - now) + 1000)
   end
-  return reply({1, permitId, best, now, tookOver, tokenKeyTtl, orgKeyTtl})
+  return reply({1, permitId, best, now, tookOver, tokenKeyTtl, orgKeyTtl, probing and 1 or 0})
 end
 
 if not anyUsable then

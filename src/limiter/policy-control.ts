@@ -12,6 +12,15 @@ import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { BudgetEvent, PauseInfo } from './types.ts';
 import { encodeBurst, type Burst } from '../core/burst.ts';
 import { encodeOpen, scheduleOf } from './run-window-open.ts';
+import {
+  formatHaltAt,
+  HALT_AT_EXPECTED,
+  HALT_SAMPLE_EXPECTED,
+  parseHaltAt,
+  parseHaltSample,
+  type HaltAt,
+} from '../core/halt-rule.ts';
+import { clearSample } from './breaker.ts';
 
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -29,6 +38,9 @@ export interface LimitChange {
    * out keeps what is stored. A blackout without a window means every other day is open.
    */
   runWindow?: { windows?: string; tz?: string; blackout?: string };
+  /** The error budget (judge-outcome.lua): the share of failures that halts, or 'off', and the sample size. */
+  haltAt?: HaltAt;
+  haltSample?: number;
 }
 
 /**
@@ -103,6 +115,8 @@ export function describeLimits(p: LimitPolicy): Record<string, unknown> {
           },
         }
       : {}),
+    ...(p.haltAt !== null ? { haltAt: formatHaltAt(p.haltAt) } : {}),
+    ...(p.haltSample !== null ? { haltSample: p.haltSample } : {}),
     // Learned limits only when there are some (a reset forgets them, and says so in the change log).
     ...(Object.keys(p.learned.tokens).length > 0 || p.learned.org
       ? {
@@ -151,10 +165,18 @@ export function checkLimitChange(org: string, change: LimitChange): void {
   if (change.tokenId !== undefined && change.perToken === undefined) {
     throw invalid('--token needs --per-token N/DURATION (the limit of that one token)');
   }
-  if (!change.perOrg && !change.perToken && !change.reserve && !change.burst && !change.runWindow) {
+  const halt = change.haltAt !== undefined || change.haltSample !== undefined;
+  if (!change.perOrg && !change.perToken && !change.reserve && !change.burst && !change.runWindow && !halt) {
     throw invalid(
-      'limits set needs at least one of --per-org, --per-token, --reserve, --burst, --run-window, --tz or --blackout',
+      'limits set needs at least one of --per-org, --per-token, --reserve, --burst, --run-window, --tz, --blackout, --halt-at or --halt-sample',
     );
+  }
+  // Built in code (the dashboard, tests) or parsed: held to the one rule of core/halt-rule.ts.
+  if (change.haltAt !== undefined && parseHaltAt(String(change.haltAt)) === undefined) {
+    throw invalid(`--halt-at expects ${HALT_AT_EXPECTED}, got '${String(change.haltAt)}'`);
+  }
+  if (change.haltSample !== undefined && parseHaltSample(String(change.haltSample)) === undefined) {
+    throw invalid(`--halt-sample expects ${HALT_SAMPLE_EXPECTED}, got '${String(change.haltSample)}'`);
   }
   // Rates come from readRate (duration.ts) in the CLI and the dashboard; one built in code is held to
   // the same bounds, or it would be stored and then ignored by every worker (includes/policy.lua).
@@ -191,6 +213,8 @@ export async function setLimits(
     share = change.reserve.share;
   }
   if (change.burst) set.burst = encodeBurst(change.burst);
+  if (change.haltAt !== undefined) set.haltAt = String(change.haltAt);
+  if (change.haltSample !== undefined) set.haltSample = String(change.haltSample);
   if (change.runWindow) {
     // The calendar given over the one stored, turned into the instants acquire.lua reads in the same step.
     const stored = parsePolicy(await redis.hgetall(keys.policy(org))).runWindow;
@@ -253,7 +277,7 @@ export async function resetLimits(
   check(org);
   const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
     delPrefix: ['tok:', 'learned:', 'refused:'],
-    del: ['reserve', 'reserveShare', ...(limits.burst ? [] : ['burst'])],
+    del: ['reserve', 'reserveShare', 'haltAt', 'haltSample', ...(limits.burst ? [] : ['burst'])],
     set: {
       org: encodeRate(limits.limitPerOrg),
       token: encodeRate(limits.limitPerToken),
@@ -310,6 +334,8 @@ export async function setPaused(
     action,
     paused ? { setnx: { [field]: JSON.stringify(info) } } : { del: [field] },
   );
+  // A resume starts the error budget afresh: the outcomes that halted it would halt it again at once.
+  if (!paused) await clearSample(redis, keys, org, tokenId);
   const details = {
     before: { paused: describePause(before, tokenId) },
     after: { paused: describePause(after, tokenId) },

@@ -13,6 +13,8 @@
 //   burst = "N" | "P%"         the pacing buckets' size (acquire.lua "Pacing"; seeded from LIMIT_BURST)
 //   runWindow, tz, blackout    the run window's calendar as a person wrote it (canonical: run-window.ts)
 //   open = "horizon s e ..."   the same as UTC instants, for acquire.lua (run-window-open.ts)
+//   haltAt = "P" | "off"       the error budget's share (percent; judge-outcome.lua, HALT_AT when absent)
+//   haltSample = N             its sample size (HALT_SAMPLE when absent)
 // and, written by the limiter itself from the service's 429s (learn.lua; acquire.lua "Learned limits"):
 //   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
 //   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
@@ -25,6 +27,7 @@ import { readBatched } from '../redis/batch.ts';
 import type { PauseInfo } from './types.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { decodeBurst, encodeBurst, type Burst } from '../core/burst.ts';
+import { parseHaltAt, parseHaltSample, type HaltAt } from '../core/halt-rule.ts';
 
 /**
  * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
@@ -62,6 +65,9 @@ export interface LimitPolicy {
   burst: Burst | null;
   /** The run window's calendar texts as stored (null: none set). */
   runWindow: { windows: string; tz: string; blackout: string } | null;
+  /** The error budget's rule as stored (null: none, or malformed: HALT_AT / HALT_SAMPLE apply). */
+  haltAt: HaltAt | null;
+  haltSample: number | null;
 }
 
 /** A learned limit as stored: "max at". */
@@ -127,7 +133,11 @@ export function parsePause(text: string | undefined): PauseInfo | null {
   if (text === undefined || text === '') return null;
   try {
     const v = JSON.parse(text) as Partial<PauseInfo>;
-    return { who: String(v.who ?? 'unknown'), at: String(v.at ?? '') };
+    return {
+      who: String(v.who ?? 'unknown'),
+      at: String(v.at ?? ''),
+      ...(typeof v.reason === 'string' && v.reason !== '' ? { reason: v.reason } : {}),
+    };
   } catch {
     return { who: 'unknown', at: '' };
   }
@@ -182,6 +192,8 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
       hash.runWindow || hash.blackout
         ? { windows: hash.runWindow ?? '', tz: hash.tz ?? '', blackout: hash.blackout ?? '' }
         : null,
+    haltAt: hash.haltAt === undefined ? null : (parseHaltAt(hash.haltAt) ?? null),
+    haltSample: hash.haltSample === undefined ? null : (parseHaltSample(hash.haltSample) ?? null),
   };
 }
 

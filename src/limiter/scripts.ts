@@ -7,6 +7,7 @@ export const LIMITER_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'acquire',
   'block',
   'change-policy',
+  'judge-outcome',
   'learn',
   'peek',
   'peek-frees',

@@ -3,6 +3,8 @@
 // pauses; the options' limits are only the fallback where none is stored). The reasoning that makes it
 // exact is in acquire.lua's header; this class only checks its inputs, builds the keys and reads the
 // scripts' replies.
+import { judgeOutcome, type JudgeInput, type JudgeResult } from './breaker.ts';
+import { DEFAULT_HALT_AT, DEFAULT_HALT_SAMPLE } from '../core/halt-rule.ts';
 import { randomBytes } from 'node:crypto';
 import type { Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -48,6 +50,7 @@ const SCOPES: readonly RefusalScope[] = [
   'paused',
   'pace',
   'run-window',
+  'probe',
 ];
 /** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
 const KEY_SLACK_MS = 1000;
@@ -144,6 +147,16 @@ export class TransferBudget {
     return { tokenMs: this.tokenKeyTtlMs, orgMs: this.orgKeyTtlMs };
   }
 
+  /**
+   * The error budget (breaker.ts): one answer pushed into the organization's and its token's samples and
+   * judged in one step; a rule met writes the pause there and then.
+   */
+  judge(input: JudgeInput): Promise<JudgeResult> {
+    checkOrg(input.org);
+    const defaults = this.options.halt ?? { haltAt: DEFAULT_HALT_AT, haltSample: DEFAULT_HALT_SAMPLE };
+    return judgeOutcome(this.redis, this.keys, defaults, input);
+  }
+
   /** The organization's policy as stored in Redis now (exact: one read). */
   policy(org: string): Promise<LimitPolicy> {
     checkOrg(org);
@@ -207,7 +220,7 @@ export class TransferBudget {
     const { limitPerToken: tok, limitPerOrg: perOrg, inflightTtlMs } = this.options;
     const keys = this.scriptKeys(org, pool);
     keys.splice(3, 0, this.keys.lease(org), lease?.lockKey || this.keys.lease(org));
-    keys.push(this.keys.policy(org), this.keys.pace(org));
+    keys.push(this.keys.policy(org), this.keys.pace(org), this.keys.breaker(org));
     const reply = list(
       await LIMITER_SCRIPTS.run(this.redis, 'acquire', keys, [
         tok.max,
@@ -226,7 +239,7 @@ export class TransferBudget {
     );
     const granted = num(reply[0]) === 1;
     // The last element (acquire.lua): the stored rate fields it ignored as malformed.
-    const malformed = reply[granted ? 7 : 5];
+    const malformed = reply[granted ? 8 : 5];
     if (Array.isArray(malformed) && malformed.length > 0) this.reportMalformed(org, malformed);
     if (granted) {
       const tokenId = pool[num(reply[2]) - 1];
@@ -243,6 +256,7 @@ export class TransferBudget {
         now: num(reply[3]),
         tookOver: reply[4] !== undefined && num(reply[4]) === 1,
         keyTtls,
+        ...(num(reply[7]) === 1 ? { probe: true } : {}),
       };
     }
     const scope = text(reply[2]) as RefusalScope;

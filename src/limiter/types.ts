@@ -3,6 +3,7 @@
 import type { Rate } from '../core/duration.ts';
 import type { BudgetFrees } from './budget-schedule.ts';
 import type { Burst } from '../core/burst.ts';
+import type { HaltAt } from '../core/halt-rule.ts';
 
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
@@ -25,6 +26,8 @@ export interface BudgetOptions {
    * at least the request timeout, or a slow answer could be counted after its permit left the window.
    */
   inflightTtlMs: number;
+  /** The error budget's defaults (HALT_AT, HALT_SAMPLE) where the policy has none; absent: 50% of 20. */
+  halt?: { haltAt: HaltAt; haltSample: number };
   /**
    * Called after an acquire that met rate fields of the stored policy it had to ignore (malformed:
    * outside the bounds of duration.ts readRate, e.g. "5/0" or "7/8.64e+21"), with each field and its
@@ -50,6 +53,8 @@ export type Acquired = {
    * settle of this permit passes them on, so its log entry is kept as long as its window needs.
    */
   keyTtls: { tokenMs: number; orgMs: number };
+  /** The one probe of a 5xx storm (acquire.lua "Probe"): a server error answered to it uses no attempt. */
+  probe?: boolean;
 };
 
 /**
@@ -71,7 +76,8 @@ export interface LeaseRequest {
  * What held the refusal: the scope whose wait is the longest. 'lease': another attempt holds the
  * learner's lease; 'lost-lock': the job's BullMQ lock is no longer this worker's (do not send);
  * 'paused': the organization, or every usable token of it, is paused (`learner-transfer pause`) until
- * a resume (allBlockedIndefinitely is then true).
+ * a resume (allBlockedIndefinitely is then true); 'probe': a 5xx storm, and another call is its one
+ * probe (acquire.lua "Probe").
  */
 export type RefusalScope =
   | 'token'
@@ -83,7 +89,8 @@ export type RefusalScope =
   | 'lost-lock'
   | 'paused'
   | 'pace'
-  | 'run-window';
+  | 'run-window'
+  | 'probe';
 
 export type Refused = {
   ok: false;
@@ -109,6 +116,8 @@ export interface BlockView {
 export interface PauseInfo {
   who: string;
   at: string;
+  /** Why, in words: a halt of the error budget (who = `breaker`) says the sample's counts. */
+  reason?: string;
 }
 
 /**

@@ -28,7 +28,7 @@ export function alertsOf(orgs: readonly OrgStatus[]): Alert[] {
         level: 'warning',
         org: o.org,
         tokenId: null,
-        message: `organization ${o.org} is paused by ${paused.who} since ${paused.at}: no new transfer is sent until it is resumed (Controls page, or 'learner-transfer resume --org ${o.org}')`,
+        message: `organization ${o.org} is paused by ${paused.who} since ${paused.at}${paused.reason ? ` (${paused.reason})` : ''}: no new transfer is sent until it is resumed (Controls page, or 'learner-transfer resume --org ${o.org}')`,
       });
     }
     for (const t of o.budget.tokens) {
@@ -37,7 +37,7 @@ export function alertsOf(orgs: readonly OrgStatus[]): Alert[] {
         level: 'warning',
         org: o.org,
         tokenId: t.tokenId,
-        message: `token ${t.tokenId} of ${o.org} is paused by ${t.paused.who} since ${t.paused.at} (Controls page, or 'learner-transfer resume --org ${o.org} --token ${t.tokenId}')`,
+        message: `token ${t.tokenId} of ${o.org} is paused by ${t.paused.who} since ${t.paused.at}${t.paused.reason ? `: ${t.paused.reason}` : ''} (Controls page, or 'learner-transfer resume --org ${o.org} --token ${t.tokenId}')`,
       });
     }
     for (const t of o.budget.tokens) {

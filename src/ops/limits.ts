@@ -4,6 +4,7 @@ import type { AppContext } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { formatDuration, formatRate, humanizeMs } from '../core/duration.ts';
 import { encodeBurst } from '../core/burst.ts';
+import { formatHaltAt } from '../core/halt-rule.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
 import { describeRunWindow, openAt } from '../limiter/run-window.ts';
 import { envDifferences, type LimitPolicy } from '../limiter/policy.ts';
@@ -33,6 +34,8 @@ export interface OrgLimits {
   orgPacing: string | null;
   /** The run window: its calendar and whether it is open now; null when none is set. */
   runWindow: RunWindowState | null;
+  /** The error budget (docs/guard-rails.md): the share that halts ("50%" or "off"), the sample, and where from. */
+  halt: { at: string; sample: number; stored: boolean };
   environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string; LIMIT_BURST: string };
   /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
   differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
@@ -164,6 +167,11 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
     },
     orgPacing: pacingOf(view.org),
     runWindow: runWindowOf(view, view.now),
+    halt: {
+      at: formatHaltAt(policy.haltAt ?? config.haltAt),
+      sample: policy.haltSample ?? config.haltSample,
+      stored: policy.haltAt !== null || policy.haltSample !== null,
+    },
     environment: {
       LIMIT_PER_TOKEN: formatRate(config.limitPerToken),
       LIMIT_PER_ORG: formatRate(config.limitPerOrg),
@@ -192,7 +200,7 @@ export function describeChange(details: Record<string, unknown>): string {
       ? '-'
       : typeof v === 'object'
         ? 'who' in (v as object)
-          ? `by ${(v as PauseInfo).who}`
+          ? `by ${(v as PauseInfo).who}${(v as PauseInfo).reason ? ` (${(v as PauseInfo).reason})` : ''}`
           : JSON.stringify(v)
         : String(v);
   const parts: string[] = [];

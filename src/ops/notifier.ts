@@ -10,7 +10,7 @@
 // Every event is claimed in Redis before it is sent (notify-send.ts): once for the fleet.
 import type { AppContext } from '../app/context.ts';
 import type { RefusalScope } from '../limiter/types.ts';
-import { tokenRefused } from './notify-events.ts';
+import { orgHalted, tokenRefused } from './notify-events.ts';
 import { HeldNotes } from './notify-held.ts';
 import { RunWatch } from './notify-runs.ts';
 import { WebhookSender, type NotifyStats } from './notify-send.ts';
@@ -114,6 +114,23 @@ export class Notifier {
       if (this.#watch.intervalMs > 0) this.#held.moved(e.org);
     } catch (err) {
       this.#ctx.logger.warn({ err: (err as Error).message }, 'notifications: an outcome could not be noted');
+    }
+  }
+
+  /** What `work` hooks on its workers besides the outcomes: refused permits, halts. */
+  workHooks(): {
+    onRefused: Notifier['noteRefused'];
+    onHalt: Notifier['noteHalt'];
+  } {
+    return { onRefused: this.noteRefused.bind(this), onHalt: this.noteHalt.bind(this) };
+  }
+
+  /** The error budget halted the organization (tokenId null) or paused a token: said at once, once. */
+  noteHalt(org: string, tokenId: string | null, reason: string): void {
+    try {
+      this.#sender.submit(orgHalted(org, tokenId, reason, new Date()));
+    } catch (err) {
+      this.#ctx.logger.warn({ err: (err as Error).message }, 'notifications: a halt could not be noted');
     }
   }
 

@@ -9,6 +9,7 @@ export const NOTIFY_EVENTS = [
   'run.failures',
   'token.refused',
   'org.paused',
+  'org.halted',
   'org.blocked',
   'org.stalled',
 ] as const;
@@ -30,6 +31,8 @@ export interface NotifyBody {
   report?: string | null;
   /** Since when the organization is paused, blocked or without progress (ISO). */
   since?: string;
+  /** org.halted: the error budget's reason in words, with the sample's counts. */
+  reason?: string;
   /** run.failures: the share that failed, and the share set (NOTIFY_FAILURE_SHARE). */
   share?: number;
   threshold?: number;
@@ -124,6 +127,35 @@ export function tokenRefused(org: string, tokenId: string, at: Date): NotifyEven
     id: `token.refused:${org}:${tokenId}`,
     ttlMs: TOKEN_TTL_MS,
     body: { text, event: 'token.refused', org, run: null, counts: null, at: at.toISOString(), tokenId },
+  };
+}
+
+/**
+ * The error budget halted an organization, or paused one of its tokens (tokenId): said at once. Its pause
+ * is not said again as paused too long (notify-watch.ts leaves a pause by `breaker` to this event).
+ */
+export function orgHalted(org: string, tokenId: string | null, reason: string, at: Date): NotifyEvent {
+  const text =
+    tokenId === null
+      ? `${org} was halted by the error budget: ${reason}. No new transfer is sent; waiting learners keep ` +
+        `their attempts. Check the token, the CSV's id column and the base address ('learner-transfer plan --check'), ` +
+        `then 'learner-transfer resume --org ${org}'.`
+      : `Token ${tokenId} of ${org} was paused by the error budget: ${reason}. The other tokens go on. ` +
+        `Check its permission, then 'learner-transfer resume --org ${org} --token ${tokenId}'.`;
+  return {
+    // The halt's time names the episode: a halt after a resume is said again.
+    id: `org.halted:${org}:${tokenId ?? ''}:${at.getTime()}`,
+    ttlMs: EPISODE_TTL_MS,
+    body: {
+      text,
+      event: 'org.halted',
+      org,
+      run: null,
+      counts: null,
+      at: at.toISOString(),
+      reason,
+      ...(tokenId !== null ? { tokenId } : {}),
+    },
   };
 }
 

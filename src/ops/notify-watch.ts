@@ -20,6 +20,7 @@ import type { RedisClient } from '../redis/client.ts';
 import { runWindowOf } from './limits.ts';
 import { formatHeld, parseHeld, type HeldEntry } from './notify-held.ts';
 import { orgBlocked, orgPaused, orgStalled, type NotifyEvent } from './notify-events.ts';
+import { BREAKER } from '../limiter/breaker.ts';
 
 export interface FleetWatchOptions {
   redis: RedisClient;
@@ -133,7 +134,8 @@ export class FleetWatch {
       if (!waiting || (!paused && !held)) {
         await redis.hdel(keys.notifyHeld(), c.org);
       } else if (paused) {
-        if (now - Date.parse(paused.at) >= blockedAfterMs) {
+        // A halt of the error budget was said at once (org.halted): not again as paused too long.
+        if (paused.who !== BREAKER && now - Date.parse(paused.at) >= blockedAfterMs) {
           submit(orgPaused(c.org, paused, learners, now));
           await redis.hset(keys.notifyHeld(), c.org, formatHeld({ ...c.held, said: true }));
         }

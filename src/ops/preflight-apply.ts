@@ -15,6 +15,7 @@ import { newRunId } from '../outcomes/runs.ts';
 import type { Bucket } from '../outcomes/record.ts';
 import type { ProduceCounts } from '../queue/producer.ts';
 import type { CheckClass } from '../queue/sources/list-check.ts';
+import { checkedSource } from '../queue/job.ts';
 import { SENT_CLASSES, type PreflightResult } from './preflight.ts';
 
 export interface ApplySummary {
@@ -50,11 +51,12 @@ export async function applyPreflight(
   }
   const sent = r.learners.filter((l) => SENT_CLASSES.includes(l.cls));
   const produced = await ctx.producer.add(
+    // Marked as shown by the list: a 404 for one of them counts toward the error budget (guard-rails.md).
     // Where the list shows each learner now: the organization `report --reverse` would move it back to.
     sent.map((l) => ({
       org,
       learnerId: l.learnerId,
-      source: l.source,
+      source: checkedSource(l.source),
       line: l.line,
       previousOrgId: l.organizationId,
     })),

@@ -67,6 +67,14 @@ export interface OutcomeInfo {
   audit: AuditKind | null;
   /** A list read (crawl, reconcile) answered with this code stops: retrying cannot help. */
   crawlStops: boolean;
+  /**
+   * How a FINAL outcome with this code feeds the organization's error budget (docs/guard-rails.md):
+   * 'success'; 'failure' (the next learner will fail the same way); 'not-found' (a failure when a list
+   * showed the learner, else only its own 90% rule: stale ids are normal); 'at-once' (halts at its first
+   * occurrence: a person must look); null (not an outcome of the service's judgement: a network error,
+   * a 429, a 401).
+   */
+  halt: 'success' | 'failure' | 'not-found' | 'at-once' | null;
   description: string;
 }
 
@@ -76,6 +84,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: true,
     audit: 'transfer',
     crawlStops: false,
+    halt: 'success',
     description: 'transferred into the organization (200)',
   },
   'already-in-org': {
@@ -83,6 +92,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: true,
     audit: 'transfer',
     crawlStops: false,
+    halt: 'success',
     description:
       'already in the organization (400 "already associated", or a 200 repeat with no new transfer)',
   },
@@ -91,6 +101,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: true,
+    halt: 'not-found',
     description: 'no learner with this id (404)',
   },
   forbidden: {
@@ -98,6 +109,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: true,
+    halt: 'failure',
     description: 'the token may not transfer this learner (403)',
   },
   'invalid-request': {
@@ -105,6 +117,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: true,
+    halt: 'failure',
     description: 'the service refused the request for another reason (400 or other 4xx)',
   },
   'server-error': {
@@ -112,6 +125,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: false,
+    halt: 'failure',
     description: 'the service failed (500 and other 5xx)',
   },
   'network-error': {
@@ -120,6 +134,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: false,
+    halt: null,
     description: 'connection refused, reset or timed out; the transfer may or may not have happened',
   },
   'bad-response': {
@@ -127,6 +142,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: 'unreadable',
     crawlStops: false,
+    halt: 'failure',
     description:
       'a response the schema does not accept (e.g. a cut 200 body): the transfer may have happened',
   },
@@ -135,6 +151,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: 'unexpected',
     crawlStops: false,
+    halt: 'at-once',
     description:
       'the service answered 200 with a valid body, but not for this learner or not "completed": the ' +
       'transfer may or may not have happened, so a person must look; the body is kept in the audit stream',
@@ -144,6 +161,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: false,
+    halt: null,
     description: 'the service said 429: wait for Retry-After without using an attempt',
   },
   unauthorized: {
@@ -151,6 +169,7 @@ export const OUTCOMES: Readonly<Record<OutcomeCode, OutcomeInfo>> = Object.freez
     success: false,
     audit: null,
     crawlStops: false,
+    halt: null,
     description: 'the token was refused (401): the token is paused, the learner waits for another token',
   },
 });

@@ -16,16 +16,19 @@ export interface Decision {
 /**
  * `attempt` is this call's number (1 for the first) of `maxAttempts`. `unreachable`: the worker judged
  * the service unreachable for the organization (see OutcomeInfo.whenUnreachable): a code that allows it
- * waits instead, without using an attempt.
+ * waits instead, without using an attempt. `probe`: the call was the one probe of a 5xx storm
+ * (docs/guard-rails.md): an answer that would be retried waits instead, without using an attempt.
  */
 export function decide(
   code: OutcomeCode,
   attempt: { attempt: number; maxAttempts: number },
-  options: { unreachable?: boolean } = {},
+  options: { unreachable?: boolean; probe?: boolean } = {},
 ): Decision {
   const info = OUTCOMES[code];
   const action: OutcomeAction =
-    options.unreachable && info.whenUnreachable === 'wait-org' ? 'wait' : info.action;
+    (options.unreachable && info.whenUnreachable === 'wait-org') || (options.probe && info.action === 'retry')
+      ? 'wait'
+      : info.action;
   const rule = ACTIONS[action];
   const final =
     rule.final === 'always' || (rule.final === 'after-attempts' && attempt.attempt >= attempt.maxAttempts);

@@ -6,9 +6,25 @@ export const transferJobSchema = z.object({
   org: z.string(),
   learnerId: z.number().int().positive(),
   runId: z.string(),
-  /** "jobs.csv:12", "crawl:page 7", "reconcile:desired.csv:4", "retry" */
+  /** "jobs.csv:12", "checked:jobs.csv:12" (plan --check --apply), "crawl:page 7", "reconcile:desired.csv:4", "retry" */
   source: z.string(),
 });
+
+/** The sources whose learners the service's list showed: `plan --check --apply`, a crawl, a reconcile. */
+const LISTED_SOURCE = /^(checked|crawl|reconcile):/;
+
+/**
+ * Whether the list showed this job's learner when it was enqueued: a 404 for it then means the calls are
+ * wrong (a token, a base address), not that the id is stale (the error budget counts it as a failure).
+ */
+export function shownByList(source: string): boolean {
+  return LISTED_SOURCE.test(source);
+}
+
+/** The source of a learner `plan --check --apply` sends: its CSV line, marked as checked against the list. */
+export function checkedSource(source: string): string {
+  return `checked:${source}`;
+}
 export type TransferJob = z.infer<typeof transferJobSchema>;
 
 /**

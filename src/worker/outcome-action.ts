@@ -60,12 +60,31 @@ export async function actOnOutcome(
       logger.warn({ ...logLine, error, message }, 'transfer outcome');
       throw new LearnerTransferError('LT_ATTEMPT_FAILED', scrub(describe(outcome)));
     case 'wait':
+      if (recorded.probe && recorded.downBlockMs === undefined) return afterProbe(ctx, admitted, recorded);
       if (recorded.downBlockMs !== undefined)
         return waitForService(ctx, admitted, recorded, recorded.downBlockMs);
       return waitAfter429(ctx, admitted, recorded);
     case 'pause-token':
       return pauseToken(ctx, admitted, recorded);
   }
+}
+
+/**
+ * The one probe of a 5xx storm failed again: the learner goes back without using an attempt, and the
+ * next probe waits for the gap (judge-outcome.lua), not the budget of every waiting learner.
+ */
+async function afterProbe(
+  ctx: ProcessorContext,
+  admitted: Admitted,
+  recorded: RecordedOutcome,
+): Promise<never> {
+  const { org, job, jobToken } = admitted;
+  ctx.deps.logger.warn(
+    { ...recorded.logLine, error: recorded.error, message: recorded.message, probe: true },
+    `organization '${org}' is in a storm of server errors: one call at a time probes the service, and this learner waits without using an attempt`,
+  );
+  await job.moveToDelayed(Date.now(), jobToken);
+  throw new DelayedError();
 }
 
 /** The service is unreachable for the organization: all its transfers wait, without using attempts. */

@@ -29,6 +29,8 @@ export interface RecordedOutcome {
   final: boolean;
   /** The organization's block (ms) when the answer shows the service unreachable. */
   downBlockMs: number | undefined;
+  /** The call was the one probe of a 5xx storm: an answer that would be retried waits, with no attempt. */
+  probe: boolean;
   transferId: string | undefined;
   error: string | undefined;
   message: string | undefined;
@@ -56,7 +58,12 @@ export async function recordOutcome(
   const downBlockMs = ctx.unreachable.blockMsAfter(org, outcome);
   const attempt = job.attemptsMade + 1;
   const maxAttempts = job.opts.attempts ?? 1;
-  const decision = decide(outcome.code, { attempt, maxAttempts }, { unreachable: downBlockMs !== undefined });
+  const probe = admitted.held.permit.probe === true;
+  const decision = decide(
+    outcome.code,
+    { attempt, maxAttempts },
+    { unreachable: downBlockMs !== undefined, probe },
+  );
   const fields = answerFields(outcome, ctx.scrub);
   const recorded = await writeAnswer(ctx, admitted, outcome, decision, fields);
   let bucket: Bucket = decision.bucket;
@@ -95,6 +102,7 @@ export async function recordOutcome(
     bucket,
     final,
     downBlockMs,
+    probe,
     transferId,
     error,
     message,

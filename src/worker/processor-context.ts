@@ -48,6 +48,11 @@ export interface ProcessorDeps {
    * learn here that an organization is held (ops/notifier.ts). Called on the transfer path: no I/O.
    */
   onRefused?: (org: string, scope: RefusalScope, indefinite: boolean) => void;
+  /**
+   * The error budget halted the organization (tokenId null) or paused one token, in the step that pushed
+   * this process's outcome (limiter/breaker.ts): notifications say it once. No I/O.
+   */
+  onHalt?: (org: string, tokenId: string | null, reason: string) => void;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
 }

@@ -12,6 +12,7 @@ import { admit, readTransferJob } from './admission.ts';
 import { sendTransfer } from './transfer-call.ts';
 import { recordOutcome } from './outcome-record.ts';
 import { actOnOutcome } from './outcome-action.ts';
+import { noteForBreaker } from './breaker-note.ts';
 import {
   processorContext,
   type ProcessorContext,
@@ -64,6 +65,8 @@ async function processOne(
       { scrub },
     );
     span.setAttributes({ [SPAN_ATTR.bucket]: recorded.bucket, [SPAN_ATTR.final]: recorded.final });
+    // The error budget hears the answer before BullMQ acts on it: a halt holds from the next acquire.
+    await noteForBreaker(ctx, admission, recorded);
     return await actOnOutcome(ctx, admission, recorded);
   } finally {
     // The probe's answer is in (an answer deleted the state; a failure renewed the block): release it.

@@ -92,6 +92,7 @@ function transferProcessor(
     replicated: parts.replicated,
     onBudgetWait: parts.onBudgetWait,
     ...(options.onRefused ? { onRefused: options.onRefused } : {}),
+    ...(options.onHalt ? { onHalt: options.onHalt } : {}),
     logger: ctx.logger,
     // Unreadable bodies are kept whole beside the spool, on the same persistent disk.
     ...(options.spool !== false ? { archive: new BodyArchive(ctx.config.spoolDir) } : {}),

@@ -17,6 +17,8 @@ export interface WorkOptions {
   onOutcome?: (e: OutcomeEvent) => void;
   /** Every refused permit, with its scope (ProcessorDeps.onRefused): notifications of held organizations. */
   onRefused?: ProcessorDeps['onRefused'];
+  /** The error budget halted an organization or paused a token in this process's step: notifications. */
+  onHalt?: ProcessorDeps['onHalt'];
   /** Each repair sweep's report per organization (metrics: learners found stranded). */
   onRepair?: (r: RepairReport) => void;
   /**

@@ -34,6 +34,29 @@ describe('the outcome table', () => {
     expect(info.description.length).toBeGreaterThan(10);
   });
 
+  it('says how each final outcome feeds the error budget (docs/guard-rails.md)', () => {
+    expect(Object.fromEntries(OUTCOME_CODES.map((c) => [c, OUTCOMES[c].halt]))).toEqual({
+      transferred: 'success',
+      'already-in-org': 'success',
+      'not-found': 'not-found',
+      forbidden: 'failure',
+      'invalid-request': 'failure',
+      'server-error': 'failure',
+      'network-error': null,
+      'bad-response': 'failure',
+      'unexpected-result': 'at-once',
+      'rate-limited': null,
+      unauthorized: null,
+    });
+    // The one probe of a 5xx storm: an answer that would be retried waits, with no attempt.
+    expect(decide('server-error', { attempt: 1, maxAttempts: 3 }, { probe: true })).toMatchObject({
+      action: 'wait',
+      usesAttempt: false,
+      final: false,
+    });
+    expect(decide('forbidden', { attempt: 1, maxAttempts: 3 }, { probe: true }).action).toBe('fail');
+  });
+
   it('lists every code once, and the success codes are the success buckets', () => {
     expect(Object.keys(ROWS).sort()).toEqual([...OUTCOME_CODES].sort());
     expect(new Set(OUTCOME_CODES).size).toBe(OUTCOME_CODES.length);

@@ -14,7 +14,9 @@ import { layout, type PageContext } from './layout.ts';
 function pausedCell(p: PauseInfo | null): Html {
   return p
     ? html`<span class="alert-warning" data-paused="true"
-        >paused by <span data-paused-by>${p.who}</span> since <time data-paused-at>${p.at}</time></span
+        >paused by <span data-paused-by>${p.who}</span> since <time data-paused-at>${p.at}</time>${
+          p.reason ? html`: <span data-pause-reason>${p.reason}</span>` : ''
+        }</span
       >`
     : html`<span data-paused="false">no</span>`;
 }
@@ -41,8 +43,10 @@ function stateLine(o: OrgControls, readOnly: boolean): Html {
     ${
       o.paused
         ? html`<span class="code code-paused" data-org-state>paused</span> by
-            <b data-paused-by>${o.paused.who}</b> since <time data-paused-at>${o.paused.at}</time>: no new
-            transfer is sent until it is resumed`
+            <b data-paused-by>${o.paused.who}</b> since <time data-paused-at>${o.paused.at}</time>${
+              o.paused.reason ? html` (<span data-pause-reason>${o.paused.reason}</span>)` : ''
+            }:
+            no new transfer is sent until it is resumed`
         : html`<span class="code code-transferred" data-org-state>running</span>`
     }
     ${readOnly ? '' : pauseButton(o, o.paused !== null, null)}

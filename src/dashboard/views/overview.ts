@@ -54,17 +54,19 @@ function policyLines(org: OrgOverview): Html {
   return html`${
     b.org.paused
       ? html`<p class="alert alert-warning" data-org-paused="${org.org}">
-          paused by ${b.org.paused.who} since <time>${b.org.paused.at}</time>: no new transfer is sent (<a
-            href="${controls}"
-            >resume</a
-          >)
+          paused by ${b.org.paused.who} since <time>${b.org.paused.at}</time>${
+            b.org.paused.reason ? html`: <span data-pause-reason>${b.org.paused.reason}</span>` : ''
+          }:
+          no new transfer is sent (<a href="${controls}">resume</a>)
         </p>`
       : ''
   }
   ${pausedTokens.map(
     (t) =>
       html`<p class="alert alert-warning" data-token-paused="${t.tokenId}">
-        token <code>${t.tokenId}</code> paused by ${t.paused?.who} since <time>${t.paused?.at}</time>
+        token <code>${t.tokenId}</code> paused by ${t.paused?.who} since <time>${t.paused?.at}</time>${
+          t.paused?.reason ? html`: <span data-pause-reason>${t.paused.reason}</span>` : ''
+        }
       </p>`,
   )}
   ${limitsLine(org)}

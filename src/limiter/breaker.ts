@@ -1,0 +1,160 @@
+// The error budget that halts an organization (docs/guard-rails.md). Every `work` process feeds one
+// fleet-wide sample per organization and per token with the final outcomes of answered calls, on the
+// outcome path (nothing is polled); judge-outcome.lua pushes, trims, counts and, when a rule is met,
+// writes the pause in the same step: the organization's (author `breaker`, the reason with the counts) or
+// one token's. A halt IS a pause: every worker (of this release or the previous one) obeys it, `status`,
+// `limits show`, the dashboard and `changes` show it, and `resume` lifts it (and clears the sample).
+import type { HaltAt } from '../core/halt-rule.ts';
+import type { Keys } from '../core/keys.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { appendChange } from './control-log.ts';
+import { LIMITER_SCRIPTS } from './scripts.ts';
+import type { BudgetEvent } from './types.ts';
+
+/** The author of a halt, in the pause and in the change log. */
+export const BREAKER = 'breaker';
+
+/**
+ * How one answer feeds the sample: a success, a failure that will fail for the next learner too, a
+ * not-found of a learner no list showed (stale ids are normal: only its own rule, 90%), a failure that
+ * halts at once, or nothing (not a final outcome of an answered call: only the 5xx storm hears it).
+ */
+export type SampleKind = 'success' | 'failure' | 'stale' | 'at-once' | null;
+
+const KIND_LETTER: Record<Exclude<SampleKind, null>, string> = {
+  success: 's',
+  failure: 'f',
+  stale: 'n',
+  'at-once': 'h',
+};
+
+/** How a reason names each failure ("18 of the last 20 calls answered 403 forbidden"). */
+const WORDS: Record<string, string> = {
+  forbidden: '403 forbidden',
+  'invalid-request': '400 invalid request',
+  'not-found': '404 not found',
+  'server-error': 'a server error (5xx) after every attempt',
+  'bad-response': 'an unreadable 200 after every attempt',
+  'unexpected-result': "a 200 that was not this learner's completed transfer (unexpected-result)",
+};
+const WORDS_JSON = JSON.stringify(WORDS);
+
+export interface JudgeInput {
+  org: string;
+  tokenId: string;
+  kind: SampleKind;
+  code: string;
+  /** The answer for the 5xx storm: a server error (any attempt), a success, or another answer. */
+  storm: 'server-error' | 'success' | 'other' | null;
+  /** The probe this call held during a storm, freed now. */
+  probeHolder?: string | undefined;
+  /** After a probe answered with a server error, the next one waits this long (ms). */
+  probeGapMs?: number;
+}
+
+export interface JudgeResult {
+  /** 'org': this step halted the organization; 'token': it paused the token; null: neither. */
+  halted: 'org' | 'token' | null;
+  reason: string;
+  /** The 5xx storm flag after this step. */
+  storm: boolean;
+}
+
+export interface BreakerDefaults {
+  haltAt: HaltAt;
+  haltSample: number;
+}
+
+/** The halt's words as an operator reads them: the reason, then what to do. */
+export function haltAdvice(org: string, reason: string, tokenId: string | null): string {
+  if (tokenId !== null) {
+    return (
+      `token ${tokenId} of '${org}' was paused by the error budget: ${reason}. The other tokens go on. ` +
+      `Check the token's permission, then 'learner-transfer resume --org ${org} --token ${tokenId}'.`
+    );
+  }
+  return (
+    `organization '${org}' was halted by the error budget: ${reason}. No new transfer is sent; waiting ` +
+    `learners keep their attempts. Check the token, the CSV's id column and the base address ` +
+    `('learner-transfer plan --check'), then 'learner-transfer resume --org ${org}'.`
+  );
+}
+
+/** Pushes one answer into the samples and judges them (one atomic step); logs a halt in `changes`. */
+export async function judgeOutcome(
+  redis: RedisClient,
+  keys: Keys,
+  defaults: BreakerDefaults,
+  input: JudgeInput,
+): Promise<JudgeResult> {
+  const { org, tokenId, kind } = input;
+  const event: BudgetEvent = { event: 'policy', org, tokenId: null, change: 'pause' };
+  const at = new Date();
+  const storm =
+    input.storm === 'server-error' ? '5' : input.storm === 'success' ? 'ok' : input.storm ? '.' : '';
+  const reply = await LIMITER_SCRIPTS.run(
+    redis,
+    'judge-outcome',
+    [keys.policy(org), keys.breaker(org)],
+    [
+      kind ? KIND_LETTER[kind] : '',
+      input.code,
+      tokenId,
+      defaults.haltAt === 'off' ? 'off' : String(defaults.haltAt),
+      String(defaults.haltSample),
+      WORDS_JSON,
+      at.toISOString(),
+      keys.limiterEvents(org),
+      JSON.stringify(event),
+      storm,
+      input.probeHolder ?? '',
+      String(at.getTime()),
+      String(Math.max(0, Math.floor(input.probeGapMs ?? 0))),
+    ],
+  );
+  const [what, reason, stormNow] = Array.isArray(reply) ? reply.map((v) => String(v)) : [];
+  const halted = what === 'org' || what === 'token' ? what : null;
+  if (halted) {
+    await appendChange(redis, keys, {
+      who: BREAKER,
+      action: 'pause',
+      org,
+      tokenId: halted === 'token' ? tokenId : null,
+      details: {
+        before: { paused: null },
+        after: { paused: { who: BREAKER, at: at.toISOString(), reason } },
+      },
+    });
+  }
+  return { halted, reason: reason ?? '', storm: stormNow === '1' };
+}
+
+/**
+ * Forgets the sample of an organization (its tokens' too, the storm and its probe) or of one token: a
+ * resume starts the budget afresh, or the outcomes that halted it would halt it again at the next one.
+ */
+export async function clearSample(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+  tokenId: string | null,
+): Promise<void> {
+  if (tokenId === null) await redis.del(keys.breaker(org));
+  else await redis.hdel(keys.breaker(org), `tok:${tokenId}`);
+}
+
+/** The sample as stored (newest first), for `status` and tests: counts by kind. */
+export async function readSample(
+  redis: RedisClient,
+  keys: Keys,
+  org: string,
+): Promise<{ held: number; failures: number; stale: number; storm: boolean }> {
+  const [sample, storm] = await redis.hmget(keys.breaker(org), 'org', 'storm');
+  const entries = sample ? sample.split(',') : [];
+  return {
+    held: entries.length,
+    failures: entries.filter((e) => e.startsWith('f:') || e.startsWith('h:')).length,
+    stale: entries.filter((e) => e.startsWith('n:')).length,
+    storm: storm !== null && storm !== undefined,
+  };
+}
