@@ -17,6 +17,7 @@ interface AuditFlags {
   since?: number;
   until?: number;
   archive?: string;
+  redact?: boolean;
 }
 
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
@@ -58,6 +59,16 @@ function checkTrim(opts: AuditFlags): void {
   }
 }
 
+/** A redacted file is no copy to trim against: the way back needs the addresses the trim would take. */
+function checkRedact(opts: AuditFlags): void {
+  if (!opts.redact || !opts.trim) return;
+  throw new LearnerTransferError(
+    'LT_USAGE',
+    '--redact cannot go with --trim: the trim would leave no copy of the e-mail addresses and names ' +
+      '(export with --trim first, then a redacted copy with --redact)',
+  );
+}
+
 /** An archive named on the command line must be there: a mistyped path would answer "no entries". */
 function checkArchive(dir: string | undefined): void {
   if (dir === undefined || existsSync(dir)) return;
@@ -90,11 +101,16 @@ export function register(program: Command, cli: Cli): void {
     .option('--archive <dir>', 'the audit archive to read too (default AUDIT_ARCHIVE_DIR)')
     .option('--out <file>', 'write here instead of stdout')
     .option(
+      '--redact',
+      'write without the e-mail addresses and names of the revoked authorizations (docs/exports.md)',
+    )
+    .option(
       '--trim',
       'once FILE is on disk and read back, trim the exported entries from Redis (needs --out)',
     )
     .action(async (opts: AuditFlags) => {
       checkTrim(opts);
+      checkRedact(opts);
       checkArchive(opts.archive);
       const config = cli.config();
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
@@ -117,6 +133,7 @@ export function register(program: Command, cli: Cli): void {
           { orgs, runId: opts.run, learnerId: opts.learner, sinceMs: opts.since, untilMs: opts.until },
           opts.out,
           cli.stdout,
+          { redact: opts.redact },
         );
         if (opts.out) cli.print(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
       } finally {
