@@ -3,6 +3,8 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { exportAndTrim, exportAudit } from '../ops/audit-export.ts';
+import { forgetPerson, type ForgetReport } from '../ops/audit-forget.ts';
+import { cliActor } from '../limiter/control-log.ts';
 import { AuditStream } from '../outcomes/audit-stream.ts';
 import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
@@ -78,8 +80,87 @@ function checkArchive(dir: string | undefined): void {
   );
 }
 
+const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
+
+function emailOption(value: string): string {
+  const v = value.trim();
+  if (!EMAIL_RE.test(v)) throw new InvalidArgumentError(`--email expects an e-mail address, got '${value}'`);
+  return v;
+}
+
+function userIdOption(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError(
+      `--user-id expects a whole number (the service's user id), got '${value}'`,
+    );
+  return n;
+}
+
+/** What `audit forget` says: how many entries in how many places (never the address). */
+export function forgetSummary(r: ForgetReport): string[] {
+  const verb = r.dryRun ? 'would change' : 'changed';
+  const total = r.archive.entries + r.spool.entries + r.bodies.files + (r.dryRun ? r.redis.entries : 0);
+  const places = [
+    r.dryRun ? `${r.redis.entries} in Redis (archived first, then rewritten in the archive)` : '',
+    `${r.archive.entries} in ${r.archive.files} archive file${r.archive.files === 1 ? '' : 's'}`,
+    `${r.spool.entries} in ${r.spool.files} spool file${r.spool.files === 1 ? '' : 's'}`,
+    `${r.bodies.files} kept bod${r.bodies.files === 1 ? 'y' : 'ies'} deleted`,
+  ].filter(Boolean);
+  const lines = [`audit forget: ${verb} ${total} entr${total === 1 ? 'y' : 'ies'}: ${places.join(', ')}`];
+  for (const f of r.archive.skipped) lines.push(`  skipped ${f.file}: ${f.skipped ?? ''}; run forget again`);
+  for (const f of r.spool.busy)
+    lines.push(`  not touched ${f}: the spool of a running work process; run forget again once it stops`);
+  for (const org of r.failedOrgs)
+    lines.push(`  the stream of ${org} could not be archived: its entries stay in Redis`);
+  if (!r.dryRun && r.redis.leftAfter > 0)
+    lines.push(`  ${r.redis.leftAfter} entries written to Redis meanwhile name the person: run forget again`);
+  return lines;
+}
+
+function registerForget(audit: Command, cli: Cli): void {
+  audit
+    .command('forget')
+    .description(
+      'Erase one person from the audit (Redis, the archive, the spool, kept bodies): their e-mail address, ' +
+        'name and user id are replaced by a marker saying when and why (docs/personal-data.md)',
+    )
+    .addOption(
+      new Option('--email <address>', 'the person, by e-mail address (any case)').argParser(emailOption),
+    )
+    .addOption(new Option('--user-id <n>', "the person, by the service's user id").argParser(userIdOption))
+    .option('--archive <dir>', 'the audit archive (default AUDIT_ARCHIVE_DIR)')
+    .option('--dry-run', 'say what would change, and change nothing')
+    .action(async (opts: { email?: string; userId?: number; archive?: string; dryRun?: boolean }) => {
+      if (opts.email === undefined && opts.userId === undefined)
+        throw new LearnerTransferError('LT_USAGE', 'audit forget needs --email ADDRESS or --user-id N');
+      checkArchive(opts.archive);
+      const config = cli.config();
+      const ctx = await cli.context(config);
+      try {
+        const deps = {
+          redis: ctx.redis,
+          keys: ctx.keys,
+          archiveDir: opts.archive ?? config.auditArchiveDir,
+          spoolDir: config.spoolDir,
+          orgs: [...config.orgs],
+          logger: ctx.logger,
+        };
+        const person = { email: opts.email, userId: opts.userId };
+        const r = await forgetPerson(deps, person, { dryRun: opts.dryRun === true, who: cliActor() });
+        for (const line of forgetSummary(r)) cli.print(line);
+      } finally {
+        await ctx.close();
+      }
+    });
+}
+
 export function register(program: Command, cli: Cli): void {
-  program
+  registerForget(registerAudit(program, cli), cli);
+}
+
+function registerAudit(program: Command, cli: Cli): Command {
+  return program
     .command('audit')
     .description(
       'Export the audit record of every transfer (groups removed and added, authorizations revoked) as NDJSON, ' +
