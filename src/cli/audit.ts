@@ -3,7 +3,9 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { exportAndTrim, exportAudit } from '../ops/audit-export.ts';
-import { forgetPerson, type ForgetReport } from '../ops/audit-forget.ts';
+import { forgetPerson, type FieldsEraser, type ForgetReport } from '../ops/audit-forget.ts';
+import type { Person } from '../ops/audit-redact.ts';
+import { forgetInSpool } from '../worker/spool-forget.ts';
 import { cliActor } from '../limiter/control-log.ts';
 import { AuditStream } from '../outcomes/audit-stream.ts';
 import { requireReadableRunId } from './shared.ts';
@@ -142,7 +144,8 @@ function registerForget(audit: Command, cli: Cli): void {
           redis: ctx.redis,
           keys: ctx.keys,
           archiveDir: opts.archive ?? config.auditArchiveDir,
-          spoolDir: config.spoolDir,
+          spool: (erase: FieldsEraser, p: Person, dry: boolean) =>
+            forgetInSpool(config.spoolDir, ctx.keys.prefix, erase, p, dry),
           orgs: [...config.orgs],
           logger: ctx.logger,
         };

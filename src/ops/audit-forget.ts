@@ -7,23 +7,19 @@
 //   there, under the same ids, in the same order.
 // - The archive: each day file that names the person is rewritten beside itself and renamed over
 //   (ops/audit-rewrite.ts), under the archiver's lease; a file a crash note names is skipped and said.
-// - The spool (answers not yet in Redis) of processes that are gone, rewritten the same way; the spool of
+// - Through deps.spool (worker/spool-forget.ts): the spool (answers not yet in Redis) of processes that are gone, rewritten the same way; the spool of
 //   a running process is not touched and is named (run forget again once it stops).
 // - The bodies kept beside the spool (answers over 8 KiB that could not be parsed): a body that names the
 //   person is deleted (the entry keeps its length and hash).
 // The change log says who asked and how many entries changed where, never the address or the id.
-import { readdir, readFile, open, rename, unlink } from 'node:fs/promises';
-import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { appendChange } from '../limiter/control-log.ts';
 import { AuditStream } from '../outcomes/audit-stream.ts';
-import { abandonedSpools, takeSpool } from '../worker/spool.ts';
 import { AuditArchiver } from './audit-archive.ts';
-import { redactStoredFields, textMentions, type Person, type Removal } from './audit-redact.ts';
+import { redactStoredFields, type Person, type Removal } from './audit-redact.ts';
 import {
   archivedOrgs,
   dayFilesOf,
@@ -38,7 +34,11 @@ export interface ForgetDeps {
   keys: Keys;
   /** AUDIT_ARCHIVE_DIR (required: the streams are archived, then rewritten there). */
   archiveDir: string | undefined;
-  spoolDir: string;
+  /**
+   * The spool's side (worker/spool-forget.ts, a layer above this one): its files of processes that are
+   * gone, and the kept bodies. None: not looked at.
+   */
+  spool?: ((erase: FieldsEraser, person: Person, dryRun: boolean) => Promise<SpoolForget>) | undefined;
   /** The organizations whose streams are archived first (the configured ones). */
   orgs: readonly string[];
   logger?: Logger | undefined;
@@ -55,9 +55,21 @@ export interface ForgetReport {
   failedOrgs: string[];
 }
 
-/** Entries of one stream entry's or one spool entry's fields, as the erasure changes them. */
-const eraseFields = (person: Person, removal: Removal) => (fields: Record<string, string>) =>
-  redactStoredFields(fields, { person, removal });
+/** What the erasure makes of one entry's fields (undefined: nothing of the person in it). */
+export type FieldsEraser = (
+  fields: Record<string, string>,
+) => { fields: Record<string, string>; changed: number } | undefined;
+
+/** What the spool's side of an erasure changed (or would). */
+export interface SpoolForget {
+  spool: { entries: number; files: number; busy: string[] };
+  bodies: { files: number };
+}
+
+const eraseFields =
+  (person: Person, removal: Removal): FieldsEraser =>
+  (fields) =>
+    redactStoredFields(fields, { person, removal });
 
 /** Stream entries that name the person, per organization (read only). */
 async function countInRedis(deps: ForgetDeps, person: Person): Promise<number> {
@@ -125,106 +137,6 @@ async function rewriteArchive(
   );
 }
 
-/** Kept bodies that name the person: deleted (counted only in a dry run). */
-async function forgetBodies(spoolDir: string, person: Person, dryRun: boolean): Promise<number> {
-  const dir = join(spoolDir, 'bodies');
-  let names: string[];
-  try {
-    names = (await readdir(dir)).filter((n) => n.endsWith('.body'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
-  let n = 0;
-  for (const name of names) {
-    const path = join(dir, name);
-    if (!textMentions(await readFile(path, 'utf8'), person)) continue;
-    n++;
-    if (!dryRun) await unlink(path);
-  }
-  if (n > 0 && !dryRun) await syncDir(dir);
-  return n;
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const h = await open(dir, 'r');
-  try {
-    await h.sync();
-  } catch {
-    // not every file system syncs a directory
-  } finally {
-    await h.close();
-  }
-}
-
-/** One spool file's lines with the person's entries erased, and how many changed. */
-function eraseSpoolText(text: string, erase: ReturnType<typeof eraseFields>): { text: string; n: number } {
-  let n = 0;
-  const lines = text.split('\n').map((line) => {
-    let o: { args?: { audit?: Record<string, unknown> } };
-    try {
-      o = JSON.parse(line) as typeof o;
-    } catch {
-      return line;
-    }
-    const audit = o.args?.audit;
-    if (!audit || typeof audit.raw !== 'string') return line;
-    const fields: Record<string, string> = { raw: audit.raw };
-    if (typeof audit.kind === 'string') fields.kind = audit.kind;
-    if (typeof audit.reason === 'string') fields.reason = audit.reason;
-    const r = erase(fields);
-    if (!r) return line;
-    n++;
-    const next = { ...audit, raw: r.fields.raw, ...(r.fields.reason ? { reason: r.fields.reason } : {}) };
-    return JSON.stringify({ ...o, args: { ...o.args, audit: next } });
-  });
-  return { text: lines.join('\n'), n };
-}
-
-/** Spool files of processes that are gone, rewritten beside themselves; those of running ones named. */
-async function forgetSpool(
-  deps: ForgetDeps,
-  erase: ReturnType<typeof eraseFields>,
-  dryRun: boolean,
-): Promise<ForgetReport['spool']> {
-  const out: ForgetReport['spool'] = { entries: 0, files: 0, busy: [] };
-  let names: string[];
-  try {
-    names = (await readdir(deps.spoolDir)).filter((n) => n.startsWith(`${deps.keys.prefix}.`));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
-    throw err;
-  }
-  const gone = new Set(abandonedSpools(deps.spoolDir, deps.keys.prefix));
-  for (const name of names.filter((n) => /\.spool(\.replaying\..*)?$/.test(n))) {
-    const path = join(deps.spoolDir, name);
-    const { n } = eraseSpoolText(await readFile(path, 'utf8').catch(() => ''), erase);
-    if (n === 0) continue;
-    if (!gone.has(path)) {
-      out.busy.push(path);
-      continue;
-    }
-    out.entries += n;
-    out.files++;
-    if (dryRun) continue;
-    // Taken as a replayer takes it (a rename: no replayer reads it meanwhile), then replaced whole.
-    const taken = await takeSpool(path);
-    if (!taken) continue;
-    const { text } = eraseSpoolText(await readFile(taken, 'utf8'), erase);
-    const tmp = `${taken}.${randomUUID()}.tmp`;
-    const h = await open(tmp, 'wx', 0o600);
-    try {
-      await h.writeFile(text);
-      await h.sync();
-    } finally {
-      await h.close();
-    }
-    await rename(tmp, taken);
-    await syncDir(deps.spoolDir);
-  }
-  return out;
-}
-
 /** Checks the person and the archive, then erases (or, dry, counts) everywhere; logs it in `changes`. */
 export async function forgetPerson(
   deps: ForgetDeps,
@@ -251,8 +163,9 @@ export async function forgetPerson(
     : new AuditArchiver(deps.redis, deps.keys, { dir: deps.archiveDir, logger: deps.logger });
   const failedOrgs = archiver ? await archiveFirst(archiver, deps.orgs) : [];
   const files = await rewriteArchive(dir, archiver, change, options.dryRun);
-  const spool = await forgetSpool(deps, erase, options.dryRun);
-  const bodies = await forgetBodies(deps.spoolDir, person, options.dryRun);
+  const { spool, bodies } = deps.spool
+    ? await deps.spool(erase, person, options.dryRun)
+    : { spool: { entries: 0, files: 0, busy: [] }, bodies: { files: 0 } };
   const changed = files.filter((f) => !f.skipped);
   const report: ForgetReport = {
     dryRun: options.dryRun,
@@ -263,7 +176,7 @@ export async function forgetPerson(
       skipped: files.filter((f) => f.skipped),
     },
     spool,
-    bodies: { files: bodies },
+    bodies,
     failedOrgs,
   };
   if (!options.dryRun) await logForget(deps, report, person, options.who);
