@@ -3,6 +3,10 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { exportAndTrim, exportAudit } from '../ops/audit-export.ts';
+import { forgetPerson, type FieldsEraser, type ForgetReport } from '../ops/audit-forget.ts';
+import type { Person } from '../ops/audit-redact.ts';
+import { forgetInSpool } from '../worker/spool-forget.ts';
+import { cliActor } from '../limiter/control-log.ts';
 import { AuditStream } from '../outcomes/audit-stream.ts';
 import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
@@ -17,6 +21,7 @@ interface AuditFlags {
   since?: number;
   until?: number;
   archive?: string;
+  redact?: boolean;
 }
 
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
@@ -58,6 +63,16 @@ function checkTrim(opts: AuditFlags): void {
   }
 }
 
+/** A redacted file is no copy to trim against: the way back needs the addresses the trim would take. */
+function checkRedact(opts: AuditFlags): void {
+  if (!opts.redact || !opts.trim) return;
+  throw new LearnerTransferError(
+    'LT_USAGE',
+    '--redact cannot go with --trim: the trim would leave no copy of the e-mail addresses and names ' +
+      '(export with --trim first, then a redacted copy with --redact)',
+  );
+}
+
 /** An archive named on the command line must be there: a mistyped path would answer "no entries". */
 function checkArchive(dir: string | undefined): void {
   if (dir === undefined || existsSync(dir)) return;
@@ -67,8 +82,88 @@ function checkArchive(dir: string | undefined): void {
   );
 }
 
+const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
+
+function emailOption(value: string): string {
+  const v = value.trim();
+  if (!EMAIL_RE.test(v)) throw new InvalidArgumentError(`--email expects an e-mail address, got '${value}'`);
+  return v;
+}
+
+function userIdOption(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError(
+      `--user-id expects a whole number (the service's user id), got '${value}'`,
+    );
+  return n;
+}
+
+/** What `audit forget` says: how many entries in how many places (never the address). */
+export function forgetSummary(r: ForgetReport): string[] {
+  const verb = r.dryRun ? 'would change' : 'changed';
+  const total = r.archive.entries + r.spool.entries + r.bodies.files + (r.dryRun ? r.redis.entries : 0);
+  const places = [
+    r.dryRun ? `${r.redis.entries} in Redis (archived first, then rewritten in the archive)` : '',
+    `${r.archive.entries} in ${r.archive.files} archive file${r.archive.files === 1 ? '' : 's'}`,
+    `${r.spool.entries} in ${r.spool.files} spool file${r.spool.files === 1 ? '' : 's'}`,
+    `${r.bodies.files} kept bod${r.bodies.files === 1 ? 'y' : 'ies'} deleted`,
+  ].filter(Boolean);
+  const lines = [`audit forget: ${verb} ${total} entr${total === 1 ? 'y' : 'ies'}: ${places.join(', ')}`];
+  for (const f of r.archive.skipped) lines.push(`  skipped ${f.file}: ${f.skipped ?? ''}; run forget again`);
+  for (const f of r.spool.busy)
+    lines.push(`  not touched ${f}: the spool of a running work process; run forget again once it stops`);
+  for (const org of r.failedOrgs)
+    lines.push(`  the stream of ${org} could not be archived: its entries stay in Redis`);
+  if (!r.dryRun && r.redis.leftAfter > 0)
+    lines.push(`  ${r.redis.leftAfter} entries written to Redis meanwhile name the person: run forget again`);
+  return lines;
+}
+
+function registerForget(audit: Command, cli: Cli): void {
+  audit
+    .command('forget')
+    .description(
+      'Erase one person from the audit (Redis, the archive, the spool, kept bodies): their e-mail address, ' +
+        'name and user id are replaced by a marker saying when and why (docs/personal-data.md)',
+    )
+    .addOption(
+      new Option('--email <address>', 'the person, by e-mail address (any case)').argParser(emailOption),
+    )
+    .addOption(new Option('--user-id <n>', "the person, by the service's user id").argParser(userIdOption))
+    .option('--archive <dir>', 'the audit archive (default AUDIT_ARCHIVE_DIR)')
+    .option('--dry-run', 'say what would change, and change nothing')
+    .action(async (opts: { email?: string; userId?: number; archive?: string; dryRun?: boolean }) => {
+      if (opts.email === undefined && opts.userId === undefined)
+        throw new LearnerTransferError('LT_USAGE', 'audit forget needs --email ADDRESS or --user-id N');
+      checkArchive(opts.archive);
+      const config = cli.config();
+      const ctx = await cli.context(config);
+      try {
+        const deps = {
+          redis: ctx.redis,
+          keys: ctx.keys,
+          archiveDir: opts.archive ?? config.auditArchiveDir,
+          spool: (erase: FieldsEraser, p: Person, dry: boolean) =>
+            forgetInSpool(config.spoolDir, ctx.keys.prefix, erase, p, dry),
+          orgs: [...config.orgs],
+          logger: ctx.logger,
+        };
+        const person = { email: opts.email, userId: opts.userId };
+        const r = await forgetPerson(deps, person, { dryRun: opts.dryRun === true, who: cliActor() });
+        for (const line of forgetSummary(r)) cli.print(line);
+      } finally {
+        await ctx.close();
+      }
+    });
+}
+
 export function register(program: Command, cli: Cli): void {
-  program
+  registerForget(registerAudit(program, cli), cli);
+}
+
+function registerAudit(program: Command, cli: Cli): Command {
+  return program
     .command('audit')
     .description(
       'Export the audit record of every transfer (groups removed and added, authorizations revoked) as NDJSON, ' +
@@ -90,11 +185,16 @@ export function register(program: Command, cli: Cli): void {
     .option('--archive <dir>', 'the audit archive to read too (default AUDIT_ARCHIVE_DIR)')
     .option('--out <file>', 'write here instead of stdout')
     .option(
+      '--redact',
+      'write without the e-mail addresses and names of the revoked authorizations (docs/exports.md)',
+    )
+    .option(
       '--trim',
       'once FILE is on disk and read back, trim the exported entries from Redis (needs --out)',
     )
     .action(async (opts: AuditFlags) => {
       checkTrim(opts);
+      checkRedact(opts);
       checkArchive(opts.archive);
       const config = cli.config();
       const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
@@ -117,6 +217,7 @@ export function register(program: Command, cli: Cli): void {
           { orgs, runId: opts.run, learnerId: opts.learner, sinceMs: opts.since, untilMs: opts.until },
           opts.out,
           cli.stdout,
+          { redact: opts.redact },
         );
         if (opts.out) cli.print(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
       } finally {

@@ -63,6 +63,10 @@ const READS: Record<string, readonly Entry[]> = {
       'connections of this process, memory headroom, replica acknowledgements',
     ],
     ['AUDIT_ARCHIVE_DIR, AUDIT_ARCHIVE_INTERVAL', 'where and how often the audit stream is archived'],
+    [
+      'AUDIT_PERSONAL_RETENTION',
+      'past it, e-mail addresses and names leave the audit (needs AUDIT_ARCHIVE_DIR)',
+    ],
     ['SCHEDULE_DIR', 'the directory of the scheduled reconciles this process runs'],
     ['DASHBOARD_TOKEN', 'the Bearer token /metrics asks for beyond loopback (--metrics-host)'],
     [

@@ -19,6 +19,7 @@ import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit-archive.ts';
+import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit-retention.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
@@ -132,7 +133,33 @@ function startAuditArchive(ctx: AppContext, orgs: readonly string[]): AuditArchi
   if (!dir) return undefined;
   const archiver = new AuditArchiver(ctx.redis, ctx.keys, { dir, logger: ctx.logger });
   archiver.start(ctx.config.auditArchiveIntervalMs, orgs);
+  startPersonalRetention(ctx, archiver, dir, orgs);
   return archiver;
+}
+
+/**
+ * AUDIT_PERSONAL_RETENTION: e-mail addresses and names past it removed from the audit, now and every
+ * hour, once per archive directory (ops/audit-retention.ts), like the run retention.
+ */
+function startPersonalRetention(
+  ctx: AppContext,
+  archiver: AuditArchiver,
+  dir: string,
+  orgs: readonly string[],
+): void {
+  const retentionMs = ctx.config.auditPersonalRetentionMs;
+  if (retentionMs <= 0) return;
+  const deps = { redis: ctx.redis, keys: ctx.keys, dir, orgs, logger: ctx.logger };
+  const pass = () => {
+    removeOldPersonalData(deps, retentionMs, { archiver }).catch((err: Error) =>
+      ctx.logger.warn(
+        { err: err.message },
+        'personal-data retention failed (tried again at the next interval)',
+      ),
+    );
+  };
+  pass();
+  setInterval(pass, PERSONAL_RETENTION_INTERVAL_MS).unref();
 }
 
 /**

@@ -106,6 +106,11 @@ export interface Config {
   /** AUDIT_ARCHIVE_INTERVAL: how often `work` archives (and at its graceful stop). */
   auditArchiveIntervalMs: number;
   /**
+   * AUDIT_PERSONAL_RETENTION: past it, the e-mail addresses and names of audit entries are removed
+   * (ops/audit-retention.ts); 0 (the default) keeps them. Needs AUDIT_ARCHIVE_DIR.
+   */
+  auditPersonalRetentionMs: number;
+  /**
    * The way out to the Learner API: the proxy variables, and LEARNER_API_TLS_CA / _CERT / _KEY (their paths
    * and contents; core/egress.ts). Non-enumerable: a proxy URL may carry a password, and the key is a secret.
    */
@@ -450,6 +455,7 @@ const envSchema = z.object({
     })
     .optional(),
   AUDIT_ARCHIVE_INTERVAL: durationField('AUDIT_ARCHIVE_INTERVAL', '5m'),
+  AUDIT_PERSONAL_RETENTION: durationField('AUDIT_PERSONAL_RETENTION', '0', true),
   // Paths of PEM files for the Learner API: a private CA to trust, and a client certificate with its key
   // (mutual TLS; set both or neither). Read once at start (core/egress.ts), through a proxy too.
   LEARNER_API_TLS_CA: pathField('LEARNER_API_TLS_CA').optional(),
@@ -571,6 +577,12 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     );
   }
   dashboardProblems(e, problems);
+  if (e.AUDIT_PERSONAL_RETENTION > 0 && !e.AUDIT_ARCHIVE_DIR)
+    problems.push(
+      'AUDIT_PERSONAL_RETENTION needs AUDIT_ARCHIVE_DIR: entries are archived before their e-mail addresses ' +
+        'and names are removed, and the removal rewrites the archive files (an entry of the Redis stream ' +
+        'cannot be edited in place)',
+    );
   const redis = redisTargetFrom(e, problems);
   // HTTPS_PROXY and friends are read from `env` as given (both cases): they are not in the schema, since
   // they belong to every tool of the host, not to this one.
@@ -617,6 +629,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     dashboardTlsKey: e.DASHBOARD_TLS_KEY,
     auditArchiveDir: e.AUDIT_ARCHIVE_DIR,
     auditArchiveIntervalMs: e.AUDIT_ARCHIVE_INTERVAL,
+    auditPersonalRetentionMs: e.AUDIT_PERSONAL_RETENTION,
     ...notifySettings(e),
     tracing: tracingSettings(e),
   } as Omit<Config, 'egress'> as Config;

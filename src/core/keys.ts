@@ -140,6 +140,8 @@ export interface Keys {
   runsActive(): string;
   /** The fleet's run-retention turn (a string with an expiry): one process compacts per interval. */
   runRetentionLock(): string;
+  /** The personal-data retention's turn of one archive directory (by its .archive-id), with an expiry. */
+  auditRetentionTurn(disk: string): string;
   /**
    * Notifications (ops/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
    * with an expiry, SET NX: whichever process claims it sends it, once for the fleet), the fleet check's
@@ -202,6 +204,7 @@ export function createKeys(prefix: string): Keys {
     runsCompacted: () => `${prefix}:runs:compacted`,
     runsActive: () => `${prefix}:runs:active`,
     runRetentionLock: () => `${prefix}:run-retention:lock`,
+    auditRetentionTurn: (disk) => `${prefix}:audit-retention:${disk}`,
     notified: (eventId) => `${prefix}:{notify}:sent:${eventId}`,
     notifyTurn: () => `${prefix}:{notify}:turn`,
     notifyHeld: () => `${prefix}:{notify}:held`,

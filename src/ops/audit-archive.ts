@@ -89,6 +89,23 @@ export class AuditArchiver {
   }
 
   /**
+   * Runs `fn` holding the archiver's lease (no archive write anywhere meanwhile): the rewrites of day
+   * files (ops/audit-rewrite.ts). `renew` before each file; it throws when the lease was lost. Undefined
+   * when another process holds the lease now.
+   */
+  async withLease<T>(fn: (renew: () => Promise<void>) => Promise<T>): Promise<T | undefined> {
+    if (!(await this.#lease('take'))) return undefined;
+    const renew = async () => {
+      if (!(await this.#lease('renew'))) throw new LeaseLost();
+    };
+    try {
+      return await fn(renew);
+    } finally {
+      await this.#lease('free').catch(() => false);
+    }
+  }
+
+  /**
    * One pass over the marked organizations, and `sweep` (looked at whether marked or not). Idle, it costs
    * one SCARD. Never throws for one organization: it is marked again and logged.
    */

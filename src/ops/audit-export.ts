@@ -16,6 +16,7 @@ import { jsonForTerminal } from '../core/terminal-safe.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import { auditLine, searchAudit, type AuditFilter, type AuditSources } from './audit-search.ts';
+import { redactForViewer } from './audit-redact.ts';
 
 export type { AuditFilter } from './audit-search.ts';
 
@@ -42,10 +43,11 @@ export async function exportAudit(
   filter: AuditFilter,
   out?: string,
   stdout: NodeJS.WritableStream = process.stdout,
+  options: { redact?: boolean | undefined } = {},
 ): Promise<number> {
   // The store alone: its streams, no archive.
   const sources = 'auditStream' in src ? { stream: src.auditStream() } : src;
-  return (await writeExport(sources, filter, out, stdout)).written;
+  return (await writeExport(sources, filter, out, stdout, undefined, options.redact === true)).written;
 }
 
 async function writeExport(
@@ -54,6 +56,7 @@ async function writeExport(
   out: string | undefined,
   stdout: NodeJS.WritableStream,
   upto?: ReadonlyMap<string, string>,
+  redact = false,
 ): Promise<{ written: number; tally: Map<string, OrgTally> }> {
   let file: PrivateOutput | undefined;
   if (out) {
@@ -65,7 +68,8 @@ async function writeExport(
   let n = 0;
   try {
     for await (const { org, entry, file: archived } of searchAudit(src, filter, upto ? { upto } : {})) {
-      const json = `${JSON.stringify(auditLine(org, entry))}\n`;
+      // --redact: no e-mail address or name (docs/exports.md marks the columns), as the viewer sees it.
+      const json = `${JSON.stringify(auditLine(org, redact ? redactForViewer(entry) : entry))}\n`;
       const t = tally.get(org) ?? { count: 0, lastId: '', lastStreamId: '' };
       t.count++;
       t.lastId = entry.id;

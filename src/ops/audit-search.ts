@@ -109,6 +109,7 @@ export function auditLine(org: string, e: AuditEntry): Record<string, unknown> {
     ...(e.possibleRepeat
       ? { possibleRepeat: true, possibleRepeatReason: repeatReason(e.repeatCauses ?? []) }
       : {}),
+    ...(e.personalRemoved ? { personalDataRemoved: e.personalRemoved } : {}),
     result: e.result,
   };
 }

@@ -589,6 +589,8 @@ export interface AuditEntry {
   possibleRepeat: boolean;
   /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
   repeatCauses?: RepeatCause[];
+  /** Personal data removed from this entry: when, why and which fields (ops/audit-redact.ts). */
+  personalRemoved?: unknown[];
 }
 
 const AUDIT_KINDS: ReadonlySet<string> = new Set([
@@ -598,6 +600,16 @@ const AUDIT_KINDS: ReadonlySet<string> = new Set([
   'possible-repeat',
   'record',
 ]);
+
+/** The removals of personal data an entry lists (ops/audit-redact.ts writes them). */
+function removalsOf(value: string): unknown[] {
+  try {
+    const v = JSON.parse(value) as unknown;
+    return Array.isArray(v) ? v : [];
+  } catch {
+    return [];
+  }
+}
 
 /** An entry of the stream (or of the archive, which keeps its fields verbatim) as the ledger reads it. */
 export function toAuditEntry(id: string, fields: string[]): AuditEntry {
@@ -610,6 +622,7 @@ export function toAuditEntry(id: string, fields: string[]): AuditEntry {
     transferId: f.transferId ?? '',
     possibleRepeat: f.possibleRepeat === '1',
     ...(f.possibleRepeat === '1' ? { repeatCauses: parseRepeatCauses(f.repeatCause) } : {}),
+    ...(f.personalRemoved !== undefined ? { personalRemoved: removalsOf(f.personalRemoved) } : {}),
   };
   if (f.raw === undefined) {
     // Written by the release before the verbatim audit: `result` holds the parsed data (or the

@@ -20,6 +20,7 @@ import {
   FORBIDDEN,
   MISSING,
   SERVER_ERROR,
+  TRANSFERRED,
   type Scenario,
 } from '../helpers/dashboard.ts';
 
@@ -170,6 +171,27 @@ describe('the viewer token in Chromium', () => {
           buttons.map((b) => b.trim()).filter((b) => b !== 'filter'),
           url,
         ).toEqual([]);
+      }
+      // A transferred learner's page: the revoked authorizations' user ids and roles, never an e-mail or a
+      // name (issue 47); the operator's page shows them.
+      const [moved, revoked] = TRANSFERRED.map(
+        (id) => [id, s.h.sim.transfersOf(id).flatMap((t) => t.data.authorizations.revoked)] as const,
+      ).sort((a, b) => b[1].length - a[1].length)[0] ?? [0, []];
+      expect(revoked.length).toBeGreaterThan(0);
+      await page.goto(`${base}/learners/acme/${moved}`);
+      const seen = (await page.locator('main').textContent()) ?? '';
+      for (const a of revoked) {
+        expect(seen).toContain(`user ${a.userId}`);
+        expect(seen).not.toContain(a.email);
+        expect(seen).not.toContain(a.name);
+      }
+      const operator = await as('operator', DASHBOARD_TOKEN);
+      try {
+        await operator.page.goto(`${base}/learners/acme/${moved}`);
+        const full = (await operator.page.locator('main').textContent()) ?? '';
+        for (const a of revoked) expect(full).toContain(a.email);
+      } finally {
+        await operator.context.close();
       }
       await page.goto(`${base}/failures`);
       expect(await page.locator('input[name="learner"]').count()).toBe(0);

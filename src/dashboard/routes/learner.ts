@@ -15,7 +15,7 @@ import {
   type LearnerOutcome,
 } from '../../outcomes/record.ts';
 import { appendChange } from '../../limiter/control-log.ts';
-import { actorOf } from '../auth.ts';
+import { actorOf, roleOf } from '../auth.ts';
 import { queuePlace, urgentChange, type QueuePlace, type UrgentBatch } from '../../queue/priority.ts';
 import {
   badRequest,
@@ -33,6 +33,7 @@ import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { LEARNER_JS } from '../assets.ts';
 import { describePlace, learnerPage } from '../views/learner.ts';
 import { auditEntriesById } from '../../ops/audit-search.ts';
+import { redactForViewer } from '../../ops/audit-redact.ts';
 import type { RecordStory } from '../../outcomes/story.ts';
 
 const MAX_IDS = 500;
@@ -48,7 +49,8 @@ const isWaiting = (state: string) => state === 'queued' || state === 'retrying';
 
 export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
-  const load = async (orgParam: string, idParam: string) => {
+  // The viewer sees counts, roles and user ids of the revoked authorizations, never an e-mail or a name.
+  const load = async (orgParam: string, idParam: string, viewer: boolean) => {
     const org = knownOrg(deps, orgParam);
     const id = learnerIdParam(idParam);
     // Entries trimmed from Redis are read from the audit archive (AUDIT_ARCHIVE_DIR) by their day file.
@@ -69,7 +71,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       (await ctx.store.getWithStory(org, id, storyFromArchive)) ?? {};
     if (!record) throw notFound(`no record of learner ${id} in ${org}`);
     const { found, missing } = await auditEntriesById(sources, org, record.au ?? []);
-    const audit = found.map((f) => f.entry);
+    const audit = found.map((f) => (viewer ? redactForViewer(f.entry) : f.entry));
     const archived = found.filter((f) => f.file).map((f) => ({ id: f.entry.id, file: f.file ?? '' }));
     return {
       learner: toLearnerOutcome(org, id, record),
@@ -82,12 +84,13 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
   };
 
   app.get<{ Params: { org: string; id: string } }>('/api/learners/:org/:id', async (req) =>
-    load(req.params.org, req.params.id),
+    load(req.params.org, req.params.id, roleOf(req) === 'viewer'),
   );
   app.get<{ Params: { org: string; id: string } }>('/learners/:org/:id', async (req, reply) => {
     const { learner, audit, auditArchived, auditMissing, storyArchived } = await load(
       req.params.org,
       req.params.id,
+      roleOf(req) === 'viewer',
     );
     const retryable = FAILURE_BUCKETS.includes(learner.state as Bucket);
     const queue = isWaiting(learner.state)

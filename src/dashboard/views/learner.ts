@@ -79,12 +79,29 @@ function group(g: unknown): Html {
   </li>`;
 }
 
+/** What stands where personal data was removed (audit-redact.ts), or is not shown to this reader. */
+function personalNote(a: unknown): Html | string {
+  const removed = field(a, 'removed');
+  if (removed) {
+    const what = String(field(removed, 'fields') ?? '').replace(/,/g, ', ');
+    const why = `${String(field(removed, 'why') ?? '')}, ${String(field(removed, 'at') ?? '')}`;
+    return html` <span class="muted" data-removed>(${what} removed: ${why})</span>`;
+  }
+  if (field(a, 'email') === undefined && field(a, 'name') === undefined)
+    return html` <span class="muted" data-personal-hidden
+      >(e-mail and name shown to the operator only)</span
+    >`;
+  return '';
+}
+
 function authorization(a: unknown): Html {
   const name = field(a, 'name');
+  const email = field(a, 'email');
   const role = field(a, 'role');
+  const userId = field(a, 'userId');
   return html`<li>
-    user ${String(field(a, 'userId') ?? '')} ${name ? String(name) : ''}
-    &lt;${String(field(a, 'email') ?? '')}&gt;${role ? html` <span class="muted">(${String(role)})</span>` : ''}
+    user ${userId === undefined ? '(id removed)' : String(userId)} ${name ? String(name) : ''}
+    ${email !== undefined ? html`&lt;${String(email)}&gt;` : ''}${role ? html` <span class="muted">(${String(role)})</span>` : ''}${personalNote(a)}
   </li>`;
 }
 
