@@ -16,6 +16,7 @@ interface ReverseFlags {
   org?: string[];
   orgId?: Record<string, number>;
   archive?: string;
+  redact?: boolean;
   status?: string;
   out?: string;
   split?: string;
@@ -25,7 +26,9 @@ interface ReverseFlags {
 function checkReverse(opts: ReverseFlags): void {
   const alone = [opts.status && '--status', opts.out && '--out', opts.split && '--split'].filter(Boolean);
   if (opts.reverse === undefined) {
-    const needs = [opts.orgId && '--org-id', opts.archive && '--archive'].filter(Boolean);
+    const needs = [opts.orgId && '--org-id', opts.archive && '--archive', opts.redact && '--redact'].filter(
+      Boolean,
+    );
     if (needs.length > 0)
       throw new LearnerTransferError('LT_USAGE', `${needs.join(', ')} go with --reverse DIR only`);
     return;
@@ -58,6 +61,7 @@ async function runReverse(
     orgs,
     archiveDir: opts.archive,
     orgIds: opts.orgId,
+    redact: opts.redact,
   });
   cli.print(formatReverse(s));
 }
@@ -83,6 +87,7 @@ export function register(program: Command, cli: Cli): void {
       orgIdPairOption,
     )
     .option('--archive <dir>', 'with --reverse: the audit archive to read too (default AUDIT_ARCHIVE_DIR)')
+    .option('--redact', 'with --reverse: regrant.csv without e-mail addresses and names (docs/exports.md)')
     .action(
       async (
         opts: ReverseFlags & {

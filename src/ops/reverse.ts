@@ -24,6 +24,7 @@ import { CANCELLED, isSuccessBucket, type Bucket, type OutcomeRecord } from '../
 import { repeatReason } from '../outcomes/repeat-causes.ts';
 import type { AuditEntry } from '../outcomes/store.ts';
 import { OrgIds } from '../queue/org-ids.ts';
+import { redactAuthorization } from './audit-redact.ts';
 import { searchAudit } from './audit-search.ts';
 
 export interface ReverseOptions {
@@ -35,6 +36,8 @@ export interface ReverseOptions {
   archiveDir?: string | undefined;
   /** --org-id KEY=N given now: with the ids remembered in Redis, what names a previous organization. */
   orgIds?: Readonly<Record<string, number>> | undefined;
+  /** --redact: regrant.csv without the e-mail address and name of each authorization (exports.md). */
+  redact?: boolean | undefined;
 }
 
 /** One previous organization: its file and how many learners moving back takes. */
@@ -298,12 +301,13 @@ export async function writeReverse(ctx: AppContext, o: ReverseOptions): Promise<
     );
     targets.push({ org, orgId, configured: key !== undefined, file, learners: list.length });
     for (const c of list) {
-      for (const v of audit.get(`${c.org}\u0000${c.learnerId}`)?.revoked ?? []) {
+      for (const found of audit.get(`${c.org}\u0000${c.learnerId}`)?.revoked ?? []) {
+        const v = o.redact ? (redactAuthorization(found) as typeof found) : found;
         regrant.push([
           c.learnerId,
           v.userId,
-          v.email,
-          v.name,
+          v.email ?? '',
+          v.name ?? '',
           v.role,
           v.authorizedAt,
           v.authorizedById,

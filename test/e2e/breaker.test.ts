@@ -127,7 +127,9 @@ describe('a token refused on every learner (403)', () => {
     const resumed = await runCommand(['resume', '--org', 'acme'], goodEnv);
     expect(resumed.stdout).toContain('resumed organization');
     expect((await readSample(ctx.redis, ctx.keys, 'acme')).held).toBe(0);
-    expect((await runCommand(['retry', '--status', 'forbidden', '--org', 'acme'], goodEnv)).code).toBe(0);
+    expect(
+      (await runCommand(['retry', '--status', 'forbidden', '--org', 'acme', '--yes'], goodEnv)).code,
+    ).toBe(0);
     await h.workUntilIdle({ concurrency: 4 });
     const after = await ctx.store.runCounts('acme', runId);
     expect(after.transferred).toBe(300);

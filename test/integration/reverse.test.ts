@@ -171,6 +171,22 @@ describe('report --reverse: a round trip on the simulator', () => {
     );
     expect(regrant.slice(1).sort()).toEqual(expected.sort());
 
+    // --redact: the same rows, their e-mail address and name left empty (the personal columns).
+    const redactedDir = join(h.dir, 'reverse-redacted');
+    const red = await runCommand(['report', '--reverse', redactedDir, '--run', runId, '--redact'], h.env);
+    expect(red.code, red.stderr).toBe(0);
+    const redacted = csvRows(join(redactedDir, 'regrant.csv')).slice(1);
+    const emailAt = REGRANT_COLUMNS.indexOf('email');
+    const nameAt = REGRANT_COLUMNS.indexOf('name');
+    expect(redacted).toHaveLength(expected.length);
+    expect(redacted.every((r) => r[emailAt] === '' && r[nameAt] === '')).toBe(true);
+    const unpersonal = (r: string[]) =>
+      r.filter((_, i) => i !== emailAt && i !== nameAt && i !== 7).join(',');
+    expect(redacted.map(unpersonal).sort()).toEqual(
+      expected.map((line) => unpersonal(line.split(','))).sort(),
+    );
+    expect(readFileSync(join(redactedDir, 'regrant.csv'), 'utf8')).not.toMatch(/@/);
+
     // 4. Enqueued with beta's and gamma's tokens (--move: the learners are acme's, done there), worked:
     // every learner is back where it was, and nothing else moved.
     for (const key of ['beta', 'gamma']) {
@@ -247,7 +263,7 @@ describe('the previous organization: kept where the list is read, through retrie
     }
     // Learner 5 is refused: re-queued by retry (a re-opened record), refused again, compacted again.
     expect(await g.ctx.store.get('acme', 5)).toMatchObject({ b: 'forbidden', po: 2 });
-    const retry = await runCommand(['retry', '--status', 'forbidden', '--learner', '5'], g.env);
+    const retry = await runCommand(['retry', '--status', 'forbidden', '--learner', '5', '--yes'], g.env);
     expect(retry.code, retry.stderr).toBe(0);
     expect(await g.ctx.store.get('acme', 5)).toMatchObject({ b: 'queued', po: 2 });
     await g.workUntilIdle();
