@@ -8,6 +8,8 @@ import { forTerminal } from '../core/terminal-safe.ts';
 import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
 import { learnerIdOption } from './parsers.ts';
+import { autoApproveOption, canaryOf, canaryOption } from './canary-flags.ts';
+import { formatCanaryLine } from './enqueue.ts';
 
 export function register(program: Command, cli: Cli): void {
   program
@@ -31,8 +33,19 @@ export function register(program: Command, cli: Cli): void {
       '--move',
       'move learners now claimed by another organization back here (written in the audit); only learners done or failed there move',
     )
+    .addOption(canaryOption())
+    .addOption(autoApproveOption())
     .action(
-      async (opts: { status?: string; learner?: number[]; run?: string; org?: string[]; move?: boolean }) => {
+      async (opts: {
+        status?: string;
+        learner?: number[];
+        run?: string;
+        org?: string[];
+        move?: boolean;
+        canary?: number;
+        autoApprove?: boolean;
+      }) => {
+        const canary = canaryOf(opts);
         const config = cli.config({ requireTokens: true });
         const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
         const ctx = await cli.context(config);
@@ -50,7 +63,9 @@ export function register(program: Command, cli: Cli): void {
                 run: opts.run,
                 orgs: opts.org,
                 move: opts.move,
+                ...(canary ? { canary: canary.size } : {}),
               },
+              canary,
             },
           );
           cli.print(
@@ -61,6 +76,8 @@ export function register(program: Command, cli: Cli): void {
                     .join(', ')})`
                 : ''),
           );
+          if (canary && s.canary)
+            cli.print(formatCanaryLine(s.canary.runId, canary, s.canary.awaitingApproval));
           // A retry the CLI was told to make is made; what it cannot help is said (the dashboard asks first).
           for (const code of s.confirm)
             cli.warn(`${s.byCode[code]} ${code}: ${RETRY_NOTES[retryKind(code)]}`);

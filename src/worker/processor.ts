@@ -64,10 +64,23 @@ async function processOne(
       { scrub },
     );
     span.setAttributes({ [SPAN_ATTR.bucket]: recorded.bucket, [SPAN_ATTR.final]: recorded.final });
+    if (recorded.final && target.job.data.canary === 1) await canaryFinal(ctx, target.org, target.runId);
     return await actOnOutcome(ctx, admission, recorded);
   } finally {
     // The probe's answer is in (an answer deleted the state; a failure renewed the block): release it.
     probe?.release();
+  }
+}
+
+/** The run's auto-approval look after a canary learner's final outcome; its failure costs the job nothing. */
+async function canaryFinal(ctx: ProcessorContext, org: string, runId: string): Promise<void> {
+  try {
+    await ctx.deps.onCanaryFinal?.(org, runId);
+  } catch (err) {
+    ctx.deps.logger.warn(
+      { org, runId, err: ctx.scrub((err as Error).message) },
+      'canary: the auto-approval look failed (approve --run releases the rest)',
+    );
   }
 }
 
