@@ -53,3 +53,13 @@ export async function requireNewCanaryRun(
     `--canary with --run ${runId}: that run exists; a canary is judged on a run of its own (leave out --run)`,
   );
 }
+
+/** "  canary     10 per organization sent first; 90 wait for approval (approve --run R)". */
+export function formatCanaryLine(runId: string, canary: CanaryMeta, awaiting: number): string {
+  return (
+    `  canary     the first ${canary.size} per organization are sent; ${awaiting} wait for approval ` +
+    (canary.autoApprove
+      ? `(released by themselves once the canary finished within the error budget, or 'learner-transfer approve --run ${runId}')`
+      : `('learner-transfer approve --run ${runId}')`)
+  );
+}

@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
-import { autoApproveOption, canaryOf, canaryOption } from './canary-flags.ts';
-import { formatCanaryLine } from './enqueue.ts';
+import { autoApproveOption, canaryOf, canaryOption, formatCanaryLine } from './canary-flags.ts';
 import { requireOrg } from '../app/context.ts';
 import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';

@@ -14,7 +14,7 @@ import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
 import type { Cli } from './io.ts';
 import { positiveInt, runIdOption, priorityOption } from './parsers.ts';
-import { addCanaryOptions, canaryOf, requireNewCanaryRun } from './canary-flags.ts';
+import { addCanaryOptions, canaryOf, formatCanaryLine, requireNewCanaryRun } from './canary-flags.ts';
 import type { CanaryMeta } from '../outcomes/runs.ts';
 
 /** What `--priority urgent` did over the whole file. */
@@ -161,16 +161,6 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
   } finally {
     await ctx.close();
   }
-}
-
-/** "  canary     10 per organization sent first; 90 wait for approval (approve --run R)". */
-export function formatCanaryLine(runId: string, canary: CanaryMeta, awaiting: number): string {
-  return (
-    `  canary     the first ${canary.size} per organization are sent; ${awaiting} wait for approval ` +
-    (canary.autoApprove
-      ? `(released by themselves once the canary finished within the error budget, or 'learner-transfer approve --run ${runId}')`
-      : `('learner-transfer approve --run ${runId}')`)
-  );
 }
 
 export function register(program: Command, cli: Cli): void {

@@ -1,6 +1,11 @@
 import { Command, Option } from 'commander';
-import { autoApproveOption, canaryOf, canaryOption, requireNewCanaryRun } from './canary-flags.ts';
-import { formatCanaryLine } from './enqueue.ts';
+import {
+  autoApproveOption,
+  canaryOf,
+  canaryOption,
+  formatCanaryLine,
+  requireNewCanaryRun,
+} from './canary-flags.ts';
 import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';

@@ -8,8 +8,7 @@ import { forTerminal } from '../core/terminal-safe.ts';
 import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
 import { learnerIdOption } from './parsers.ts';
-import { autoApproveOption, canaryOf, canaryOption } from './canary-flags.ts';
-import { formatCanaryLine } from './enqueue.ts';
+import { autoApproveOption, canaryOf, canaryOption, formatCanaryLine } from './canary-flags.ts';
 
 export function register(program: Command, cli: Cli): void {
   program
