@@ -132,6 +132,7 @@ describe('retry: dry run and confirmation', () => {
       failed: 4,
       waiting: 0,
       cancelled: 0,
+      approval: 0,
       total: 10,
     });
   });
