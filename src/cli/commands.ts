@@ -1,6 +1,7 @@
 // The list of commands. Each command lives in its own file and exports a `register(program)`.
 import type { Command } from 'commander';
 import type { Cli } from './io.ts';
+import { register as approve } from './approve.ts';
 import { register as audit } from './audit.ts';
 import { register as cancel } from './cancel.ts';
 import { register as demo } from './demo.ts';
@@ -35,6 +36,7 @@ export const commands: Register[] = [
   audit,
   retry,
   cancel,
+  approve,
   repair,
   tokens,
   limits,

@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { autoApproveOption, canaryOf, canaryOption, formatCanaryLine } from './canary-flags.ts';
 import { requireOrg } from '../app/context.ts';
 import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -25,6 +26,8 @@ export interface CrawlFlags {
   quiet?: boolean;
   /** plan --crawl --tokens N */
   tokens?: number;
+  canary?: number;
+  autoApprove?: boolean;
 }
 
 const TARGET_ORG_ID_HELP =
@@ -99,6 +102,7 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
   const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   const org = crawlOrgOf(config, opts);
   const dryRun = Boolean(opts.dryRun);
+  const canary = canaryOf(opts);
   const ctx = await cli.context(config);
   await runAbortable(
     cli,
@@ -119,6 +123,7 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
         crawlId: opts.crawlId,
         restart: opts.restart,
         dryRun,
+        canary,
         whatIfTokens: opts.tokens,
         concurrency: opts.concurrency,
         signal,
@@ -137,6 +142,7 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
           ? formatPlan(plans, `crawl ${org} (${describeFilters(filters)})`)
           : formatCrawlSummary(summary, org),
       );
+      if (canary && !plans) cli.print(formatCanaryLine(summary.runId, canary, summary.awaitingApproval));
       cli.exitCode = EXIT.ok;
     },
   );
@@ -154,5 +160,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--restart', 'start over even if an unfinished crawl with this id exists')
     .option('--dry-run', 'only plan: count and ETA, no queue writes, no transfers')
     .option('--quiet', 'no progress output')
+    .addOption(canaryOption())
+    .addOption(autoApproveOption())
     .action((opts: CrawlFlags) => runCrawlCommand(cli, opts));
 }

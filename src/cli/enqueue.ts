@@ -15,6 +15,8 @@ import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
 import type { Cli } from './io.ts';
 import { positiveInt, runIdOption, priorityOption } from './parsers.ts';
+import { addCanaryOptions, canaryOf, formatCanaryLine, requireNewCanaryRun } from './canary-flags.ts';
+import type { CanaryMeta } from '../outcomes/runs.ts';
 
 /** What `--priority urgent` did over the whole file. */
 interface UrgentTotals {
@@ -65,16 +67,24 @@ interface EnqueueFlags {
   quiet?: boolean;
   dryRun?: boolean;
   move?: boolean;
+  canary?: number;
+  autoApprove?: boolean;
 }
 
 /** The run the file's learners join, made when it does not exist yet. */
-async function openRun(ctx: AppContext, runId: string, opts: EnqueueFlags): Promise<void> {
+async function openRun(
+  ctx: AppContext,
+  runId: string,
+  opts: EnqueueFlags,
+  canary?: CanaryMeta,
+): Promise<void> {
   if (!(await ctx.runs.get(runId))) {
     await ctx.runs.create({
       id: runId,
       kind: 'csv',
       source: basename(opts.csv),
       orgs: opts.org ? [opts.org] : [],
+      ...(canary ? { canary } : {}),
     });
   }
 }
@@ -98,6 +108,7 @@ function urgentProducer(ctx: AppContext, opts: EnqueueFlags): { producer: Produc
 }
 
 async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
+  const canary = canaryOf(opts);
   if (opts.dryRun) return runCsvPlan(cli, opts);
   const config = cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
@@ -111,7 +122,8 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
     const rejectsFile = opts.rejects ?? join('out', runId, 'rejects.csv');
     // A link planted at the rejects path refuses the command before it writes anything, a run too.
     assertPrivateTarget(rejectsFile);
-    await openRun(ctx, runId, opts);
+    await requireNewCanaryRun(ctx.runs, canary, opts.run);
+    await openRun(ctx, runId, opts, canary);
     const started = Date.now();
     const progress = new Progress({
       label: `enqueue ${basename(opts.csv)}`,
@@ -121,7 +133,7 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
     });
     const { producer, urgent } = urgentProducer(ctx, opts);
     const summary = await enqueueCsv(
-      { producer, runs: ctx.runs },
+      { producer: canary ? producer.withDefaults({ canary: canary.size }) : producer, runs: ctx.runs },
       {
         file: opts.csv,
         defaultOrg: opts.org,
@@ -141,6 +153,7 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
     progress.end(`${summary.read} rows, ${summary.enqueued} enqueued, ${summary.rejected} rejected`);
     cli.print(formatEnqueueSummary(summary));
     if (opts.priority === 'urgent') cli.print(formatUrgent(urgent));
+    if (canary) cli.print(formatCanaryLine(runId, canary, summary.awaitingApproval));
     if (summary.valid === 0) {
       throw new LearnerTransferError(
         'LT_INPUT_INVALID',
@@ -154,8 +167,7 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
 }
 
 export function register(program: Command, cli: Cli): void {
-  program
-    .command('enqueue')
+  addCanaryOptions(program.command('enqueue'))
     .description('Enqueue learner ids from a CSV file (header learnerId/learner_id/id, optional org column)')
     .requiredOption('--csv <file>', 'CSV file of learner ids')
     .option('--org <key>', 'organization for rows without an org column (a key from LEARNER_API_TOKENS)')

@@ -1,4 +1,11 @@
 import { Command, Option } from 'commander';
+import {
+  autoApproveOption,
+  canaryOf,
+  canaryOption,
+  formatCanaryLine,
+  requireNewCanaryRun,
+} from './canary-flags.ts';
 import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
@@ -20,6 +27,8 @@ export interface ReconcileFlags {
   quiet?: boolean;
   /** plan --desired --tokens N */
   tokens?: number;
+  canary?: number;
+  autoApprove?: boolean;
 }
 
 /** The reconcile flags, shared with `plan --desired` and `schedule reconcile`. */
@@ -41,8 +50,10 @@ export function addReconcileOptions(cmd: Command): Command {
 export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promise<void> {
   const config = cli.config({ requireBaseUrl: true, requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
+  const canary = canaryOf(opts);
   const ctx = await cli.context(config);
   await runAbortable(cli, ctx, 'reconcile interrupted: nothing is lost, run it again', async (signal) => {
+    await requireNewCanaryRun(ctx.runs, canary, opts.run);
     const progress = new Progress({
       label: 'reconcile',
       unit: 'pages',
@@ -57,6 +68,7 @@ export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promi
         defaultOrg: opts.org,
         orgIds: opts.orgId,
         runId: opts.run,
+        canary,
         outDir: opts.out,
         dryRun: Boolean(opts.dryRun),
         concurrency: opts.concurrency,
@@ -71,6 +83,7 @@ export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promi
     );
     progress.end(`${summary.requests} page reads`);
     cli.print(formatReconcileSummary(summary));
+    if (canary && summary.runId) cli.print(formatCanaryLine(summary.runId, canary, summary.awaitingApproval));
     if (plans) cli.print(formatPlan(plans, 'reconcile'));
     cli.exitCode = EXIT.ok;
   });
@@ -93,5 +106,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .option('--dry-run', 'only plan: drift, counts and ETA; no queue writes, no report, no transfers')
     .option('--quiet', 'no progress output')
+    .addOption(canaryOption())
+    .addOption(autoApproveOption())
     .action((opts: ReconcileFlags) => runReconcileCommand(cli, opts));
 }

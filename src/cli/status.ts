@@ -111,6 +111,11 @@ function orgLines(o: OrgStatus): string[] {
     );
   }
   lines.push(`  remaining ${o.remaining}: ${o.eta.text}`);
+  for (const w of o.approval ?? []) {
+    lines.push(
+      `  canary: run ${w.runId} ${w.verdict.text}; ${w.awaiting} await approval ('learner-transfer approve --run ${w.runId}')`,
+    );
+  }
   return lines;
 }
 

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
 import { LearnerTransferError } from '../core/errors.ts';
+import { haltShareOf } from '../ops/canary.ts';
 import { EXIT } from './shared.ts';
 import {
   createRegistry,
@@ -93,6 +94,13 @@ function stoppedLine(result: WorkResult): string {
     (result.runFailures > 0
       ? `; ${result.runFailures} learners of the runs worked on are in a failure state`
       : '') +
+    result.awaitingApproval
+      .slice(0, 5)
+      .map(
+        (a) =>
+          `; run ${a.runId} is ${a.text}: ${a.awaiting} learners wait for a person ('learner-transfer approve --run ${a.runId}', exit ${EXIT.awaitingApproval})`,
+      )
+      .join('') +
     (result.unauthorizedOrgs.length
       ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
       : '')
@@ -177,7 +185,21 @@ function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
   if (result.reason === 'unauthorized') return EXIT.unauthorized;
   if (result.reason === 'stopped') return EXIT.interrupted;
+  if (result.awaitingApproval.length > 0) return EXIT.awaitingApproval;
   return result.failed > 0 || result.runFailures > 0 ? EXIT.failures : EXIT.ok;
+}
+
+/** The gauges and counters of a `work` process on its /metrics (Redis writes and waits, notifications, spool). */
+function workGauges(
+  registry: Parameters<typeof spoolGauges>[0],
+  ctx: AppContext,
+  handle: ReturnType<typeof startWorkers>,
+  notifier: Notifier | undefined,
+): void {
+  redisWriteGauges(registry, () => handle.writeState());
+  redisWaitCounters(registry, () => ctx.durability.stats);
+  if (notifier) notifyCounters(registry, () => notifier.stats);
+  spoolGauges(registry, () => handle.spoolState());
 }
 
 async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
@@ -227,18 +249,15 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
+    // HALT_AT: the share of a canary's failures at which its run is not approved by itself (ops/canary.ts).
+    canaryHaltShare: haltShareOf(config.haltAt),
     lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
     // Scheduled reconciles (schedule command) run in whichever work process takes them.
     control: opts.control === false ? false : {},
     followTokens: !opts.org,
   });
   gate = () => handle.writeState();
-  if (metrics) {
-    redisWriteGauges(metrics.registry, () => handle.writeState());
-    redisWaitCounters(metrics.registry, () => ctx.durability.stats);
-    if (notifier) notifyCounters(metrics.registry, () => notifier.stats);
-    spoolGauges(metrics.registry, () => handle.spoolState());
-  }
+  if (metrics) workGauges(metrics.registry, ctx, handle, notifier);
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   progress?.start();
   const stopFollowing = followTokenFile(cli, ctx);
@@ -292,7 +311,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--org <key...>', 'serve only these organizations')
     .option(
       '--until-idle',
-      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded)',
+      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval)',
     )
     .option(
       '--metrics-port <n>',

@@ -18,6 +18,11 @@ export const EXIT = {
   unauthorized: 6,
   /** The Redis ACL user may not run a command, or use a key or channel, that the tool needs. */
   redisPermission: 7,
+  /**
+   * `work --until-idle`: nothing is left for a worker, but learners of a canary run it worked on await a
+   * person's approval (`approve --run ID`): the work is neither done nor failed.
+   */
+  awaitingApproval: 8,
   interrupted: 130,
 } as const;
 

@@ -69,6 +69,11 @@ export interface Keys {
   runCounters(org: string, runId: string): string;
   /** Failed learners of one run in one organization (sorted set learnerId -> time of the outcome). */
   runFailures(org: string, runId: string): string;
+  /**
+   * Canary runs with learners awaiting approval in one organization (hash run id -> canary size), until
+   * approved there: what `status` and the ETA read to name the run a person must approve.
+   */
+  canaryRuns(org: string): string;
   /** Audit stream of successful transfers' full results. */
   audit(org: string): string;
   /** Run metadata and counters (not per organization: a run may span several). */
@@ -181,6 +186,7 @@ export function createKeys(prefix: string): Keys {
     orgCounts: (org) => `${o(org)}:counts`,
     runCounters: (org, runId) => `${o(org)}:run:${runId}`,
     runFailures: (org, runId) => `${o(org)}:run:${runId}:fail`,
+    canaryRuns: (org) => `${o(org)}:canary`,
     audit: (org) => `${o(org)}:audit`,
     run: (runId) => `${prefix}:run:${runId}`,
     runs: () => `${prefix}:runs`,

@@ -37,6 +37,7 @@ import { registerLive } from './routes/live.ts';
 import { registerOverview } from './routes/overview.ts';
 import { registerRetry } from './routes/retry.ts';
 import { registerCancel } from './routes/cancel.ts';
+import { registerApprove } from './routes/approve.ts';
 
 export interface DashboardOptions {
   /** Hide and refuse retries. */
@@ -131,6 +132,7 @@ export async function buildDashboard(
   registerLearner(app, deps);
   registerRetry(app, deps);
   registerCancel(app, deps);
+  registerApprove(app, deps);
   registerControls(app, deps);
   registerChanges(app, deps);
   registerLive(app, deps);

@@ -4,7 +4,7 @@
 // and their claims are released. A job a worker holds cannot be removed, and needs not be: the worker
 // reads the record again under the learner's lease (worker/admission.ts) and ends the job with no call.
 import type { AppContext } from '../app/context.ts';
-import { CANCELLED, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
+import { AWAITING_APPROVAL, CANCELLED, isSuccessBucket, type Bucket } from '../outcomes/record.ts';
 import type { CancelDecision } from '../outcomes/store.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { JOB_NAME, jobIdOf, type TransferJob } from '../queue/job.ts';
@@ -67,6 +67,8 @@ export async function cancelLearners(
   const summary = tally.summary();
   if (!summary.dryRun && summary.cancelled > 0) {
     const orgs = Object.keys(summary.byOrg);
+    // A canary run withdrawn: nothing of it awaits approval there any more.
+    if (filter.runId) for (const org of orgs) await ctx.redis.hdel(ctx.keys.canaryRuns(org), filter.runId);
     summary.changeId = await appendChange(ctx.redis, ctx.keys, {
       who,
       action: 'cancel',
@@ -105,7 +107,8 @@ async function selectLearners(
       // Every learner of the run: the done and failed ones are counted from the walk, the rest decided.
       for await (const [id, r] of ctx.store.scan(org)) {
         if (r.r !== filter.runId) continue;
-        if (r.b === 'queued' || r.b === 'retrying' || r.b === 'held') add(org, id);
+        if (r.b === 'queued' || r.b === 'retrying' || r.b === 'held' || r.b === AWAITING_APPROVAL)
+          add(org, id);
         else tally.state(org, id, r.b as Bucket);
       }
     }

@@ -24,6 +24,7 @@ export interface CrawlRunOptions extends Pick<
   | 'signal'
   | 'onProgress'
   | 'onRetry'
+  | 'canary'
 > {
   /**
    * --target-org-id: remembered in Redis (except in a dry run); the remembered one otherwise; with
@@ -67,7 +68,7 @@ export async function runCrawl(ctx: AppContext, options: CrawlRunOptions): Promi
     {
       redis: ctx.redis,
       keys: ctx.keys,
-      producer: ctx.producer,
+      producer: options.canary ? ctx.producer.withDefaults({ canary: options.canary.size }) : ctx.producer,
       runs: ctx.runs,
       client: requireClient(ctx),
       store: ctx.store,
@@ -82,6 +83,7 @@ export async function runCrawl(ctx: AppContext, options: CrawlRunOptions): Promi
       filters: options.filters,
       crawlId: options.crawlId,
       restart: options.restart,
+      canary: options.canary,
       dryRun,
       concurrency: options.concurrency,
       readAhead: options.readAhead,

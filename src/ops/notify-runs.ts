@@ -1,6 +1,7 @@
 // The run events, from the hook where they happen: every final outcome `work` records names its run and
 // organization, and the runs named since the last look are read a moment later, together: a burst of
-// outcomes costs one look, an idle process none. A run with no learner waiting has finished; one whose
+// outcomes costs one look, an idle process none. A run with no learner waiting (for a worker, or for a
+// person's approval after its canary) has finished; one whose
 // finished learners fail at NOTIFY_FAILURE_SHARE or more is said once.
 // A run may span a thousand organizations: a look reads first the counters of the organizations that
 // recorded something (one pipeline), and the whole run only when those have nothing left waiting (it
@@ -120,7 +121,8 @@ export class RunWatch {
     ) {
       submit(runFailures(id, meta.orgs, total, failureShare, at));
     }
-    if (p.total > 0 && p.waiting === 0) {
+    // Learners awaiting approval after a canary wait on a person: the run has not finished.
+    if (p.total > 0 && p.waiting === 0 && p.approval === 0) {
       this.#fullAt.delete(id);
       submit(runFinished(id, meta.orgs, total, meta.driftReport, at));
     }

@@ -24,7 +24,12 @@ export async function runReconcile(ctx: AppContext, options: ReconcileRunOptions
   // Ids remembered before they were checked may still share one: owners could not be told apart.
   await ids.check(orgIds);
   return reconcile(
-    { producer: ctx.producer, runs: ctx.runs, store: ctx.store, client: ctx.client },
+    {
+      producer: options.canary ? ctx.producer.withDefaults({ canary: options.canary.size }) : ctx.producer,
+      runs: ctx.runs,
+      store: ctx.store,
+      client: ctx.client,
+    },
     {
       ...options,
       // The tokens in force: in `work`, a reload of the token file may have added or rotated some.

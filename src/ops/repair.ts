@@ -4,7 +4,7 @@
 // one without the other. The sweep finds both and repairs them: a missing job is added again (the job id
 // makes that a no-op if the producer adds it meanwhile), a job without a record gets a `queued` record.
 import type { RedisClient } from '../redis/client.ts';
-import { isFinalBucket, type Bucket } from '../outcomes/record.ts';
+import { AWAITING_APPROVAL, isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { OutcomeStore } from '../outcomes/store.ts';
 import { JOB_NAME, jobIdOf, transferJobSchema } from '../queue/job.ts';
 import type { QueueSet } from '../queue/queues.ts';
@@ -57,7 +57,7 @@ export async function repairOrg(
     );
     for (const [i, s] of suspects.entries()) {
       const rec = records[i];
-      if (!rec || isFinalBucket(rec.b as Bucket)) continue;
+      if (!rec || isFinalBucket(rec.b as Bucket) || rec.b === AWAITING_APPROVAL) continue;
       report.stranded++;
       if (report.examples.length < 10) report.examples.push(s.id);
       if (options.dryRun) continue;
@@ -71,7 +71,8 @@ export async function repairOrg(
     }
   };
   for await (const [id, rec] of deps.store.scan(org)) {
-    if (isFinalBucket(rec.b as Bucket)) continue;
+    // A learner awaiting approval after a canary has no job on purpose: it waits on a person.
+    if (isFinalBucket(rec.b as Bucket) || rec.b === AWAITING_APPROVAL) continue;
     waiting.push(id);
     if (waiting.length >= CHUNK) await check(waiting.splice(0));
   }

@@ -8,7 +8,7 @@ import type { AppContext } from '../app/context.ts';
 import { appendChange } from '../limiter/control-log.ts';
 import { CANCELLED, FAILURE_BUCKETS, isFinalBucket, type Bucket } from '../outcomes/record.ts';
 import type { ProducerItem } from '../queue/producer.ts';
-import { newRunId } from '../outcomes/runs.ts';
+import { newRunId, type CanaryMeta } from '../outcomes/runs.ts';
 import { confirmationCodes } from './retry-risk.ts';
 
 /** Lets the event loop run (probes, other requests) between chunks of a bulk retry. */
@@ -63,6 +63,8 @@ export interface RetrySummary {
   learners: { key: string; attempts: number }[];
   /** The change log entries written. */
   changeIds: string[];
+  /** With a canary: its new run, and the learners that wait for its approval there. */
+  canary?: { runId: string; awaitingApproval: number } | undefined;
 }
 
 export interface RequeueOptions {
@@ -71,6 +73,12 @@ export interface RequeueOptions {
   who?: string | undefined;
   /** The filter as the operator gave it, for the change log (counts and filter, never per-learner lines). */
   filter?: Record<string, unknown> | undefined;
+  /**
+   * A canary (--canary N, docs/canary.md): the learners go into one new run of kind `retry`, not back
+   * into their own runs (a canary is judged on its run's own outcomes), whose first N per organization
+   * are sent and the rest wait for approval.
+   */
+  canary?: CanaryMeta | undefined;
 }
 
 export function emptySummary(): RetrySummary {
@@ -162,6 +170,7 @@ export async function requeueSelected(
     else byOrg.set(it.org, [it]);
   }
   const at = new Date().toISOString();
+  const canaryRun = options.canary ? await newCanaryRun(ctx, [...byOrg.keys()], options.canary) : undefined;
   for (const [org, items] of byOrg) {
     // Each learner goes back into its own run.
     const byRun = new Map<string, Selected[]>();
@@ -172,7 +181,7 @@ export async function requeueSelected(
     }
     const done: Selected[] = [];
     for (const [ownRun, list] of byRun) {
-      const runId = await liveRun(ctx, ownRun, org);
+      const runId = canaryRun ?? (await liveRun(ctx, ownRun, org));
       let inRun = 0;
       for (let i = 0; i < list.length; i += 1000) {
         const chunk = list.slice(i, i + 1000);
@@ -184,11 +193,16 @@ export async function requeueSelected(
         const counts = await ctx.producer.add(producerItems, runId, {
           force: true,
           move: options.move === true,
+          ...(options.canary ? { canary: options.canary.size } : {}),
           onHeld: (h) => {
             summary.skipped.push({ org, learnerId: h.item.learnerId, reason: h.reason });
           },
         });
         summary.requeued += counts.enqueued;
+        if (canaryRun) {
+          summary.canary ??= { runId: canaryRun, awaitingApproval: 0 };
+          summary.canary.awaitingApproval += counts.awaitingApproval;
+        }
         summary.byOrg[org] = (summary.byOrg[org] ?? 0) + counts.enqueued;
         // Which ones are waiting now (the counts do not name them): their records say so.
         const records = await ctx.store.getMany(
@@ -260,6 +274,24 @@ async function logRetry(
     );
   }
   return ids;
+}
+
+/** The one new run of a retry with a canary (none when nothing was selected). */
+async function newCanaryRun(
+  ctx: AppContext,
+  orgs: readonly string[],
+  canary: CanaryMeta,
+): Promise<string | undefined> {
+  if (orgs.length === 0) return undefined;
+  const id = newRunId();
+  await ctx.runs.create({
+    id,
+    kind: 'retry',
+    source: `retry with a canary of ${canary.size}`,
+    orgs: [...orgs],
+    canary,
+  });
+  return id;
 }
 
 /**

@@ -15,7 +15,8 @@ import { checkRedisWrites, type WriteState } from '../redis/writes.ts';
 import type { RunCounts } from '../outcomes/store.ts';
 import type { Bucket } from '../outcomes/record.ts';
 import type { RunMeta } from '../outcomes/runs.ts';
-import { formatRate } from '../core/duration.ts';
+import { formatRate, humanizeMs } from '../core/duration.ts';
+import { approvalWaits, type ApprovalWait } from './canary.ts';
 
 export interface OrgStatus {
   org: string;
@@ -26,6 +27,11 @@ export interface OrgStatus {
   eta: Eta;
   /** The run window and whether it is open now (null: none set, transfers may run at any hour). */
   runWindow: RunWindowState | null;
+  /**
+   * Canary runs whose learners await approval here (docs/canary.md); absent when none. The ETA counts
+   * them from the approval: `eta` is that of the learners a worker can send now.
+   */
+  approval?: ApprovalWait[] | undefined;
 }
 
 export interface Status {
@@ -148,6 +154,7 @@ export async function readStatus(
     const eta = etaOf(budgets[i] as BudgetView, remaining);
     return { org, learners, remaining, jobs, budget, eta, runWindow: runWindowOf(budget, budget.now) };
   });
+  await withApprovals(ctx, out, budgets);
   const status: Status = {
     at: new Date().toISOString(),
     limits: {
@@ -159,6 +166,34 @@ export async function readStatus(
     redis: await redis,
   };
   return { status, runCounts: (runId, org) => byOrg.get(org)?.runs.get(runId) ?? {} };
+}
+
+/**
+ * The canary runs awaiting approval of each organization (read only where its counters hold such
+ * learners), and its ETA in their words: the finish of those learners counts from the approval.
+ */
+async function withApprovals(
+  ctx: AppContext,
+  out: OrgStatus[],
+  budgets: readonly BudgetView[],
+): Promise<void> {
+  const waits = await approvalWaits(ctx, out);
+  out.forEach((o, i) => {
+    const list = waits.get(o.org);
+    if (!list) return;
+    o.approval = list;
+    const awaiting = list.reduce((a, w) => a + w.awaiting, 0);
+    const after = etaOf(budgets[i] as BudgetView, awaiting);
+    const then = Number.isFinite(after.ms)
+      ? `then ${humanizeMs(after.ms)} after the approval at these limits`
+      : after.text;
+    const waiting = list.map((w) => `run ${w.runId} ${w.verdict.text}`).join('; ');
+    o.eta = {
+      ...o.eta,
+      text:
+        o.remaining > 0 ? `${o.eta.text}; then ${waiting}` : `${waiting}: no finish until approved (${then})`,
+    };
+  });
 }
 
 export async function collectStatus(

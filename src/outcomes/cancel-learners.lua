@@ -5,8 +5,8 @@
   - its lease is held and its holder may still record an answer (before the lease's deadline plus the
     grace acquire.lua gives a dead holder before a takeover): 'in-flight', left alone. The call finishes
     and its outcome is recorded as any other.
-  - its record is `queued`, `retrying` or `held` (never called, or waiting for its next try, or stopped
-    by the pre-flight): it becomes `cancelled` with the time (t) and who (cb), moved between buckets,
+  - its record is `queued`, `retrying`, `held` or `awaiting-approval` (never called, or waiting for its
+    next try, or stopped by the pre-flight, or past a canary waiting for approval): it becomes `cancelled` with the time (t) and who (cb), moved between buckets,
     indexes and counters the way every record moves (includes/record.lua). 'cancelled:<its run id>'.
   - otherwise: 'none' (no record), 'state:<bucket>' (done, failed, cancelled already), or 'run:<run>'
     when its run is not among the runs declared here (the caller declares it and asks again).
@@ -44,7 +44,7 @@ local idx = lt_index_keys(ARGV[4], 4 + 2 * nruns)
 local time = redis.call('TIME')
 local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local CANCELLABLE = {queued = true, retrying = true, held = true}
+local CANCELLABLE = {queued = true, retrying = true, held = true, ['awaiting-approval'] = true}
 local orgDelta, runDeltas = {}, {}
 local results = {}
 for i = 8, #ARGV do

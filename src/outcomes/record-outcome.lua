@@ -16,7 +16,10 @@
   ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or where the old
            record is final and was last updated before ARGV[6] (re-opened on purpose: it keeps the
            learner's history); "enqueue-cancelled" as "enqueue", and a `cancelled` record is re-opened
-           too, whatever its time (a person named the learner again: enqueue --csv, retry --learner)
+           too, whatever its time (a person named the learner again: enqueue --csv, retry --learner);
+           "approve" writes only where the old record is `awaiting-approval` in run ARGV[1]: the old
+           record with the new bucket and time (a canary run approved: docs/canary.md), the JSON given
+           ignored. A learner awaiting approval is not final: "enqueue" never re-opens it.
   ARGV[6]  force cutoff (ms): final records updated before it are re-opened; "0" re-opens none
   ARGV[7..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
 
@@ -33,6 +36,7 @@
 local runId, now = ARGV[1], ARGV[2]
 local enqueue, forceBefore = ARGV[5] == 'enqueue' or ARGV[5] == 'enqueue-cancelled', tonumber(ARGV[6]) or 0
 local reopenCancelled = ARGV[5] == 'enqueue-cancelled'
+local approve = ARGV[5] == 'approve'
 local idx = lt_index_keys(ARGV[4], 5)
 local fail = lt_names(ARGV[3])
 
@@ -60,8 +64,17 @@ for i = 7, #ARGV, 3 do
   end
 
   local write = true
-  if enqueue and old then
-    local final = oldBucket ~= 'queued' and oldBucket ~= 'retrying' and oldBucket ~= ''
+  if approve then
+    if oldRecord and oldBucket == 'awaiting-approval' and oldRun == runId then
+      oldRecord['b'], oldRecord['t'] = bucket, tonumber(now)
+      newJson = cjson.encode(oldRecord)
+    else
+      write = false
+      results[#results + 1] = 'skip:' .. oldBucket
+    end
+  elseif enqueue and old then
+    local final = oldBucket ~= 'queued' and oldBucket ~= 'retrying' and oldBucket ~= 'awaiting-approval'
+      and oldBucket ~= ''
     -- A record updated after the cutoff is news the caller did not see (a reconcile's walk read the
     -- learner before a worker moved it): it stays as it is.
     local older = (oldRecord and (tonumber(oldRecord['t']) or 0) or 0) < forceBefore

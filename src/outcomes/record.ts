@@ -22,6 +22,10 @@ import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './code
  * Final and not a success, yet not a failure: retry-all and the failures page leave it alone, exit
  * statuses do not count it, and every count shows it on its own. Indexed (so it can be listed). Appended
  * last, like `held`: records of earlier releases never hold it.
+ * `awaiting-approval` is not one either: a learner of a canary run past its canary (`enqueue --canary N`,
+ * docs/canary.md), waiting for a person's `approve --run` (or the run's auto-approval) with no job, no
+ * budget and no attempt. Neither final nor waiting for a worker: not done, not failed, not queued.
+ * Indexed (approve reads it). Appended last: records of earlier releases never hold it.
  */
 export const BUCKETS = [
   'queued',
@@ -31,16 +35,30 @@ export const BUCKETS = [
   'claimed-elsewhere',
   'held',
   'cancelled',
+  'awaiting-approval',
 ] as const;
 export type Bucket =
-  'queued' | 'retrying' | OutcomeCode | 'worker-error' | 'claimed-elsewhere' | 'held' | 'cancelled';
+  | 'queued'
+  | 'retrying'
+  | OutcomeCode
+  | 'worker-error'
+  | 'claimed-elsewhere'
+  | 'held'
+  | 'cancelled'
+  | 'awaiting-approval';
 
 /** The bucket of a learner withdrawn by an operator before its call. */
 export const CANCELLED = 'cancelled' satisfies Bucket;
 
-/** Buckets that are final (the learner will not move without a person or a reconcile). */
+/** The bucket of a canary run's learner past its canary, until the run is approved (no job meanwhile). */
+export const AWAITING_APPROVAL = 'awaiting-approval' satisfies Bucket;
+
+/**
+ * Buckets that are final (the learner will not move without a person or a reconcile). A learner awaiting
+ * approval is not final (it is neither done nor failed), nor waiting for a worker (it has no job).
+ */
 export function isFinalBucket(bucket: Bucket): boolean {
-  return bucket !== 'queued' && bucket !== 'retrying';
+  return bucket !== 'queued' && bucket !== 'retrying' && bucket !== AWAITING_APPROVAL;
 }
 
 /** A bucket whose outcome code the table calls a success: the learner is in the organization. */

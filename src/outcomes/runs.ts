@@ -26,6 +26,28 @@ export interface RunMeta {
    * every run written before this field existed).
    */
   retried?: RetryNote | undefined;
+  /**
+   * A canary run (`--canary N`): its first N learners per organization are sent, the others wait for
+   * approval (bucket `awaiting-approval`, no job). Absent on every other run, and on runs written before
+   * this field existed: those send every learner.
+   */
+  canary?: CanaryMeta | undefined;
+}
+
+export interface CanaryMeta {
+  /** Learners sent first, per organization of the run. */
+  size: number;
+  /** Released by the worker that records the canary's last final outcome, when within the error budget. */
+  autoApprove: boolean;
+  /** Per organization released: when, by whom (`cli:user@host`, `dashboard:...`, `auto-approve:...`). */
+  approved: Record<string, ApprovalNote>;
+  /** Per organization whose auto-approval was refused: why, in words ("6 of 10 failed: ..."). */
+  refused: Record<string, string>;
+}
+
+export interface ApprovalNote {
+  at: string;
+  by: string;
 }
 
 export interface RetryNote {
@@ -33,6 +55,23 @@ export interface RetryNote {
   count: number;
   /** The change log's author (cli:user@host, dashboard:operator@address). */
   by: string;
+}
+
+/** The canary fields of a run's hash (`canary`, `canaryAuto`, `approved:<org>`, `canaryRefused:<org>`). */
+function canaryOf(h: Record<string, string>): CanaryMeta {
+  const approved: Record<string, ApprovalNote> = {};
+  const refused: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (k.startsWith('approved:')) {
+      try {
+        const n = JSON.parse(v) as Partial<ApprovalNote>;
+        approved[k.slice(9)] = { at: String(n.at ?? ''), by: String(n.by ?? '') };
+      } catch {
+        approved[k.slice(9)] = { at: '', by: '' };
+      }
+    } else if (k.startsWith('canaryRefused:')) refused[k.slice(14)] = v;
+  }
+  return { size: Number(h.canary), autoApprove: h.canaryAuto === '1', approved, refused };
 }
 
 /** Sortable, readable run ids: 20261122T015153-3f9a (letters, digits and '-': they fit isRunId). */
@@ -69,6 +108,9 @@ export class Runs {
       source: full.source,
       orgs: full.orgs.join(','),
       ...(full.driftReport ? { driftReport: full.driftReport } : {}),
+      ...(full.canary
+        ? { canary: String(full.canary.size), ...(full.canary.autoApprove ? { canaryAuto: '1' } : {}) }
+        : {}),
     });
     await this.#redis.zadd(this.#keys.runs(), now.getTime(), meta.id);
     return full;
@@ -100,7 +142,26 @@ export class Runs {
       ...(h.retriedAt
         ? { retried: { at: h.retriedAt, count: Number(h.retriedCount ?? 0), by: h.retriedBy ?? '' } }
         : {}),
+      ...(h.canary ? { canary: canaryOf(h) } : {}),
     };
+  }
+
+  /**
+   * Notes that a canary run was approved in an organization. `first`: only if it was not yet (the
+   * auto-approval: of two workers finishing the canary's last learners at once, one approves); returns
+   * whether this call wrote the note.
+   */
+  async noteApproved(runId: string, org: string, note: ApprovalNote, first = false): Promise<boolean> {
+    const field = `approved:${org}`;
+    const text = JSON.stringify(note);
+    if (first) return (await this.#redis.hsetnx(this.#keys.run(runId), field, text)) === 1;
+    await this.#redis.hset(this.#keys.run(runId), field, text);
+    return true;
+  }
+
+  /** Notes why a canary run's auto-approval was refused in an organization (it waits for a person). */
+  async noteCanaryRefused(runId: string, org: string, why: string): Promise<void> {
+    await this.#redis.hset(this.#keys.run(runId), `canaryRefused:${org}`, why);
   }
 
   /**

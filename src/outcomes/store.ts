@@ -121,6 +121,11 @@ export interface QueueMark {
    * kept in the record (`po`) for `report --reverse`. A waiting learner's record takes it too.
    */
   previousOrgId?: number | undefined;
+  /**
+   * The bucket of the new record: `queued` (default), or `awaiting-approval` for a canary run's learner
+   * past its canary (no job: docs/canary.md).
+   */
+  bucket?: 'queued' | 'awaiting-approval' | undefined;
 }
 
 /** What marking a learner queued found: new, re-opened, or kept (with the bucket it was in). */
@@ -187,7 +192,7 @@ export class OutcomeStore {
     runId: string,
     now: number,
     records: readonly { learnerId: number; record: OutcomeRecord }[],
-    mode: 'set' | 'enqueue' | 'enqueue-cancelled',
+    mode: 'set' | 'enqueue' | 'enqueue-cancelled' | 'approve',
     force: boolean | number,
   ) {
     const k = this.#keys;
@@ -242,7 +247,7 @@ export class OutcomeStore {
             const records = g.at.map((i) => {
               const it = items[i] as QueueMark;
               const record: OutcomeRecord = {
-                b: 'queued',
+                b: it.bucket ?? 'queued',
                 r: it.runId,
                 q: now,
                 t: now,
@@ -275,6 +280,36 @@ export class OutcomeStore {
       });
     });
     return out;
+  }
+
+  /**
+   * Moves learners of a canary run from `awaiting-approval` to `queued` (the run approved), in one script
+   * call per 1000: only those still awaiting approval in this run move (a cancel or another approve
+   * meanwhile wins). Returns the ids that moved; their jobs are the caller's to add.
+   */
+  async approve(
+    org: string,
+    runId: string,
+    learnerIds: readonly number[],
+    now = Date.now(),
+  ): Promise<number[]> {
+    const moved: number[] = [];
+    for (let i = 0; i < learnerIds.length; i += 1000) {
+      const chunk = learnerIds.slice(i, i + 1000);
+      const pipe = this.#redis.pipeline();
+      // The record given is ignored by mode 'approve' (the script keeps the stored one): only its bucket counts.
+      const records = chunk.map((learnerId) => ({
+        learnerId,
+        record: { b: 'queued', r: runId, q: now, t: now, a: 0 } satisfies OutcomeRecord,
+      }));
+      this.#call(pipe, org, runId, now, records, 'approve', false);
+      const [[err, reply] = [null, []]] = (await pipe.exec()) ?? [];
+      if (err) throw err;
+      (reply as string[]).forEach((text, j) => {
+        if (!String(text).startsWith('skip:')) moved.push(chunk[j] as number);
+      });
+    }
+    return moved;
   }
 
   /**

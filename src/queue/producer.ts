@@ -19,6 +19,7 @@ import type { Claims } from '../claims/claims.ts';
 import type { Keys } from '../core/keys.ts';
 import { faultPoint } from '../core/fault.ts';
 import { LanesDue } from './lanes-due.ts';
+import { AWAITING_APPROVAL } from '../outcomes/record.ts';
 
 export interface ProducerItem {
   org: string;
@@ -41,6 +42,8 @@ export interface ProduceCounts {
   heldElsewhere: Record<string, number>;
   /** Learners moved here from another organization on purpose (--move, a reconcile's desired state). */
   moved: number;
+  /** Learners past a canary (`canary`), recorded awaiting approval with no job (or already so). */
+  awaitingApproval: number;
 }
 
 /** A learner the producer did not take: claimed by another organization, or busy there (with --move). */
@@ -51,7 +54,7 @@ export interface HeldItem {
 }
 
 export function emptyCounts(): ProduceCounts {
-  return { enqueued: 0, alreadyQueued: 0, alreadyDone: {}, heldElsewhere: {}, moved: 0 };
+  return { enqueued: 0, alreadyQueued: 0, alreadyDone: {}, heldElsewhere: {}, moved: 0, awaitingApproval: 0 };
 }
 
 export function heldTotal(c: ProduceCounts): number {
@@ -69,6 +72,7 @@ export function addCounts(into: ProduceCounts, more: ProduceCounts): void {
   into.enqueued += more.enqueued;
   into.alreadyQueued += more.alreadyQueued;
   into.moved += more.moved;
+  into.awaitingApproval += more.awaitingApproval;
   for (const [o, n] of Object.entries(more.heldElsewhere))
     into.heldElsewhere[o] = (into.heldElsewhere[o] ?? 0) + n;
   for (const [b, n] of Object.entries(more.alreadyDone)) {
@@ -101,9 +105,23 @@ export interface AddOptions {
   priority?: Priority;
   /** Hears what an urgent add did, per organization and batch (callers write the change log from it). */
   onUrgent?: (batch: UrgentBatch) => void | Promise<void>;
+  /**
+   * A canary run (docs/canary.md): only the run's first `canary` learners per organization get a job;
+   * the others are recorded `awaiting-approval`, with no job, until the run is approved (ops/canary.ts).
+   * Learners kept as they were (done, queued elsewhere) do not count toward it. The run is a new one:
+   * what it holds in the organization besides those awaiting approval is its canary.
+   */
+  canary?: number | undefined;
 }
 
 type Entry = { item: ProducerItem; mark: MarkResult };
+
+/** A candidate's mark, and whether it was recorded awaiting approval (a canary run past its canary). */
+type Marked = { mark: MarkResult; awaiting: boolean };
+
+function jobData(org: string, item: ProducerItem, runId: string, canary: boolean): TransferJob {
+  return { org, learnerId: item.learnerId, runId, source: item.source, ...(canary ? { canary: 1 } : {}) };
+}
 
 export class Producer {
   readonly #queues: QueueSet;
@@ -157,21 +175,15 @@ export class Producer {
       candidates = candidates.filter((it) => !running.has(`${it.org}\u0000${it.learnerId}`));
       counts.alreadyQueued += before - candidates.length;
     }
-    const marks = await this.#store.markQueued(
-      candidates.map((it) => ({
-        org: it.org,
-        learnerId: it.learnerId,
-        runId,
-        source: it.source,
-        force,
-        reopenCancelled: options.reopenCancelled === true,
-        previousOrgId: it.previousOrgId,
-      })),
-    );
+    const marked = await this.#mark(candidates, runId, options);
     faultPoint('after-mark');
     const byOrg = new Map<string, Entry[]>();
     candidates.forEach((item, i) => {
-      const mark = marks[i] as MarkResult;
+      const { mark, awaiting } = marked[i] as Marked;
+      if (awaiting || (mark.kind === 'kept' && mark.bucket === AWAITING_APPROVAL)) {
+        counts.awaitingApproval++;
+        return;
+      }
       if (mark.kind === 'kept' && mark.bucket !== 'queued' && mark.bucket !== 'retrying') {
         counts.alreadyDone[mark.bucket] = (counts.alreadyDone[mark.bucket] ?? 0) + 1;
         return;
@@ -205,7 +217,7 @@ export class Producer {
       await queue.addBulk(
         list.map(({ item }) => ({
           name: JOB_NAME,
-          data: { org, learnerId: item.learnerId, runId, source: item.source } satisfies TransferJob,
+          data: jobData(org, item, runId, options.canary !== undefined),
           opts: { jobId: jobIdOf(item.learnerId) },
         })),
       );
@@ -244,7 +256,7 @@ export class Producer {
       await queue.addBulk(
         run.entries.map(({ item }) => ({
           name: JOB_NAME,
-          data: { org, learnerId: item.learnerId, runId, source: item.source } satisfies TransferJob,
+          data: jobData(org, item, runId, options.canary !== undefined),
           opts: { jobId: jobIdOf(item.learnerId), lifo: true },
         })),
       );
@@ -258,6 +270,56 @@ export class Producer {
       (r === 'in-flight' ? batch.inFlight : batch[r]).push(item.learnerId);
     }
     await options.onUrgent?.(batch);
+  }
+
+  /**
+   * Marks the candidates in the store: all `queued`, or for a canary run the organization's first
+   * learners up to the canary `queued` and the rest `awaiting-approval`. The canary counts only learners
+   * this add really wrote (new or re-opened): a learner kept as it was leaves its place to the next one.
+   */
+  async #mark(candidates: readonly ProducerItem[], runId: string, options: AddOptions): Promise<Marked[]> {
+    const mark = (it: ProducerItem, bucket: 'queued' | 'awaiting-approval') => ({
+      org: it.org,
+      learnerId: it.learnerId,
+      runId,
+      source: it.source,
+      force: options.force ?? false,
+      reopenCancelled: options.reopenCancelled === true,
+      previousOrgId: it.previousOrgId,
+      bucket,
+    });
+    const size = options.canary;
+    if (size === undefined) {
+      const marks = await this.#store.markQueued(candidates.map((it) => mark(it, 'queued')));
+      return marks.map((m) => ({ mark: m, awaiting: false }));
+    }
+    const out: Marked[] = new Array(candidates.length);
+    const byOrg = new Map<string, number[]>();
+    candidates.forEach((it, i) => byOrg.set(it.org, [...(byOrg.get(it.org) ?? []), i]));
+    for (const [org, indexes] of byOrg) {
+      const counts = await this.#store.runCounts(org, runId);
+      let left = size - ((counts.total ?? 0) - (counts[AWAITING_APPROVAL] ?? 0));
+      let pending = indexes;
+      while (left > 0 && pending.length > 0) {
+        const take = pending.slice(0, left);
+        pending = pending.slice(left);
+        const marks = await this.#store.markQueued(
+          take.map((i) => mark(candidates[i] as ProducerItem, 'queued')),
+        );
+        marks.forEach((m, j) => {
+          out[take[j] as number] = { mark: m, awaiting: false };
+          if (m.kind !== 'kept') left--;
+        });
+      }
+      if (pending.length === 0) continue;
+      const rest = pending.map((i) => mark(candidates[i] as ProducerItem, AWAITING_APPROVAL));
+      const marks = await this.#store.markQueued(rest);
+      marks.forEach((m, j) => (out[pending[j] as number] = { mark: m, awaiting: m.kind !== 'kept' }));
+      // Where status and the ETA find the run a person must approve (ops/canary.ts).
+      if (marks.some((m) => m.kind !== 'kept'))
+        await this.#queues.redis.hset(this.#keys.canaryRuns(org), runId, String(size));
+    }
+    return out;
   }
 
   /** Claims the items; returns the ones this organization holds now (claimed, or moved here). */

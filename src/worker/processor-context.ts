@@ -55,6 +55,11 @@ export interface ProcessorDeps {
   onHalt?: (org: string, tokenId: string | null, reason: string) => void;
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
+  /**
+   * Called, and awaited, after the final outcome of a canary learner is recorded (its job says so): the
+   * run's auto-approval looks whether the canary is over (ops/canary.ts). On the outcome path, not polled.
+   */
+  onCanaryFinal?: (org: string, runId: string) => Promise<unknown>;
 }
 
 export interface OutcomeEvent {

@@ -67,10 +67,23 @@ async function processOne(
     span.setAttributes({ [SPAN_ATTR.bucket]: recorded.bucket, [SPAN_ATTR.final]: recorded.final });
     // The error budget hears the answer before BullMQ acts on it: a halt holds from the next acquire.
     await noteForBreaker(ctx, admission, recorded);
+    if (recorded.final && target.job.data.canary === 1) await canaryFinal(ctx, target.org, target.runId);
     return await actOnOutcome(ctx, admission, recorded);
   } finally {
     // The probe's answer is in (an answer deleted the state; a failure renewed the block): release it.
     probe?.release();
+  }
+}
+
+/** The run's auto-approval look after a canary learner's final outcome; its failure costs the job nothing. */
+async function canaryFinal(ctx: ProcessorContext, org: string, runId: string): Promise<void> {
+  try {
+    await ctx.deps.onCanaryFinal?.(org, runId);
+  } catch (err) {
+    ctx.deps.logger.warn(
+      { org, runId, err: ctx.scrub((err as Error).message) },
+      'canary: the auto-approval look failed (approve --run releases the rest)',
+    );
   }
 }
 

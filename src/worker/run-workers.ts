@@ -7,6 +7,7 @@ import type { LearnerApiClient } from '../api/client.ts';
 import type { AppContext } from '../app/context.ts';
 import { isSuccessBucket } from '../outcomes/record.ts';
 import { createProcessor } from './processor.ts';
+import { autoApprove, DEFAULT_HALT_AT } from '../ops/canary.ts';
 import { createRedis, type RedisClient } from '../redis/client.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { Recorder, type WriteGateLike } from './recorder.ts';
@@ -96,6 +97,7 @@ function transferProcessor(
     logger: ctx.logger,
     // Unreadable bodies are kept whole beside the spool, on the same persistent disk.
     ...(options.spool !== false ? { archive: new BodyArchive(ctx.config.spoolDir) } : {}),
+    onCanaryFinal: (org, runId) => autoApprove(ctx, org, runId, options.canaryHaltShare ?? DEFAULT_HALT_AT),
     onOutcome: (e) => {
       countHourly(
         ctx.redis,

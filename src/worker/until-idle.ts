@@ -3,15 +3,28 @@
 import type { AppContext } from '../app/context.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
 import { hasJobs, laneJobs } from '../queue/lane-state.ts';
+import type { RunCounts } from '../outcomes/store.ts';
+import { canaryVerdict, DEFAULT_HALT_AT } from '../ops/canary.ts';
 
-/** Runs (newest 500) that have learners queued or retrying in any of the organizations. */
+/** A canary run whose learners await a person's approval when `work --until-idle` found the work over. */
+export interface AwaitingApproval {
+  runId: string;
+  awaiting: number;
+  /** "waiting for approval after its canary (18 of 20 transferred, 2 failed)" */
+  text: string;
+}
+
+/**
+ * Runs (newest 500) that have learners queued or retrying in any of the organizations, or awaiting
+ * approval after a canary (a person's act is pending: the run is not over).
+ */
 export async function pendingRuns(ctx: AppContext, orgs: readonly string[]): Promise<string[]> {
   const runs = await ctx.runs.list(500);
   // One read per run and organization, all in flight together (ioredis pipelines them on one socket).
   const waiting = await Promise.all(
     runs.map(async (run) => {
       const counts = await Promise.all(orgs.map((org) => ctx.store.runCounts(org, run.id)));
-      return counts.some((c) => progressOf(c).waiting > 0);
+      return counts.some((c) => progressOf(c).waiting > 0 || progressOf(c).approval > 0);
     }),
   );
   return runs.filter((_, i) => waiting[i]).map((r) => r.id);
@@ -30,6 +43,25 @@ export async function failuresIn(
     }
   }
   return n;
+}
+
+/** Of these runs, those with learners awaiting approval in these organizations, with their canary in words. */
+export async function approvalsIn(
+  ctx: AppContext,
+  runIds: readonly string[],
+  orgs: readonly string[],
+): Promise<AwaitingApproval[]> {
+  const out: AwaitingApproval[] = [];
+  for (const runId of runIds) {
+    const total: RunCounts = {};
+    for (const c of await Promise.all(orgs.map((org) => ctx.store.runCounts(org, runId)))) {
+      for (const [k, v] of Object.entries(c))
+        total[k as keyof RunCounts] = (total[k as keyof RunCounts] ?? 0) + v;
+    }
+    const v = canaryVerdict(total, DEFAULT_HALT_AT);
+    if (v.awaiting > 0) out.push({ runId, awaiting: v.awaiting, text: v.text });
+  }
+  return out;
 }
 
 /** The organizations whose queue has a job waiting, active, delayed or prioritized, with their counts. */

@@ -4,6 +4,7 @@ import type { WriteGateLike } from './recorder.ts';
 import type { ControlWorkerOptions } from './control-worker.ts';
 import type { LaneDispatcherOptions } from './lanes.ts';
 import type { RepairReport } from '../ops/repair.ts';
+import type { AwaitingApproval } from './until-idle.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -19,6 +20,8 @@ export interface WorkOptions {
   onRefused?: ProcessorDeps['onRefused'];
   /** The error budget halted an organization or paused a token in this process's step: notifications. */
   onHalt?: ProcessorDeps['onHalt'];
+  /** The share of a canary's failures at which its run is not approved by itself (HALT_AT; default 50%). */
+  canaryHaltShare?: number;
   /** Each repair sweep's report per organization (metrics: learners found stranded). */
   onRepair?: (r: RepairReport) => void;
   /**
@@ -57,4 +60,9 @@ export interface WorkResult {
    * served, whichever process finished them. A nightly `work --until-idle` exits non-zero on these.
    */
   runFailures: number;
+  /**
+   * With untilIdle, at idle: the runs it worked on (or found waiting) whose learners await approval after
+   * their canary: the work is not over, a person must approve (`approve --run ID`).
+   */
+  awaitingApproval: AwaitingApproval[];
 }

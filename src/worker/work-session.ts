@@ -9,7 +9,14 @@ import { closeRedis, type RedisClient } from '../redis/client.ts';
 import type { WriteGate } from '../redis/writes.ts';
 import type { Recorder } from './recorder.ts';
 import { Spool } from './spool.ts';
-import { failuresIn, orgsWithJobs, pendingRuns, refusedOrgs } from './until-idle.ts';
+import {
+  approvalsIn,
+  failuresIn,
+  orgsWithJobs,
+  pendingRuns,
+  refusedOrgs,
+  type AwaitingApproval,
+} from './until-idle.ts';
 import type { LaneDispatcher } from './lanes.ts';
 import { LanesDue } from '../queue/lanes-due.ts';
 import { hasJobs, laneJobs } from '../queue/lane-state.ts';
@@ -43,6 +50,7 @@ export class WorkSession {
   #reason: WorkResult['reason'] = 'stopped';
   #unauthorizedOrgs: string[] = [];
   #runFailures = 0;
+  #awaitingApproval: AwaitingApproval[] = [];
   #timer: NodeJS.Timeout | undefined;
   #repairTimer: NodeJS.Timeout | undefined;
   #retentionTimer: NodeJS.Timeout | undefined;
@@ -177,6 +185,7 @@ export class WorkSession {
       unauthorizedOrgs: this.#unauthorizedOrgs,
       reason: this.#reason,
       runFailures: this.#runFailures,
+      awaitingApproval: this.#awaitingApproval,
     });
   }
 
@@ -219,6 +228,7 @@ export class WorkSession {
       if (readded > 0) return this.#why({ readdedByRepair: readded });
       await startedRuns;
       this.#runFailures = await failuresIn(ctx, [...runsServed], options.orgs);
+      this.#awaitingApproval = await approvalsIn(ctx, [...runsServed], options.orgs);
       this.#reason = 'idle';
       await this.stop();
       return;

@@ -202,6 +202,7 @@ describe('cancel, learner by learner', () => {
       failed: 2,
       waiting: 0,
       cancelled: 0,
+      approval: 0,
       total: 5,
     });
   });

@@ -100,6 +100,7 @@ describe('the viewer token', () => {
     // The routes this test must cover are among them (a route tree that failed to parse would list none).
     for (const must of [
       'POST /api/retry',
+      'POST /api/approve',
       `POST /api/learners/acme/${SERVER_ERROR[0]}/urgent`,
       'POST /api/controls/pause',
       'POST /api/controls/resume',

@@ -57,7 +57,7 @@ describe('overview', () => {
   it('GET /api/overview: per-run and per-org progress, outcome counts, budgets, ETA, hourly counts', async () => {
     const o = await json('/api/overview');
     const run = o.runs.find((r: { id: string }) => r.id === s.runId);
-    expect(run.progress).toEqual({ done: 2, failed: 8, waiting: 0, cancelled: 0, total: 10 });
+    expect(run.progress).toEqual({ done: 2, failed: 8, waiting: 0, cancelled: 0, approval: 0, total: 10 });
     expect(run.counts).toMatchObject({ transferred: 2, forbidden: 2, 'not-found': 2, 'server-error': 4 });
     expect(run.byOrg.acme.progress.failed).toBe(8);
     const acme = o.orgs.find((x: { org: string }) => x.org === 'acme');

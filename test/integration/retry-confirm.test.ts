@@ -125,13 +125,14 @@ describe('retry: dry run and confirmation', () => {
     const run = await json(`/api/runs/${s.runId}`);
     expect(run.retried).toMatchObject({ count: 4, by: 'dashboard:operator/alice@127.0.0.1' });
     // The counters stay exact: the 4 wait again in their own run, the total unchanged.
-    expect(run.progress).toEqual({ done: 2, failed: 4, waiting: 4, cancelled: 0, total: 10 });
+    expect(run.progress).toEqual({ done: 2, failed: 4, waiting: 4, cancelled: 0, approval: 0, total: 10 });
     await drain(s.h);
     expect((await json(`/api/runs/${s.runId}`)).progress).toEqual({
       done: 6,
       failed: 4,
       waiting: 0,
       cancelled: 0,
+      approval: 0,
       total: 10,
     });
   });
@@ -189,7 +190,7 @@ describe('the retried run under Runs', () => {
     const listed = after.runs[0];
     expect(listed.id).toBe(s.runId);
     expect(listed.retried).toMatchObject({ count: 4, by: 'dashboard:operator@127.0.0.1' });
-    expect(listed.progress).toEqual({ done: 2, failed: 4, waiting: 4, cancelled: 0, total: 10 });
+    expect(listed.progress).toEqual({ done: 2, failed: 4, waiting: 4, cancelled: 0, approval: 0, total: 10 });
     const page = await authed(app, { url: '/' });
     expect(page.body).toMatch(new RegExp(`data-retried="${s.runId}"[^>]*>\\s*retried 4 at`));
     // The failures page's run filter lists it too.

@@ -464,6 +464,33 @@
       });
   }
 
+  // Release a canary run's learners that await approval: the server's dry run gives the count, the
+  // dialog (retry's and cancel's) asks, then the approval runs.
+  function approve(run, status) {
+    return post({ run: run, dryRun: true }, '/api/approve')
+      .then(function (plan) {
+        if (plan.matched === 0) return text(status, 'nothing waits for approval');
+        return ask(plan, 'approve').then(function (ok) {
+          if (!ok) return text(status, 'nothing released');
+          return post({ run: run }, '/api/approve').then(function (s) {
+            text(status, 'approved: released ' + plural(s.released, 'learner'));
+          });
+        });
+      })
+      .catch(function (e) {
+        text(status, 'approve failed: ' + e.message);
+      });
+  }
+
+  function approvals() {
+    $all('button.approve-run').forEach(function (b) {
+      b.addEventListener('click', function () {
+        var run = b.getAttribute('data-run');
+        approve(run, $('[data-approve-result="' + run + '"]'));
+      });
+    });
+  }
+
   function cancels() {
     $all('button.cancel-run').forEach(function (b) {
       b.addEventListener('click', function () {
@@ -532,5 +559,6 @@
     live();
     failures();
     cancels();
+    approvals();
   });
 })();

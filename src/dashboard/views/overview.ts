@@ -18,6 +18,7 @@ import { pacingOf } from '../../ops/limits.ts';
 import { alertList, budgetTable, counts, hourlyChart, progressBar } from './parts.ts';
 import { burnDownFigure } from './burn-down.ts';
 import { humanRate, humanRateText, num } from './units.ts';
+import { canaryVerdict, DEFAULT_HALT_AT } from '../../ops/canary.ts';
 
 /** The limits every worker applies (the policy in Redis, as the limiter's peek reports it), in words. */
 function limitsLine(org: OrgOverview): Html {
@@ -199,12 +200,28 @@ function cancelRun(r: RunCard): Html | string {
   </p>`;
 }
 
+/** A canary run waiting for approval: its canary in words, and (for operators) the approve button. */
+function approveRun(r: RunCard, canAct: boolean): Html | string {
+  if (!r.canary || r.progress.approval === 0) return '';
+  return html`<p class="canary" data-canary="${r.id}">
+    ${canaryVerdict(r.counts, DEFAULT_HALT_AT).text}
+    ${
+      canAct
+        ? html`<button type="button" class="approve-run" data-run="${r.id}">
+              approve: release the ${num(r.progress.approval)} learners waiting
+            </button>
+            <span role="status" data-approve-result="${r.id}"></span>`
+        : ''
+    }
+  </p>`;
+}
+
 function runCard(r: RunCard, canAct: boolean): Html {
   const shown = Object.keys(r.byOrg).length;
   return html`<section class="card" data-run="${r.id}">
     <h3><code>${r.id}</code></h3>
     <p class="muted">${r.kind} · ${r.source} · ${r.createdAt}</p>
-    ${retriedNote(r)} ${progressBar(r.progress, `run:${r.id}`)}
+    ${retriedNote(r)} ${progressBar(r.progress, `run:${r.id}`)} ${approveRun(r, canAct)}
     <p>${counts(r.counts)}</p>
     ${
       r.burnDown

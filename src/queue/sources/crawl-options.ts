@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { RedisClient } from '../../redis/client.ts';
 import { hasUser, isActiveLearner, type Learner } from '../../api/schemas.ts';
 import type { Keys } from '../../core/keys.ts';
-import type { Runs } from '../../outcomes/runs.ts';
+import type { CanaryMeta, Runs } from '../../outcomes/runs.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import type { OrgIds } from '../org-ids.ts';
 import type { ProduceCounts, Producer } from '../producer.ts';
@@ -99,6 +99,11 @@ export interface CrawlOptions {
   restart?: boolean | undefined;
   /** Run id for a new crawl (a resumed crawl keeps its own). */
   runId?: string | undefined;
+  /**
+   * A canary run (--canary N, docs/canary.md): a new crawl's run is made with it, and the producer given
+   * sends its first N learners, the rest waiting for approval. A resumed crawl keeps its run as it is.
+   */
+  canary?: CanaryMeta | undefined;
   /** Read only: no cursor, no queue, no run; the selected ids are returned for plan. */
   dryRun?: boolean | undefined;
   concurrency?: number | undefined;

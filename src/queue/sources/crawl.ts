@@ -98,6 +98,7 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
     alreadyDone: counts.alreadyDone,
     heldElsewhere: counts.heldElsewhere,
     moved: counts.moved,
+    awaitingApproval: counts.awaitingApproval,
     targetOrgId: watch?.id ?? options.targetOrgId,
   };
   if (dry) summary.selectedIds = tally.selectedIds;
@@ -146,6 +147,7 @@ async function resumeOrStart(
         kind: 'crawl',
         source: `crawl ${options.org} (${describeFilters(options.filters)})`,
         orgs: [options.org],
+        ...(options.canary ? { canary: options.canary } : {}),
       });
     }
   }

@@ -7,6 +7,7 @@
 // Not resumable on purpose: it only reads until the walk ends, and enqueueing the drift is idempotent
 // (job ids), so a reconcile that died is simply run again. The walk keeps the latest sight of each
 // learner, so its re-reads (see page-walker.ts) also correct owners that changed during the walk.
+import type { CanaryMeta } from '../../outcomes/runs.ts';
 import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LearnerTransferError } from '../../core/errors.ts';
@@ -53,6 +54,8 @@ export interface ReconcileOptions {
   dryRun?: boolean | undefined;
   /** Run source text (the schedule names itself here). */
   sourceLabel?: string | undefined;
+  /** A canary run (--canary N, docs/canary.md): the new run is made with it (the producer given sends N). */
+  canary?: CanaryMeta | undefined;
   concurrency?: number | undefined;
   retries?: number | undefined;
   backoffMs?: number | undefined;
@@ -324,6 +327,7 @@ async function enqueueDrift(
       source: options.sourceLabel ?? `reconcile ${basename(options.file)}`,
       orgs: Object.keys(byOrg),
       driftReport: driftFile,
+      ...(options.canary ? { canary: options.canary } : {}),
     });
   } else await deps.runs.setDriftReport(runId, driftFile);
   const source = basename(options.file);
