@@ -4,9 +4,9 @@
 // and is only ever written into the Authorization header: never into an error, a log line or a result.
 import type { Dispatcher } from 'undici';
 import { classifyNetworkError, classifyResponse } from './classify.ts';
-import { startDeadline, Stalls } from './deadline.ts';
+import { startDeadline, Stalls, type Deadline } from './deadline.ts';
 import { createDispatcher, explainProxyRefusal } from './egress-agent.ts';
-import { gateCall, sendGate } from './send-gate.ts';
+import { gateCall, sendGate, type SendGate } from './send-gate.ts';
 import type { TransferOutcome } from './outcome.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { listArrayProblem, listPageSchema, type ListPage } from './schemas.ts';
@@ -56,18 +56,60 @@ function capText(bytes: number): string {
 /** Tokens shorter than this are not looked for in responses: they cannot be told from ordinary text. */
 const MIN_SCRUBBED_TOKEN = 8;
 
-/** A gate that refuses once `ms` have passed since it was made: the request was not written in time. */
-function notSentAfter(ms: number): () => Error | undefined {
-  const by = performance.now() + ms;
+function notSent(message: string): LearnerTransferError {
+  return new LearnerTransferError('LT_NOT_SENT', `not sent: ${message}`);
+}
+
+/** The call's deadline ran out before its request could be written. */
+const noConnectionIn = (ms: number): LearnerTransferError =>
+  notSent(`no connection was ready within its request timeout (${ms} ms)`);
+
+/**
+ * The send gate of one call (send-gate.ts: asked right before undici writes the request). It refuses, so
+ * that nothing is written, when the call's own deadline already gave up on it, or when the call would
+ * leave later than `sendWithinMs` from now or than the last moment its whole timeout still fits before
+ * its hard bound (`hardMs`, the time its permit counts it in flight): once written, a call is waited for
+ * a whole timeout. Letting it go starts that timeout (`deadline.sent()`).
+ */
+function sendGateOf(deadline: Deadline, ms: number, hardMs: number, sendWithinMs = Infinity): SendGate {
+  const start = performance.now();
+  const by = start + Math.min(sendWithinMs, hardMs - ms);
   return () => {
+    if (deadline.signal.aborted) return noConnectionIn(ms);
     const late = performance.now() - by;
-    return late > 0
-      ? new LearnerTransferError(
-          'LT_NOT_SENT',
-          `not sent: its first byte would have gone out ${Math.round(late)} ms after its permit's in-flight time allowed (this process stalled)`,
-        )
-      : undefined;
+    if (late > 0) {
+      return notSent(
+        `its first byte would have gone out ${Math.round(late)} ms after its permit's in-flight time allowed ` +
+          `(a call leaves only with its whole request timeout of ${ms} ms still ahead of it; this process ` +
+          'stalled, or waited that long for a connection)',
+      );
+    }
+    deadline.sent();
+    return undefined;
   };
+}
+
+/**
+ * The request, ended as not sent the moment its deadline runs out before it was written. undici sees an
+ * abort only once the request has a connection (a connection that opens late, a pool whose sockets are
+ * all busy), and then aborts it unwritten (the send gate refuses it too): nothing need wait for that.
+ */
+function untilGivenUpUnsent<T>(
+  request: Promise<T>,
+  signal: AbortSignal,
+  written: () => boolean,
+  ms: number,
+): Promise<T> {
+  let onAbort = (): void => {};
+  const givenUp = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      if (!written()) reject(noConnectionIn(ms));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  // The request settles later (refused at its connection, or never connected): nobody waits for it then.
+  request.catch(() => {});
+  return Promise.race([request, givenUp]).finally(() => signal.removeEventListener('abort', onAbort));
 }
 
 /** Replaces the token a call sent wherever the service's answer echoes it (see log.ts). */
@@ -80,7 +122,9 @@ export interface TransferCallOptions {
   previousTransferId?: string | undefined;
   /**
    * However long this process stalls, the call is given up this many ms from now at the latest: the
-   * time its permit and lease count it in flight (the worker passes what is left of it).
+   * time its permit and lease count it in flight (the worker passes what is left of it). It is written
+   * only while its whole request timeout still fits before then, and once written it is waited for that
+   * long (counted from the write): a call with less time left is not sent (LT_NOT_SENT).
    */
   hardMs?: number | undefined;
   /**
@@ -145,13 +189,21 @@ export class LearnerApiClient {
       this.#firstCall = undefined;
       first();
     }
-    const deadline = startDeadline(this.#options.requestTimeoutMs, this.#stalls, hardMs);
-    if (sendWithinMs !== undefined) gateCall(deadline.signal, notSentAfter(sendWithinMs));
+    const ms = this.#options.requestTimeoutMs;
+    const hard = hardMs ?? 2 * ms;
+    const deadline = startDeadline(ms, this.#stalls, hard);
+    let written = false;
+    const gate = sendGateOf(deadline, ms, hard, sendWithinMs);
+    gateCall(deadline.signal, () => {
+      const refusal = gate();
+      written = refusal === undefined;
+      return refusal;
+    });
     const headers = this.#headers(token, method === 'PATCH');
     // The transfer carries its trace (W3C traceparent) to the service; nothing is added with tracing off.
     if (method === 'PATCH') injectTraceContext(headers);
     try {
-      const response = await this.#dispatcher.request({
+      const request = this.#dispatcher.request({
         origin: this.#base.origin,
         method,
         path: `${this.#basePath}${path}`,
@@ -159,6 +211,7 @@ export class LearnerApiClient {
         body: method === 'PATCH' ? '{}' : null,
         signal: deadline.signal,
       });
+      const response = await untilGivenUpUnsent(request, deadline.signal, () => written, ms);
       // The status line arrived: the server has seen the request.
       deadline.progress();
       onHeaders();

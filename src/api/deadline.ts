@@ -10,6 +10,10 @@
 //   reported (once per stall, by the caller's Stalls) and the call gets its timeout again from the wake,
 //   never past `hardMs`, the bound its permit and lease were granted for (the limiter's proof needs the
 //   server to have counted the call before the in-flight deadline, and the lease keeps one call in flight).
+// - it counts from the moment the request is written (`sent()`), not from the call: the time a call waits
+//   for a connection is not its answer's. A call is written only while its whole timeout still fits
+//   before `hardMs` (the client's send gate), so no timer gives up on a call on the wire before it had
+//   its full timeout, unless the process stalls past the hard bound.
 import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
 
 /** A timer later than this past its due time means the process was stalled, not busy. */
@@ -29,6 +33,11 @@ export interface Deadline {
   signal: AbortSignal;
   /** The response moved forward (headers, a body chunk): the pending decision waits one more turn. */
   progress(): void;
+  /**
+   * The request is being written (the send gate let it go): the answer gets the whole timeout from now,
+   * never past the hard bound, whatever of it the wait for a connection used.
+   */
+  sent(): void;
   /** The call ended (answered, cut or failed): no decision is needed any more. */
   clear(): void;
   /** How long the process was stalled while this call waited (0 when it never was). */
@@ -130,16 +139,30 @@ export function startDeadline(ms: number, stalls: Stalls, hardMs = 2 * ms): Dead
     immediate = setImmediate(decide);
   };
 
+  const stop = (): void => {
+    if (timer) clearTimeout(timer);
+    if (immediate) clearImmediate(immediate);
+    timer = undefined;
+    immediate = undefined;
+  };
+
   timer = setTimeout(fire, due - start);
   return {
     signal: controller.signal,
     progress() {
       progressed = true;
     },
+    sent() {
+      if (done) return;
+      // A decision already under way (the timer fired while the connection opened) starts again too.
+      stop();
+      const now = performance.now();
+      due = Math.min(now + ms, hardAt);
+      timer = setTimeout(fire, Math.max(0, due - now));
+    },
     clear() {
       done = true;
-      if (timer) clearTimeout(timer);
-      if (immediate) clearImmediate(immediate);
+      stop();
     },
     get stalledMs() {
       return Math.round(stalledMs);

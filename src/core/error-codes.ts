@@ -187,7 +187,7 @@ const CATALOGUE = {
     kind: 'transfer',
     exit: EXIT.failures,
     description:
-      'a transfer call not sent: the process stalled past the time its permit counts it in flight; the learner waits without using an attempt',
+      'a transfer call not sent: its first byte could not be written while its permit still had a whole request timeout of in-flight time left (the process stalled, or no connection was ready in time); the learner waits without using an attempt',
   },
   LT_PROXY_TUNNEL: {
     kind: 'api',

@@ -8,19 +8,18 @@ import type { ProcessorContext } from './processor-context.ts';
 /** Room left between a call's hard end and the in-flight deadline of its permit (clock rates, the abort). */
 const HARD_MARGIN_MS = 250;
 
-/** Less time than this left before the call's hard end: it is not sent (see sendTransfer). */
-const MIN_CALL_MS = 250;
-
 export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): Promise<TransferOutcome> {
   const { client, budget } = ctx.deps;
   const { learnerId, held, token, current } = admitted;
   // However long this process stalls, the call ends while its permit and lease still count it, and it
-  // is sent only while they have at least MIN_CALL_MS of it left: a call whose permit ran out before its
-  // first byte could be written (the process stalled between the permit and the call, or while the
-  // connection opened) is not sent at all. The limiter already stopped counting it in flight, and the
-  // lease may pass to another worker. The client checks this at the moment it writes (send-gate.ts).
+  // is sent only while they still have a whole REQUEST_TIMEOUT of it left: once written, a call is given
+  // its whole timeout (an abort then would throw its answer away, and could not take back the call the
+  // service already counts). A call whose time ran out before its first byte could be written (the
+  // process stalled between the permit and the call, or while the connection opened) is not sent at all:
+  // the permit goes back and the learner waits without using an attempt. The client checks this at the
+  // moment it writes (send-gate.ts).
   const hardMs = budget.options.inflightTtlMs - (performance.now() - held.askedAt) - HARD_MARGIN_MS;
-  const sendWithinMs = hardMs - MIN_CALL_MS;
+  const sendWithinMs = hardMs - ctx.deps.config.requestTimeoutMs;
   let outcome: TransferOutcome;
   try {
     outcome = await client.transferLearner(learnerId, token.secret, {
@@ -35,18 +34,23 @@ export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): P
     throw err;
   }
   if (outcome.code === 'network-error' && outcome.errorCode === 'LT_NOT_SENT') {
-    return notSent(ctx, admitted, Math.round(outcome.durationMs - sendWithinMs));
+    return notSent(ctx, admitted, Math.round(outcome.durationMs - sendWithinMs), outcome.message);
   }
   return outcome;
 }
 
 /** Not sent: the permit and lease go back, and the learner waits without using an attempt. */
-async function notSent(ctx: ProcessorContext, admitted: Admitted, lateMs: number): Promise<never> {
+async function notSent(
+  ctx: ProcessorContext,
+  admitted: Admitted,
+  lateMs: number,
+  why: string,
+): Promise<never> {
   const { job, jobToken, org, learnerId, runId, held } = admitted;
   await held.giveBack();
   ctx.deps.logger.warn(
-    { org, learnerId, runId, lateMs },
-    "the permit's in-flight time ran out before the call could be sent (this process stalled): not sent, the learner waits without using an attempt",
+    { org, learnerId, runId, lateMs, why },
+    "the permit's in-flight time ran out before the call could be sent (this process stalled, or no connection was ready in time): not sent, the learner waits without using an attempt",
   );
   await job.moveToDelayed(Date.now(), jobToken);
   throw new DelayedError();

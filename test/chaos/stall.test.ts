@@ -69,6 +69,8 @@ describe('a worker frozen past its request timeout', () => {
           `5 calls in flight before freeze ${i + 1}`,
           () => inFlight(harness).length,
           (n) => n >= 5,
+          // The first includes the worker's start: a whole program's import, slow on a busy machine.
+          { timeoutMs: 120_000 },
         );
         const calls = inFlight(harness).map((r) => r.seq);
         const stake = atStake(harness.sim, ids, `freeze ${i + 1}`);

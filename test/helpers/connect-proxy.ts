@@ -21,6 +21,8 @@ export interface ConnectProxy {
   /** `http://127.0.0.1:PORT`, or with `user:password@` when credentials are required. */
   url: string;
   readonly seen: readonly ProxyRequest[];
+  /** Tunnels whose two sockets (to the client, to the target) are both closed. */
+  readonly tunnelsClosed: number;
   /** Answer nothing to CONNECT from now on (a proxy that hangs). */
   hang(on: boolean): void;
   close(): Promise<void>;
@@ -36,11 +38,17 @@ function credentialsOf(req: IncomingMessage): { user: string; password: string }
 }
 
 export async function startConnectProxy(
-  options: { user?: string; password?: string } = {},
+  options: {
+    user?: string;
+    password?: string;
+    /** Answer each CONNECT this long after the target accepted (a connection that opens late). */
+    answerAfterMs?: number;
+  } = {},
 ): Promise<ConnectProxy> {
   const seen: ProxyRequest[] = [];
   const sockets = new Set<Socket>();
   let hanging = false;
+  let tunnelsClosed = 0;
   const check = (req: IncomingMessage): ProxyRequest => {
     const given = credentialsOf(req);
     const accepted =
@@ -74,11 +82,26 @@ export async function startConnectProxy(
     upstream.on('close', () => sockets.delete(upstream));
     upstream.on('error', () => client.destroy());
     client.on('error', () => upstream.destroy());
-    upstream.on('connect', () => {
+    let open = 2;
+    const closed = (): void => {
+      open -= 1;
+      if (open === 0) tunnelsClosed += 1;
+    };
+    client.on('close', closed);
+    upstream.on('close', closed);
+    const answer = (): void => {
+      if (client.destroyed) {
+        upstream.destroy();
+        return;
+      }
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);
       client.pipe(upstream);
+    };
+    upstream.on('connect', () => {
+      if (options.answerAfterMs === undefined) answer();
+      else setTimeout(answer, options.answerAfterMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -92,6 +115,9 @@ export async function startConnectProxy(
     port,
     url: `http://${auth}127.0.0.1:${port}`,
     seen,
+    get tunnelsClosed() {
+      return tunnelsClosed;
+    },
     hang(on) {
       hanging = on;
     },

@@ -21,7 +21,11 @@ async function startSim(args: string[]): Promise<string> {
     "the simulator's address on its stdout (or its exit)",
     () => /listening on (http:\/\/[\d.:]+)/.exec(child.output.stdout)?.[1],
     (found) => found !== undefined || child.exitCode !== null,
-    { show: () => `stdout ${child.output.stdout}; stderr ${child.output.stderr.slice(-2000)}` },
+    // A CLI loads the whole program: on a busy two-core machine, three at once take well over 30 s.
+    {
+      timeoutMs: 110_000,
+      show: () => `stdout ${child.output.stdout}; stderr ${child.output.stderr.slice(-2000)}`,
+    },
   );
   if (url === undefined) throw new Error(`simulator exited: ${child.output.stderr.slice(-2000)}`);
   return url;
@@ -67,7 +71,7 @@ beforeAll(async () => {
     startSim(['--latency', '2400-2400', '--repeat-mode', 'error']),
     startSim(['--latency', '300-300', '--repeat-mode', 'error', '--truncate-rate', '1']),
   ]);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const c of clients) await c.close();
@@ -169,23 +173,14 @@ describe('a stalled process reads the answers that arrived', () => {
     expect((await c.transferLearner(15, TOKEN, { sendWithinMs: 1000 })).code).toBe('transferred');
   });
 
-  it('a hard bound shorter than the timeout wins: the call ends at the bound', async () => {
+  it('a hard bound shorter than the timeout: the call is not sent, rather than cut on the wire at the bound', async () => {
+    // Once written, a call is waited for its whole timeout (an abort then would throw away the answer of
+    // a call the service may have done): with 600 ms left of its 2000 ms, it does not leave at all.
     const c = at(slow, 2000);
-    // Beside it, a call with a plain timeout of 1000 ms: a call bounded at 600 ms ends first whatever the
-    // load (timers fire in the order they are due); one that waited for its 2000 ms timeout, after.
-    const plain = at(slow, 1000);
-    const ended: string[] = [];
-    const started = performance.now();
-    const [o, p] = await Promise.all([
-      c.transferLearner(13, TOKEN, { hardMs: 600 }).finally(() => ended.push('bounded')),
-      plain.transferLearner(290, TOKEN).finally(() => ended.push('plain')),
-    ]);
-    const took = performance.now() - started;
-    expect(o.code).toBe('network-error');
-    expect(p.code).toBe('network-error');
-    expect(ended).toEqual(['bounded', 'plain']);
-    // Not before the bound (a timer never fires early).
-    expect(took).toBeGreaterThanOrEqual(590);
+    const o = await c.transferLearner(17, TOKEN, { hardMs: 600 });
+    expect(o.code === 'network-error' && o.errorCode === 'LT_NOT_SENT' && !o.maybeDelivered).toBe(true);
+    // Learner 17 (outside acme) was never called: with the time for a whole timeout, it transfers.
+    expect((await at(slow, 3000).transferLearner(17, TOKEN)).code).toBe('transferred');
   });
 
   it('without a stall, a slow service times out at REQUEST_TIMEOUT as before', async () => {

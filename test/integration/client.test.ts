@@ -227,17 +227,19 @@ describe('transferLearner', () => {
   });
 
   it('network-error: a request slower than the timeout', async () => {
-    sim.setFaults({ latencyBeforeMs: [1500, 1500] });
+    sim.setFaults({ latencyBeforeMs: [3000, 3000] });
+    // A timeout of 1 s: the call must be written within it (a call not written by then is not sent at
+    // all), which a busy machine can take a few hundred ms to do.
     const slow = new LearnerApiClient({
       baseUrl: sim.url,
       userAgent: 'x',
-      requestTimeoutMs: 300,
-      connectTimeoutMs: 300,
+      requestTimeoutMs: 1000,
+      connectTimeoutMs: 1000,
     });
     try {
       const o = track(await slow.transferLearner(26, TOKEN));
       // The timeout ended the call, not the answer: the server has not answered it yet (it holds the
-      // request 1.5 s before counting it), whatever the load. An order of events, not a duration.
+      // request 3 s before counting it), whatever the load. An order of events, not a duration.
       const entry = sim.record.find((r) => r.method === 'PATCH' && r.path.startsWith('/1/learner/26/'));
       expect(entry, JSON.stringify(sim.record)).toBeDefined();
       expect(entry?.respondedAt).toBeUndefined();
@@ -246,7 +248,7 @@ describe('transferLearner', () => {
       if (o.code !== 'network-error') return;
       expect(o.maybeDelivered).toBe(true);
       // A timer never fires early: the call lasted at least its timeout.
-      expect(o.durationMs).toBeGreaterThanOrEqual(300);
+      expect(o.durationMs).toBeGreaterThanOrEqual(1000);
     } finally {
       sim.setFaults({});
       await slow.close();
