@@ -548,6 +548,26 @@ function setVariables(env: Env): Env {
   return cleaned;
 }
 
+/** The tokens of LEARNER_API_TOKENS or its file; with `requireTokens`, none is a problem. */
+function requiredTokens(
+  e: z.infer<typeof envSchema>,
+  options: LoadOptions,
+  problems: string[],
+): ReturnType<typeof tokensFrom> {
+  const before = problems.length;
+  const tokens = tokensFrom(e.LEARNER_API_TOKENS, e.LEARNER_API_TOKENS_FILE, problems);
+  // A file that could not be read has said so: "required" would only repeat it.
+  if (options.requireTokens && tokens.length === 0 && problems.length === before) {
+    problems.push(
+      e.LEARNER_API_TOKENS_FILE
+        ? `${TOKENS_FILE_VAR} ${e.LEARNER_API_TOKENS_FILE}: no ORG:TOKEN line (one a line, like acme:TOKEN1)`
+        : 'LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2), ' +
+            `or ${TOKENS_FILE_VAR}: a file of ORG:TOKEN lines`,
+    );
+  }
+  return tokens;
+}
+
 export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Readonly<Config> {
   const set = setVariables(env);
   const parsed = envSchema.safeParse(set);
@@ -565,17 +585,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
       'LEARNER_API_BASE_URL: required (the base address of the Learner API, like https://api.example.com)',
     );
   }
-  const tokenProblems = problems.length;
-  const tokens = tokensFrom(e.LEARNER_API_TOKENS, e.LEARNER_API_TOKENS_FILE, problems);
-  // A file that could not be read has said so: "required" would only repeat it.
-  if (options.requireTokens && tokens.length === 0 && problems.length === tokenProblems) {
-    problems.push(
-      e.LEARNER_API_TOKENS_FILE
-        ? `${TOKENS_FILE_VAR} ${e.LEARNER_API_TOKENS_FILE}: no ORG:TOKEN line (one a line, like acme:TOKEN1)`
-        : 'LEARNER_API_TOKENS: required, as ORG:TOKEN pairs separated by commas (like acme:TOKEN1,beta:TOKEN2), ' +
-            `or ${TOKENS_FILE_VAR}: a file of ORG:TOKEN lines`,
-    );
-  }
+  const tokens = requiredTokens(e, options, problems);
   dashboardProblems(e, problems);
   if (e.AUDIT_PERSONAL_RETENTION > 0 && !e.AUDIT_ARCHIVE_DIR)
     problems.push(
