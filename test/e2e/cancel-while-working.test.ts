@@ -79,6 +79,7 @@ describe('cancel a run while workers run', () => {
       failed: 0,
       waiting: 0,
       cancelled: s.cancelled,
+      approval: 0,
       total: IDS.length,
     });
     const status = await collectStatus(ctx, ['acme']);

@@ -87,6 +87,7 @@ describe('notifications', () => {
         failed: 1,
         waiting: 0,
         cancelled: 0,
+        approval: 0,
         total: 7,
         buckets: { transferred: 6, 'not-found': 1 },
       },
