@@ -106,9 +106,11 @@ local function pause(name, reason)
 end
 
 -- The 5xx storm (half-open): set by a server error answered while most of the sample's answers are,
--- cleared by a success; the probe this answer held is freed either way.
+-- cleared by any answer that is not one (a success, or a 4xx: the service is answering again, and a storm
+-- kept by 4xx answers would hold the server errors' learners, whose probes use no attempt, for ever); the
+-- probe this answer held is freed either way.
 local storm = redis.call('HGET', breakerKey, 'storm')
-if ARGV[10] == 'ok' and storm then
+if (ARGV[10] == 'ok' or ARGV[10] == '.') and storm then
   redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers')
   redis.call('PUBLISH', ARGV[8], ARGV[9])
   storm = nil
