@@ -137,6 +137,7 @@ async function resumeOrStart(
     );
   }
   if (state?.status === 'done') state = undefined;
+  if (state) await requireSameCanary(deps, options, crawlId, state.runId);
   const resumedAt = state && state.next > 1 ? state.next : null;
   const runId = state?.runId ?? options.runId ?? newRunId();
   if (cursor && !state) {
@@ -152,6 +153,29 @@ async function resumeOrStart(
     }
   }
   return { state, resumedAt, runId };
+}
+
+/**
+ * A resumed crawl goes on in its run, so it keeps that run's canary: --canary on a crawl started without
+ * it would leave learners awaiting approval in a run `approve` refuses (not a canary run), and a canary
+ * crawl resumed without --canary would send the rest unapproved. Both are refused, naming the flag.
+ */
+async function requireSameCanary(
+  deps: CrawlDeps,
+  options: CrawlOptions,
+  crawlId: string,
+  runId: string,
+): Promise<void> {
+  const had = (await deps.runs.get(runId))?.canary?.size;
+  const given = options.canary?.size;
+  if (had === given) return;
+  const was = had === undefined ? 'without --canary' : `with --canary ${had}`;
+  const resume = had === undefined ? 'leave out --canary' : `give --canary ${had}`;
+  throw new LearnerTransferError(
+    'LT_USAGE',
+    `crawl '${crawlId}' of ${options.org} is unfinished in run ${runId}, started ${was}: ` +
+      `to resume it, ${resume}; or --restart to start over`,
+  );
 }
 
 /**
