@@ -109,8 +109,16 @@ end
 -- cleared by any answer that is not one (a success, or a 4xx: the service is answering again, and a storm
 -- kept by 4xx answers would hold the server errors' learners, whose probes use no attempt, for ever); the
 -- probe this answer held is freed either way.
+-- With the error budget off (HALT_AT off) there is no storm either: its probes use no attempt, so a service
+-- that stays down would hold its learners for ever instead of failing them after their attempts.
 local storm = redis.call('HGET', breakerKey, 'storm')
-if (ARGV[10] == 'ok' or ARGV[10] == '.') and storm then
+if share == 'off' then
+  if storm then
+    redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers')
+    redis.call('PUBLISH', ARGV[8], ARGV[9])
+    storm = nil
+  end
+elseif (ARGV[10] == 'ok' or ARGV[10] == '.') and storm then
   redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers')
   redis.call('PUBLISH', ARGV[8], ARGV[9])
   storm = nil

@@ -249,7 +249,9 @@ describe("a 200 that is not this learner's completed transfer", () => {
       h = await startHarness({
         tag: 'chaos-odd200',
         baseUrl: () => `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        env: { ...ENV, ATTEMPTS: '4', BACKOFF: '20ms' },
+        // Each learner's own verdict is what this checks: the error budget would halt acme at the first
+        // unexpected-result (tested in breaker.test.ts), so it is off here.
+        env: { ...ENV, ATTEMPTS: '4', BACKOFF: '20ms', HALT_AT: 'off' },
       });
       const ids = [2, 3, 4, 5];
       const runId = await enqueue(h, ids);
