@@ -63,7 +63,8 @@ export async function sizeOf(path: string): Promise<number> {
   }
 }
 
-async function fsyncDir(dir: string): Promise<void> {
+/** Fsyncs a directory (a rename or a new file in it is then on disk), where the file system can. */
+export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();

@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline';
 import { createGzip, createGunzip } from 'node:zlib';
 import { isValidOrgKey } from '../core/keys.ts';
 import type { ArchiveState } from '../outcomes/audit-stream.ts';
-import { archivedDays, dayFile, type ArchivedEntry } from './audit-archive-file.ts';
+import { archivedDays, dayFile, fsyncDir, type ArchivedEntry } from './audit-archive-file.ts';
 
 /** What a change makes of one entry: the new entry, or undefined to keep the line as it is. */
 export type EntryChange = (entry: ArchivedEntry) => ArchivedEntry | undefined;
@@ -55,17 +55,6 @@ async function countChanges(path: string, change: EntryChange): Promise<number> 
   let n = 0;
   for await (const line of linesOf(path)) if (changedLine(line, change) !== undefined) n++;
   return n;
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems cannot sync a directory: the file itself is synced.
-  } finally {
-    await handle.close();
-  }
 }
 
 /** Writes the changed file beside the old one (private, exclusive), fsyncs it, renames it over, fsyncs the directory. */
