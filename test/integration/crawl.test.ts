@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import { listPageSchema } from '../../src/api/schemas.ts';
 import { EXIT } from '../../src/cli/shared.ts';
-import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
+import { crawl, defaultCrawlId, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
 import { checkPageAnswered } from '../../src/queue/sources/page-checks.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -209,7 +209,7 @@ describe('crawl resume', () => {
   });
 
   it('resumes after the CLI is killed with SIGKILL mid-crawl, losing nobody', async () => {
-    h.sim.setFaults({ latencyBeforeMs: [40, 80] });
+    h.sim.setFaults({ latencyBeforeMs: [150, 250] });
     try {
       const since = lastSeq();
       const args = [
@@ -224,8 +224,13 @@ describe('crawl resume', () => {
         '2',
       ];
       const child = spawnCli(args, h.env);
-      // The kill must land mid-walk, or the resume below has nothing to resume.
-      await waitForCount('list pages read by the first crawl', () => listReads(since).size, 5);
+      // The kill must land mid-walk, past a committed page, or the resume below has nothing to resume.
+      // Pages read are not enough: a CI run killed after 5 reads with page 1's learners enqueued but its
+      // cursor commit not yet made (a crash the crawl rightly answers by walking again from page 1).
+      const cursorKey = h.ctx.keys.crawlCursor('acme', defaultCrawlId(1, { fromOrgId: 3 }));
+      const committed = async () => Number((await h.ctx.redis.hget(cursorKey, 'next')) ?? 1) - 1;
+      await waitForCount('pages the first crawl committed to its cursor', committed, 1);
+      expect(await h.ctx.redis.hget(cursorKey, 'status')).toBe('running');
       child.kill('SIGKILL');
       expect((await waitExit(child)).signal).toBe('SIGKILL');
       const second = await runCommand(args, h.env, 60_000);
