@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createKeys } from '../src/core/keys.ts';
-import { AuditArchiver } from '../src/ops/audit-archive.ts';
+import { AuditArchiver } from '../src/ops/audit/archive.ts';
 import { OutcomeStore } from '../src/outcomes/store.ts';
 import { startOwnRedis } from '../test/helpers/redis-server.ts';
 import { isMain, mb, printFigures, round, type Figures } from './common.ts';

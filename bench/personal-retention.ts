@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createKeys } from '../src/core/keys.ts';
-import { appendMember, archiveLine, dayFile, dayOfMs } from '../src/ops/audit-archive-file.ts';
-import { removeOldPersonalData } from '../src/ops/audit-retention.ts';
+import { appendMember, archiveLine, dayFile, dayOfMs } from '../src/ops/audit/archive-file.ts';
+import { removeOldPersonalData } from '../src/ops/audit/retention.ts';
 import { startOwnRedis } from '../test/helpers/redis-server.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
 

@@ -17,7 +17,7 @@ import { newRunId } from '../src/outcomes/runs.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { createSimulator } from '../src/simulator/index.ts';
 import { startWorkers } from '../src/worker/run-workers.ts';
-import { AuditArchiver } from '../src/ops/audit-archive.ts';
+import { AuditArchiver } from '../src/ops/audit/archive.ts';
 import type { Keys } from '../src/core/keys.ts';
 import { deleteKeysUnder, scanKeys, type RedisClient } from '../src/redis/client.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
@@ -61,7 +61,7 @@ export async function weigh(redis: RedisClient, prefix: string): Promise<Map<str
 }
 
 /**
- * The archive a fleet with AUDIT_ARCHIVE_DIR runs (src/ops/audit-archive.ts): every entry exported to the
+ * The archive a fleet with AUDIT_ARCHIVE_DIR runs (src/ops/audit/archive.ts): every entry exported to the
  * day files, fsynced and read back, then trimmed from the stream. Returns how many it archived.
  */
 export async function archiveAudit(

@@ -1,5 +1,5 @@
 // `approve --run ID`: release the learners of a canary run that await approval after its canary
-// (ops/canary.ts, docs/canary.md). Written in the change log with its author.
+// (ops/actions/canary.ts, docs/canary.md). Written in the change log with its author.
 import { Command } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
@@ -11,7 +11,7 @@ import {
   canaryVerdict,
   DEFAULT_HALT_AT,
   type ApproveSummary,
-} from '../ops/canary.ts';
+} from '../ops/actions/canary.ts';
 import type { RunCounts } from '../outcomes/store.ts';
 import type { Cli } from './io.ts';
 import { requireReadableRunId } from './shared.ts';

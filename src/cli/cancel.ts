@@ -1,11 +1,11 @@
-// `cancel`: withdraw learners before their call (ops/cancel.ts), by run, by CSV file or by learner id.
+// `cancel`: withdraw learners before their call (ops/actions/cancel.ts), by run, by CSV file or by learner id.
 import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import { cliActor } from '../limiter/control-log.ts';
-import { cancelLearners, type CancelFilter, type CancelSummary } from '../ops/cancel.ts';
-import { readCancelCsv } from '../ops/cancel-csv.ts';
+import { cancelLearners, type CancelFilter, type CancelSummary } from '../ops/actions/cancel.ts';
+import { readCancelCsv } from '../ops/actions/cancel-csv.ts';
 import type { Cli } from './io.ts';
 import { learnerIdOption } from './parsers.ts';
 import { requireReadableRunId } from './shared.ts';

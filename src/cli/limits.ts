@@ -17,8 +17,8 @@ import {
 } from '../limiter/policy-control.ts';
 import type { PauseInfo } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
-import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/limits.ts';
-import { summarizeChange } from '../ops/controls.ts';
+import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/views/limits.ts';
+import { summarizeChange } from '../ops/views/controls.ts';
 import type { Cli } from './io.ts';
 import {
   blackoutOption,

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { basename } from 'node:path';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { formatPlan, planCsv } from '../ops/plan.ts';
+import { formatPlan, planCsv } from '../ops/intake/plan.ts';
 import { addCrawlOptions, runCrawlCommand, type CrawlFlags } from './crawl.ts';
 import { runReconcileCommand } from './reconcile.ts';
 import { EXIT, rejectPrinter, requireOrgSource } from './shared.ts';

@@ -1,8 +1,8 @@
-// plan --check: the pre-flight of a CSV cohort against the learner list (ops/preflight.ts).
+// plan --check: the pre-flight of a CSV cohort against the learner list (ops/intake/preflight.ts).
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { defaultCheckFile, formatPreflight, runPreflight } from '../ops/preflight.ts';
-import { applyPreflight, formatApply } from '../ops/preflight-apply.ts';
+import { defaultCheckFile, formatPreflight, runPreflight } from '../ops/intake/preflight.ts';
+import { applyPreflight, formatApply } from '../ops/intake/preflight-apply.ts';
 import type { Cli } from './io.ts';
 import { EXIT, requireReadableRunId, runAbortable } from './shared.ts';
 import { statSync } from 'node:fs';

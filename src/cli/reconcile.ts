@@ -9,8 +9,8 @@ import {
 import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
-import { formatPlan } from '../ops/plan.ts';
-import { reconcileAndPlan } from '../ops/reconcile.ts';
+import { formatPlan } from '../ops/intake/plan.ts';
+import { reconcileAndPlan } from '../ops/intake/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
 import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';

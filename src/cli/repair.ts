@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { requireOrg } from '../app/context.ts';
-import { formatRepair, repairOrg } from '../ops/repair.ts';
+import { formatRepair, repairOrg } from '../ops/actions/repair.ts';
 import { EXIT } from './shared.ts';
 import type { Cli } from './io.ts';
 

@@ -2,11 +2,11 @@ import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { formatSplit, writeReport, writeSplit } from '../ops/report.ts';
-import { formatReverse, writeReverse } from '../ops/reverse.ts';
+import { formatSplit, writeReport, writeSplit } from '../ops/views/report.ts';
+import { formatReverse, writeReverse } from '../ops/actions/reverse.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { requireReadableRunId } from './shared.ts';
-import { compactedRunNote } from '../ops/run-retention.ts';
+import { compactedRunNote } from '../ops/actions/run-retention.ts';
 import type { Cli } from './io.ts';
 import { orgIdPairOption } from './parsers.ts';
 

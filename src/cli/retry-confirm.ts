@@ -1,11 +1,11 @@
 // retry asks as the dashboard does (its dry run, then a dialog that needs "retry anyway" for outcomes a
-// retry cannot help): the selection is read first (ops/retry.ts selectRetry, describeSelection), and a
+// retry cannot help): the selection is read first (ops/actions/retry.ts selectRetry, describeSelection), and a
 // retry touching not-found, forbidden, invalid-request, unexpected-result or held learners goes ahead only
 // when a person says so. At a terminal it shows the counts by outcome and asks; in a script (stdin is not
 // a terminal) it needs --yes, and says so (exit 2: nothing was re-queued).
 import { LearnerTransferError } from '../core/errors.ts';
-import type { RetrySummary } from '../ops/retry.ts';
-import { RETRY_NOTES, retryKind } from '../ops/retry-risk.ts';
+import type { RetrySummary } from '../ops/actions/retry.ts';
+import { RETRY_NOTES, retryKind } from '../ops/actions/retry-risk.ts';
 import type { Cli } from './io.ts';
 
 /** The counts by outcome of what a retry would re-queue, one line each, with what a retry can do. */

@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { cliActor } from '../limiter/control-log.ts';
-import { describeSelection, requeueSelected, selectRetry } from '../ops/retry.ts';
+import { describeSelection, requeueSelected, selectRetry } from '../ops/actions/retry.ts';
 import { confirmRetry } from './retry-confirm.ts';
-import { RETRY_NOTES, retryKind } from '../ops/retry-risk.ts';
+import { RETRY_NOTES, retryKind } from '../ops/actions/retry-risk.ts';
 import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { requireReadableRunId } from './shared.ts';

@@ -3,7 +3,12 @@ import { requireOrg } from '../app/context.ts';
 import { parseDuration } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { formatSchedules } from '../queue/control.ts';
-import { removeSchedule, resolveDesiredFile, saveReconcileSchedule, scheduleList } from '../ops/schedule.ts';
+import {
+  removeSchedule,
+  resolveDesiredFile,
+  saveReconcileSchedule,
+  scheduleList,
+} from '../ops/intake/schedule.ts';
 import { EXIT } from './shared.ts';
 import type { Cli } from './io.ts';
 import { orgIdPairOption } from './parsers.ts';

@@ -1,14 +1,14 @@
 import { Command } from 'commander';
 
-import { collectStatus, type OrgStatus, type Status } from '../ops/status.ts';
-import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/org-states.ts';
+import { collectStatus, type OrgStatus, type Status } from '../ops/views/status.ts';
+import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/views/org-states.ts';
 import { requireOrg } from '../app/context.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
 import type { LearnedView, ScopeView } from '../limiter/types.ts';
-import { pacingOf } from '../ops/limits.ts';
+import { pacingOf } from '../ops/views/limits.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import type { Cli } from './io.ts';
-import { formatUtc } from '../ops/eta.ts';
+import { formatUtc } from '../ops/eta/eta.ts';
 import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { TOKENS_FILE_VAR } from '../core/token-file.ts';
@@ -174,7 +174,7 @@ export function register(program: Command, cli: Cli): void {
       const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
       const ctx = await cli.context(config);
       try {
-        // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta.ts).
+        // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta/eta.ts).
         const status = await collectStatus(ctx, orgs);
         // Redis's and the service's words are in it: nothing a terminal would run.
         const text = opts.json

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { haltShareOf } from '../ops/canary.ts';
+import { haltShareOf } from '../ops/actions/canary.ts';
 import { EXIT } from './shared.ts';
 import {
   createRegistry,
@@ -12,22 +12,22 @@ import {
   redisWaitCounters,
   serveMetrics,
   transferDurationHistogram,
-} from '../ops/prometheus.ts';
+} from '../ops/metrics/prometheus.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { TOKENS_FILE_VAR } from '../core/token-file.ts';
 import { TokenReloader } from '../app/token-reload.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
 import { positiveInt } from './parsers.ts';
-import { AuditArchiver } from '../ops/audit-archive.ts';
-import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit-retention.ts';
+import { AuditArchiver } from '../ops/audit/archive.ts';
+import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit/retention.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
-import { contextReadiness, workerReadiness } from '../ops/health.ts';
+import { contextReadiness, workerReadiness } from '../ops/metrics/health.ts';
 import type { WriteState } from '../redis/writes.ts';
-import { Notifier } from '../ops/notifier.ts';
-import { countRepair, repairCounter, spoolGauges } from '../ops/work-metrics.ts';
+import { Notifier } from '../ops/notify/notifier.ts';
+import { countRepair, repairCounter, spoolGauges } from '../ops/metrics/work-metrics.ts';
 
 interface WorkFlags {
   concurrency?: number;
@@ -147,7 +147,7 @@ function startAuditArchive(ctx: AppContext, orgs: readonly string[]): AuditArchi
 
 /**
  * AUDIT_PERSONAL_RETENTION: e-mail addresses and names past it removed from the audit, now and every
- * hour, once per archive directory (ops/audit-retention.ts), like the run retention.
+ * hour, once per archive directory (ops/audit/retention.ts), like the run retention.
  */
 function startPersonalRetention(
   ctx: AppContext,
@@ -249,7 +249,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
-    // HALT_AT: the share of a canary's failures at which its run is not approved by itself (ops/canary.ts).
+    // HALT_AT: the share of a canary's failures at which its run is not approved by itself (ops/actions/canary.ts).
     canaryHaltShare: haltShareOf(config.haltAt),
     lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
     // Scheduled reconciles (schedule command) run in whichever work process takes them.

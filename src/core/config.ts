@@ -66,7 +66,7 @@ export interface Config {
   repairIntervalMs: number;
   /**
    * RUN_RETENTION: runs older than this are compacted by `work` (their per-organization counters and
-   * failure indexes folded into one summary; ops/run-retention.ts); 0 keeps every run whole.
+   * failure indexes folded into one summary; ops/actions/run-retention.ts); 0 keeps every run whole.
    */
   runRetentionMs: number;
   /** DRIFT_REPORT_DIR: where a reconcile that found drift writes its report (unset: out/). */
@@ -107,7 +107,7 @@ export interface Config {
   auditArchiveIntervalMs: number;
   /**
    * AUDIT_PERSONAL_RETENTION: past it, the e-mail addresses and names of audit entries are removed
-   * (ops/audit-retention.ts); 0 (the default) keeps them. Needs AUDIT_ARCHIVE_DIR.
+   * (ops/audit/retention.ts); 0 (the default) keeps them. Needs AUDIT_ARCHIVE_DIR.
    */
   auditPersonalRetentionMs: number;
   /**
@@ -116,7 +116,7 @@ export interface Config {
    */
   readonly egress: Egress;
   /**
-   * NOTIFY_WEBHOOK_URL: where `work` posts notifications (ops/notifier.ts). A secret as a whole (a Slack
+   * NOTIFY_WEBHOOK_URL: where `work` posts notifications (ops/notify/notifier.ts). A secret as a whole (a Slack
    * webhook's path is its key): non-enumerable like the dashboard's token, scrubbed from every log line.
    */
   readonly notifyWebhookUrl?: string | undefined;

@@ -135,7 +135,7 @@ export interface Keys {
   auditArchiveLock(): string;
   /**
    * Runs compacted after RUN_RETENTION (hash run id -> JSON summary: its metadata and per-organization
-   * counters); their own keys are gone (ops/run-retention.ts).
+   * counters); their own keys are gone (ops/actions/run-retention.ts).
    */
   runsCompacted(): string;
   /**
@@ -148,7 +148,7 @@ export interface Keys {
   /** The personal-data retention's turn of one archive directory (by its .archive-id), with an expiry. */
   auditRetentionTurn(disk: string): string;
   /**
-   * Notifications (ops/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
+   * Notifications (ops/notify/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
    * with an expiry, SET NX: whichever process claims it sends it, once for the fleet), the fleet check's
    * turn (one process per interval), and the organizations a worker found held (hash org -> "sinceMs
    * scope said": paused or blocked when it asked for a permit; removed when one of its transfers is

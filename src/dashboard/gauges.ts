@@ -2,12 +2,12 @@
 // organization, pauses, the ETA and the run window, jobs by state, whether Redis takes writes and how
 // full it is (read from Redis at scrape time, one status read shared by all gauges), and the duration of
 // the dashboard's own requests. The duration of transfer calls is a histogram of the worker process
-// (`work --metrics-port`, src/ops/prometheus.ts): only the process that makes them sees them.
+// (`work --metrics-port`, src/ops/metrics/prometheus.ts): only the process that makes them sees them.
 import type { FastifyInstance } from 'fastify';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import type { AppContext } from '../app/context.ts';
-import { createRegistry, redisWriteGauges } from '../ops/prometheus.ts';
-import { collectStatus, type Status } from '../ops/status.ts';
+import { createRegistry, redisWriteGauges } from '../ops/metrics/prometheus.ts';
+import { collectStatus, type Status } from '../ops/views/status.ts';
 import type { PauseInfo } from '../limiter/types.ts';
 
 const SNAPSHOT_MS = 1000;

@@ -17,9 +17,9 @@ import {
   type FleetSnapshot,
   type OrgOverview,
   type Overview,
-} from '../ops/overview.ts';
+} from '../ops/views/overview.ts';
 import type { LiveCollector } from './live.ts';
-import type { BurnDown } from '../ops/burn-down.ts';
+import type { BurnDown } from '../ops/eta/burn-down.ts';
 import { burnDownSvg } from './views/burn-down.ts';
 import { viewOfKey } from './routes/overview-query.ts';
 

@@ -12,7 +12,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { createLogger } from '../core/log.ts';
 import { resolveLogFormat } from '../core/log-text.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
-import { writeReport, writeSplit } from '../ops/report.ts';
+import { writeReport, writeSplit } from '../ops/views/report.ts';
 import { newRunId } from '../outcomes/runs.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
 import { createSimulator, type Simulator } from '../simulator/index.ts';

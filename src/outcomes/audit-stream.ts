@@ -19,7 +19,7 @@ export interface ArchiveState {
   pending?: PendingWrite;
   /**
    * Notes of writes that died on another archive disk than the process that found them, by that disk's id
-   * (ops/audit-archive-note.ts): left for a process on that disk to cut its file back.
+   * (ops/audit/archive-note.ts): left for a process on that disk to cut its file back.
    */
   parked?: Record<string, ParkedWrite>;
 }
@@ -134,7 +134,7 @@ export class AuditStream {
 
   /**
    * Before a write: the file, its size and who writes, so that a crash before the commit is undone (the
-   * file cut back to that size) and only this holder commits it (ops/audit-commit.lua); and which file it
+   * file cut back to that size) and only this holder commits it (ops/audit/audit-commit.lua); and which file it
    * is (its disk and inode) and where the write ends, so that only that file is ever cut back. Without an
    * identity: the note as the previous release wrote it.
    */

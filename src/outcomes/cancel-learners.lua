@@ -1,5 +1,5 @@
 --[[
-  Withdraws learners of one organization before their call (`cancel`, src/ops/cancel.ts), each decided
+  Withdraws learners of one organization before their call (`cancel`, src/ops/actions/cancel.ts), each decided
   in this one atomic step of the organization's slot against the learner's lease and record:
 
   - its lease is held and its holder may still record an answer (before the lease's deadline plus the

@@ -4,7 +4,7 @@
 // limiter logs cannot serve here: they only hold one window (an hour per token), not a day of outcomes.
 // The same hash counts the outcomes that ended a learner's work (final: done or failed for good), in
 // fields that start with '=' (no outcome code does): `=final` for the organization, `=final:<run id>` per
-// run. The dashboard's burn-down reads learners left over time from them (ops/burn-down.ts); an hour
+// run. The dashboard's burn-down reads learners left over time from them (ops/eta/burn-down.ts); an hour
 // written before they existed has none (`finished` undefined), so old records still read.
 import type { RedisClient } from '../redis/client.ts';
 import type { Keys } from '../core/keys.ts';

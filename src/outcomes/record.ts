@@ -18,7 +18,7 @@ import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './code
  * attached and sent nothing; it waits for a person's decision (`retry --status held` sends it). Final and
  * not a success, so it is indexed, shown on the failures page and retried like a failure. Appended last:
  * records written before it existed never hold it, so nothing is upgraded.
- * `cancelled` is not one either: an operator withdrew the learner before its call (`cancel`, ops/cancel.ts).
+ * `cancelled` is not one either: an operator withdrew the learner before its call (`cancel`, ops/actions/cancel.ts).
  * Final and not a success, yet not a failure: retry-all and the failures page leave it alone, exit
  * statuses do not count it, and every count shows it on its own. Indexed (so it can be listed). Appended
  * last, like `held`: records of earlier releases never hold it.

@@ -16,7 +16,7 @@ export interface RunMeta {
   /** A reconcile's drift report (the file of what differed). */
   driftReport?: string | undefined;
   /**
-   * Set on a run compacted after RUN_RETENTION (ops/run-retention.ts): when, and its per-organization
+   * Set on a run compacted after RUN_RETENTION (ops/actions/run-retention.ts): when, and its per-organization
    * counters as they were then. Its learners' records still name it.
    */
   compacted?: { at: string; byOrg: Record<string, RunCounts> } | undefined;

@@ -314,7 +314,7 @@ export class OutcomeStore {
 
   /**
    * Withdraws learners of one organization before their call, each decided atomically against its lease
-   * and record (cancel-learners.lua). The jobs and claims are the caller's (ops/cancel.ts).
+   * and record (cancel-learners.lua). The jobs and claims are the caller's (ops/actions/cancel.ts).
    */
   async cancel(org: string, learnerIds: readonly number[], a: CancelArgs): Promise<CancelDecision[]> {
     if (learnerIds.length === 0) return [];
@@ -624,7 +624,7 @@ export interface AuditEntry {
   possibleRepeat: boolean;
   /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
   repeatCauses?: RepeatCause[];
-  /** Personal data removed from this entry: when, why and which fields (ops/audit-redact.ts). */
+  /** Personal data removed from this entry: when, why and which fields (ops/audit/redact.ts). */
   personalRemoved?: unknown[];
 }
 
@@ -636,7 +636,7 @@ const AUDIT_KINDS: ReadonlySet<string> = new Set([
   'record',
 ]);
 
-/** The removals of personal data an entry lists (ops/audit-redact.ts writes them). */
+/** The removals of personal data an entry lists (ops/audit/redact.ts writes them). */
 function removalsOf(value: string): unknown[] {
   try {
     const v = JSON.parse(value) as unknown;

@@ -107,7 +107,7 @@ export interface AddOptions {
   onUrgent?: (batch: UrgentBatch) => void | Promise<void>;
   /**
    * A canary run (docs/canary.md): only the run's first `canary` learners per organization get a job;
-   * the others are recorded `awaiting-approval`, with no job, until the run is approved (ops/canary.ts).
+   * the others are recorded `awaiting-approval`, with no job, until the run is approved (ops/actions/canary.ts).
    * Learners kept as they were (done, queued elsewhere) do not count toward it. The run is a new one:
    * what it holds in the organization besides those awaiting approval is its canary.
    */
@@ -315,7 +315,7 @@ export class Producer {
       const rest = pending.map((i) => mark(candidates[i] as ProducerItem, AWAITING_APPROVAL));
       const marks = await this.#store.markQueued(rest);
       marks.forEach((m, j) => (out[pending[j] as number] = { mark: m, awaiting: m.kind !== 'kept' }));
-      // Where status and the ETA find the run a person must approve (ops/canary.ts).
+      // Where status and the ETA find the run a person must approve (ops/actions/canary.ts).
       if (marks.some((m) => m.kind !== 'kept'))
         await this.#queues.redis.hset(this.#keys.canaryRuns(org), runId, String(size));
     }

@@ -6,7 +6,7 @@ import { liveSecrets, type AppContext } from '../app/context.ts';
 import { scrubError, secretScrubber } from '../core/log.ts';
 import { fixedSecretsOf } from '../core/config.ts';
 import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
-import { runReconcile } from '../ops/reconcile.ts';
+import { runReconcile } from '../ops/intake/reconcile.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
 import { closeRedis, createRedis, type RedisClient } from '../redis/client.ts';
 import { LogThrottle } from '../core/log-throttle.ts';

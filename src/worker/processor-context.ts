@@ -45,7 +45,7 @@ export interface ProcessorDeps {
   onBudgetWait?: (org: string, waitMs: number, indefinite: boolean, askedAtMs: number) => boolean;
   /**
    * The limiter refused a permit, and why (`indefinite`: paused, or every token refused): notifications
-   * learn here that an organization is held (ops/notifier.ts). Called on the transfer path: no I/O.
+   * learn here that an organization is held (ops/notify/notifier.ts). Called on the transfer path: no I/O.
    */
   onRefused?: (org: string, scope: RefusalScope, indefinite: boolean) => void;
   /**
@@ -57,7 +57,7 @@ export interface ProcessorDeps {
   onOutcome?: (event: OutcomeEvent) => void;
   /**
    * Called, and awaited, after the final outcome of a canary learner is recorded (its job says so): the
-   * run's auto-approval looks whether the canary is over (ops/canary.ts). On the outcome path, not polled.
+   * run's auto-approval looks whether the canary is over (ops/actions/canary.ts). On the outcome path, not polled.
    */
   onCanaryFinal?: (org: string, runId: string) => Promise<unknown>;
 }

@@ -7,7 +7,7 @@ import type { LearnerApiClient } from '../api/client.ts';
 import type { AppContext } from '../app/context.ts';
 import { isSuccessBucket } from '../outcomes/record.ts';
 import { createProcessor } from './processor.ts';
-import { autoApprove, DEFAULT_HALT_AT } from '../ops/canary.ts';
+import { autoApprove, DEFAULT_HALT_AT } from '../ops/actions/canary.ts';
 import { createRedis, type RedisClient } from '../redis/client.ts';
 import { countHourly } from '../outcomes/hourly.ts';
 import { Recorder, type WriteGateLike } from './recorder.ts';

@@ -1,12 +1,12 @@
-// The spool's side of `audit forget` (ops/audit-forget.ts, docs/personal-data.md): the spool files of
+// The spool's side of `audit forget` (ops/audit/forget.ts, docs/personal-data.md): the spool files of
 // processes that are gone, rewritten without the person (taken as a replayer takes one, written whole
 // beside, fsynced, renamed over); those of running processes named, not touched; and the bodies kept
 // beside the spool (answers over 8 KiB) that name the person, deleted (the entry keeps length and hash).
 import { randomUUID } from 'node:crypto';
 import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FieldsEraser, SpoolForget } from '../ops/audit-forget.ts';
-import { textMentions, type Person } from '../ops/audit-redact.ts';
+import type { FieldsEraser, SpoolForget } from '../ops/audit/forget.ts';
+import { textMentions, type Person } from '../ops/audit/redact.ts';
 import { abandonedSpools, takeSpool } from './spool.ts';
 
 /** Kept bodies that name the person: deleted (counted only in a dry run). */

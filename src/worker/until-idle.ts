@@ -4,7 +4,7 @@ import type { AppContext } from '../app/context.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
 import { hasJobs, laneJobs } from '../queue/lane-state.ts';
 import type { RunCounts } from '../outcomes/store.ts';
-import { canaryVerdict, DEFAULT_HALT_AT } from '../ops/canary.ts';
+import { canaryVerdict, DEFAULT_HALT_AT } from '../ops/actions/canary.ts';
 
 /** A canary run whose learners await a person's approval when `work --until-idle` found the work over. */
 export interface AwaitingApproval {

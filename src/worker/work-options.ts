@@ -3,7 +3,7 @@ import type { OutcomeEvent, ProcessorDeps } from './processor-context.ts';
 import type { WriteGateLike } from './recorder.ts';
 import type { ControlWorkerOptions } from './control-worker.ts';
 import type { LaneDispatcherOptions } from './lanes.ts';
-import type { RepairReport } from '../ops/repair.ts';
+import type { RepairReport } from '../ops/actions/repair.ts';
 import type { AwaitingApproval } from './until-idle.ts';
 
 export interface WorkOptions {

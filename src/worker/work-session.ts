@@ -3,8 +3,8 @@
 // that lets the jobs in hand finish and record.
 import type { AppContext } from '../app/context.ts';
 import type { LogThrottle } from '../core/log-throttle.ts';
-import { formatRepair, repairOrg } from '../ops/repair.ts';
-import { compactOldRuns, RUN_RETENTION_INTERVAL_MS } from '../ops/run-retention.ts';
+import { formatRepair, repairOrg } from '../ops/actions/repair.ts';
+import { compactOldRuns, RUN_RETENTION_INTERVAL_MS } from '../ops/actions/run-retention.ts';
 import { closeRedis, type RedisClient } from '../redis/client.ts';
 import type { WriteGate } from '../redis/writes.ts';
 import type { Recorder } from './recorder.ts';

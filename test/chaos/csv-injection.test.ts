@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvCell, csvLine } from '../../src/core/csv-safe.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
-import { REPORT_COLUMNS, writeReport } from '../../src/ops/report.ts';
+import { REPORT_COLUMNS, writeReport } from '../../src/ops/views/report.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;

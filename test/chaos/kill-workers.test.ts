@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../src/core/config.ts';
-import { writeReport } from '../../src/ops/report.ts';
+import { writeReport } from '../../src/ops/views/report.ts';
 import { type CliResult, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { atStake, callsInFlight, expectAtStake, type AtStake } from '../helpers/at-stake.ts';
 import { expectLedger } from '../helpers/ledger.ts';

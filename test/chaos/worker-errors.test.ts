@@ -1,7 +1,7 @@
 // A job that BullMQ fails on its own (an error inside the worker, not an answer of the service) must not
 // leave its learner `queued` with no job: it ends `worker-error`, visible, and a retry finishes it.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { retryFailed } from '../../src/ops/retry.ts';
+import { retryFailed } from '../../src/ops/actions/retry.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tokenRef } from '../../src/core/token-ref.ts';
 import { readSample } from '../../src/limiter/breaker.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
-import { Notifier } from '../../src/ops/notifier.ts';
+import { Notifier } from '../../src/ops/notify/notifier.ts';
 import { progressOf } from '../../src/outcomes/run-progress.ts';
 import type { RequestRecord } from '../../src/simulator/index.ts';
 import { DEFAULT_TOKENS } from '../../src/simulator/index.ts';

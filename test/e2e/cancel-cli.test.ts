@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
-import type { CancelSummary } from '../../src/ops/cancel.ts';
+import type { CancelSummary } from '../../src/ops/actions/cancel.ts';
 
 let h: Harness;
 beforeAll(async () => {

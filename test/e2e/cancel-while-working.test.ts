@@ -3,9 +3,9 @@
 // transferred, or cancelled, or was reported in flight and then finished with a recorded outcome); and
 // status, report and the run's progress count the same cancelled learners.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelLearners, type CancelSummary } from '../../src/ops/cancel.ts';
-import { writeSplit } from '../../src/ops/report.ts';
-import { collectStatus } from '../../src/ops/status.ts';
+import { cancelLearners, type CancelSummary } from '../../src/ops/actions/cancel.ts';
+import { writeSplit } from '../../src/ops/views/report.ts';
+import { collectStatus } from '../../src/ops/views/status.ts';
 import { progressOf } from '../../src/outcomes/run-progress.ts';
 import { isSuccessBucket, type Bucket } from '../../src/outcomes/record.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';

@@ -79,6 +79,20 @@ export function layerViolations(
   return out;
 }
 
+/**
+ * The graph inside one layer that has wings (sub-folders, as `ops/`): its files and their imports of one
+ * another, with the layer's folder taken off, so that `layerViolations` holds the wings to their table.
+ */
+export function wingGraph(graph: ImportGraph, layer: string): ImportGraph {
+  const inside = (f: string) => f.startsWith(`${layer}/`);
+  const strip = (f: string) => f.slice(layer.length + 1);
+  return new Map(
+    [...graph]
+      .filter(([f]) => inside(f))
+      .map(([f, deps]) => [strip(f), deps.filter(inside).map(strip)] as [string, string[]]),
+  );
+}
+
 /** The cycles of the graph: each strongly connected component of two or more files, or a self-import. */
 export function importCycles(graph: ImportGraph): string[][] {
   // Tarjan's algorithm, iterative so that a deep chain cannot overflow the stack.

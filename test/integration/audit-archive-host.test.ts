@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.ts';
 import { createKeys } from '../../src/core/keys.ts';
-import { AuditArchiver } from '../../src/ops/audit-archive.ts';
+import { AuditArchiver } from '../../src/ops/audit/archive.ts';
 import {
   archiveLine,
   dayFile,
@@ -17,8 +17,8 @@ import {
   prepareFile,
   sizeOf,
   type ArchivedEntry,
-} from '../../src/ops/audit-archive-file.ts';
-import { archiveDiskId } from '../../src/ops/audit-archive-note.ts';
+} from '../../src/ops/audit/archive-file.ts';
+import { archiveDiskId } from '../../src/ops/audit/archive-note.ts';
 import { AuditStream } from '../../src/outcomes/audit-stream.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';

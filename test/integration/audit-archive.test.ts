@@ -15,16 +15,16 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/core/keys.ts';
-import { AUDIT_SCRIPTS, AuditArchiver } from '../../src/ops/audit-archive.ts';
+import { AUDIT_SCRIPTS, AuditArchiver } from '../../src/ops/audit/archive.ts';
 import {
   appendMember,
   archiveLine,
   dayFile,
   sizeOf,
   type ArchivedEntry,
-} from '../../src/ops/audit-archive-file.ts';
-import { exportAndTrim } from '../../src/ops/audit-export.ts';
-import { auditEntriesById, searchAudit, type AuditFilter } from '../../src/ops/audit-search.ts';
+} from '../../src/ops/audit/archive-file.ts';
+import { exportAndTrim } from '../../src/ops/audit/export.ts';
+import { auditEntriesById, searchAudit, type AuditFilter } from '../../src/ops/audit/search.ts';
 import { AuditStream, nextId } from '../../src/outcomes/audit-stream.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { runCommand } from '../helpers/cli.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKeys } from '../../src/core/keys.ts';
-import { exportAudit } from '../../src/ops/audit-export.ts';
+import { exportAudit } from '../../src/ops/audit/export.ts';
 import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChanges } from '../../src/limiter/control-log.ts';
-import { AuditArchiver } from '../../src/ops/audit-archive.ts';
+import { AuditArchiver } from '../../src/ops/audit/archive.ts';
 import { hostTag } from '../../src/worker/spool.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';

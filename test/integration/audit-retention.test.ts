@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/core/config.ts';
 import { readChanges } from '../../src/limiter/control-log.ts';
-import { removeOldPersonalData } from '../../src/ops/audit-retention.ts';
+import { removeOldPersonalData } from '../../src/ops/audit/retention.ts';
 import { startHarness, learnersNotIn, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
 

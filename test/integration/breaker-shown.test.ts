@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { setPaused } from '../../src/limiter/policy-control.ts';
-import { Notifier } from '../../src/ops/notifier.ts';
+import { Notifier } from '../../src/ops/notify/notifier.ts';
 import { DEFAULT_TOKENS } from '../../src/simulator/index.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { runCommand } from '../helpers/cli.ts';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cancelLearners } from '../../src/ops/cancel.ts';
+import { cancelLearners } from '../../src/ops/actions/cancel.ts';
 import type { OutcomeStore } from '../../src/outcomes/store.ts';
 import type { TransferJob } from '../../src/queue/job.ts';
 import { createProcessor } from '../../src/worker/processor.ts';

@@ -1,11 +1,11 @@
-// cancel (ops/cancel.ts, outcomes/cancel-learners.lua) on a real Redis and the simulator: each state a
+// cancel (ops/actions/cancel.ts, outcomes/cancel-learners.lua) on a real Redis and the simulator: each state a
 // learner can be in, decided atomically against its lease and record; the job out of the queue, the claim
 // released, the counters moved; a cancelled learner enqueued again is transferred; the worker ends the
 // job of a cancelled learner it already holds with no call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelLearners } from '../../src/ops/cancel.ts';
-import { retryFailed } from '../../src/ops/retry.ts';
-import { collectStatus } from '../../src/ops/status.ts';
+import { cancelLearners } from '../../src/ops/actions/cancel.ts';
+import { retryFailed } from '../../src/ops/actions/retry.ts';
+import { collectStatus } from '../../src/ops/views/status.ts';
 import { progressOf } from '../../src/outcomes/run-progress.ts';
 import { FAILURE_BUCKETS } from '../../src/outcomes/record.ts';
 import { jobIdOf } from '../../src/queue/job.ts';

@@ -3,7 +3,7 @@
 // `approve` refuses) and a canary crawl resumed without --canary (which would send the rest unapproved)
 // are refused with what to give; resumed alike, the canary holds across the stop. Real Redis, simulator.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { approveRun } from '../../src/ops/canary.ts';
+import { approveRun } from '../../src/ops/actions/canary.ts';
 import type { CanaryMeta } from '../../src/outcomes/runs.ts';
 import { crawl, type CrawlOptions } from '../../src/queue/sources/crawl.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';

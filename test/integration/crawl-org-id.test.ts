@@ -3,7 +3,7 @@
 // remembers it for later runs, and says so once; --target-org-id stays an override, and a list that
 // disagrees with it is reported, not obeyed.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCrawl } from '../../src/ops/crawl.ts';
+import { runCrawl } from '../../src/ops/intake/crawl.ts';
 import { OrgIds } from '../../src/queue/org-ids.ts';
 import type { OrgIdEvent } from '../../src/queue/sources/crawl-org-id.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';

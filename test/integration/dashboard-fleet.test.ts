@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../../src/app/context.ts';
 import { loadConfig } from '../../src/core/config.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { collectStatus } from '../../src/ops/status.ts';
+import { collectStatus } from '../../src/ops/views/status.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { bearer, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
 import { manyOrgTokens, orgName, seedFleet, type SeededFleet } from '../helpers/many-orgs.ts';

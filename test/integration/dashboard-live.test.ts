@@ -1,6 +1,6 @@
 // Live parts of the dashboard over a real run: the server-sent event stream (real socket), /metrics
 // for Prometheus, a token refused with 401 shown as an alert everywhere, and the worker's own /metrics
-// with the transfer-call duration histogram (src/ops/prometheus.ts, as `work --metrics-port` serves it).
+// with the transfer-call duration histogram (src/ops/metrics/prometheus.ts, as `work --metrics-port` serves it).
 import { sseFrames } from '../helpers/sse.ts';
 import type { FastifyInstance } from 'fastify';
 import { request } from 'undici';
@@ -12,7 +12,7 @@ import {
   serveMetrics,
   transferDurationHistogram,
   type MetricsServer,
-} from '../../src/ops/prometheus.ts';
+} from '../../src/ops/metrics/prometheus.ts';
 import { authed, bearer, failureScenario, type Scenario } from '../helpers/dashboard.ts';
 
 let s: Scenario;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { exportAudit } from '../../src/ops/audit-export.ts';
+import { exportAudit } from '../../src/ops/audit/export.ts';
 import { bearer, failureScenario, TRANSFERRED, type Scenario } from '../helpers/dashboard.ts';
 
 const READ_TOKEN = 'view-only-personal-0123456789';

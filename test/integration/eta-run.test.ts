@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokensOf } from '../../src/core/config.ts';
 import { setLimits } from '../../src/limiter/policy-control.ts';
-import { planCsv } from '../../src/ops/plan.ts';
-import { collectStatus } from '../../src/ops/status.ts';
+import { planCsv } from '../../src/ops/intake/plan.ts';
+import { collectStatus } from '../../src/ops/views/status.ts';
 import { formatStatus } from '../../src/cli/status.ts';
 import { humanizeMs } from '../../src/core/duration.ts';
-import { collectOverview, DEFAULT_VIEW } from '../../src/ops/overview.ts';
+import { collectOverview, DEFAULT_VIEW } from '../../src/ops/views/overview.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 

@@ -4,7 +4,7 @@
 // exact: every row the records say, in order, none left out (the walk that replaced it stopped after
 // 20,000 index entries). Each expected page is computed here from the records themselves (HSCAN).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failurePage, type FailureFilter } from '../../src/ops/failures.ts';
+import { failurePage, type FailureFilter } from '../../src/ops/views/failures.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { FAILURE_BUCKETS, type Bucket } from '../../src/outcomes/record.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';

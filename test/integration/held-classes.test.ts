@@ -1,7 +1,7 @@
 // Held learners by pre-flight class on the overview: read from the records, and read again only when
 // the organization's held count moves (a hold or a release), not at every live interval.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { heldClasses } from '../../src/ops/held-classes.ts';
+import { heldClasses } from '../../src/ops/views/held-classes.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
 

@@ -5,7 +5,7 @@
 // Against a service that matches the configuration, nothing is learned and no call is answered 429.
 // Compressed windows (2 s), the real CLI, the real simulator.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OrgLimits } from '../../src/ops/limits.ts';
+import type { OrgLimits } from '../../src/ops/views/limits.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import type { RequestRecord, SimulatorOptions } from '../../src/simulator/index.ts';
 import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';

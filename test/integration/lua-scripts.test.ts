@@ -12,7 +12,7 @@ import { LIMITER_SCRIPTS } from '../../src/limiter/scripts.ts';
 import { OUTCOME_SCRIPTS } from '../../src/outcomes/store.ts';
 import { QUEUE_SCRIPTS } from '../../src/queue/scripts.ts';
 import { ACL_CHECK_SCRIPTS } from '../../src/redis/acl-check.ts';
-import { AUDIT_SCRIPTS } from '../../src/ops/audit-archive.ts';
+import { AUDIT_SCRIPTS } from '../../src/ops/audit/archive.ts';
 import { loadScripts, type LuaScript } from '../../src/redis/scripts.ts';
 import { ROOT } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';

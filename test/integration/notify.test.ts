@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.ts';
 import { setPaused } from '../../src/limiter/policy-control.ts';
-import { tokenRefused } from '../../src/ops/notify-events.ts';
-import { Notifier, type NotifierOptions } from '../../src/ops/notifier.ts';
-import { WebhookSender } from '../../src/ops/notify-send.ts';
+import { tokenRefused } from '../../src/ops/notify/events.ts';
+import { Notifier, type NotifierOptions } from '../../src/ops/notify/notifier.ts';
+import { WebhookSender } from '../../src/ops/notify/send.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import type { OutcomeEvent } from '../../src/worker/processor-context.ts';

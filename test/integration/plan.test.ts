@@ -1,10 +1,10 @@
 // plan and --dry-run: the ETA follows the limits in Redis and the budget already used in the current
-// window (ops/eta.ts simulates the limiter from it), learners already queued or done are told apart,
+// window (ops/eta/eta.ts simulates the limiter from it), learners already queued or done are told apart,
 // --tokens says what another number of tokens would change, and nothing is written to a queue, the
 // outcome store or a run, and no transfer is called.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tokensOf } from '../../src/core/config.ts';
-import { describeEta, planCsv, planOrgs } from '../../src/ops/plan.ts';
+import { describeEta, planCsv, planOrgs } from '../../src/ops/intake/plan.ts';
 import { crawl } from '../../src/queue/sources/crawl.ts';
 import { setLimits } from '../../src/limiter/policy-control.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';

@@ -2,10 +2,10 @@
 // the CSV, with list reads only (no transfer call, no queue write).
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runPreflight } from '../../src/ops/preflight.ts';
-import { applyPreflight } from '../../src/ops/preflight-apply.ts';
-import { failurePage } from '../../src/ops/failures.ts';
-import { selectOutcomes } from '../../src/ops/report.ts';
+import { runPreflight } from '../../src/ops/intake/preflight.ts';
+import { applyPreflight } from '../../src/ops/intake/preflight-apply.ts';
+import { failurePage } from '../../src/ops/views/failures.ts';
+import { selectOutcomes } from '../../src/ops/views/report.ts';
 import { progressOf } from '../../src/outcomes/run-progress.ts';
 import { readListSnapshot, type CheckClass } from '../../src/queue/sources/list-check.ts';
 import { runCommand } from '../helpers/cli.ts';

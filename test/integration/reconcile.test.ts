@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
-import { runReconcile } from '../../src/ops/reconcile.ts';
+import { runReconcile } from '../../src/ops/intake/reconcile.ts';
 import { reconcile } from '../../src/queue/sources/reconcile.ts';
 import { startPageOneServer } from '../helpers/page-one-server.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';

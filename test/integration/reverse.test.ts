@@ -13,12 +13,12 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditArchiver } from '../../src/ops/audit-archive.ts';
-import { appendMember, archiveLine, dayFile, dayOf } from '../../src/ops/audit-archive-file.ts';
-import { applyPreflight } from '../../src/ops/preflight-apply.ts';
-import { runPreflight } from '../../src/ops/preflight.ts';
-import { runReconcile } from '../../src/ops/reconcile.ts';
-import { REGRANT_COLUMNS } from '../../src/ops/reverse.ts';
+import { AuditArchiver } from '../../src/ops/audit/archive.ts';
+import { appendMember, archiveLine, dayFile, dayOf } from '../../src/ops/audit/archive-file.ts';
+import { applyPreflight } from '../../src/ops/intake/preflight-apply.ts';
+import { runPreflight } from '../../src/ops/intake/preflight.ts';
+import { runReconcile } from '../../src/ops/intake/reconcile.ts';
+import { REGRANT_COLUMNS } from '../../src/ops/actions/reverse.ts';
 import { AuditStream } from '../../src/outcomes/audit-stream.ts';
 import { DEFAULT_ORGANIZATIONS, DEFAULT_TOKENS } from '../../src/simulator/defaults.ts';
 import { runCommand } from '../helpers/cli.ts';

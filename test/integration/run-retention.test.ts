@@ -1,17 +1,17 @@
-// Run retention (ops/run-retention.ts): a run older than RUN_RETENTION is folded into one summary, its
+// Run retention (ops/actions/run-retention.ts): a run older than RUN_RETENTION is folded into one summary, its
 // keys deleted and its place in the run list dropped; it stays readable (report --run, counts) and says
 // it was compacted; a recent run is untouched; one process of the fleet does it per interval (the lock).
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireReadableRunId } from '../../src/cli/shared.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { createLogger } from '../../src/core/log.ts';
-import { selectOutcomes } from '../../src/ops/report.ts';
-import { compactedRunNote, compactOldRuns } from '../../src/ops/run-retention.ts';
+import { selectOutcomes } from '../../src/ops/views/report.ts';
+import { compactedRunNote, compactOldRuns } from '../../src/ops/actions/run-retention.ts';
 import { Runs } from '../../src/outcomes/runs.ts';
 import { OutcomeStore } from '../../src/outcomes/store.ts';
 import { createContext } from '../../src/app/context.ts';
 import { loadConfig } from '../../src/core/config.ts';
-import { retryFailed } from '../../src/ops/retry.ts';
+import { retryFailed } from '../../src/ops/actions/retry.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { TransferBudget } from '../../src/limiter/index.ts';
 import { envDifferences, readPolicy } from '../../src/limiter/policy.ts';
-import { runWindowOf } from '../../src/ops/limits.ts';
+import { runWindowOf } from '../../src/ops/views/limits.ts';
 import { resetLimits, resetRunWindow, setLimits } from '../../src/limiter/policy-control.ts';
 import { OPEN_HORIZON_MS, scheduleOf } from '../../src/limiter/run-window-open.ts';
 import { openAt } from '../../src/limiter/run-window.ts';

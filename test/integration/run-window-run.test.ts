@@ -6,7 +6,7 @@
 // transferred, both windows were used to their end), the service never answered 429, and each token's
 // calls follow its bucket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectStatus } from '../../src/ops/status.ts';
+import { collectStatus } from '../../src/ops/views/status.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 
 let h: Harness;

@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../../src/app/context.ts';
 import { loadConfig, type Env } from '../../src/core/config.ts';
-import { failurePage } from '../../src/ops/failures.ts';
+import { failurePage } from '../../src/ops/views/failures.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { createLogger, type Logger } from '../../src/core/log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { READY_PROBE_INTERVAL_MS } from '../../src/ops/health.ts';
+import { READY_PROBE_INTERVAL_MS } from '../../src/ops/metrics/health.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
 import { newRedis, randomPrefix } from '../helpers/redis.ts';
 import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { TransferOutcome } from '../../src/api/outcome.ts';
 import type { Acquired, Refused } from '../../src/limiter/index.ts';
-import { repairOrg } from '../../src/ops/repair.ts';
+import { repairOrg } from '../../src/ops/actions/repair.ts';
 import { isSuccessBucket, type Bucket } from '../../src/outcomes/record.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 import { readSpool } from '../../src/worker/spool.ts';

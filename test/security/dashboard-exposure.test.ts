@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isWeakToken } from '../../src/core/config.ts';
 import { LoginThrottle } from '../../src/dashboard/auth.ts';
 import { buildDashboard } from '../../src/dashboard/server.ts';
-import { serveMetrics } from '../../src/ops/prometheus.ts';
+import { serveMetrics } from '../../src/ops/metrics/prometheus.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import {
@@ -448,7 +448,7 @@ describe('bulk retry', () => {
       );
       expect(answered.length).toBeGreaterThan(5);
       // Before the fix a 30k retry held the event loop for its whole run: /healthz waited as long as the
-      // retry took (5.4 s of 5.5 s). Now it yields to the loop between batches of 1,000 (src/ops/retry.ts:
+      // retry took (5.4 s of 5.5 s). Now it yields to the loop between batches of 1,000 (src/ops/actions/retry.ts:
       // 30 reads, 30 writes), so a probe waits about one batch, a thirtieth of the run (0.03-0.05 measured).
       // A ratio within this run, so a loaded machine slows both sides alike; a fifth leaves 4-6x headroom.
       expect(worst / took).toBeLessThan(0.2);

@@ -13,11 +13,11 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportAudit } from '../../src/ops/audit-export.ts';
-import { writeReport, writeSplit } from '../../src/ops/report.ts';
+import { exportAudit } from '../../src/ops/audit/export.ts';
+import { writeReport, writeSplit } from '../../src/ops/views/report.ts';
 import { newRunId } from '../../src/outcomes/runs.ts';
 import { enqueueCsv } from '../../src/queue/enqueue-csv.ts';
-import { runReconcile } from '../../src/ops/reconcile.ts';
+import { runReconcile } from '../../src/ops/intake/reconcile.ts';
 import { runCommand, withoutNoPersistenceWarning } from '../helpers/cli.ts';
 import type { OutcomeStore } from '../../src/outcomes/store.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';

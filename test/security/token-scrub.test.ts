@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LearnerApiClient } from '../../src/api/client.ts';
 import { MAX_RETRY_AFTER_MS } from '../../src/api/retry-after.ts';
 import { loadConfig } from '../../src/core/config.ts';
-import { writeReport } from '../../src/ops/report.ts';
+import { writeReport } from '../../src/ops/views/report.ts';
 import { openControlQueue, type ControlQueue } from '../../src/queue/control.ts';
 import { PageWalker } from '../../src/queue/sources/page-walker.ts';
 import { startControlWorker, type ControlHandle } from '../../src/worker/control-worker.ts';

@@ -1,4 +1,4 @@
-// The burn-down: learners left read backwards from the hourly records (ops/burn-down.ts) and its SVG
+// The burn-down: learners left read backwards from the hourly records (ops/eta/burn-down.ts) and its SVG
 // (dashboard/views/burn-down.ts): the points, the projected finish, dates in the labels, escaping, and
 // the empty case. Pure: no Redis, no clock.
 import { describe, expect, it } from 'vitest';
@@ -10,8 +10,8 @@ import {
   runBurnDown,
   runFinishOf,
   type BurnDown,
-} from '../../src/ops/burn-down.ts';
-import type { Eta } from '../../src/ops/eta.ts';
+} from '../../src/ops/eta/burn-down.ts';
+import type { Eta } from '../../src/ops/eta/eta.ts';
 import type { HourBucket } from '../../src/outcomes/hourly.ts';
 import { axisDate, burnDownSvg, H, niceMax, PLOT, W } from '../../src/dashboard/views/burn-down.ts';
 import { humanRate, humanRateText, num, perWindow } from '../../src/dashboard/views/units.ts';

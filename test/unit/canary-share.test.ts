@@ -4,7 +4,12 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/core/config.ts';
 import { DEFAULT_HALT_AT as HALT_AT_PERCENT } from '../../src/core/halt-rule.ts';
-import { BUDGET_FAILURES, canaryVerdict, DEFAULT_HALT_AT, haltShareOf } from '../../src/ops/canary.ts';
+import {
+  BUDGET_FAILURES,
+  canaryVerdict,
+  DEFAULT_HALT_AT,
+  haltShareOf,
+} from '../../src/ops/actions/canary.ts';
 import { OUTCOME_CODES, OUTCOMES } from '../../src/outcomes/codes.ts';
 import { FAILURE_BUCKETS } from '../../src/outcomes/record.ts';
 

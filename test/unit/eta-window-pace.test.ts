@@ -1,9 +1,9 @@
-// The ETA (ops/eta.ts etaOf) with pacing and a run window, from a peek as the limiter reports it: the
+// The ETA (ops/eta/eta.ts etaOf) with pacing and a run window, from a peek as the limiter reports it: the
 // buckets and the closed hours counted, the words operators read ("waiting for the run window (opens
 // ...)", what holds the work back). Pure: no Redis, no clock (the peek's now is fixed).
 import { describe, expect, it } from 'vitest';
-import { etaOf } from '../../src/ops/eta.ts';
-import { pacingOf } from '../../src/ops/limits.ts';
+import { etaOf } from '../../src/ops/eta/eta.ts';
+import { pacingOf } from '../../src/ops/views/limits.ts';
 import { encodeOpen, scheduleOf } from '../../src/limiter/run-window-open.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../src/limiter/types.ts';
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/core/config.ts';
 import { parseHaltAt, parseHaltSample } from '../../src/core/halt-rule.ts';
-import { orgHalted } from '../../src/ops/notify-events.ts';
+import { orgHalted } from '../../src/ops/notify/events.ts';
 import { problemsOf } from '../helpers/config-problems.ts';
 
 describe('HALT_AT and HALT_SAMPLE', () => {

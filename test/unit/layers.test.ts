@@ -2,7 +2,13 @@
 // docs/architecture.md, and no file of src/ reaches itself through its imports.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { importCycles, layerViolations, readImportGraph, type ImportGraph } from '../helpers/import-graph.ts';
+import {
+  importCycles,
+  layerViolations,
+  readImportGraph,
+  wingGraph,
+  type ImportGraph,
+} from '../helpers/import-graph.ts';
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
 const DOC = new URL('../../docs/architecture.md', import.meta.url).pathname;
@@ -52,7 +58,40 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   simulator: ['core'],
 };
 
+/**
+ * The wings of `ops/`, top to bottom: each a folder of one concern, importing only the wings below it
+ * that its row lists.
+ */
+const OPS_WINGS: Readonly<Record<string, readonly string[]>> = {
+  metrics: ['notify', 'views', 'intake', 'actions', 'eta', 'audit'],
+  notify: ['views', 'intake', 'actions', 'eta', 'audit'],
+  views: ['intake', 'actions', 'eta', 'audit'],
+  intake: ['actions', 'eta', 'audit'],
+  actions: ['eta', 'audit'],
+  eta: ['audit'],
+  audit: [],
+};
+
 const graph = readImportGraph(SRC);
+
+/** The rows of a table of docs/architecture.md that starts after `heading`: name, and what it may import. */
+function docTable(heading: string, prefix: string): Record<string, string[]> {
+  const text = readFileSync(DOC, 'utf8');
+  const start = text.indexOf(heading);
+  expect(start, `docs/architecture.md has a section "${heading}"`).toBeGreaterThanOrEqual(0);
+  const rows = new Map<string, string[]>();
+  const cell = new RegExp(`\`${prefix}([a-z-]+)/\``, 'g');
+  for (const line of text.slice(start).split('\n').slice(1)) {
+    if (line.startsWith('#')) break;
+    const m = new RegExp(`^\\|\\s*\`${prefix}([a-z-]+)/\`\\s*\\|.*\\|\\s*([^|]*)\\|\\s*$`).exec(line);
+    if (m)
+      rows.set(
+        m[1]!,
+        [...m[2]!.matchAll(cell)].map((x) => x[1]!),
+      );
+  }
+  return Object.fromEntries(rows);
+}
 
 describe('the layers of src/', () => {
   it('reads the whole tree: every folder of src/ is a layer of the table, and no file is loose at the top', () => {
@@ -85,16 +124,26 @@ describe('the layers of src/', () => {
 
   it('docs/architecture.md draws the same table', () => {
     // One row per layer: | `name/` | ... | `a/`, `b/` | (the last cell lists what it may import, or "nothing").
-    const rows = new Map<string, string[]>();
-    for (const line of readFileSync(DOC, 'utf8').split('\n')) {
-      const m = /^\|\s*`([a-z]+)\/`\s*\|.*\|\s*([^|]*)\|\s*$/.exec(line);
-      if (!m) continue;
-      rows.set(
-        m[1]!,
-        [...m[2]!.matchAll(/`([a-z]+)\/`/g)].map((x) => x[1]!),
-      );
-    }
-    expect(Object.fromEntries(rows)).toEqual(LAYERS);
+    expect(docTable('# Architecture', '')).toEqual(LAYERS);
+  });
+});
+
+describe('the wings of ops/', () => {
+  const wings = wingGraph(graph, 'ops');
+
+  it('holds every file of ops/ in a wing of the table, none loose in ops/ itself', () => {
+    const folders = readdirSync(`${SRC}ops`, { withFileTypes: true });
+    expect(folders.filter((e) => !e.isDirectory()).map((e) => e.name)).toEqual([]);
+    expect(folders.map((e) => e.name).sort()).toEqual(Object.keys(OPS_WINGS).sort());
+    expect(wings.size).toBeGreaterThan(40);
+  });
+
+  it('has no import of one wing against the table', () => {
+    expect(layerViolations(wings, OPS_WINGS)).toEqual([]);
+  });
+
+  it('docs/architecture.md draws the same wings', () => {
+    expect(docTable('## The wings of `ops/`', 'ops/')).toEqual(OPS_WINGS);
   });
 });
 

@@ -6,8 +6,8 @@ import { Writable } from 'node:stream';
 import { loadConfig, secretsOf } from '../../src/core/config.ts';
 import { createLogger } from '../../src/core/log.ts';
 import { maskWebhookUrl } from '../../src/core/webhook-url.ts';
-import { runFinished, tokenRefused } from '../../src/ops/notify-events.ts';
-import { watchIntervalMs } from '../../src/ops/notify-watch.ts';
+import { runFinished, tokenRefused } from '../../src/ops/notify/events.ts';
+import { watchIntervalMs } from '../../src/ops/notify/watch.ts';
 import { problemsOf } from '../helpers/config-problems.ts';
 
 const URL_ = 'https://hooks.slack.com/services/T0AAA/B0BBB/Zk3secretKEYxyz';

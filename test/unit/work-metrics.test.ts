@@ -1,11 +1,16 @@
-// The `work` process's spool gauges and repair counter (src/ops/work-metrics.ts), as /metrics shows
+// The `work` process's spool gauges and repair counter (src/ops/metrics/work-metrics.ts), as /metrics shows
 // them, and the spool's oldest outstanding entry they read (worker/spool.ts), on a real temp directory.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRegistry } from '../../src/ops/prometheus.ts';
-import { countRepair, repairCounter, spoolGauges, type SpoolState } from '../../src/ops/work-metrics.ts';
+import { createRegistry } from '../../src/ops/metrics/prometheus.ts';
+import {
+  countRepair,
+  repairCounter,
+  spoolGauges,
+  type SpoolState,
+} from '../../src/ops/metrics/work-metrics.ts';
 import { Spool } from '../../src/worker/spool.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 

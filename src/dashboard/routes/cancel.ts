@@ -6,7 +6,7 @@
 // hook), and a CSRF token is needed as for every POST.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { cancelLearners, type CancelSummary, type LearnerRef } from '../../ops/cancel.ts';
+import { cancelLearners, type CancelSummary, type LearnerRef } from '../../ops/actions/cancel.ts';
 import { actorOf } from '../auth.ts';
 import { badRequest, DashboardError, knownOrg, learnersByOrg, type DashboardDeps } from '../deps.ts';
 

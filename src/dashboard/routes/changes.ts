@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { isValidOrgKey } from '../../core/keys.ts';
 import { readChanges, type ChangeFilter } from '../../limiter/control-log.ts';
-import { summarizeChange, type ChangeRow } from '../../ops/controls.ts';
+import { summarizeChange, type ChangeRow } from '../../ops/views/controls.ts';
 import { badRequest, pageContext, sendPage, type DashboardDeps } from '../deps.ts';
 import { changesPage } from '../views/changes.ts';
 

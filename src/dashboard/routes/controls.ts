@@ -14,8 +14,8 @@
 // Authentication and the CSRF header are checked for every POST by the server's onRequest hook; a
 // read-only dashboard refuses these POSTs (403) and hides the controls.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { collectControls, orgControls, type OrgControls } from '../../ops/controls.ts';
-import { describeChange } from '../../ops/limits.ts';
+import { collectControls, orgControls, type OrgControls } from '../../ops/views/controls.ts';
+import { describeChange } from '../../ops/views/limits.ts';
 import { tokensOf, type Config } from '../../core/config.ts';
 import { actorOf } from '../auth.ts';
 import { formatRate, rateMessage, readRate, type Rate } from '../../core/duration.ts';

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { Bucket } from '../../outcomes/record.ts';
 import { badRequest, knownOrg, learnerIdParam, runIdParam, type DashboardDeps } from '../deps.ts';
-import type { FailureFilter } from '../../ops/failures.ts';
+import type { FailureFilter } from '../../ops/views/failures.ts';
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 
 export const filterFields = {

@@ -1,6 +1,6 @@
 // GET /failures (page) and GET /api/failures: the paginated failures table and its filters.
 import type { FastifyInstance } from 'fastify';
-import { failurePage } from '../../ops/failures.ts';
+import { failurePage } from '../../ops/views/failures.ts';
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { pageContext, sendPage, type DashboardDeps } from '../deps.ts';
 import { failuresPage } from '../views/failures.ts';

@@ -1,9 +1,9 @@
 // GET /healthz (the process answers) and GET /readyz (Redis answers PING and takes writes): open without
 // a token, since orchestrators probe them bare and they reveal nothing. The probe and its cache live in
-// ops/health.ts, shared with the worker's metrics port.
+// ops/metrics/health.ts, shared with the worker's metrics port.
 import type { FastifyInstance } from 'fastify';
 import type { DashboardDeps } from '../deps.ts';
-import { cachedProbe, contextReadiness, READY_PROBE_INTERVAL_MS } from '../../ops/health.ts';
+import { cachedProbe, contextReadiness, READY_PROBE_INTERVAL_MS } from '../../ops/metrics/health.ts';
 
 export { cachedProbe, READY_PROBE_INTERVAL_MS };
 

@@ -32,8 +32,8 @@ import {
 import { FAILURE_BUCKETS } from '../../outcomes/record.ts';
 import { LEARNER_JS } from '../assets.ts';
 import { describePlace, learnerPage } from '../views/learner.ts';
-import { auditEntriesById } from '../../ops/audit-search.ts';
-import { redactForViewer } from '../../ops/audit-redact.ts';
+import { auditEntriesById } from '../../ops/audit/search.ts';
+import { redactForViewer } from '../../ops/audit/redact.ts';
 import type { RecordStory } from '../../outcomes/story.ts';
 
 const MAX_IDS = 500;

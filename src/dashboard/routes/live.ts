@@ -5,7 +5,7 @@
 // to reloading).
 import type { FastifyInstance } from 'fastify';
 import { httpAnswer } from '../../core/errors.ts';
-import type { Overview } from '../../ops/overview.ts';
+import type { Overview } from '../../ops/views/overview.ts';
 import { LiveFeed } from '../live.ts';
 import { OverviewLive } from '../live-overview.ts';
 import type { DashboardDeps } from '../deps.ts';

@@ -2,8 +2,8 @@
 // of an organization key), `state` (attention, all, alert, working, failures, idle), `page` and `limit`.
 // Kept in the URL, so a filtered page can be bookmarked, reloaded and shared.
 import { z } from 'zod';
-import { DEFAULT_VIEW, type OverviewView } from '../../ops/overview.ts';
-import { STATE_FILTERS, type StateFilter } from '../../ops/org-states.ts';
+import { DEFAULT_VIEW, type OverviewView } from '../../ops/views/overview.ts';
+import { STATE_FILTERS, type StateFilter } from '../../ops/views/org-states.ts';
 import { badRequest } from '../deps.ts';
 
 const viewQuery = z.object({

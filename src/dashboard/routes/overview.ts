@@ -1,8 +1,8 @@
 // GET / (page), GET /api/overview, GET /api/runs, GET /api/runs/:id. The page and /api/overview take the
 // view's query (overview-query.ts: q, state, page, limit).
 import type { FastifyInstance } from 'fastify';
-import { collectOverview, runOverview } from '../../ops/overview.ts';
-import { runOverviews } from '../../ops/run-overview.ts';
+import { collectOverview, runOverview } from '../../ops/views/overview.ts';
+import { runOverviews } from '../../ops/views/run-overview.ts';
 import { notFound, pageContext, runIdParam, sendPage, type DashboardDeps } from '../deps.ts';
 import { overviewPage } from '../views/overview.ts';
 import { parseOverviewView } from './overview-query.ts';

@@ -8,15 +8,15 @@
 // Refused in read-only mode, and to the viewer token (the server's onRequest hook).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { failurePage } from '../../ops/failures.ts';
+import { failurePage } from '../../ops/views/failures.ts';
 import {
   describeSelection,
   requeueSelected,
   selectRetry,
   type RetrySelection,
   type RetrySummary,
-} from '../../ops/retry.ts';
-import { RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
+} from '../../ops/actions/retry.ts';
+import { RETRY_NOTES, retryKind } from '../../ops/actions/retry-risk.ts';
 import { actorOf } from '../auth.ts';
 import { badRequest, DashboardError, learnersByOrg, type DashboardDeps } from '../deps.ts';
 import { filterFields, toFailureFilter } from './failures-query.ts';

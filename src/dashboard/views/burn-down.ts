@@ -2,7 +2,7 @@
 // the ETA (a dashed line down to a marker on the axis), as inline SVG made on the server. Pure: data in,
 // markup out, every text through `html` (escaped). The viewBox scales it to its box, so it never
 // overflows; the text keeps its proportions (no preserveAspectRatio="none"), so labels stay legible.
-import type { BurnDown } from '../../ops/burn-down.ts';
+import type { BurnDown } from '../../ops/eta/burn-down.ts';
 import { html, Html } from '../html.ts';
 import { num } from './units.ts';
 

@@ -2,7 +2,7 @@
 // limits, urgent moves, token reloads), newest first, filtered by action, organization and author, with
 // the filters in the URL (a filtered log can be bookmarked and shared).
 import { html, query, type Html } from '../html.ts';
-import type { ChangeRow } from '../../ops/controls.ts';
+import type { ChangeRow } from '../../ops/views/controls.ts';
 import { layout, type PageContext } from './layout.ts';
 
 /** The actions offered in the filter (others still show, and can be asked for in the URL). */

@@ -7,8 +7,8 @@
 // from /controls?org=KEY. Read-only dashboards show the state without any control.
 import { html, type Html } from '../html.ts';
 import type { PauseInfo } from '../../limiter/types.ts';
-import type { LearnedDetail } from '../../ops/limits.ts';
-import type { ControlsOverview, OrgControls } from '../../ops/controls.ts';
+import type { LearnedDetail } from '../../ops/views/limits.ts';
+import type { ControlsOverview, OrgControls } from '../../ops/views/controls.ts';
 import { layout, type PageContext } from './layout.ts';
 
 function pausedCell(p: PauseInfo | null): Html {

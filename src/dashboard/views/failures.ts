@@ -2,10 +2,10 @@
 // retry one / selected / all matching (hidden in read-only mode). The script in /assets/app.js posts the
 // retries and follows the retried learners until they reach a new outcome.
 import { html, query, type Html } from '../html.ts';
-import type { FailurePage } from '../../ops/failures.ts';
+import type { FailurePage } from '../../ops/views/failures.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import { layout, type PageContext } from './layout.ts';
-import { confirmationCodes, RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
+import { confirmationCodes, RETRY_NOTES, retryKind } from '../../ops/actions/retry-risk.ts';
 
 export interface FailuresView {
   page: FailurePage;

@@ -3,7 +3,7 @@
 // that waits shows where its job stands in its organization's queue and, unless read-only, a "Move ahead
 // of the queue" button (POST /api/learners/:org/:id/urgent, see queue/priority.ts), driven by
 // /assets/learner.js (same origin: the page's Content-Security-Policy forbids inline scripts).
-import { RETRY_NOTES, retryKind } from '../../ops/retry-risk.ts';
+import { RETRY_NOTES, retryKind } from '../../ops/actions/retry-risk.ts';
 import { html, type Html } from '../html.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
 import type { AuditEntry } from '../../outcomes/store.ts';
@@ -79,7 +79,7 @@ function group(g: unknown): Html {
   </li>`;
 }
 
-/** What stands where personal data was removed (audit-redact.ts), or is not shown to this reader. */
+/** What stands where personal data was removed (audit/redact.ts), or is not shown to this reader. */
 function personalNote(a: unknown): Html | string {
   const removed = field(a, 'removed');
   if (removed) {
@@ -159,7 +159,7 @@ export interface AuditArchiveNotes {
   storyArchived?: boolean;
 }
 
-/** States a cancel withdraws (ops/cancel.ts): not called yet, or held by the pre-flight check. */
+/** States a cancel withdraws (ops/actions/cancel.ts): not called yet, or held by the pre-flight check. */
 const CANCELLABLE: readonly string[] = ['queued', 'retrying', 'held'];
 
 export function learnerPage(

@@ -10,15 +10,15 @@ import {
   type OrgOverview,
   type Overview,
   type RunCard,
-} from '../../ops/overview.ts';
-import { SMALL_FLEET, STATE_FILTERS, STATE_LABELS } from '../../ops/org-states.ts';
+} from '../../ops/views/overview.ts';
+import { SMALL_FLEET, STATE_FILTERS, STATE_LABELS } from '../../ops/views/org-states.ts';
 import { viewParams } from '../routes/overview-query.ts';
 import { layout, type PageContext } from './layout.ts';
-import { pacingOf } from '../../ops/limits.ts';
+import { pacingOf } from '../../ops/views/limits.ts';
 import { alertList, budgetTable, counts, hourlyChart, progressBar } from './parts.ts';
 import { burnDownFigure } from './burn-down.ts';
 import { humanRate, humanRateText, num } from './units.ts';
-import { canaryVerdict, DEFAULT_HALT_AT } from '../../ops/canary.ts';
+import { canaryVerdict, DEFAULT_HALT_AT } from '../../ops/actions/canary.ts';
 
 /** The limits every worker applies (the policy in Redis, as the limiter's peek reports it), in words. */
 function limitsLine(org: OrgOverview): Html {

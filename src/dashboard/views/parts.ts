@@ -3,7 +3,7 @@ import { hourIndex, type HourBucket } from '../../outcomes/hourly.ts';
 import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
 import type { RunProgress } from '../../outcomes/run-progress.ts';
-import type { Alert } from '../../ops/alerts.ts';
+import type { Alert } from '../../ops/views/alerts.ts';
 import { humanizeMs } from '../../core/duration.ts';
 import { num, perWindow } from './units.ts';
 

@@ -1,0 +1,315 @@
+// When the remaining work of one organization will be done, from the limiter's state in Redis (a peek:
+// the limits in force from the policy, learned limits and the reserve applied, pauses, blocks, and when
+// the permits counted now leave their windows), by simulating the limiter forward (eta/simulate.ts).
+// `plan`, `status` and the dashboard all call etaOf, so they agree. The finish is the time the last
+// permit can be granted; its calls take their own latency on top (see docs/eta.md).
+import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
+import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
+import { simulate, type Frees, type PacedScope, type SimInput, type SimScope } from './simulate.ts';
+import { openLookup } from '../../limiter/run-window-open.ts';
+import { describeRunWindow, openAt, type RunSchedule } from '../../limiter/run-window.ts';
+
+export interface Eta {
+  /** Ms from now until the finish (Infinity: never, or paused). */
+  ms: number;
+  /**
+   * What holds the work back ('none': it fits the budget left now): a window's budget, the pacing
+   * buckets, or the run window's closed hours.
+   */
+  boundBy: 'org' | 'token' | 'pace' | 'run-window' | 'none';
+  /** Permits usable right now (the smaller of the organization's and its usable tokens' room). */
+  availableNow: number;
+  text: string;
+  /**
+   * The finish, ms since the epoch (Redis's clock); null when there is nothing to wait for (nothing left,
+   * or it all fits the budget left now: ms is 0) or no finish (never, or paused). Kept null then, not
+   * "now", so an idle organization's ETA does not change between two reads (the live overview sends
+   * only what changed).
+   */
+  finishAt: number | null;
+  /** The finish as "2026-12-14 09:00 UTC"; null as finishAt. */
+  finishUtc: string | null;
+  /** "the organization's budget, 1000/1d" or "the tokens' budgets, 100/1h each"; '' for 'none'. */
+  heldBy: string;
+  /** Organization windows the work spans, the current one included (0: nothing left). */
+  windows: number;
+  /** Usable tokens the finish was computed for. */
+  tokens: number;
+  /** The organization is paused: no finish until it is resumed (ms then says how long after a resume). */
+  paused: boolean;
+  /**
+   * `text` less the finish (the overview's card says the finish once, in its own line): what holds the
+   * work back, or the budget left; '' when the text is all finish (nothing left, never, paused).
+   */
+  note?: string;
+}
+
+/** "2026-12-14 09:00 UTC", to the nearest minute (to the second when `seconds`). */
+export function formatUtc(ms: number, seconds = false): string {
+  const unit = seconds ? 1000 : 60_000;
+  const iso = new Date(Math.round(ms / unit) * unit).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
+}
+
+/** The permits counted now by when they leave: peek's frees, or (a peek without them) all at a window's end. */
+function framesOf(scope: ScopeView, frees: Frees | undefined): Frees {
+  if (frees) return frees;
+  const counted = scope.used + scope.inflight;
+  return counted > 0 ? [[scope.windowMs + 1, counted]] : [];
+}
+
+/** Until the scope is usable: 0 now, the 429 block's ms, Infinity for a pause or a block until unblock. */
+function blockedMs(scope: ScopeView): number {
+  if (scope.paused) return Infinity;
+  if (!scope.blocked) return 0;
+  return scope.blocked.remainingMs ?? Infinity;
+}
+
+/** The configured rate of a token (a learned limit is what the service allowed lately, not the rate). */
+function rateOf(t: TokenView): Rate {
+  return { max: t.learned?.configured ?? t.limit, windowMs: t.windowMs };
+}
+
+function tokenScopes(view: BudgetView, count: number | undefined): { scopes: SimScope[]; rates: Rate[] } {
+  const all = view.tokens.map((t, i) => ({
+    scope: {
+      limit: Math.max(0, t.limit),
+      windowMs: t.windowMs,
+      frees: framesOf(t, view.frees?.tokens[i]),
+      blockedMs: blockedMs(t),
+      ...paceOf(t),
+    },
+    rate: { max: t.limit, windowMs: t.windowMs },
+    configured: rateOf(t),
+  }));
+  const usable = all.filter((t) => t.scope.blockedMs !== Infinity);
+  if (count === undefined) return { scopes: usable.map((t) => t.scope), rates: usable.map((t) => t.rate) };
+  // What-if: the first `count` usable tokens as they are, then fresh ones at the configured rate.
+  const fresh = (all[0]?.configured ?? { max: 0, windowMs: view.org.windowMs }) as Rate;
+  const chosen = usable.slice(0, count);
+  while (chosen.length < count) {
+    // Paced as the tokens the limiter has (the same burst), from a full bucket.
+    const pace = all[0]?.scope.pace;
+    chosen.push({
+      scope: {
+        limit: fresh.max,
+        windowMs: fresh.windowMs,
+        frees: [],
+        blockedMs: 0,
+        ...(pace ? { pace: { ...pace, tatMs: 0 } } : {}),
+      },
+      rate: fresh,
+      configured: fresh,
+    });
+  }
+  return { scopes: chosen.map((t) => t.scope), rates: chosen.map((t) => t.rate) };
+}
+
+/** The scope's bucket for the simulation (acquire.lua "Pacing"); nothing when it does not pace. */
+function paceOf(s: ScopeView): Pick<PacedScope, 'pace'> {
+  return s.pace
+    ? { pace: { burst: s.pace.burst, intervalMs: s.pace.intervalMs, tatMs: s.pace.tatInMs } }
+    : {};
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The run window for the simulation: the open interval containing or following t (ms from the peek's
+ * now), from the instants acquire.lua reads and the calendar after them (run-window-open.ts openLookup).
+ */
+function openOf(
+  view: BudgetView,
+): Pick<SimInput, 'open' | 'openPeriodMs' | 'openPeriodFromMs'> & { schedule?: RunSchedule } {
+  let lookup: ReturnType<typeof openLookup> = null;
+  try {
+    lookup = view.runWindow ? openLookup(view.runWindow) : null;
+  } catch {
+    // A calendar this host cannot read keeps the organization closed (run-window-open.ts refreshOpen).
+    return { open: () => null };
+  }
+  if (!lookup) return {};
+  const { schedule, horizon, at: openAtAbs } = lookup;
+  // The calendar repeats every week after its last blackout and after the stored instants (which may
+  // differ from it: written by hand, or by a calendar changed since). A zone that changes its clocks
+  // repeats only between changes: beyond the next change the simulation assumes the week repeats, up to
+  // an hour off (docs/eta.md).
+  const lastBlackout = Math.max(
+    ...schedule.blackouts.map((b) => Date.parse(`${b.to}T00:00:00Z`) + 2 * DAY_MS),
+  );
+  const from = Math.max(0, lastBlackout - view.now, Number.isFinite(horizon) ? horizon - view.now : 0);
+  return {
+    schedule,
+    open: (t: number) => {
+      const at = openAtAbs(view.now + t);
+      return at ? [at[0] - view.now, at[1] - view.now] : null;
+    },
+    openPeriodMs: 7 * DAY_MS,
+    openPeriodFromMs: from,
+  };
+}
+
+/**
+ * "opens Mon 18:00 Europe/Berlin" from the calendar; from the stored instants when they say otherwise
+ * (written by hand, or a calendar changed since): "opens 2026-12-14 18:00:05 UTC".
+ */
+function opensText(schedule: RunSchedule, now: number, opensAt: number): string {
+  const calendar = openAt(schedule, now);
+  return calendar && calendar[0] === opensAt
+    ? describeRunWindow(schedule, now)
+    : `opens ${formatUtc(opensAt, true)}`;
+}
+
+function orgHeld(view: BudgetView): string {
+  const rate = formatRate({ max: Math.max(0, view.org.limit), windowMs: view.org.windowMs });
+  const notes = [
+    view.reserve > 0 ? `after a reserve of ${view.reserve}` : '',
+    view.org.learned ? 'learned from 429s' : '',
+  ].filter(Boolean);
+  return `the organization's budget, ${rate}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+}
+
+function pacingHeld(view: BudgetView): string {
+  const burst = view.org.pace?.burst ?? view.tokens.find((t) => t.pace)?.pace?.burst;
+  return `pacing, a burst of ${burst ?? '-'} then one permit at a time (limits set --burst)`;
+}
+
+function tokensHeld(rates: readonly Rate[]): string {
+  const names = [...new Set(rates.map(formatRate))];
+  if (rates.length === 1) return `the token's budget, ${names[0]}`;
+  if (names.length === 1) return `the tokens' budgets, ${names[0]} each`;
+  return `the tokens' budgets, ${names.join(' and ')}`;
+}
+
+function never(
+  text: string,
+  availableNow: number,
+  tokens: number,
+  paused = false,
+  boundBy: Eta['boundBy'] = 'org',
+): Eta {
+  return {
+    ms: Infinity,
+    boundBy,
+    availableNow,
+    text,
+    finishAt: null,
+    finishUtc: null,
+    heldBy: '',
+    windows: Infinity,
+    tokens,
+    paused,
+  };
+}
+
+/** What held the work back, in words: the budget's window, the buckets, or the run window. */
+function heldByText(
+  boundBy: Eta['boundBy'],
+  view: BudgetView,
+  rates: readonly Rate[],
+  schedule: RunSchedule | undefined,
+): string {
+  if (boundBy === 'org') return orgHeld(view);
+  if (boundBy === 'token') return tokensHeld(rates);
+  if (boundBy === 'pace') return pacingHeld(view);
+  if (boundBy === 'run-window' && view.runWindow)
+    return `the run window, ${view.runWindow.windows || 'all all'} (${schedule?.tz ?? 'UTC'})`;
+  return '';
+}
+
+/** Closed now: said first, with when it opens (the same words as status's run window line); '' when open. */
+function waitingText(view: BudgetView, schedule: RunSchedule | undefined, open: SimInput['open']): string {
+  const first = open?.(0);
+  return schedule && first && first[0] > 0
+    ? `waiting for the run window (${opensText(schedule, view.now, view.now + first[0])}); `
+    : '';
+}
+
+/**
+ * The finish of `remaining` learners for the organization of `view` (a peek, with frees for the exact
+ * start). `tokens`: as if the organization had that many usable tokens (plan --tokens).
+ */
+export function etaOf(view: BudgetView, remaining: number, options: { tokens?: number } = {}): Eta {
+  const { scopes, rates } = tokenScopes(view, options.tokens);
+  const org: PacedScope = {
+    limit: Math.max(0, view.org.limit),
+    windowMs: view.org.windowMs,
+    frees: framesOf(view.org, view.frees?.org),
+    blockedMs: view.org.paused ? 0 : blockedMs(view.org),
+    ...paceOf(view.org),
+  };
+  const room = (s: SimScope) => (s.blockedMs > 0 ? 0 : Math.max(0, s.limit - framesCount(s.frees)));
+  const paused = view.org.paused !== null;
+  const availableNow = paused
+    ? 0
+    : Math.min(
+        room(org),
+        scopes.reduce((a, s) => a + room(s), 0),
+      );
+  const base = { availableNow, tokens: scopes.length };
+  if (remaining <= 0) {
+    return {
+      ...base,
+      ms: 0,
+      boundBy: 'none',
+      text: 'nothing left',
+      finishAt: null,
+      finishUtc: null,
+      heldBy: '',
+      windows: 0,
+      paused,
+    };
+  }
+  if (org.limit <= 0)
+    return never('never at these limits: the reserve leaves this tool nothing', 0, scopes.length);
+  if (scopes.length === 0)
+    return never('never: no usable token (each is paused or refused with 401)', 0, 0, paused, 'token');
+  if (org.blockedMs === Infinity)
+    return never('never: the organization is blocked until unblocked', 0, scopes.length);
+  const { schedule, ...window } = openOf(view);
+  const sim = simulate({ remaining, org, tokens: scopes, ...window });
+  if (sim.finishMs === Infinity) return never('never at these limits', availableNow, scopes.length, paused);
+  const heldBy = heldByText(sim.boundBy, view, rates, schedule);
+  const windows = 1 + Math.floor(sim.finishMs / view.org.windowMs);
+  const span = `${windows} window${windows === 1 ? '' : 's'} of ${formatDuration(view.org.windowMs)}`;
+  if (paused) {
+    return {
+      ...never(
+        `paused: no finish until it is resumed (then ${humanizeMs(sim.finishMs)} at these limits)`,
+        0,
+        scopes.length,
+        true,
+      ),
+      ms: sim.finishMs,
+      boundBy: sim.boundBy,
+      heldBy,
+      windows,
+    };
+  }
+  const finishAt = sim.boundBy === 'none' ? null : view.now + sim.finishMs;
+  const finishUtc = finishAt === null ? null : formatUtc(finishAt, sim.finishMs < 3_600_000);
+  const waiting = waitingText(view, schedule, window.open);
+  const text =
+    sim.boundBy === 'none'
+      ? `done now, within the budget left (${availableNow} left)`
+      : `${waiting}done by ${finishUtc}, in ${humanizeMs(sim.finishMs)} (${span}); held back by ${heldBy}`;
+  return {
+    ...base,
+    ms: sim.finishMs,
+    boundBy: sim.boundBy,
+    text,
+    note:
+      sim.boundBy === 'none'
+        ? `within the budget left (${availableNow} left)`
+        : `${waiting}${span}; held back by ${heldBy}`,
+    finishAt,
+    finishUtc,
+    heldBy,
+    windows,
+    paused,
+  };
+}
+
+function framesCount(frees: Frees): number {
+  return frees.reduce((a, [, n]) => a + n, 0);
+}

@@ -1,0 +1,90 @@
+// Which organizations are held (paused, blocked, every token refused or blocked), learned where it
+// happens: a worker asking the limiter for a permit (worker/admission.ts's onRefused). The hook only
+// notes it in memory; at each tick the process writes what it noted since (HSETNX on keys.notifyHeld():
+// the first process to see an episode sets its start, once), and removes the organizations whose
+// transfers it recorded meanwhile (one HDEL): an organization moving again is held no more. An idle
+// process writes nothing; one whose organizations wait for budget or a run window writes nothing either
+// (those refusals are not a hold).
+import type { RefusalScope } from '../../limiter/types.ts';
+import type { RedisClient } from '../../redis/client.ts';
+
+/** Refusals that last until someone acts or a block ends: budget, pacing and run windows are not. */
+const HELD_SCOPES: ReadonlySet<RefusalScope> = new Set([
+  'paused',
+  'blocked-org',
+  'blocked-token',
+  'no-token',
+]);
+/** Organizations remembered at most between two ticks (each is one field at the next write). */
+const MAX_NOTED = 10_000;
+
+export interface HeldEntry {
+  sinceMs: number;
+  scope: string;
+  /** Said already (the event was submitted): not looked at again until the organization moves. */
+  said: boolean;
+}
+
+export function parseHeld(text: string | undefined): HeldEntry | undefined {
+  const [since, scope, said] = (text ?? '').split(' ');
+  const sinceMs = Number(since);
+  if (!Number.isFinite(sinceMs) || !scope) return undefined;
+  return { sinceMs, scope, said: said === '1' };
+}
+
+export function formatHeld(e: HeldEntry): string {
+  return `${e.sinceMs} ${e.scope} ${e.said ? 1 : 0}`;
+}
+
+export class HeldNotes {
+  readonly #key: string;
+  /** Held, noted since the last write. */
+  readonly #held = new Map<string, HeldEntry>();
+  /** Written by this process (so a later transfer of theirs removes them). */
+  readonly #written = new Set<string>();
+  /** Transfers recorded since the last write. */
+  readonly #moved = new Set<string>();
+
+  constructor(key: string) {
+    this.#key = key;
+  }
+
+  /** A permit refused (no I/O: called on the transfer path). */
+  refused(org: string, scope: RefusalScope, indefinite: boolean): void {
+    if (!indefinite && !HELD_SCOPES.has(scope)) return;
+    if (this.#held.has(org) || this.#written.has(org) || this.#held.size >= MAX_NOTED) return;
+    this.#held.set(org, {
+      sinceMs: Date.now(),
+      scope: indefinite && scope !== 'paused' ? 'all-tokens' : scope,
+      said: false,
+    });
+    this.#moved.delete(org);
+  }
+
+  /**
+   * A transfer of this organization was recorded: it moves (no I/O). Its hold is removed at the next
+   * write whoever wrote it (a process since gone, say): one HDEL a tick for the organizations moved.
+   */
+  moved(org: string): void {
+    this.#held.delete(org);
+    if (this.#moved.size < MAX_NOTED) this.#moved.add(org);
+  }
+
+  /** Writes what was noted since the last call: nothing when nothing was. */
+  async write(redis: RedisClient): Promise<void> {
+    if (this.#moved.size > 0) {
+      const orgs = [...this.#moved];
+      this.#moved.clear();
+      for (const org of orgs) this.#written.delete(org);
+      await redis.hdel(this.#key, ...orgs);
+    }
+    if (this.#held.size > 0) {
+      const held = [...this.#held];
+      this.#held.clear();
+      for (const [org, entry] of held) {
+        await redis.hsetnx(this.#key, org, formatHeld(entry));
+        this.#written.add(org);
+      }
+    }
+  }
+}
