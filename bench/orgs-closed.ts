@@ -1,5 +1,5 @@
 // Work waiting, nothing allowed: what a `work` process costs while every organization has learners
-// queued and may not send (architecture decision 12, for the run windows and the pacing buckets). For 1
+// queued and may not send (decision 12, for the run windows and the pacing buckets). For 1
 // and 1,000 organizations of one token each (BENCH_ORGS, as bench/orgs.ts), ONE `work` process on a
 // redis-server of the bench's own (bench/orgs-fleet.ts), two learners queued per organization, and:
 //   closed   every organization's run window opened and closed an hour ago (`limits set --run-window`

@@ -1,4 +1,4 @@
-// One claim per learner across organizations (architecture decision 8): under one prefix a learner
+// One claim per learner across organizations (decision 8): under one prefix a learner
 // belongs to at most one organization's work, queued, in progress or done. Producers claim before they
 // mark a learner queued; the worker checks the claim after it took the learner's lease and before it
 // sends, so a learner moved elsewhere on purpose is never called for by its old organization.

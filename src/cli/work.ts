@@ -174,7 +174,7 @@ function startPersonalRetention(
  * How long `work` drains after SIGINT/SIGTERM before it exits regardless: the calls in flight end within
  * REQUEST_TIMEOUT, each queue worker closes within REQUEST_TIMEOUT + 5 s (worker/close-worker.ts, all at
  * once), and 5 s more for the spool and the connections. A pod's terminationGracePeriodSeconds must
- * exceed it (docs/operations.md, test/integration/kubernetes-manifests.test.ts).
+ * exceed it (docs/operations.md, test/unit/kubernetes-manifests.test.ts).
  */
 export function workDrainBoundMs(requestTimeoutMs: number): number {
   return requestTimeoutMs + 10_000;

@@ -39,7 +39,7 @@ export interface Config {
   tokensReloadMs: number;
   limitPerToken: Rate;
   limitPerOrg: Rate;
-  /** LIMIT_BURST: the pacing buckets' size where the stored policy has none (src/limiter/burst.ts). */
+  /** LIMIT_BURST: the pacing buckets' size where the stored policy has none (core/burst.ts). */
   burst: Burst;
   /** The LIMIT_* the environment sets (the others are built-in defaults, and nobody's setting). */
   limitVariablesSet?: readonly ('LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST')[];

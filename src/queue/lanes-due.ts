@@ -1,6 +1,6 @@
 // Which queues have work, and when each needs a worker: one sorted set for the whole prefix (lane -> ms
 // time), so that a `work` process serving 1,000 organizations learns where the work is from one read
-// instead of one blocking connection and one poll per organization (architecture decision 12).
+// instead of one blocking connection and one poll per organization (decision 12).
 //
 // - Everything that adds jobs marks the lane due now (markDue): the time is lowered, never raised, and a
 //   nudge on keys.lanesChannel() wakes every `work` process at once.

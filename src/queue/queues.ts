@@ -1,4 +1,4 @@
-// One BullMQ queue per organization (architecture decision 6): a spent daily budget pauses only that
+// One BullMQ queue per organization (decision 6): a spent daily budget pauses only that
 // organization's queue. Queue names carry the organization's {hash tag} (see keys.ts).
 import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis/client.ts';

@@ -1,4 +1,4 @@
-// A Learner API of our own (spec/learner-api.md), for the demo, tests and benchmarks: a real HTTP server
+// A Learner API of our own (docs/learner-api.md), for the demo, tests and benchmarks: a real HTTP server
 // with seeded data, the spec's bodies and errors, optional rate limits, fault injection, and a record
 // of every request to assert on.
 import type { FastifyInstance } from 'fastify';

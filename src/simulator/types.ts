@@ -1,4 +1,4 @@
-// The simulator's public types. Field names of the bodies follow spec/learner-api.md; everything the
+// The simulator's public types. Field names of the bodies follow docs/learner-api.md; everything the
 // spec marks "not shown" is a choice of ours, documented where it is made.
 import type { Rate } from '../core/duration.ts';
 

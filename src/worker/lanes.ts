@@ -1,4 +1,4 @@
-// Workers only where there is work and budget (architecture decision 12). Each organization keeps its own
+// Workers only where there is work and budget (decision 12). Each organization keeps its own
 // queue (its pause, priorities, bull-board page and hash tag), but a `work` process attaches a BullMQ
 // Worker (and so a blocking Redis connection) only to the lanes that are due in LanesDue, at most
 // `maxAttached` at once, whatever the number of organizations:

@@ -67,7 +67,7 @@ local function lt_learned(policy, field, limit, configured, window, now)
 end
 
 -- Pacing (acquire.lua "Pacing"): a burst stored as "N" (permits) or "P%" (a share of the scope's limit,
--- P 1..100), the same forms src/limiter/burst.ts parses and writes. Returns the bucket size for a scope
+-- P 1..100), the same forms src/core/burst.ts parses and writes. Returns the bucket size for a scope
 -- whose limit in force is `max` (1..max), or nil for no pacing: no burst set, or one as large as the
 -- limit (a bucket of the whole limit refilled at the window's rate never refuses what the window grants:
 -- any window holds at most max, and any span of L ms at most max + L * max / window). `field` names the

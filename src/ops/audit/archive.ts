@@ -1,5 +1,5 @@
 // The audit archiver of `work` (AUDIT_ARCHIVE_DIR): moves each organization's audit stream into day files
-// (audit/archive-file.ts) and trims it, so Redis holds only what is not archived yet (design rule 13).
+// (audit/archive-file.ts) and trims it, so Redis holds only what is not archived yet (decision 13).
 // - One exporter at a time: a lease in Redis (audit-lease.lua), renewed before each write; a process
 //   without it skips its pass.
 // - Nothing trimmed before it is safe: appended, fsynced, read back; then the cursor and the trim in one

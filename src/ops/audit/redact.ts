@@ -1,5 +1,5 @@
 // Personal data in the audit: the e-mail address and name (and, for an erasure, the user id) of each
-// authorization a transfer revoked (`data.authorizations.revoked[]`, learner-api.md). One place removes
+// authorization a transfer revoked (`data.authorizations.revoked[]`, docs/learner-api.md). One place removes
 // them, for every reader and writer that must: the viewer's dashboard, `audit --out --redact`, the
 // regrant file, the retention pass and `audit forget` (docs/personal-data.md).
 // - What stays: the authorization itself (so every entry still counts what its transfer revoked), its
