@@ -94,6 +94,20 @@ export async function runCrawlBench(): Promise<Figures> {
   return figures;
 }
 
+/** Crawl deps under a prefix of their own, for a crawl whose learners nothing has queued yet. */
+function freshDeps<D extends { redis: Redis }>(deps: D, prefix: string) {
+  const { redis } = deps;
+  const runKeys = createKeys(prefix);
+  const runQueues = new QueueSet(redis, runKeys, { attempts: 3, backoffMs: 1000 });
+  const runDeps = {
+    ...deps,
+    keys: runKeys,
+    producer: new Producer(runQueues, new OutcomeStore(redis, runKeys), new Claims(redis, runKeys), runKeys),
+    runs: new Runs(redis, runKeys),
+  };
+  return { runDeps, runQueues };
+}
+
 async function measureCrawl(latencyMs: number): Promise<Figures> {
   const sim = createSimulator({
     learners: LEARNERS,
@@ -138,19 +152,7 @@ async function measureCrawl(latencyMs: number): Promise<Figures> {
       const dry = await crawl(deps, { ...base, filters: { fromOrgId: 2 }, dryRun: true });
       dryRates.push(pages / ((performance.now() - t) / 1000));
       // A fresh prefix per run: a crawl whose learners are queued already would add nothing.
-      const runKeys = createKeys(`${prefix}-${i}`);
-      const runQueues = new QueueSet(redis, runKeys, { attempts: 3, backoffMs: 1000 });
-      const runDeps = {
-        ...deps,
-        keys: runKeys,
-        producer: new Producer(
-          runQueues,
-          new OutcomeStore(redis, runKeys),
-          new Claims(redis, runKeys),
-          runKeys,
-        ),
-        runs: new Runs(redis, runKeys),
-      };
+      const { runDeps, runQueues } = freshDeps(deps, `${prefix}-${i}`);
       t = performance.now();
       const real = await crawl(runDeps, { ...base, filters: { fromOrgId: 2 }, crawlId: 'bench' });
       realRates.push(pages / ((performance.now() - t) / 1000));

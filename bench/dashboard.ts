@@ -7,8 +7,8 @@
 import { sseFrames } from '../test/helpers/sse.ts';
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { createContext } from '../src/app/context.ts';
-import { loadConfig } from '../src/core/config.ts';
+import { createContext, type AppContext } from '../src/app/context.ts';
+import { loadConfig, type Config } from '../src/core/config.ts';
 import { buildDashboard } from '../src/dashboard/server.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';
 import { deleteKeysUnder } from '../src/redis/client.ts';
@@ -60,6 +60,45 @@ export async function runDashboardBench(): Promise<Figures> {
   };
 }
 
+/** FAILURES failed learners in `runId` (the MIX of codes) and SMALL_RUN_FAILURES older ones in `smallRun`. */
+async function seedFailures(ctx: AppContext, config: Config, runId: string, smallRun: string): Promise<void> {
+  await Promise.all(
+    Array.from({ length: SMALL_RUN_FAILURES }, (_, i) =>
+      ctx.store.recordAttempt('acme', FAILURES + 1 + i, smallRun, {
+        bucket: 'not-found',
+        code: 'not-found',
+        status: 404,
+        durationMs: 42,
+        countsAsAttempt: true,
+      }),
+    ),
+  );
+  const BATCH = 1000;
+  for (let first = 1; first <= FAILURES; first += BATCH) {
+    const ids = Array.from({ length: Math.min(BATCH, FAILURES - first + 1) }, (_, i) => first + i);
+    await ctx.store.markQueued(
+      ids.map((learnerId) => ({ org: 'acme', learnerId, runId, source: 'bench.csv', force: false })),
+    );
+    // Concurrent calls share the connection as a pipeline (ioredis), each the worker's own script.
+    await Promise.all(
+      ids.map((learnerId) => {
+        const share = (learnerId % 100) / 100;
+        const [code, , status] = share < 0.5 ? MIX[0]! : share < 0.8 ? MIX[1]! : MIX[2]!;
+        return ctx.store.recordAttempt('acme', learnerId, runId, {
+          bucket: code as 'server-error',
+          code,
+          status,
+          error: 'Bench',
+          message: `seeded failure ${learnerId}`,
+          durationMs: 42,
+          tokenId: config.tokens[0]?.id,
+          countsAsAttempt: true,
+        });
+      }),
+    );
+  }
+}
+
 async function runFailuresBench(): Promise<Figures> {
   const prefix = `lt-bench-dash-${randomBytes(4).toString('hex')}`;
   const config = loadConfig({
@@ -77,41 +116,7 @@ async function runFailuresBench(): Promise<Figures> {
     await ctx.runs.create({ id: runId, kind: 'csv', source: 'bench.csv', orgs: ['acme'] });
     await ctx.runs.create({ id: smallRun, kind: 'csv', source: 'small.csv', orgs: ['acme'] });
     const seedStarted = performance.now();
-    await Promise.all(
-      Array.from({ length: SMALL_RUN_FAILURES }, (_, i) =>
-        ctx.store.recordAttempt('acme', FAILURES + 1 + i, smallRun, {
-          bucket: 'not-found',
-          code: 'not-found',
-          status: 404,
-          durationMs: 42,
-          countsAsAttempt: true,
-        }),
-      ),
-    );
-    const BATCH = 1000;
-    for (let first = 1; first <= FAILURES; first += BATCH) {
-      const ids = Array.from({ length: Math.min(BATCH, FAILURES - first + 1) }, (_, i) => first + i);
-      await ctx.store.markQueued(
-        ids.map((learnerId) => ({ org: 'acme', learnerId, runId, source: 'bench.csv', force: false })),
-      );
-      // Concurrent calls share the connection as a pipeline (ioredis), each the worker's own script.
-      await Promise.all(
-        ids.map((learnerId) => {
-          const share = (learnerId % 100) / 100;
-          const [code, , status] = share < 0.5 ? MIX[0]! : share < 0.8 ? MIX[1]! : MIX[2]!;
-          return ctx.store.recordAttempt('acme', learnerId, runId, {
-            bucket: code as 'server-error',
-            code,
-            status,
-            error: 'Bench',
-            message: `seeded failure ${learnerId}`,
-            durationMs: 42,
-            tokenId: config.tokens[0]?.id,
-            countsAsAttempt: true,
-          });
-        }),
-      );
-    }
+    await seedFailures(ctx, config, runId, smallRun);
     figures['failed learners seeded'] = FAILURES;
     figures['seed s'] = round((performance.now() - seedStarted) / 1000, 1);
 

@@ -349,31 +349,43 @@ interface Killable {
   waitForReplication(): Promise<void>;
 }
 
-/**
- * Two `work` processes on `mode`, the master serving the organization's keys SIGKILLed once a quarter of
- * the learners moved. The stall is read from the simulator's record: transfer requests (PATCH) in the
- * order they arrived from the kill on, with the kill itself as the first point; the longest gap between
- * two consecutive points is the stall, and the request that ends it is the first after the stall.
- */
-export async function runFailover(topos: Topologies, mode: 'cluster' | 'sentinel'): Promise<Figures> {
-  const topo: Killable =
-    mode === 'cluster'
-      ? {
-          async kill(key) {
-            const port = await topos.cluster.masterOf(key);
-            await topos.cluster.killNode(port);
-            return port;
-          },
-          waitForFailover: (port) => topos.cluster.waitForFailover(port),
-          waitForReplication: () => topos.cluster.waitForReplication(),
-        }
-      : {
-          kill: () => topos.sentinel.killMaster(),
-          waitForFailover: (port) => topos.sentinel.waitForFailover(port),
-          waitForReplication: () => topos.sentinel.waitForReplication(),
-        };
-  const ids = learnersNotIn('acme', FAILOVER_LEARNERS);
-  const h = await startHarness({
+/** The kill and the waits of one topology, the same for a cluster (by key) and a Sentinel setup. */
+function killableOf(topos: Topologies, mode: 'cluster' | 'sentinel'): Killable {
+  return mode === 'cluster'
+    ? {
+        async kill(key) {
+          const port = await topos.cluster.masterOf(key);
+          await topos.cluster.killNode(port);
+          return port;
+        },
+        waitForFailover: (port) => topos.cluster.waitForFailover(port),
+        waitForReplication: () => topos.cluster.waitForReplication(),
+      }
+    : {
+        kill: () => topos.sentinel.killMaster(),
+        waitForFailover: (port) => topos.sentinel.waitForFailover(port),
+        waitForReplication: () => topos.sentinel.waitForReplication(),
+      };
+}
+
+/** The longest gap between consecutive points, the kill first: its length and the point that ends it. */
+function longestGap(killedAt: number, arrivals: number[]): { gap: number; gapEnd: number } {
+  const points = [killedAt, ...arrivals];
+  let gap = 0;
+  let gapEnd = killedAt;
+  for (let i = 1; i < points.length; i++) {
+    const d = (points[i] ?? 0) - (points[i - 1] ?? 0);
+    if (d > gap) {
+      gap = d;
+      gapEnd = points[i] ?? 0;
+    }
+  }
+  return { gap, gapEnd };
+}
+
+/** A harness on `mode`'s Redis whose service answers in 5-30 ms and 429 to anything over the budget. */
+function failoverHarness(topos: Topologies, mode: 'cluster' | 'sentinel', ids: number[]) {
+  return startHarness({
     tag: `bha-${mode}`,
     redisEnv: topos.env[mode],
     sim: {
@@ -397,6 +409,18 @@ export async function runFailover(topos: Topologies, mode: 'cluster' | 'sentinel
       LOG_LEVEL: process.env.BENCH_HA_LOG_LEVEL ?? 'warn',
     },
   });
+}
+
+/**
+ * Two `work` processes on `mode`, the master serving the organization's keys SIGKILLed once a quarter of
+ * the learners moved. The stall is read from the simulator's record: transfer requests (PATCH) in the
+ * order they arrived from the kill on, with the kill itself as the first point; the longest gap between
+ * two consecutive points is the stall, and the request that ends it is the first after the stall.
+ */
+export async function runFailover(topos: Topologies, mode: 'cluster' | 'sentinel'): Promise<Figures> {
+  const topo = killableOf(topos, mode);
+  const ids = learnersNotIn('acme', FAILOVER_LEARNERS);
+  const h = await failoverHarness(topos, mode, ids);
   try {
     const { summary } = await h.enqueueIds(ids, 'acme');
     if (summary.enqueued !== ids.length)
@@ -434,16 +458,7 @@ export async function runFailover(topos: Topologies, mode: 'cluster' | 'sentinel
       .map((r) => r.receivedAt)
       .filter((t) => t >= killedAt)
       .sort((a, b) => a - b);
-    const points = [killedAt, ...arrivals];
-    let gap = 0;
-    let gapEnd = killedAt;
-    for (let i = 1; i < points.length; i++) {
-      const d = (points[i] ?? 0) - (points[i - 1] ?? 0);
-      if (d > gap) {
-        gap = d;
-        gapEnd = points[i] ?? 0;
-      }
-    }
+    const { gap, gapEnd } = longestGap(killedAt, arrivals);
     const perLearner = new Map<number, number>();
     for (const r of patches())
       perLearner.set(r.learnerId ?? -1, (perLearner.get(r.learnerId ?? -1) ?? 0) + 1);

@@ -56,19 +56,21 @@ function runWorker(env: Record<string, string>, concurrency: number): Promise<Ch
   );
 }
 
-export async function runLoadBench(): Promise<Figures> {
-  const learners = envInt('LOAD_LEARNERS', 100_000);
-  const workers = envInt('LOAD_WORKERS', 4);
-  const concurrency = envInt('LOAD_CONCURRENCY', 32);
-  const perToken = process.env.LOAD_LIMIT_PER_TOKEN ?? '2000/1s';
-  const perOrg = process.env.LOAD_LIMIT_PER_ORG ?? '8000/1s';
-  const prefix = `lt-bench-load-${Date.now().toString(36)}`;
-  const tokens = [1, 2, 3, 4].map((i) => ({ token: `load-acme-token-${i}`, org: 'acme' }));
-
-  // Learner i belongs to organization (i-1) % 3 in the simulator's seed: acme owns every third.
+/** `count` learner ids outside acme: learner i belongs to organization (i-1) % 3 in the simulator's seed. */
+function movableIds(count: number): number[] {
   const ids: number[] = [];
-  for (let id = 2; ids.length < learners; id++) if ((id - 1) % 3 !== 0) ids.push(id);
-  const env: Record<string, string> = {
+  for (let id = 2; ids.length < count; id++) if ((id - 1) % 3 !== 0) ids.push(id);
+  return ids;
+}
+
+/** The workers' environment: quick timeouts, the bench's own prefix, its tokens and limits. */
+function loadEnv(
+  prefix: string,
+  tokens: { token: string }[],
+  perToken: string,
+  perOrg: string,
+): Record<string, string> {
+  return {
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     QUEUE_PREFIX: prefix,
     LEARNER_API_TOKENS: tokens.map((t) => `acme:${t.token}`).join(','),
@@ -79,6 +81,37 @@ export async function runLoadBench(): Promise<Figures> {
     BACKOFF: '100ms',
     LOG_LEVEL: 'warn',
   };
+}
+
+/** Runs the workers, sampling Redis's used memory each second: their results, the wall time, the peak. */
+async function workSampled<T>(redis: RedisClient, memQueued: number, work: () => Promise<T>) {
+  let memPeak = memQueued;
+  const sampler = setInterval(() => {
+    usedMemory(redis).then(
+      (m) => (memPeak = Math.max(memPeak, m)),
+      () => {},
+    );
+  }, 1000);
+  const t1 = Date.now();
+  try {
+    const children = await work();
+    return { children, wallMs: Date.now() - t1, memPeak };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+export async function runLoadBench(): Promise<Figures> {
+  const learners = envInt('LOAD_LEARNERS', 100_000);
+  const workers = envInt('LOAD_WORKERS', 4);
+  const concurrency = envInt('LOAD_CONCURRENCY', 32);
+  const perToken = process.env.LOAD_LIMIT_PER_TOKEN ?? '2000/1s';
+  const perOrg = process.env.LOAD_LIMIT_PER_ORG ?? '8000/1s';
+  const prefix = `lt-bench-load-${Date.now().toString(36)}`;
+  const tokens = [1, 2, 3, 4].map((i) => ({ token: `load-acme-token-${i}`, org: 'acme' }));
+
+  const ids = movableIds(learners);
+  const env = loadEnv(prefix, tokens, perToken, perOrg);
   const config = loadConfig(env, { requireTokens: true });
   const sim = createSimulator({
     learners: (ids.at(-1) ?? 0) + 1,
@@ -104,17 +137,9 @@ export async function runLoadBench(): Promise<Figures> {
     const enqueueMs = Date.now() - t0;
     const memQueued = await usedMemory(redis);
 
-    let memPeak = memQueued;
-    const sampler = setInterval(() => {
-      usedMemory(redis).then(
-        (m) => (memPeak = Math.max(memPeak, m)),
-        () => {},
-      );
-    }, 1000);
-    const t1 = Date.now();
-    const children = await Promise.all(Array.from({ length: workers }, () => runWorker(env, concurrency)));
-    const wallMs = Date.now() - t1;
-    clearInterval(sampler);
+    const { children, wallMs, memPeak } = await workSampled(redis, memQueued, () =>
+      Promise.all(Array.from({ length: workers }, () => runWorker(env, concurrency))),
+    );
     const memEnd = await usedMemory(redis);
 
     const counts = await ctx.store.orgCounts('acme');

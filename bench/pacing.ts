@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createContext } from '../src/app/context.ts';
-import { loadConfig } from '../src/core/config.ts';
+import { createContext, type AppContext } from '../src/app/context.ts';
+import { loadConfig, type Config } from '../src/core/config.ts';
 import { createLogger } from '../src/core/log.ts';
 import { simulate } from '../src/ops/eta/simulate.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
@@ -39,6 +39,23 @@ function mostInWindow(times: number[], windowMs: number): number {
     most = Math.max(most, i - j + 1);
   }
   return most;
+}
+
+/** The learners as one CSV run, enqueued as `enqueue` would. */
+async function enqueueIds(ctx: AppContext, config: Config, ids: number[]): Promise<void> {
+  const file = join(mkdtempSync(join(tmpdir(), 'lt-bench-')), 'ids.csv');
+  writeFileSync(file, `learnerId\n${ids.join('\n')}\n`);
+  await ctx.runs.create({ id: 'bench-pacing', kind: 'csv', source: file, orgs: ['acme'] });
+  await enqueueCsv(
+    { producer: ctx.producer, runs: ctx.runs },
+    {
+      file,
+      defaultOrg: 'acme',
+      knownOrgs: config.orgs,
+      runId: 'bench-pacing',
+      rejectsFile: join(tmpdir(), 'lt-bench-r.csv'),
+    },
+  );
 }
 
 async function paced({ perToken: PER_TOKEN, windowMs: WINDOW_MS, burst: BURST, n }: Shape): Promise<Figures> {
@@ -71,19 +88,7 @@ async function paced({ perToken: PER_TOKEN, windowMs: WINDOW_MS, burst: BURST, n
   );
   const ctx = await createContext(config, { logger: createLogger({ level: 'error' }) });
   try {
-    const file = join(mkdtempSync(join(tmpdir(), 'lt-bench-')), 'ids.csv');
-    writeFileSync(file, `learnerId\n${ids.join('\n')}\n`);
-    await ctx.runs.create({ id: 'bench-pacing', kind: 'csv', source: file, orgs: ['acme'] });
-    await enqueueCsv(
-      { producer: ctx.producer, runs: ctx.runs },
-      {
-        file,
-        defaultOrg: 'acme',
-        knownOrgs: config.orgs,
-        runId: 'bench-pacing',
-        rejectsFile: join(tmpdir(), 'lt-bench-r.csv'),
-      },
-    );
+    await enqueueIds(ctx, config, ids);
     const result = await startWorkers(ctx, {
       orgs: ['acme'],
       concurrency: 10,

@@ -37,6 +37,48 @@ function credentialsOf(req: IncomingMessage): { user: string; password: string }
   return colon < 0 ? undefined : { user: text.slice(0, colon), password: text.slice(colon + 1) };
 }
 
+/**
+ * Opens the tunnel of an accepted CONNECT: a connection to `target`, answered 200 once it is open (or
+ * `answerAfterMs` after), then bytes piped both ways; `onClosed` once both ends have closed.
+ */
+function tunnel(
+  client: Socket,
+  head: Buffer,
+  target: string,
+  sockets: Set<Socket>,
+  answerAfterMs: number | undefined,
+  onClosed: () => void,
+): void {
+  const colon = target.lastIndexOf(':');
+  const host = target.slice(0, colon).replace(/^\[|\]$/g, '');
+  const upstream = connect({ host, port: Number(target.slice(colon + 1)), autoSelectFamily: true });
+  sockets.add(upstream);
+  upstream.on('close', () => sockets.delete(upstream));
+  upstream.on('error', () => client.destroy());
+  client.on('error', () => upstream.destroy());
+  let open = 2;
+  const closed = (): void => {
+    open -= 1;
+    if (open === 0) onClosed();
+  };
+  client.on('close', closed);
+  upstream.on('close', closed);
+  const answer = (): void => {
+    if (client.destroyed) {
+      upstream.destroy();
+      return;
+    }
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  };
+  upstream.on('connect', () => {
+    if (answerAfterMs === undefined) answer();
+    else setTimeout(answer, answerAfterMs);
+  });
+}
+
 export async function startConnectProxy(
   options: {
     user?: string;
@@ -75,34 +117,7 @@ export async function startConnectProxy(
       );
       return;
     }
-    const colon = entry.target.lastIndexOf(':');
-    const host = entry.target.slice(0, colon).replace(/^\[|\]$/g, '');
-    const upstream = connect({ host, port: Number(entry.target.slice(colon + 1)), autoSelectFamily: true });
-    sockets.add(upstream);
-    upstream.on('close', () => sockets.delete(upstream));
-    upstream.on('error', () => client.destroy());
-    client.on('error', () => upstream.destroy());
-    let open = 2;
-    const closed = (): void => {
-      open -= 1;
-      if (open === 0) tunnelsClosed += 1;
-    };
-    client.on('close', closed);
-    upstream.on('close', closed);
-    const answer = (): void => {
-      if (client.destroyed) {
-        upstream.destroy();
-        return;
-      }
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    };
-    upstream.on('connect', () => {
-      if (options.answerAfterMs === undefined) answer();
-      else setTimeout(answer, options.answerAfterMs);
-    });
+    tunnel(client, head, entry.target, sockets, options.answerAfterMs, () => (tunnelsClosed += 1));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

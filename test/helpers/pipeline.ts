@@ -46,30 +46,32 @@ export function learnersNotIn(org: (typeof SEED_ORGS)[number], count: number, fr
   return ids;
 }
 
-export async function startHarness(
-  options: {
-    sim?: SimulatorOptions;
-    env?: Record<string, string>;
-    tag?: string;
-    /** A Redis of the test's own (default: the shared REDIS_URL). */
-    redisUrl?: string;
-    /** A cluster or Sentinel of the test's own: REDIS_CLUSTER_NODES or REDIS_SENTINELS + _MASTER. */
-    redisEnv?: Record<string, string>;
-    /** The API base URL the workers use (default: the simulator's; a proxy in front of it, say). */
-    baseUrl?: (simUrl: string) => string | Promise<string>;
-    /** Spans go here (tracing on, whatever the environment says): a test's in-memory exporter. */
-    traceExporter?: SpanExporter;
-  } = {},
-): Promise<Harness> {
-  const sim = createSimulator(options.sim ?? {});
-  await sim.listen();
-  const prefix = randomPrefix(options.tag ?? 'e2e');
-  const dir = mkdtempSync(join(tmpdir(), 'lt-e2e-'));
-  const env: Record<string, string> = {
+export interface HarnessOptions {
+  sim?: SimulatorOptions;
+  env?: Record<string, string>;
+  tag?: string;
+  /** A Redis of the test's own (default: the shared REDIS_URL). */
+  redisUrl?: string;
+  /** A cluster or Sentinel of the test's own: REDIS_CLUSTER_NODES or REDIS_SENTINELS + _MASTER. */
+  redisEnv?: Record<string, string>;
+  /** The API base URL the workers use (default: the simulator's; a proxy in front of it, say). */
+  baseUrl?: (simUrl: string) => string | Promise<string>;
+  /** Spans go here (tracing on, whatever the environment says): a test's in-memory exporter. */
+  traceExporter?: SpanExporter;
+}
+
+/** The environment of a harness's fleet: small compressed limits, short timeouts, its own prefix and spool. */
+function harnessEnv(
+  options: HarnessOptions,
+  baseUrl: string,
+  prefix: string,
+  dir: string,
+): Record<string, string> {
+  return {
     REDIS_URL: options.redisUrl ?? REDIS_URL,
     ...options.redisEnv,
     QUEUE_PREFIX: prefix,
-    LEARNER_API_BASE_URL: options.baseUrl ? await options.baseUrl(sim.url) : sim.url,
+    LEARNER_API_BASE_URL: baseUrl,
     LEARNER_API_TOKENS: 'acme:sim-acme-1,acme:sim-acme-2',
     LIMIT_PER_TOKEN: '20/2s',
     LIMIT_PER_ORG: '60/4s',
@@ -84,6 +86,14 @@ export async function startHarness(
     LEASE_GRACE: '1s',
     ...options.env,
   };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const sim = createSimulator(options.sim ?? {});
+  await sim.listen();
+  const prefix = randomPrefix(options.tag ?? 'e2e');
+  const dir = mkdtempSync(join(tmpdir(), 'lt-e2e-'));
+  const env = harnessEnv(options, options.baseUrl ? await options.baseUrl(sim.url) : sim.url, prefix, dir);
   const config = loadConfig(env, { requireBaseUrl: true, requireTokens: true });
   const logLines: string[] = [];
   const logger = createLogger({
