@@ -1,16 +1,14 @@
 // The outcome store: where every learner stands, per organization, in Redis. The worker writes it, the
-// producer seeds it (`queued`), and reports, status, retry and the dashboard read it.
+// producer seeds it (`queued`), and reports, status, retry and the dashboard read it (store-reads.ts: the
+// reads; audit-entry.ts: an audit entry as read).
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/client.ts';
 import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
 import { randomUUID } from 'node:crypto';
-import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import { AuditStream } from './audit-stream.ts';
-import { recordStoryOf, withStory, type StoryReader } from './story.ts';
 import {
   BUCKETS,
-  decodeRecord,
   FAILURE_BUCKETS,
   isFinalBucket,
   isIndexedBucket,
@@ -19,6 +17,9 @@ import {
   type OutcomeRecord,
 } from './record.ts';
 import { LearnerTransferError } from '../core/errors.ts';
+import { OutcomeReader } from './store-reads.ts';
+
+export type { RunCounts } from './store-reads.ts';
 
 // The ledger's scripts, beside this module; both include includes/record.lua (bucket moves, indexes,
 // counters), so a record moves the same way in either.
@@ -147,8 +148,6 @@ export interface AttemptUpdate {
   countsAsAttempt: boolean;
 }
 
-export type RunCounts = Partial<Record<Bucket | 'total', number>>;
-
 /**
  * What cancel-learners.lua decided for one learner: withdrawn, left to its call in flight, no record, a
  * state that is not withdrawn (done, failed, cancelled already), or a run the call did not declare.
@@ -172,16 +171,13 @@ export interface CancelArgs {
   now?: number;
 }
 
-export class OutcomeStore {
-  readonly #redis: RedisClient;
-  readonly #keys: Keys;
+export class OutcomeStore extends OutcomeReader {
   readonly #stream: AuditStream;
 
   constructor(redis: RedisClient, keys: Keys) {
     // Before any pipeline is made from the client: a pipeline takes the commands its client has.
     OUTCOME_SCRIPTS.define(redis);
-    this.#redis = redis;
-    this.#keys = keys;
+    super(redis, keys);
     this.#stream = new AuditStream(redis, keys);
   }
 
@@ -195,7 +191,7 @@ export class OutcomeStore {
     mode: 'set' | 'enqueue' | 'enqueue-cancelled' | 'approve',
     force: boolean | number,
   ) {
-    const k = this.#keys;
+    const k = this.keys;
     const args: Arg[] = [];
     for (const { learnerId, record } of records)
       args.push(String(learnerId), JSON.stringify(record), record.b);
@@ -218,7 +214,7 @@ export class OutcomeStore {
   }
 
   #indexKeys(org: string): string[] {
-    return INDEXED_BUCKETS.map((b) => this.#keys.outcomeIndex(org, b));
+    return INDEXED_BUCKETS.map((b) => this.keys.outcomeIndex(org, b));
   }
 
   /** Marks a batch of learners `queued` in one round trip; final records are kept unless forced. */
@@ -242,7 +238,7 @@ export class OutcomeStore {
     const replies = (
       await Promise.all(
         [...byOrg.values()].map(async (list) => {
-          const pipe = this.#redis.pipeline();
+          const pipe = this.redis.pipeline();
           for (const g of list) {
             const records = g.at.map((i) => {
               const it = items[i] as QueueMark;
@@ -296,7 +292,7 @@ export class OutcomeStore {
     const moved: number[] = [];
     for (let i = 0; i < learnerIds.length; i += 1000) {
       const chunk = learnerIds.slice(i, i + 1000);
-      const pipe = this.#redis.pipeline();
+      const pipe = this.redis.pipeline();
       // The record given is ignored by mode 'approve' (the script keeps the stored one): only its bucket counts.
       const records = chunk.map((learnerId) => ({
         learnerId,
@@ -318,7 +314,7 @@ export class OutcomeStore {
    */
   async cancel(org: string, learnerIds: readonly number[], a: CancelArgs): Promise<CancelDecision[]> {
     if (learnerIds.length === 0) return [];
-    const k = this.#keys;
+    const k = this.keys;
     const keys = [
       k.outcomes(org),
       k.orgCounts(org),
@@ -326,7 +322,7 @@ export class OutcomeStore {
       ...a.runIds.flatMap((r) => [k.runCounters(org, r), k.runFailures(org, r)]),
       ...this.#indexKeys(org),
     ];
-    const reply = (await OUTCOME_SCRIPTS.run(this.#redis, 'cancel-learners', keys, [
+    const reply = (await OUTCOME_SCRIPTS.run(this.redis, 'cancel-learners', keys, [
       a.dryRun ? '1' : '0',
       Math.round(a.now ?? Date.now()),
       FAILURE,
@@ -345,38 +341,15 @@ export class OutcomeStore {
     });
   }
 
-  async get(org: string, learnerId: number): Promise<OutcomeRecord | undefined> {
-    return decodeRecord(await this.#redis.hget(this.#keys.outcomes(org), String(learnerId)));
-  }
-
-  /**
-   * The record with its history and audit ids, read back from the stream when it was compacted (the
-   * learner page); `archived`: part of it is only in the archive files now.
-   */
-  async getWithStory(
-    org: string,
-    learnerId: number,
-    fromArchive?: StoryReader,
-  ): Promise<{ record: OutcomeRecord; archived: boolean } | undefined> {
-    const record = await this.get(org, learnerId);
-    return record ? withStory(this.#redis, this.#keys.audit(org), record, fromArchive) : undefined;
-  }
-
   /**
    * Compacts the final records among these learners that an earlier release wrote whole (the upgrade to
    * state version 5); returns how many were. Records not final or already compact are left as they are.
    */
   async compactRecords(org: string, learnerIds: readonly number[]): Promise<number> {
     if (learnerIds.length === 0) return 0;
-    const k = this.#keys;
+    const k = this.keys;
     const keys = [k.outcomes(org), k.audit(org), k.auditIds(org)];
-    return Number(await OUTCOME_SCRIPTS.run(this.#redis, 'compact-records', keys, learnerIds.map(String)));
-  }
-
-  async getMany(org: string, learnerIds: readonly number[]): Promise<(OutcomeRecord | undefined)[]> {
-    if (learnerIds.length === 0) return [];
-    const texts = await this.#redis.hmget(this.#keys.outcomes(org), ...learnerIds.map(String));
-    return texts.map((t) => decodeRecord(t));
+    return Number(await OUTCOME_SCRIPTS.run(this.redis, 'compact-records', keys, learnerIds.map(String)));
   }
 
   /**
@@ -415,7 +388,7 @@ export class OutcomeStore {
    * merged from its current state, the permit settled, the lease freed. Idempotent for the same args.
    */
   async finish(a: FinishArgs): Promise<FinishResult> {
-    const k = this.#keys;
+    const k = this.keys;
     const { org } = a;
     const tokenId = a.permit?.tokenId ?? '_';
     const keys = [
@@ -432,7 +405,7 @@ export class OutcomeStore {
       k.runFailures(org, a.runId),
       ...this.#indexKeys(org),
     ];
-    const reply = (await OUTCOME_SCRIPTS.run(this.#redis, 'finish-attempt', keys, [
+    const reply = (await OUTCOME_SCRIPTS.run(this.redis, 'finish-attempt', keys, [
       String(a.learnerId),
       a.runId,
       Math.round(a.at),
@@ -482,8 +455,8 @@ export class OutcomeStore {
     by: string,
   ): Promise<string> {
     const raw = JSON.stringify({ claimMoved: { from, to: org, by, at: new Date().toISOString() } });
-    const id = await this.#redis.xadd(
-      this.#keys.audit(org),
+    const id = await this.redis.xadd(
+      this.keys.audit(org),
       '*',
       'learnerId',
       String(learnerId),
@@ -510,189 +483,4 @@ export class OutcomeStore {
   #markUnarchived(org: string): void {
     this.#stream.markUnarchived(org).catch(() => undefined);
   }
-
-  /** Audit entries by their stream ids (a record keeps the ids of its learner's entries). */
-  async auditEntries(org: string, ids: readonly string[]): Promise<AuditEntry[]> {
-    const out: AuditEntry[] = [];
-    for (const id of ids) {
-      const [entry] = await this.#redis.xrange(this.#keys.audit(org), id, id);
-      if (entry) out.push(toAuditEntry(entry[0], entry[1]));
-    }
-    return out;
-  }
-
-  /** Iterates the audit stream of an organization in order. */
-  async *audit(org: string): AsyncGenerator<AuditEntry> {
-    let start = '-';
-    for (;;) {
-      const batch = await this.#redis.xrange(this.#keys.audit(org), start, '+', 'COUNT', 1000);
-      for (const [id, fields] of batch) yield toAuditEntry(id, fields);
-      if (batch.length < 1000) return;
-      start = `(${batch[batch.length - 1]?.[0]}`;
-    }
-  }
-
-  async runCounts(org: string, runId: string): Promise<RunCounts> {
-    const raw = await this.#redis.hgetall(this.#keys.runCounters(org, runId));
-    const out: RunCounts = {};
-    for (const [k, v] of Object.entries(raw)) {
-      const n = Number(v);
-      if (n !== 0) out[k as Bucket] = n;
-    }
-    return out;
-  }
-
-  /** Learners of an organization per bucket (every run). */
-  async orgCounts(org: string): Promise<RunCounts> {
-    const raw = await this.#redis.hgetall(this.#keys.orgCounts(org));
-    const out: RunCounts = {};
-    for (const [k, v] of Object.entries(raw)) if (Number(v) !== 0) out[k as Bucket] = Number(v);
-    return out;
-  }
-
-  /** Count of learners in an indexed bucket. */
-  async bucketSize(org: string, bucket: Bucket): Promise<number> {
-    return this.#redis.zcard(this.#keys.outcomeIndex(org, bucket));
-  }
-
-  /** Learner ids of an indexed bucket, newest first, for paging. */
-  async bucketPage(org: string, bucket: Bucket, offset: number, limit: number): Promise<number[]> {
-    const ids = await this.#redis.zrevrange(this.#keys.outcomeIndex(org, bucket), offset, offset + limit - 1);
-    return ids.map(Number);
-  }
-
-  /** Count of a run's failed learners in an organization (learners since moved to another run included). */
-  async runFailureSize(org: string, runId: string): Promise<number> {
-    return this.#redis.zcard(this.#keys.runFailures(org, runId));
-  }
-
-  /** Learner ids of a run's failures in an organization, newest first, for paging. */
-  async runFailurePage(org: string, runId: string, offset: number, limit: number): Promise<number[]> {
-    const ids = await this.#redis.zrevrange(this.#keys.runFailures(org, runId), offset, offset + limit - 1);
-    return ids.map(Number);
-  }
-
-  /** For each id, whether it is in an indexed bucket (one ZMSCORE, no record read). */
-  async inBucket(org: string, bucket: Bucket, learnerIds: readonly number[]): Promise<boolean[]> {
-    return this.#inSet(this.#keys.outcomeIndex(org, bucket), learnerIds);
-  }
-
-  /** For each id, whether it is in a run's failure index (one ZMSCORE, no record read). */
-  async inRunFailures(org: string, runId: string, learnerIds: readonly number[]): Promise<boolean[]> {
-    return this.#inSet(this.#keys.runFailures(org, runId), learnerIds);
-  }
-
-  async #inSet(key: string, learnerIds: readonly number[]): Promise<boolean[]> {
-    if (learnerIds.length === 0) return [];
-    const scores = await this.#redis.zmscore(key, ...learnerIds.map(String));
-    return scores.map((s) => s !== null);
-  }
-
-  /** Every record of an organization, in batches (HSCAN: constant memory on the server and here). */
-  async *scan(org: string, count = 1000): AsyncGenerator<[number, OutcomeRecord]> {
-    let cursor = '0';
-    do {
-      const [next, flat] = await this.#redis.hscan(this.#keys.outcomes(org), cursor, 'COUNT', count);
-      cursor = next;
-      for (let i = 0; i + 1 < flat.length; i += 2) {
-        const record = decodeRecord(flat[i + 1]);
-        if (record) yield [Number(flat[i]), record];
-      }
-    } while (cursor !== '0');
-  }
-
-  async size(org: string): Promise<number> {
-    return this.#redis.hlen(this.#keys.outcomes(org));
-  }
-}
-
-export interface AuditEntry {
-  id: string;
-  learnerId: number;
-  runId: string;
-  transferId: string;
-  /**
-   * The `data` of the transfer result (groups removed and added, authorizations revoked, assessments),
-   * or, for a body that could not be read, `{ unreadable: true, reason, body }`.
-   */
-  result: unknown;
-  /** The body as the service sent it (entries written before it was kept verbatim: undefined). */
-  raw: string | undefined;
-  /** 'possible-repeat': a 400 "already associated" after a lost answer (no body; see repeatCauses). */
-  kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat' | 'record';
-  /** A repeat of a transfer whose own answer was lost: that transfer's revoked authorizations are unknown. */
-  possibleRepeat: boolean;
-  /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
-  repeatCauses?: RepeatCause[];
-  /** Personal data removed from this entry: when, why and which fields (ops/audit/redact.ts). */
-  personalRemoved?: unknown[];
-}
-
-const AUDIT_KINDS: ReadonlySet<string> = new Set([
-  'unreadable',
-  'unexpected',
-  'claim-move',
-  'possible-repeat',
-  'record',
-]);
-
-/** The removals of personal data an entry lists (ops/audit/redact.ts writes them). */
-function removalsOf(value: string): unknown[] {
-  try {
-    const v = JSON.parse(value) as unknown;
-    return Array.isArray(v) ? v : [];
-  } catch {
-    return [];
-  }
-}
-
-/** An entry of the stream (or of the archive, which keeps its fields verbatim) as the ledger reads it. */
-export function toAuditEntry(id: string, fields: string[]): AuditEntry {
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
-  const base = {
-    id,
-    learnerId: Number(f.learnerId),
-    runId: f.runId ?? '',
-    transferId: f.transferId ?? '',
-    possibleRepeat: f.possibleRepeat === '1',
-    ...(f.possibleRepeat === '1' ? { repeatCauses: parseRepeatCauses(f.repeatCause) } : {}),
-    ...(f.personalRemoved !== undefined ? { personalRemoved: removalsOf(f.personalRemoved) } : {}),
-  };
-  if (f.raw === undefined) {
-    // Written by the release before the verbatim audit: `result` holds the parsed data (or the
-    // { unreadable, reason, body } of a body that could not be read).
-    const result: unknown = JSON.parse(f.result ?? 'null');
-    const unreadable = typeof result === 'object' && result !== null && 'unreadable' in result;
-    return { ...base, result, raw: undefined, kind: unreadable ? 'unreadable' : 'transfer' };
-  }
-  const kind = (AUDIT_KINDS.has(f.kind ?? '') ? f.kind : 'transfer') as AuditEntry['kind'];
-  if (kind === 'claim-move') return { ...base, result: JSON.parse(f.raw) as unknown, raw: f.raw, kind };
-  if (kind === 'possible-repeat') return { ...base, result: null, raw: undefined, kind };
-  if (kind === 'record') return { ...base, result: recordStoryOf(f), raw: undefined, kind };
-  let data: unknown;
-  if (kind !== 'unreadable') {
-    try {
-      data = (JSON.parse(f.raw) as { data?: unknown }).data;
-    } catch {
-      data = undefined;
-    }
-  }
-  if (data !== undefined) return { ...base, result: data, raw: f.raw, kind };
-  // An unreadable body: what is kept of it (its prefix, and since the bounded audit its length and hash;
-  // a learner's repeat of the same body names the entry that keeps its prefix).
-  const result = {
-    unreadable: true,
-    reason: f.reason ?? 'not JSON',
-    body: f.raw,
-    ...(f.bodySha256 !== undefined
-      ? {
-          bodyBytes: Number(f.bodyBytes),
-          bodySha256: f.bodySha256,
-          prefixOnly: Number(f.bodyBytes) > Buffer.byteLength(f.raw),
-        }
-      : {}),
-    ...(f.sameBodyAs !== undefined ? { sameBodyAs: f.sameBodyAs } : {}),
-  };
-  return { ...base, result, raw: f.sameBodyAs !== undefined ? undefined : f.raw, kind };
 }

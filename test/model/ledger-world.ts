@@ -18,7 +18,8 @@ import {
   isSuccessBucket,
   shortAttemptId as shortId,
 } from '../../src/outcomes/record.ts';
-import { OutcomeStore, type AuditEntry, type FinishArgs } from '../../src/outcomes/store.ts';
+import type { AuditEntry } from '../../src/outcomes/audit-entry.ts';
+import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
 import { JOB_NAME, jobIdOf } from '../../src/queue/job.ts';
 import { QueueSet } from '../../src/queue/queues.ts';
 import type { RedisClient } from '../../src/redis/client.ts';

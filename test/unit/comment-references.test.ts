@@ -27,7 +27,12 @@ const PATH =
 const COMMENT = /(?:\/\/|\/\*|^\s*\*|--)(.*)$/;
 
 function tracked(): string[] {
-  return execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
+  return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
+    .split('\n')
+    .filter(Boolean);
 }
 
 /** Every comment reference of the tree that names nothing in it, as "file:line  reference". */

@@ -6,7 +6,7 @@
 import { RETRY_NOTES, retryKind } from '../../ops/actions/retry-risk.ts';
 import { html, type Html } from '../html.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
-import type { AuditEntry } from '../../outcomes/store.ts';
+import type { AuditEntry } from '../../outcomes/audit-entry.ts';
 import { repeatReason } from '../../outcomes/repeat-causes.ts';
 import type { QueuePlace } from '../../queue/priority.ts';
 import { layout, type PageContext } from './layout.ts';

@@ -22,7 +22,7 @@ import { assertPrivateTarget, PrivateOutput } from '../../core/private-file.ts';
 import { AuditStream } from '../../outcomes/audit-stream.ts';
 import { CANCELLED, isSuccessBucket, type Bucket, type OutcomeRecord } from '../../outcomes/record.ts';
 import { repeatReason } from '../../outcomes/repeat-causes.ts';
-import type { AuditEntry } from '../../outcomes/store.ts';
+import type { AuditEntry } from '../../outcomes/audit-entry.ts';
 import { OrgIds } from '../../queue/org-ids.ts';
 import { redactAuthorization } from '../audit/redact.ts';
 import { searchAudit } from '../audit/search.ts';

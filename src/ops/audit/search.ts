@@ -6,7 +6,7 @@
 // move in one script, audit-commit.lua), and an archived entry after the cursor is a write not confirmed yet (under way, or
 // cut short by a crash and undone by the next pass): it is read from the stream instead.
 import { compareIds, idTime, type AuditStream } from '../../outcomes/audit-stream.ts';
-import { toAuditEntry, type AuditEntry } from '../../outcomes/store.ts';
+import { toAuditEntry, type AuditEntry } from '../../outcomes/audit-entry.ts';
 import { repeatReason } from '../../outcomes/repeat-causes.ts';
 import { archivedDays, dayFile, dayOf, dayOfMs, readDayFile, sizeOf } from './archive-file.ts';
 
