@@ -14,7 +14,9 @@ import type { Worker } from 'bullmq';
 import type { Logger } from '../core/log.ts';
 import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';
 import type { LaneJobs } from '../queue/lane-state.ts';
-import { subscribeReady, type RedisClient } from '../redis/client.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { LaneChannels } from './lane-channels.ts';
+import { dueAgain, newLane, type DetachReason, type Lane } from './lane.ts';
 
 export interface AttachedWorker {
   worker: Worker;
@@ -64,27 +66,6 @@ export interface LaneEvent {
   dueAt?: number | null;
 }
 
-type DetachReason = 'drained' | 'budget' | 'rotate' | 'stop' | 'removed';
-
-interface Lane {
-  name: string;
-  worker: Worker;
-  dispose: () => void;
-  /** The lease time this process wrote (as Redis compares it). */
-  lease: string;
-  since: number;
-  inFlight: number;
-  drainTimer: NodeJS.Timeout | undefined;
-  closing: Promise<void> | undefined;
-  /** The worker's own concurrency (it runs with less while lanes wait: #pace). */
-  concurrency: number;
-  /** When its organization's limiter last announced budget back (0: never while attached). */
-  lastEventAt: number;
-  /** Closing, and its blocking connection let go already: it holds no slot. */
-  released: boolean;
-  budgetUntil: number | undefined;
-}
-
 /** Lanes read from the head of LanesDue per pass; beyond it the times of this process's lanes are read. */
 const HEAD = 256;
 /** A wait for budget shorter than this is slept through attached (a re-attach would cost more). */
@@ -117,13 +98,7 @@ export class LaneDispatcher {
 
   /** Lanes attached since the last call of takeTouched (the repair sweep looks only at those). */
   readonly #touched = new Set<string>();
-  /** Limiter event channel -> organization, for the lanes subscribed. */
-  #channels = new Map<string, string>();
-  readonly #onMessage = (channel: string) => {
-    if (channel === this.#o.lanesChannel) this.nudge();
-    else this.#limiterEvent(channel);
-  };
-  readonly #onReady = () => this.nudge();
+  readonly #channels: LaneChannels;
 
   constructor(options: LaneDispatcherOptions) {
     this.#o = {
@@ -134,18 +109,17 @@ export class LaneDispatcher {
       ...options,
     };
     this.#lanes = new Set(options.lanes);
+    this.#channels = new LaneChannels({
+      subscriber: options.subscriber,
+      lanesChannel: options.lanesChannel,
+      limiterChannel: options.limiterChannel,
+      onNudge: () => this.nudge(),
+      onLimiterEvent: (org) => this.#limiterEvent(org),
+    });
   }
 
   async start(): Promise<void> {
-    const { subscriber } = this.#o;
-    subscriber.on('message', this.#onMessage);
-    // A reconnect may have missed nudges: look again.
-    subscriber.on('ready', this.#onReady);
-    // One subscription per organization's channel, not a pattern: an ACL's &PREFIX:* grants these
-    // (PSUBSCRIBE would need its pattern granted literally). Idle, a subscription costs nothing.
-    await subscribeReady(subscriber);
-    await subscriber.subscribe(this.#o.lanesChannel);
-    await this.#subscribe();
+    await this.#channels.start(this.#lanes);
     this.#started = true;
     this.#renewTimer = setInterval(() => void this.#renew(), Math.max(1000, this.#o.leaseMs / 3));
     this.#renewTimer.unref();
@@ -179,27 +153,10 @@ export class LaneDispatcher {
     for (const lane of this.#attached.values()) {
       if (!this.#lanes.has(lane.name)) void this.#detach(lane, 'removed');
     }
-    this.#subscribe()
+    this.#channels
+      .follow(this.#lanes)
       .catch((err: Error) => this.#o.logger.warn({ err: err.message }, 'lanes: could not subscribe'))
       .finally(() => this.nudge());
-  }
-
-  /** Subscribes to the limiter events of the lanes served, and no others. */
-  async #subscribe(): Promise<void> {
-    const next = new Map<string, string>();
-    for (const lane of this.#lanes) if (!lane.startsWith(':')) next.set(this.#o.limiterChannel(lane), lane);
-    const added = [...next.keys()].filter((c) => !this.#channels.has(c));
-    const removed = [...this.#channels.keys()].filter((c) => !next.has(c));
-    this.#channels = next;
-    const { subscriber } = this.#o;
-    for (let i = 0; i < added.length; i += 1000) {
-      await subscribeReady(subscriber);
-      await subscriber.subscribe(...added.slice(i, i + 1000));
-    }
-    for (let i = 0; i < removed.length; i += 1000) {
-      await subscribeReady(subscriber);
-      await subscriber.unsubscribe(...removed.slice(i, i + 1000));
-    }
   }
 
   /**
@@ -260,9 +217,7 @@ export class LaneDispatcher {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#renewTimer) clearInterval(this.#renewTimer);
-    const { subscriber } = this.#o;
-    subscriber.off('message', this.#onMessage);
-    subscriber.off('ready', this.#onReady);
+    this.#channels.stop();
     await this.#passing?.catch(() => {});
     await Promise.all([...this.#attached.values()].map((lane) => this.#detach(lane, 'stop')));
   }
@@ -360,20 +315,7 @@ export class LaneDispatcher {
       }
     };
     const { worker, dispose } = this.#o.createWorker(name, track);
-    const lane: Lane = {
-      name,
-      worker,
-      dispose,
-      lease,
-      since: Date.now(),
-      inFlight: 0,
-      drainTimer: undefined,
-      closing: undefined,
-      concurrency: worker.concurrency,
-      lastEventAt: 0,
-      released: false,
-      budgetUntil: undefined,
-    };
+    const lane = newLane(name, worker, dispose, lease);
     slot.lane = lane;
     // BullMQ says 'drained' once when a fetch finds nothing; with jobs finishing and fetching in parallel
     // its events can come in any order, so the queue itself is read before the lane is let go.
@@ -435,7 +377,7 @@ export class LaneDispatcher {
     let dueAt: number | null = Date.now();
     const decidedAt = Date.now();
     try {
-      dueAt = this.#dueAgain(lane, reason, await this.#o.queueState(lane.name));
+      dueAt = dueAgain(lane, reason, await this.#o.queueState(lane.name), this.#o.stalledIntervalMs);
       await this.#o.due.swap([{ lane: lane.name, seen: lane.lease, next: dueAt }]);
       // An event heard after the time above was decided (it could not change it): wake the lane now.
       if (lane.lastEventAt >= decidedAt && dueAt !== null) await this.#o.due.wake([lane.name]);
@@ -450,20 +392,6 @@ export class LaneDispatcher {
       this.#o.onChange?.({ kind: 'detach', lane: lane.name, reason, dueAt });
       if (!this.#stopped) this.nudge();
     }
-  }
-
-  /** When the lane needs a worker again, from what is left in its queue (null: nothing). */
-  #dueAgain(lane: Lane, reason: DetachReason, q: LaneJobs): number | null {
-    const now = Date.now();
-    const any = q.ready + q.active > 0 || q.firstDelayed !== undefined;
-    if (!any) return null;
-    if (reason === 'budget' && lane.budgetUntil !== undefined) return lane.budgetUntil;
-    if (q.ready > 0) return now;
-    const times: number[] = [];
-    // Jobs active with no worker here: another process's, or stalled ones that a second look moves.
-    if (q.active > 0) times.push(now + this.#o.stalledIntervalMs);
-    if (q.firstDelayed !== undefined) times.push(Math.max(now, q.firstDelayed));
-    return Math.min(...times);
   }
 
   /** Renews the leases of the lanes held here; one taken back by a producer's mark is due, and taken again. */
@@ -485,9 +413,8 @@ export class LaneDispatcher {
   }
 
   /** An organization's limiter event (a resume, an unblock, budget released): a lane that waits is due now. */
-  #limiterEvent(channel: string): void {
-    const org = this.#channels.get(channel);
-    if (org === undefined || !this.#lanes.has(org)) return;
+  #limiterEvent(org: string): void {
+    if (!this.#lanes.has(org)) return;
     const held = this.#attached.get(org);
     if (held) {
       // Being detached for want of budget, or about to be (its refusal is on its way to budgetWait): the
