@@ -103,7 +103,13 @@ function stoppedLine(result: WorkResult): string {
       .join('') +
     (result.unauthorizedOrgs.length
       ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
-      : '')
+      : '') +
+    result.haltedOrgs
+      .map(
+        (o) =>
+          `; organization ${o.org} is halted by the error budget: ${o.reason}; its learners wait ('learner-transfer resume --org ${o.org}' once the cause is fixed, exit ${EXIT.halted})`,
+      )
+      .join('')
   );
 }
 
@@ -183,6 +189,7 @@ export function workDrainBoundMs(requestTimeoutMs: number): number {
 /** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
 function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
+  if (result.reason === 'halted') return EXIT.halted;
   if (result.reason === 'unauthorized') return EXIT.unauthorized;
   if (result.reason === 'stopped') return EXIT.interrupted;
   if (result.awaitingApproval.length > 0) return EXIT.awaitingApproval;
@@ -311,7 +318,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--org <key...>', 'serve only these organizations')
     .option(
       '--until-idle',
-      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval)',
+      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval; 9 when the error budget halted an organization with work left)',
     )
     .option(
       '--metrics-port <n>',

@@ -13,6 +13,7 @@ import { progressOf } from '../../src/outcomes/run-progress.ts';
 import type { RequestRecord } from '../../src/simulator/index.ts';
 import { DEFAULT_TOKENS } from '../../src/simulator/index.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
+import { EXIT } from '../../src/cli/shared.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -136,6 +137,32 @@ describe('a token refused on every learner (403)', () => {
     const resume = (await readChanges(ctx.redis, ctx.keys, { count: 20 })).find((c) => c.action === 'resume');
     expect(resume?.who).toMatch(/^cli:/);
   }, 120_000);
+});
+
+describe('work --until-idle and a halt', () => {
+  it('ends with its own exit status, naming the halted organization, its reason and resume --org', async () => {
+    h = await startHarness({
+      tag: 'halt-idle',
+      sim: { learners: 1000, tokens: [...DEFAULT_TOKENS, NO_PERMISSION] },
+      env: { ...WIDE, LEARNER_API_TOKENS: 'acme:sim-acme-noperm' },
+    });
+    const { runId } = await h.enqueueIds(learnersNotIn('acme', 100));
+    // The learners wait for a person's resume: the process must end, not wait with them for ever.
+    const r = await runCommand(
+      ['work', '--until-idle', '--org', 'acme', '--concurrency', '4'],
+      h.env,
+      30_000,
+    );
+    expect(r.code, r.stderr).toBe(EXIT.halted);
+    const paused = (await h.ctx.budget.policy('acme')).paused;
+    expect(paused?.who).toBe('breaker');
+    expect(r.stderr).toContain(
+      `organization acme is halted by the error budget: ${paused?.reason ?? '?'}; its learners wait ` +
+        `('learner-transfer resume --org acme' once the cause is fixed, exit ${EXIT.halted})`,
+    );
+    const counts = await h.ctx.store.runCounts('acme', runId);
+    expect(progressOf(counts).waiting).toBe(100 - (counts.forbidden ?? 0));
+  }, 60_000);
 });
 
 describe('normal cohorts never halt', () => {
