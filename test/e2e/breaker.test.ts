@@ -259,3 +259,53 @@ describe('a 5xx storm', () => {
     report('5xx storm', { calls: transfers(sim).length, probesDuringStorm: during.length, attempts });
   }, 120_000);
 });
+
+describe('a 5xx storm that does not end', () => {
+  it('halts the organization after HALT_STORM and its probes, said once by org.halted', async () => {
+    receiver = await startReceiver();
+    h = await startHarness({
+      tag: 'storm-halt',
+      sim: { learners: 1000, faults: { errorRate: 1, latencyAfterMs: [5, 15] } },
+      env: { ...WIDE, ATTEMPTS: '4', BACKOFF: '100ms', HALT_STORM: '2s' },
+    });
+    const { ctx, sim } = h;
+    const ids = learnersNotIn('acme', 60);
+    const { runId } = await h.enqueueIds(ids);
+    const notifier = new Notifier(ctx, receiver.url, { retryMs: [50] });
+    const started = Date.now();
+    const result = await startWorkers(ctx, {
+      orgs: ['acme'],
+      concurrency: 4,
+      untilIdle: true,
+      idleCheckMs: 100,
+      onHalt: notifier.noteHalt.bind(notifier),
+    }).done;
+    // The service never answered otherwise: before HALT_STORM there was no halt, after it one, and the
+    // process ended (its learners wait for a person's resume) instead of probing for ever.
+    expect(result.reason).toBe('halted');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    const paused = (await ctx.budget.policy('acme')).paused;
+    expect(paused?.who).toBe('breaker');
+    const m =
+      /^a 5xx storm that does not end: the service answered only server errors \(5xx\) for \d+ s, (\d+) probes in a row$/.exec(
+        paused?.reason ?? '',
+      );
+    expect(m, paused?.reason).not.toBeNull();
+    expect(Number(m?.[1])).toBeGreaterThanOrEqual(5);
+    expect(result.haltedOrgs).toEqual([{ org: 'acme', reason: paused?.reason }]);
+    // No call after the halt; every learner waits with its attempts (the probes used none).
+    const calls = await settled(sim);
+    expect(transfers(sim).every((r) => r.status === 500)).toBe(true);
+    expect(progressOf(await ctx.store.runCounts('acme', runId)).waiting).toBe(60);
+    await waitFor(
+      'org.halted',
+      () => receiver?.of('org.halted').length ?? 0,
+      (n) => n === 1,
+    );
+    expect(receiver.of('org.halted')[0]?.body.text).toContain('Check that the service answers again');
+    await notifier.stop(1000);
+    expect(receiver.of('org.halted')).toHaveLength(1);
+    expect(transfers(sim)).toHaveLength(calls);
+    report('5xx storm that does not end', { calls, probes: Number(m?.[1]) });
+  }, 60_000);
+});
