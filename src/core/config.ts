@@ -131,6 +131,8 @@ export interface Config {
   haltAt: HaltAt;
   /** HALT_SAMPLE: how many of an organization's last final outcomes the error budget judges. */
   haltSample: number;
+  /** The HALT_* the environment sets (the others are built-in defaults): `limits show` says which. */
+  haltVariablesSet?: readonly ('HALT_AT' | 'HALT_SAMPLE')[];
   /** HALT_STORM: how long a 5xx storm may last before it halts the organization (ms; 0: never). */
   haltStormMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER / OTEL_SERVICE_NAME: tracing on; undefined: off. */
@@ -634,6 +636,9 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     burst: Object.freeze(e.LIMIT_BURST),
     limitVariablesSet: Object.freeze(
       (['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG', 'LIMIT_BURST'] as const).filter((v) => set[v] !== undefined),
+    ),
+    haltVariablesSet: Object.freeze(
+      (['HALT_AT', 'HALT_SAMPLE'] as const).filter((v) => set[v] !== undefined),
     ),
     userAgentSet: set.USER_AGENT !== undefined,
     requestTimeoutMs: e.REQUEST_TIMEOUT,
