@@ -22,6 +22,7 @@ import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit/archive.ts';
 import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit/retention.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
+import { BodyArchive } from '../worker/body-archive.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
 import { contextReadiness, workerReadiness } from '../ops/metrics/health.ts';
@@ -163,7 +164,9 @@ function startPersonalRetention(
 ): void {
   const retentionMs = ctx.config.auditPersonalRetentionMs;
   if (retentionMs <= 0) return;
-  const deps = { redis: ctx.redis, keys: ctx.keys, dir, orgs, logger: ctx.logger };
+  // The bodies kept beside this process's spool go too (past the retention of their newest answer).
+  const bodies = new BodyArchive(ctx.config.spoolDir);
+  const deps = { redis: ctx.redis, keys: ctx.keys, dir, orgs, logger: ctx.logger, bodies };
   const pass = () => {
     removeOldPersonalData(deps, retentionMs, { archiver }).catch((err: Error) =>
       ctx.logger.warn(
