@@ -187,7 +187,7 @@ function createBudget(
     limitPerOrg: config.limitPerOrg,
     burst: config.burst,
     inflightTtlMs: inflightTtlFor(config.requestTimeoutMs),
-    halt: { haltAt: config.haltAt, haltSample: config.haltSample },
+    halt: { haltAt: config.haltAt, haltSample: config.haltSample, haltStormMs: config.haltStormMs },
     seed: (org) => seedPolicies(redis, keys, [org], config, logger, limitsWarned),
     onMalformedPolicy: (org, fields) => {
       for (const { field, value } of fields) {

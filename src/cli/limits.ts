@@ -17,7 +17,15 @@ import {
 } from '../limiter/policy-control.ts';
 import type { PauseInfo } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
-import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/views/limits.ts';
+import {
+  burstOrigin,
+  collectLimits,
+  describeChange,
+  haltOrigin,
+  limitsOrigin,
+  type LearnedDetail,
+  type OrgLimits,
+} from '../ops/views/limits.ts';
 import { summarizeChange } from '../ops/views/controls.ts';
 import type { Cli } from './io.ts';
 import {
@@ -56,17 +64,13 @@ const pausedText = (p: PauseInfo | null) =>
 
 export function formatLimits(l: OrgLimits): string {
   const lines = [
-    `${l.org}: ${
-      l.stored
-        ? `limits in Redis${l.seededFrom ? ` (seeded from LIMIT_PER_TOKEN=${l.seededFrom.LIMIT_PER_TOKEN} LIMIT_PER_ORG=${l.seededFrom.LIMIT_PER_ORG})` : ''}`
-        : 'no limits stored in Redis: each process uses its own LIMIT_*'
-    }`,
+    `${l.org}: ${limitsOrigin(l)}`,
     `  organization   ${l.perOrg}` +
       (l.reserve > 0
         ? `, reserve ${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''} for its other clients: this tool spends at most ${l.usableOrgLimit}`
         : ', no reserve'),
     `  per token      ${l.perToken} (default)`,
-    `  pacing         burst ${l.burst.value}${l.burst.stored ? '' : ' (LIMIT_BURST of this process: none stored)'}${
+    `  pacing         burst ${l.burst.value}${burstOrigin(l)}${
       l.orgPacing ? `; the organization ${l.orgPacing}` : '; the organization is not paced'
     }`,
     l.runWindow
@@ -81,7 +85,7 @@ export function formatLimits(l: OrgLimits): string {
       l.halt.at === 'off'
         ? 'off: never halts'
         : `halts at ${l.halt.at} failures of the last ${l.halt.sample} outcomes`
-    }${l.halt.stored ? '' : ' (HALT_AT / HALT_SAMPLE of this process: none stored)'}`,
+    }${haltOrigin(l)}`,
     `  paused         ${pausedText(l.paused)}`,
     `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(9)} ${'429s'.padEnd(5)} ${'paused'.padEnd(6)} pacing`,
   ];

@@ -22,6 +22,7 @@ import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit/archive.ts';
 import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit/retention.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
+import { BodyArchive } from '../worker/body-archive.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
 import { contextReadiness, workerReadiness } from '../ops/metrics/health.ts';
@@ -103,7 +104,13 @@ function stoppedLine(result: WorkResult): string {
       .join('') +
     (result.unauthorizedOrgs.length
       ? `; every token refused (401) for: ${result.unauthorizedOrgs.join(', ')}`
-      : '')
+      : '') +
+    result.haltedOrgs
+      .map(
+        (o) =>
+          `; organization ${o.org} is halted by the error budget: ${o.reason}; its learners wait ('learner-transfer resume --org ${o.org}' once the cause is fixed, exit ${EXIT.halted})`,
+      )
+      .join('')
   );
 }
 
@@ -157,7 +164,9 @@ function startPersonalRetention(
 ): void {
   const retentionMs = ctx.config.auditPersonalRetentionMs;
   if (retentionMs <= 0) return;
-  const deps = { redis: ctx.redis, keys: ctx.keys, dir, orgs, logger: ctx.logger };
+  // The bodies kept beside this process's spool go too (past the retention of their newest answer).
+  const bodies = new BodyArchive(ctx.config.spoolDir);
+  const deps = { redis: ctx.redis, keys: ctx.keys, dir, orgs, logger: ctx.logger, bodies };
   const pass = () => {
     removeOldPersonalData(deps, retentionMs, { archiver }).catch((err: Error) =>
       ctx.logger.warn(
@@ -183,6 +192,7 @@ export function workDrainBoundMs(requestTimeoutMs: number): number {
 /** A signal stopped the work before it was done: say so (130), whatever the outcomes so far. */
 function exitStatus(result: WorkResult, lostRedis: boolean): number {
   if (lostRedis) return EXIT.redis;
+  if (result.reason === 'halted') return EXIT.halted;
   if (result.reason === 'unauthorized') return EXIT.unauthorized;
   if (result.reason === 'stopped') return EXIT.interrupted;
   if (result.awaitingApproval.length > 0) return EXIT.awaitingApproval;
@@ -311,7 +321,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--org <key...>', 'serve only these organizations')
     .option(
       '--until-idle',
-      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval)',
+      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval; 9 when the error budget halted an organization with work left)',
     )
     .option(
       '--metrics-port <n>',

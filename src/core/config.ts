@@ -14,6 +14,7 @@ import { tracingEnvFields, tracingSettings, type TracingSettings } from './traci
 import {
   DEFAULT_HALT_AT,
   DEFAULT_HALT_SAMPLE,
+  DEFAULT_HALT_STORM,
   HALT_AT_EXPECTED,
   HALT_SAMPLE_EXPECTED,
   parseHaltAt,
@@ -130,6 +131,10 @@ export interface Config {
   haltAt: HaltAt;
   /** HALT_SAMPLE: how many of an organization's last final outcomes the error budget judges. */
   haltSample: number;
+  /** The HALT_* the environment sets (the others are built-in defaults): `limits show` says which. */
+  haltVariablesSet?: readonly ('HALT_AT' | 'HALT_SAMPLE')[];
+  /** HALT_STORM: how long a 5xx storm may last before it halts the organization (ms; 0: never). */
+  haltStormMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER / OTEL_SERVICE_NAME: tracing on; undefined: off. */
   tracing: TracingSettings | undefined;
 }
@@ -513,6 +518,21 @@ const envSchema = z.object({
       }
       return n;
     }),
+  HALT_STORM: z
+    .string()
+    .default(DEFAULT_HALT_STORM)
+    .transform((text, ctx) => {
+      const t = text.trim().toLowerCase();
+      const ms = t === 'off' || t === '0' ? 0 : parseDuration(t);
+      if (ms === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `HALT_STORM: expected a duration like 30m or 1h (units ms, s, m, h, d), or off, got ${shown(text)}`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    }),
   NOTIFY_STALL_AFTER: durationField('NOTIFY_STALL_AFTER', '30m', true),
   // OpenTelemetry's standard variables that turn tracing on (core/tracing-config.ts, docs/tracing.md).
   ...tracingEnvFields,
@@ -617,6 +637,9 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
     limitVariablesSet: Object.freeze(
       (['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG', 'LIMIT_BURST'] as const).filter((v) => set[v] !== undefined),
     ),
+    haltVariablesSet: Object.freeze(
+      (['HALT_AT', 'HALT_SAMPLE'] as const).filter((v) => set[v] !== undefined),
+    ),
     userAgentSet: set.USER_AGENT !== undefined,
     requestTimeoutMs: e.REQUEST_TIMEOUT,
     connectTimeoutMs: e.CONNECT_TIMEOUT,
@@ -666,6 +689,7 @@ function notifySettings(e: z.infer<typeof envSchema>) {
     notifyStallAfterMs: e.NOTIFY_STALL_AFTER,
     haltAt: e.HALT_AT,
     haltSample: e.HALT_SAMPLE,
+    haltStormMs: e.HALT_STORM,
   };
 }
 

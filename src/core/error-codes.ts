@@ -23,6 +23,11 @@ export const EXIT = {
    * person's approval (`approve --run ID`): the work is neither done nor failed.
    */
   awaitingApproval: 8,
+  /**
+   * `work --until-idle`: the work left is only that of organizations the error budget halted (their pause
+   * by `breaker`): their learners wait for a person's `resume --org KEY`, so the process ends instead.
+   */
+  halted: 9,
   interrupted: 130,
 } as const;
 

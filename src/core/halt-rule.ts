@@ -5,6 +5,14 @@
 /** Defaults when neither the environment nor the policy says otherwise. */
 export const DEFAULT_HALT_AT = 50;
 export const DEFAULT_HALT_SAMPLE = 20;
+/**
+ * HALT_STORM: how long a 5xx storm may last (only server errors answered, one probe at a time) before it
+ * halts the organization; 0 is never (its probes then go on until the service answers otherwise).
+ */
+export const DEFAULT_HALT_STORM = '30m';
+/** The probes in a row a storm needs besides its time, so that a storm flag left over a stop is not enough. */
+export const HALT_STORM_MIN_PROBES = 5;
+
 /** The sample's bounds: below 2 a part-full sample (half of it) is one call; above, memory for nothing. */
 export const HALT_SAMPLE_MIN = 2;
 export const HALT_SAMPLE_MAX = 1000;

@@ -4,7 +4,7 @@
 // writes the pause in the same step: the organization's (author `breaker`, the reason with the counts) or
 // one token's. A halt IS a pause: every worker (of this release or the previous one) obeys it, `status`,
 // `limits show`, the dashboard and `changes` show it, and `resume` lifts it (and clears the sample).
-import type { HaltAt } from '../core/halt-rule.ts';
+import { HALT_STORM_MIN_PROBES, type HaltAt } from '../core/halt-rule.ts';
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { appendChange } from './control-log.ts';
@@ -63,6 +63,19 @@ export interface JudgeResult {
 export interface BreakerDefaults {
   haltAt: HaltAt;
   haltSample: number;
+  /** HALT_STORM (ms): a 5xx storm this long, with HALT_STORM_MIN_PROBES probes, halts; 0 never; absent: 30 min. */
+  haltStormMs?: number;
+}
+
+/** The default of haltStormMs (HALT_STORM's 30m), for a budget made without the config (benchmarks, tests). */
+const DEFAULT_HALT_STORM_MS = 30 * 60_000;
+
+/** The words that begin the reason of a halt by a 5xx storm that does not end (judge-outcome.lua). */
+const STORM_REASON = 'a 5xx storm that does not end';
+
+/** A halt by a storm: the service's to fix; any other, ours to check. */
+function isStormHalt(reason: string): boolean {
+  return reason.startsWith(STORM_REASON);
 }
 
 /** The halt's words as an operator reads them: the reason, then what to do. */
@@ -75,9 +88,15 @@ export function haltAdvice(org: string, reason: string, tokenId: string | null):
   }
   return (
     `organization '${org}' was halted by the error budget: ${reason}. No new transfer is sent; waiting ` +
-    `learners keep their attempts. Check the token, the CSV's id column and the base address ` +
-    `('learner-transfer plan --check'), then 'learner-transfer resume --org ${org}'.`
+    `learners keep their attempts. ${checkAdvice(reason)}, then 'learner-transfer resume --org ${org}'.`
   );
+}
+
+/** What to check before a resume: the service for a storm, else the token, the ids and the address. */
+export function checkAdvice(reason: string): string {
+  return isStormHalt(reason)
+    ? `Check that the service answers again (its status, its operators)`
+    : `Check the token, the CSV's id column and the base address ('learner-transfer plan --check')`;
 }
 
 /** Pushes one answer into the samples and judges them (one atomic step); logs a halt in `changes`. */
@@ -110,6 +129,8 @@ export async function judgeOutcome(
       input.probeHolder ?? '',
       String(at.getTime()),
       String(Math.max(0, Math.floor(input.probeGapMs ?? 0))),
+      String(Math.max(0, Math.floor(defaults.haltStormMs ?? DEFAULT_HALT_STORM_MS))),
+      String(HALT_STORM_MIN_PROBES),
     ],
   );
   const [what, reason, stormNow] = Array.isArray(reply) ? reply.map((v) => String(v)) : [];

@@ -20,10 +20,17 @@
     ARGV[10] storm: '5' the answer was a server error (any attempt), 'ok' a success, '' other
     ARGV[11] the probe holder this answer frees ('' = none)    ARGV[12] now (ms)
     ARGV[13] the gap after a probe answered with a server error before the next one (ms)
+    ARGV[14] the storm's bound (HALT_STORM, ms; 0 = none)    ARGV[15] the probes it needs at least
+
+  A storm that does not end: once it has lasted ARGV[14] and at least ARGV[15] probes in a row answered a
+  server error (no other answer came: any would have ended it), the organization halts like any halt (its
+  pause, author `breaker`, the reason in words), so that a person is told once instead of probes going on
+  for ever (a probe uses no attempt: nothing else would ever stop them).
 
   Output: {what, reason, stormNow}
     what: 'org' the organization was halted by this step, 'token' the token was paused, '' neither
     stormNow: 1 when the 5xx storm flag is set after this step
+  The breaker hash also keeps `probes`: the probes answered with a server error since the storm began.
 ]]
 --- @keys 2
 local policyKey, breakerKey = KEYS[1], KEYS[2]
@@ -114,12 +121,12 @@ end
 local storm = redis.call('HGET', breakerKey, 'storm')
 if share == 'off' then
   if storm then
-    redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers')
+    redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers', 'probes')
     redis.call('PUBLISH', ARGV[8], ARGV[9])
     storm = nil
   end
 elseif (ARGV[10] == 'ok' or ARGV[10] == '.') and storm then
-  redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers')
+  redis.call('HDEL', breakerKey, 'storm', 'probe', 'answers', 'probes')
   redis.call('PUBLISH', ARGV[8], ARGV[9])
   storm = nil
 elseif ARGV[10] ~= '' then
@@ -133,12 +140,14 @@ elseif ARGV[10] ~= '' then
     storm = tostring(nowMs)
   end
 end
+local stormProbes = 0
 if ARGV[11] ~= '' then
   local probe = redis.call('HGET', breakerKey, 'probe')
   if probe and string.match(probe, '^(%S+)') == ARGV[11] then
     if storm and ARGV[10] == '5' then
       -- Still failing: the next probe after a gap, not at once (each probe spends budget).
       redis.call('HSET', breakerKey, 'probe', string.format('gap %d', nowMs + (tonumber(ARGV[13]) or 0)))
+      stormProbes = redis.call('HINCRBY', breakerKey, 'probes', 1)
     else
       redis.call('HDEL', breakerKey, 'probe')
     end
@@ -147,6 +156,21 @@ if ARGV[11] ~= '' then
   end
 end
 local stormNow = storm and 1 or 0
+
+-- A storm that does not end halts the organization (see the header): judged when a probe answers 5xx.
+local bound, minProbes = tonumber(ARGV[14]) or 0, tonumber(ARGV[15]) or 1
+local lasted = storm and (nowMs - (tonumber(storm) or nowMs)) or 0
+if stormProbes > 0 and bound > 0 and lasted >= bound and stormProbes >= minProbes
+    and redis.call('HEXISTS', policyKey, 'paused') == 0 then
+  local span = lasted >= 60000 and string.format('%d min', math.floor(lasted / 60000))
+    or string.format('%d s', math.floor(lasted / 1000))
+  local reason = string.format(
+    'a 5xx storm that does not end: the service answered only server errors (5xx) for %s, %d probes in a row',
+    span, stormProbes)
+  if pause('paused', reason) then
+    return {'org', reason, stormNow}
+  end
+end
 
 if kind == '' then
   return {'', '', stormNow}

@@ -51,8 +51,15 @@ export interface LimitPolicy {
   paused: PauseInfo | null;
   /** Paused tokens (token id -> who and when). */
   pausedTokens: Record<string, PauseInfo>;
-  /** The LIMIT_* values the limits were seeded or last reset from. */
-  seededFrom: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string } | null;
+  /**
+   * The LIMIT_* values the limits were seeded or last reset from; `set`: which of the two the environment
+   * set (the others were built-in defaults), absent when the record does not say (an earlier release's).
+   */
+  seededFrom: {
+    LIMIT_PER_TOKEN: string;
+    LIMIT_PER_ORG: string;
+    set?: ('LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG')[];
+  } | null;
   /**
    * Limits learned from the service's 429s as stored (the max and when; the limit in force is what peek
    * reports, probed up since): per token, and the organization's. A stored entry may have probed back up
@@ -169,6 +176,9 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
     try {
       const s = JSON.parse(hash.seededFrom) as Record<string, unknown>;
       seededFrom = { LIMIT_PER_TOKEN: String(s.LIMIT_PER_TOKEN), LIMIT_PER_ORG: String(s.LIMIT_PER_ORG) };
+      if (Array.isArray(s.set)) {
+        seededFrom.set = SEED_VARIABLES.filter((v) => (s.set as unknown[]).includes(v));
+      }
     } catch {
       seededFrom = null;
     }
@@ -270,11 +280,18 @@ export function malformedPolicyError(
   };
 }
 
-/** How LIMIT_* are recorded in `seededFrom`. */
+const SEED_VARIABLES = ['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG'] as const;
+
+/**
+ * How LIMIT_* are recorded in `seededFrom`, with those the environment set (`set`; the others were the
+ * built-in defaults) when the caller knows them. A release that reads only the two values ignores `set`.
+ */
 export function seedRecord(limits: FallbackLimits): string {
+  const set = limits.limitVariablesSet;
   return JSON.stringify({
     LIMIT_PER_TOKEN: formatRate(limits.limitPerToken),
     LIMIT_PER_ORG: formatRate(limits.limitPerOrg),
+    ...(set ? { set: SEED_VARIABLES.filter((v) => set.includes(v)) } : {}),
   });
 }
 

@@ -26,8 +26,8 @@ export interface BudgetOptions {
    * at least the request timeout, or a slow answer could be counted after its permit left the window.
    */
   inflightTtlMs: number;
-  /** The error budget's defaults (HALT_AT, HALT_SAMPLE) where the policy has none; absent: 50% of 20. */
-  halt?: { haltAt: HaltAt; haltSample: number };
+  /** The error budget's defaults (HALT_AT, HALT_SAMPLE, HALT_STORM) where the policy has none; absent: 50% of 20. */
+  halt?: { haltAt: HaltAt; haltSample: number; haltStormMs?: number };
   /**
    * Called after an acquire that met rate fields of the stored policy it had to ignore (malformed:
    * outside the bounds of duration.ts readRate, e.g. "5/0" or "7/8.64e+21"), with each field and its

@@ -4,10 +4,14 @@
 // refuses writes). Redis keeps a prefix (at most UNREADABLE_PREFIX bytes, enough for any real transfer
 // result, cut or whole), the body's length and its SHA-256; a body longer than the prefix is kept whole
 // once on disk, beside the spool, named by its hash (so the same page met a thousand times is one file).
+// Its time (mtime) is that of the newest answer that carried it: AUDIT_PERSONAL_RETENTION deletes it once
+// that answer is past the retention (ops/audit/retention.ts), as the entries' own prefixes are removed then.
 import { createHash, randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { open, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fsyncDir } from '../core/fsync-dir.ts';
+import type { KeptBodies } from '../ops/audit/retention.ts';
 
 /** The most of an unreadable body that goes to Redis (a real transfer result is 0.5-2 KB). */
 export const UNREADABLE_PREFIX = 8 * 1024;
@@ -32,19 +36,31 @@ export function keepOf(text: string): KeptBody {
   return { prefix: buf.subarray(0, end).toString('utf8'), bytes: buf.length, sha256 };
 }
 
+const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
 /** Bodies longer than their prefix, whole, one file per SHA-256 under `<SPOOL_DIR>/bodies`. */
-export class BodyArchive {
+export class BodyArchive implements KeptBodies {
   readonly dir: string;
 
   constructor(spoolDir: string) {
     this.dir = join(spoolDir, 'bodies');
   }
 
-  /** Writes the body (fsynced, mode 0600) unless a file of that hash is there already. */
+  /**
+   * Writes the body (fsynced, mode 0600) unless a file of that hash is there already; then its time is
+   * made now: this answer is the newest that carried it, and the retention counts from it.
+   */
   async keep(kept: KeptBody, text: string): Promise<void> {
     if (kept.bytes <= UNREADABLE_PREFIX) return;
     const path = join(this.dir, `${kept.sha256}.body`);
-    if (existsSync(path)) return;
+    try {
+      const now = new Date();
+      await utimes(path, now, now);
+      return;
+    } catch (err) {
+      // Not there (never kept, or deleted by the retention meanwhile): written below.
+      if (!isMissing(err)) throw err;
+    }
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     chmodSync(this.dir, 0o700);
     // 'wx' on a name of our own: never through a link someone planted, never into another writer's file.
@@ -58,5 +74,34 @@ export class BodyArchive {
     }
     // Same hash, same bytes: a rename over a file another process finished first changes nothing.
     await rename(tmp, path);
+  }
+
+  /**
+   * Deletes the bodies whose newest answer came before `cutoffMs` (AUDIT_PERSONAL_RETENTION): a body that
+   * could not be parsed goes whole, as its prefix in the entry does; the entries keep its length and hash.
+   * Returns how many were deleted.
+   */
+  async removeBefore(cutoffMs: number): Promise<number> {
+    let names: string[];
+    try {
+      names = (await readdir(this.dir)).filter((n) => n.endsWith('.body'));
+    } catch (err) {
+      if (isMissing(err)) return 0;
+      throw err;
+    }
+    let n = 0;
+    for (const name of names) {
+      const path = join(this.dir, name);
+      try {
+        if ((await stat(path)).mtimeMs >= cutoffMs) continue;
+        await unlink(path);
+        n++;
+      } catch (err) {
+        // Deleted by another process of the same SPOOL_DIR meanwhile.
+        if (!isMissing(err)) throw err;
+      }
+    }
+    if (n > 0) await fsyncDir(this.dir);
+    return n;
   }
 }

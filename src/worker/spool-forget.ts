@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fsyncDir } from '../core/fsync-dir.ts';
 import type { FieldsEraser, SpoolForget } from '../ops/audit/forget.ts';
 import { textMentions, type Person } from '../ops/audit/redact.ts';
 import { abandonedSpools, takeSpool } from './spool.ts';
@@ -26,19 +27,8 @@ async function forgetBodies(spoolDir: string, person: Person, dryRun: boolean): 
     n++;
     if (!dryRun) await unlink(path);
   }
-  if (n > 0 && !dryRun) await syncDir(dir);
+  if (n > 0 && !dryRun) await fsyncDir(dir);
   return n;
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const h = await open(dir, 'r');
-  try {
-    await h.sync();
-  } catch {
-    // not every file system syncs a directory
-  } finally {
-    await h.close();
-  }
 }
 
 /** One spool file's lines with the person's entries erased, and how many changed. */
@@ -105,7 +95,7 @@ async function forgetSpool(
       await h.close();
     }
     await rename(tmp, taken);
-    await syncDir(spoolDir);
+    await fsyncDir(spoolDir);
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // What `work --until-idle` reads to decide that the work is over: the queues' jobs, the runs with learners
-// waiting, the failures of the runs it served, and organizations whose every token is refused (401).
+// waiting, the failures of the runs it served, organizations whose every token is refused (401), and
+// organizations the error budget halted (their learners wait for a person's resume).
 import type { AppContext } from '../app/context.ts';
+import { BREAKER } from '../limiter/breaker.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
 import { hasJobs, laneJobs } from '../queue/lane-state.ts';
 import type { RunCounts } from '../outcomes/store.ts';
@@ -78,6 +80,26 @@ export async function orgsWithJobs(
     if (pendingOrgs.length <= 20) jobs[j.lane] = { ready: j.ready, active: j.active, delayed: j.delayed };
   }
   return { pendingOrgs, jobs };
+}
+
+/** An organization the error budget halted, with the halt's reason in words. */
+export interface HaltedOrg {
+  org: string;
+  reason: string;
+}
+
+/**
+ * Of these organizations, those the error budget halted (paused by `breaker`): their work waits for a
+ * person's `resume --org KEY`, which no worker will do. A person's own pause is not one: it is theirs to
+ * lift, and a process told to work until idle waits for it as it always has.
+ */
+export async function haltedOrgs(ctx: AppContext, orgs: readonly string[]): Promise<HaltedOrg[]> {
+  const out: HaltedOrg[] = [];
+  for (const org of orgs) {
+    const paused = (await ctx.budget.policy(org)).paused;
+    if (paused?.who === BREAKER) out.push({ org, reason: paused.reason ?? 'no reason recorded' });
+  }
+  return out;
 }
 
 /** Of these organizations, those whose every token is refused (401): their work will never finish. */

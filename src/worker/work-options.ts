@@ -4,7 +4,7 @@ import type { WriteGateLike } from './recorder.ts';
 import type { ControlWorkerOptions } from './control-worker.ts';
 import type { LaneDispatcherOptions } from './lanes.ts';
 import type { RepairReport } from '../ops/actions/repair.ts';
-import type { AwaitingApproval } from './until-idle.ts';
+import type { AwaitingApproval, HaltedOrg } from './until-idle.ts';
 
 export interface WorkOptions {
   orgs: readonly string[];
@@ -53,7 +53,12 @@ export interface WorkResult {
   failed: number;
   /** Organizations that stopped because every token was refused (401) while work waited. */
   unauthorizedOrgs: string[];
-  reason: 'idle' | 'stopped' | 'unauthorized';
+  /**
+   * Organizations the error budget halted while their work waited (with untilIdle: the work left was only
+   * theirs and that of refused organizations), with the halt's reason.
+   */
+  haltedOrgs: HaltedOrg[];
+  reason: 'idle' | 'stopped' | 'unauthorized' | 'halted';
   /**
    * With untilIdle, at idle: learners in a failure state in the runs this process worked on (those with
    * learners waiting when it started, and those it recorded outcomes for), in the organizations it

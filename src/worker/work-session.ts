@@ -12,10 +12,12 @@ import { Spool } from './spool.ts';
 import {
   approvalsIn,
   failuresIn,
+  haltedOrgs,
   orgsWithJobs,
   pendingRuns,
   refusedOrgs,
   type AwaitingApproval,
+  type HaltedOrg,
 } from './until-idle.ts';
 import type { LaneDispatcher } from './lanes.ts';
 import { LanesDue } from '../queue/lanes-due.ts';
@@ -49,6 +51,7 @@ export class WorkSession {
   #stopping: Promise<void> | undefined;
   #reason: WorkResult['reason'] = 'stopped';
   #unauthorizedOrgs: string[] = [];
+  #haltedOrgs: HaltedOrg[] = [];
   #runFailures = 0;
   #awaitingApproval: AwaitingApproval[] = [];
   #timer: NodeJS.Timeout | undefined;
@@ -183,6 +186,7 @@ export class WorkSession {
     this.#resolveDone({
       ...this.#parts.counts,
       unauthorizedOrgs: this.#unauthorizedOrgs,
+      haltedOrgs: this.#haltedOrgs,
       reason: this.#reason,
       runFailures: this.#runFailures,
       awaitingApproval: this.#awaitingApproval,
@@ -233,11 +237,17 @@ export class WorkSession {
       await this.stop();
       return;
     }
-    // Work that only a refused token could do will never finish: say so and stop, instead of hanging.
+    // Work that only a refused token could do, or that waits for a person to resume an organization the
+    // error budget halted, will never finish here: say so and stop, instead of hanging.
     const stuck = await refusedOrgs(ctx, pendingOrgs);
-    if (stuck.length === pendingOrgs.length) {
-      this.#reason = 'unauthorized';
+    const halted = await haltedOrgs(
+      ctx,
+      pendingOrgs.filter((o) => !stuck.includes(o)),
+    );
+    if (stuck.length + halted.length === pendingOrgs.length) {
+      this.#reason = halted.length > 0 ? 'halted' : 'unauthorized';
       this.#unauthorizedOrgs = stuck;
+      this.#haltedOrgs = halted;
       await this.stop();
     }
   }

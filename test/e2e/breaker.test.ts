@@ -13,6 +13,7 @@ import { progressOf } from '../../src/outcomes/run-progress.ts';
 import type { RequestRecord } from '../../src/simulator/index.ts';
 import { DEFAULT_TOKENS } from '../../src/simulator/index.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
+import { EXIT } from '../../src/cli/shared.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -138,6 +139,32 @@ describe('a token refused on every learner (403)', () => {
   }, 120_000);
 });
 
+describe('work --until-idle and a halt', () => {
+  it('ends with its own exit status, naming the halted organization, its reason and resume --org', async () => {
+    h = await startHarness({
+      tag: 'halt-idle',
+      sim: { learners: 1000, tokens: [...DEFAULT_TOKENS, NO_PERMISSION] },
+      env: { ...WIDE, LEARNER_API_TOKENS: 'acme:sim-acme-noperm' },
+    });
+    const { runId } = await h.enqueueIds(learnersNotIn('acme', 100));
+    // The learners wait for a person's resume: the process must end, not wait with them for ever.
+    const r = await runCommand(
+      ['work', '--until-idle', '--org', 'acme', '--concurrency', '4'],
+      h.env,
+      30_000,
+    );
+    expect(r.code, r.stderr).toBe(EXIT.halted);
+    const paused = (await h.ctx.budget.policy('acme')).paused;
+    expect(paused?.who).toBe('breaker');
+    expect(r.stderr).toContain(
+      `organization acme is halted by the error budget: ${paused?.reason ?? '?'}; its learners wait ` +
+        `('learner-transfer resume --org acme' once the cause is fixed, exit ${EXIT.halted})`,
+    );
+    const counts = await h.ctx.store.runCounts('acme', runId);
+    expect(progressOf(counts).waiting).toBe(100 - (counts.forbidden ?? 0));
+  }, 60_000);
+});
+
 describe('normal cohorts never halt', () => {
   it('1 learner in 50 forbidden, spread over 500', async () => {
     const ids = learnersNotIn('acme', 500);
@@ -231,4 +258,54 @@ describe('a 5xx storm', () => {
     expect((await ctx.budget.policy('acme')).paused).toBeNull();
     report('5xx storm', { calls: transfers(sim).length, probesDuringStorm: during.length, attempts });
   }, 120_000);
+});
+
+describe('a 5xx storm that does not end', () => {
+  it('halts the organization after HALT_STORM and its probes, said once by org.halted', async () => {
+    receiver = await startReceiver();
+    h = await startHarness({
+      tag: 'storm-halt',
+      sim: { learners: 1000, faults: { errorRate: 1, latencyAfterMs: [5, 15] } },
+      env: { ...WIDE, ATTEMPTS: '4', BACKOFF: '100ms', HALT_STORM: '2s' },
+    });
+    const { ctx, sim } = h;
+    const ids = learnersNotIn('acme', 60);
+    const { runId } = await h.enqueueIds(ids);
+    const notifier = new Notifier(ctx, receiver.url, { retryMs: [50] });
+    const started = Date.now();
+    const result = await startWorkers(ctx, {
+      orgs: ['acme'],
+      concurrency: 4,
+      untilIdle: true,
+      idleCheckMs: 100,
+      onHalt: notifier.noteHalt.bind(notifier),
+    }).done;
+    // The service never answered otherwise: before HALT_STORM there was no halt, after it one, and the
+    // process ended (its learners wait for a person's resume) instead of probing for ever.
+    expect(result.reason).toBe('halted');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    const paused = (await ctx.budget.policy('acme')).paused;
+    expect(paused?.who).toBe('breaker');
+    const m =
+      /^a 5xx storm that does not end: the service answered only server errors \(5xx\) for \d+ s, (\d+) probes in a row$/.exec(
+        paused?.reason ?? '',
+      );
+    expect(m, paused?.reason).not.toBeNull();
+    expect(Number(m?.[1])).toBeGreaterThanOrEqual(5);
+    expect(result.haltedOrgs).toEqual([{ org: 'acme', reason: paused?.reason }]);
+    // No call after the halt; every learner waits with its attempts (the probes used none).
+    const calls = await settled(sim);
+    expect(transfers(sim).every((r) => r.status === 500)).toBe(true);
+    expect(progressOf(await ctx.store.runCounts('acme', runId)).waiting).toBe(60);
+    await waitFor(
+      'org.halted',
+      () => receiver?.of('org.halted').length ?? 0,
+      (n) => n === 1,
+    );
+    expect(receiver.of('org.halted')[0]?.body.text).toContain('Check that the service answers again');
+    await notifier.stop(1000);
+    expect(receiver.of('org.halted')).toHaveLength(1);
+    expect(transfers(sim)).toHaveLength(calls);
+    report('5xx storm that does not end', { calls, probes: Number(m?.[1]) });
+  }, 60_000);
 });

@@ -9,12 +9,13 @@ import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.t
 import { EXIT } from '../../src/cli/shared.ts';
 
 let h: Harness;
-// Three cohorts of 100 learners outside acme; the simulator refuses the first 10 of the third.
-const cohorts = [0, 1, 2].map((i) => learnersNotIn('acme', 100, 2 + i * 160));
-const refused = (cohorts[2] ?? []).slice(0, 10);
+// Four cohorts of 100 learners outside acme; the simulator refuses the first 10 of the third and the
+// first 6 of the fourth.
+const cohorts = [0, 1, 2, 3].map((i) => learnersNotIn('acme', 100, 2 + i * 160));
+const refused = [...(cohorts[2] ?? []).slice(0, 10), ...(cohorts[3] ?? []).slice(0, 6)];
 
 beforeAll(async () => {
-  h = await startHarness({ tag: 'canary', sim: { learners: 600, forbiddenLearnerIds: refused } });
+  h = await startHarness({ tag: 'canary', sim: { learners: 800, forbiddenLearnerIds: refused } });
 });
 afterAll(async () => {
   await h?.close();
@@ -122,5 +123,26 @@ describe('enqueue --canary', () => {
     const notCanary = await cli('approve', '--run', plain.runId);
     expect(notCanary.code).toBe(EXIT.usage);
     expect(notCanary.stderr).toContain('not a canary run');
+  });
+
+  it("--auto-approve judges the canary at the organization's own --halt-at, not HALT_AT", async () => {
+    // 6 of the canary's 10 refused: at HALT_AT's 50% it would stay unapproved; acme's own 90% lets it go.
+    // The refused canary above halted acme through the error budget (10 of 10 forbidden): lifted first.
+    if ((await h.ctx.budget.policy('acme')).paused) await cli('resume', '--org', 'acme');
+    const set = await cli('limits', 'set', '--org', 'acme', '--halt-at', '90%');
+    expect(set.code, set.stderr).toBe(0);
+    try {
+      const ids = cohorts[3] as number[];
+      const runId = await enqueue('own-halt.csv', ids, '--canary', '10', '--auto-approve');
+      const r = await work();
+      expect(r.code, r.stderr).toBe(EXIT.failures);
+      expect(callsFor(ids)).toBe(100);
+      expect(await h.ctx.store.runCounts('acme', runId)).toMatchObject({ forbidden: 6, transferred: 94 });
+      expect((await h.ctx.runs.get(runId))?.canary?.refused.acme).toBeUndefined();
+      const changes = await cli('changes', '--org', 'acme');
+      expect(changes.stdout).toContain('auto auto-approved: 6 of 10 judged outcomes of the canary failed');
+    } finally {
+      await cli('limits', 'set', '--org', 'acme', '--halt-at', '50%');
+    }
   });
 });

@@ -1,4 +1,4 @@
-// The error budget's settings at the edge: HALT_AT and HALT_SAMPLE read once, with errors that name the
+// The error budget's settings at the edge: HALT_AT, HALT_SAMPLE and HALT_STORM read once, with errors that name the
 // variable and the bad value; the flags of `limits set` follow the same rule (core/halt-rule.ts).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/core/config.ts';
@@ -36,6 +36,18 @@ describe('HALT_AT and HALT_SAMPLE', () => {
   });
 });
 
+describe('HALT_STORM', () => {
+  it('defaults to 30 minutes, reads a duration or off, and names a bad value', () => {
+    expect(loadConfig({}).haltStormMs).toBe(30 * 60_000);
+    expect(loadConfig({ HALT_STORM: '2h' }).haltStormMs).toBe(2 * 3_600_000);
+    expect(loadConfig({ HALT_STORM: 'off' }).haltStormMs).toBe(0);
+    expect(loadConfig({ HALT_STORM: '0' }).haltStormMs).toBe(0);
+    expect(problemsOf({ HALT_STORM: 'soon' }).join('\n')).toMatch(
+      /HALT_STORM: expected a duration like 30m .* or off, got 'soon'/,
+    );
+  });
+});
+
 describe('org.halted', () => {
   it('says the reason and what to do, once per halt', () => {
     const at = new Date('2026-11-28T09:00:00Z');
@@ -51,5 +63,14 @@ describe('org.halted', () => {
     const t = orgHalted('acme', 'abc123', '10 of the last 10 calls answered 403 forbidden', at);
     expect(t.body.tokenId).toBe('abc123');
     expect(t.body.text).toContain('--token abc123');
+  });
+
+  it('sends a storm that does not end to the service, not to plan --check', () => {
+    const reason =
+      'a 5xx storm that does not end: the service answered only server errors (5xx) for 30 min, 61 probes in a row';
+    const e = orgHalted('acme', null, reason, new Date());
+    expect(e.body.text).toContain('Check that the service answers again');
+    expect(e.body.text).not.toContain('plan --check');
+    expect(e.body.text).toContain("'learner-transfer resume --org acme'");
   });
 });

@@ -7,7 +7,7 @@
 // from /controls?org=KEY. Read-only dashboards show the state without any control.
 import { html, type Html } from '../html.ts';
 import type { PauseInfo } from '../../limiter/types.ts';
-import type { LearnedDetail } from '../../ops/views/limits.ts';
+import { seededWords, type LearnedDetail } from '../../ops/views/limits.ts';
 import type { ControlsOverview, OrgControls } from '../../ops/views/controls.ts';
 import { layout, type PageContext } from './layout.ts';
 
@@ -92,13 +92,8 @@ function limitsTable(o: OrgControls): Html {
     <p class="muted">
       ${
         o.stored
-          ? html`stored in
-            Redis${
-              o.seededFrom
-                ? ` (seeded from LIMIT_PER_TOKEN=${o.seededFrom.LIMIT_PER_TOKEN} LIMIT_PER_ORG=${o.seededFrom.LIMIT_PER_ORG})`
-                : ''
-            }:
-            every worker on every host applies these`
+          ? html`stored in Redis${o.seededFrom ? ` (${seededWords(o.seededFrom)})` : ''}: every worker on
+            every host applies these`
           : html`not stored in Redis yet: each process applies its own LIMIT_* until a worker (or a change
             here) stores them`
       }

@@ -193,7 +193,8 @@ async function release(ctx: AppContext, org: string, runId: string, waiting: Map
 /**
  * The auto-approval, called by the worker that recorded a final outcome of a canary learner of `runId`
  * in `org`: when the run asked for it, the canary is over there (nothing queued or retrying) and learners
- * await approval, it releases them if the canary's failures are below `share` of its judged outcomes,
+ * await approval, it releases them if the canary's failures are below the organization's own halt share
+ * (`limits set --halt-at`) or, where it has none, `share` (HALT_AT) of its judged outcomes,
  * and otherwise notes why it did not (the run waits for a person). Of two workers finishing the last
  * canary learners at once, one approves (Runs.noteApproved with `first`). Returns what it did.
  */
@@ -206,12 +207,16 @@ export async function autoApprove(
   const run = await ctx.runs.get(runId);
   if (!run?.canary?.autoApprove || run.canary.approved[org]) return 'no';
   const counts = await ctx.store.runCounts(org, runId);
-  const v = canaryVerdict(counts, share);
+  // The organization's own error budget (`limits set --halt-at`) where it has one, as its halt is judged.
+  const own = (await ctx.budget.policy(org)).haltAt;
+  const judgedAt = own === null ? share : haltShareOf(own);
+  const v = canaryVerdict(counts, judgedAt);
   if (v.waiting > 0 || v.awaiting === 0) return 'not-yet';
   if (!v.withinBudget) {
+    const off = own === null ? 'HALT_AT off' : `${org}'s --halt-at off`;
     const why =
       `${v.budgetFailures} of ${v.judged} judged outcomes of the canary failed ` +
-      `(${share === Number.POSITIVE_INFINITY ? 'HALT_AT off' : `at least ${Math.ceil(share * v.judged)} halt`})`;
+      `(${judgedAt === Number.POSITIVE_INFINITY ? off : `at least ${Math.ceil(judgedAt * v.judged)} halt`})`;
     await ctx.runs.noteCanaryRefused(runId, org, why);
     ctx.logger.warn(
       { org, runId, failures: v.budgetFailures, judged: v.judged },

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createGunzip, gunzip, gzip } from 'node:zlib';
 import { LearnerTransferError } from '../../core/errors.ts';
+import { fsyncDir } from '../../core/fsync-dir.ts';
 import { idTime, type RawAuditEntry } from '../../outcomes/audit-stream.ts';
 
 const gzipAsync = promisify(gzip);
@@ -60,18 +61,6 @@ export async function sizeOf(path: string): Promise<number> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw err;
-  }
-}
-
-/** Fsyncs a directory (a rename or a new file in it is then on disk), where the file system can. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems cannot sync a directory: the file itself is synced.
-  } finally {
-    await handle.close();
   }
 }
 

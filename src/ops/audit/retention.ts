@@ -9,6 +9,10 @@
 //   the day files up to the cut-off day are rewritten (ops/audit/rewrite.ts: beside, fsynced, renamed;
 //   a file a crash note names is skipped until the next pass). An entry the archive could not take stays
 //   in Redis whole, is counted and logged, and is taken at a later pass.
+// - The bodies kept beside the spool (unreadable answers over 8 KiB, whole: worker/body-archive.ts) go
+//   too, once the newest answer that carried one is past the retention: whole, as the entries' prefixes
+//   of them go; the entries keep each body's length and hash. Each process sweeps its own SPOOL_DIR at
+//   each pass, whoever has the archive directory's turn (hosts may share the archive, not the spool).
 import type { Keys } from '../../core/keys.ts';
 import type { Logger } from '../../core/log.ts';
 import type { RedisClient } from '../../redis/client.ts';
@@ -23,6 +27,12 @@ import { archivedOrgs, dayFilesOf, notedFile, rewriteDayFile, type EntryChange }
 /** How often `work` looks for personal data past the retention (and how long one turn lasts). */
 export const PERSONAL_RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 
+/** The bodies kept beside this process's spool (worker/body-archive.ts). */
+export interface KeptBodies {
+  /** Deletes those whose newest answer came before `cutoffMs`; how many. */
+  removeBefore(cutoffMs: number): Promise<number>;
+}
+
 export interface PersonalRetentionDeps {
   redis: RedisClient;
   keys: Keys;
@@ -30,11 +40,13 @@ export interface PersonalRetentionDeps {
   /** The organizations whose streams are archived first. */
   orgs: readonly string[];
   logger?: Logger | undefined;
+  /** This process's kept bodies; none: not looked at. */
+  bodies?: KeptBodies | undefined;
 }
 
 export type PersonalRetentionResult =
-  | { kind: 'locked' }
-  | { kind: 'done'; entries: number; files: number; skipped: string[]; leftInRedis: number };
+  | { kind: 'locked'; bodies: number }
+  | { kind: 'done'; entries: number; files: number; skipped: string[]; leftInRedis: number; bodies: number };
 
 /** A retention in words: 180d, 12h, 90m, or ms. */
 export function retentionText(ms: number): string {
@@ -86,15 +98,19 @@ export async function removeOldPersonalData(
   options: { now?: number; intervalMs?: number; archiver?: AuditArchiver } = {},
 ): Promise<PersonalRetentionResult> {
   const now = options.now ?? Date.now();
+  const cutoff = now - retentionMs;
+  const removal = { at: new Date(now).toISOString(), why: `retention ${retentionText(retentionMs)}` };
+  // This process's kept bodies, whoever has the archive's turn: the spool is this host's own.
+  const bodies = (await deps.bodies?.removeBefore(cutoff)) ?? 0;
   const disk = await archiveDiskId(deps.dir);
   const turnKey = deps.keys.auditRetentionTurn(disk);
   const intervalMs = options.intervalMs ?? PERSONAL_RETENTION_INTERVAL_MS;
-  if ((await deps.redis.set(turnKey, String(now), 'PX', intervalMs, 'NX')) !== 'OK')
-    return { kind: 'locked' };
+  if ((await deps.redis.set(turnKey, String(now), 'PX', intervalMs, 'NX')) !== 'OK') {
+    await logPass(deps, { entries: 0, files: 0, skipped: [], leftInRedis: 0, bodies }, removal, cutoff);
+    return { kind: 'locked', bodies };
+  }
   const archiver =
     options.archiver ?? new AuditArchiver(deps.redis, deps.keys, { dir: deps.dir, logger: deps.logger });
-  const cutoff = now - retentionMs;
-  const removal = { at: new Date(now).toISOString(), why: `retention ${retentionText(retentionMs)}` };
   const change: EntryChange = (e) => {
     if (idTime(e.auditId) >= cutoff) return undefined;
     const r = redactStoredFields(e.fields, { removal });
@@ -126,16 +142,17 @@ export async function removeOldPersonalData(
   if (!pass || !archivedFirst.ran) {
     // Another process kept the lease: this directory's turn is given back for the next interval.
     await deps.redis.del(turnKey);
-    return { kind: 'locked' };
+    await logPass(deps, { entries: 0, files: 0, skipped: [], leftInRedis: 0, bodies }, removal, cutoff);
+    return { kind: 'locked', bodies };
   }
   const left = await leftInRedis(deps, cutoff, removal);
-  await logPass(deps, { ...pass, leftInRedis: left }, removal, cutoff);
-  return { kind: 'done', ...pass, leftInRedis: left };
+  await logPass(deps, { ...pass, leftInRedis: left, bodies }, removal, cutoff);
+  return { kind: 'done', ...pass, leftInRedis: left, bodies };
 }
 
 async function logPass(
   deps: PersonalRetentionDeps,
-  r: { entries: number; files: number; skipped: string[]; leftInRedis: number },
+  r: { entries: number; files: number; skipped: string[]; leftInRedis: number; bodies: number },
   removal: Removal,
   cutoff: number,
 ): Promise<void> {
@@ -144,8 +161,11 @@ async function logPass(
       { skipped: r.skipped, leftInRedis: r.leftInRedis },
       'personal-data retention: some entries past the retention were not reached this pass (tried again next pass)',
     );
-  if (r.entries === 0) return;
-  deps.logger?.info({ entries: r.entries, files: r.files }, `personal-data retention: ${removal.why}`);
+  if (r.entries === 0 && r.bodies === 0) return;
+  deps.logger?.info(
+    { entries: r.entries, files: r.files, bodies: r.bodies },
+    `personal-data retention: ${removal.why}`,
+  );
   await appendChange(deps.redis, deps.keys, {
     who: workActor(),
     action: 'audit.retention',
@@ -157,6 +177,8 @@ async function logPass(
       before: new Date(cutoff).toISOString(),
       entries: r.entries,
       files: r.files,
+      // Kept bodies deleted whole (unreadable answers over 8 KiB beside the spool).
+      bodies: r.bodies,
     },
   });
 }

@@ -17,7 +17,8 @@ import { createInterface } from 'node:readline';
 import { createGzip, createGunzip } from 'node:zlib';
 import { isValidOrgKey } from '../../core/keys.ts';
 import type { ArchiveState } from '../../outcomes/audit-stream.ts';
-import { archivedDays, dayFile, fsyncDir, type ArchivedEntry } from './archive-file.ts';
+import { fsyncDir } from '../../core/fsync-dir.ts';
+import { archivedDays, dayFile, type ArchivedEntry } from './archive-file.ts';
 
 /** What a change makes of one entry: the new entry, or undefined to keep the line as it is. */
 export type EntryChange = (entry: ArchivedEntry) => ArchivedEntry | undefined;

@@ -1,6 +1,7 @@
 // What a notification says (docs/notifications.md). One JSON body for every receiver: Slack and Teams
 // incoming webhooks post its `text` and ignore the other fields; a plain receiver reads them all. A body
 // names organizations, runs and token ids (the limiter's non-secret ids), never a token.
+import { checkAdvice } from '../../limiter/breaker.ts';
 import { progressOf, type RunProgress } from '../../outcomes/run-progress.ts';
 import type { RunCounts } from '../../outcomes/store.ts';
 
@@ -138,8 +139,7 @@ export function orgHalted(org: string, tokenId: string | null, reason: string, a
   const text =
     tokenId === null
       ? `${org} was halted by the error budget: ${reason}. No new transfer is sent; waiting learners keep ` +
-        `their attempts. Check the token, the CSV's id column and the base address ('learner-transfer plan --check'), ` +
-        `then 'learner-transfer resume --org ${org}'.`
+        `their attempts. ${checkAdvice(reason)}, then 'learner-transfer resume --org ${org}'.`
       : `Token ${tokenId} of ${org} was paused by the error budget: ${reason}. The other tokens go on. ` +
         `Check its permission, then 'learner-transfer resume --org ${org} --token ${tokenId}'.`;
   return {

@@ -37,6 +37,11 @@ export interface OrgLimits {
   /** The error budget (docs/guard-rails.md): the share that halts ("50%" or "off"), the sample, and where from. */
   halt: { at: string; sample: number; stored: boolean };
   environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string; LIMIT_BURST: string };
+  /**
+   * Of this environment's LIMIT_* and HALT_*, those it sets: the values of the others are built-in defaults
+   * nobody set, and are not called this environment's.
+   */
+  environmentSet: Array<'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST' | 'HALT_AT' | 'HALT_SAMPLE'>;
   /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
   differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
   tokens: Array<{
@@ -177,6 +182,11 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
       LIMIT_PER_ORG: formatRate(config.limitPerOrg),
       LIMIT_BURST: encodeBurst(config.burst),
     },
+    // A config built without these lists (a caller's own) is taken as setting every variable.
+    environmentSet: [
+      ...(config.limitVariablesSet ?? (['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG', 'LIMIT_BURST'] as const)),
+      ...(config.haltVariablesSet ?? (['HALT_AT', 'HALT_SAMPLE'] as const)),
+    ],
     differsFromEnvironment: envDifferences(policy, config),
     tokens: view.tokens.map((t) => ({
       tokenId: t.tokenId,
@@ -189,6 +199,63 @@ export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLi
       pacing: pacingOf(t),
     })),
   };
+}
+
+type Variable = OrgLimits['environmentSet'][number];
+
+/** "LIMIT_PER_ORG=60/4s", or "LIMIT_PER_ORG's built-in default 1000/1d" when nobody set it. */
+function valueOf(variable: Variable, value: string, set: readonly Variable[]): string {
+  return set.includes(variable) ? `${variable}=${value}` : `${variable}'s built-in default ${value}`;
+}
+
+/**
+ * What stored limits were seeded (or last reset) from, in words that are true: values an environment set,
+ * built-in defaults nobody set, or (a record of an earlier release) either.
+ */
+export function seededWords(s: NonNullable<OrgLimits['seededFrom']>): string {
+  if (!s.set) {
+    return (
+      `seeded with ${s.LIMIT_PER_TOKEN} per token and ${s.LIMIT_PER_ORG} per organization, from LIMIT_* ` +
+      `or their built-in defaults: an earlier release did not record which`
+    );
+  }
+  if (s.set.length === 0) {
+    return (
+      `seeded from the built-in defaults, ${s.LIMIT_PER_TOKEN} per token and ${s.LIMIT_PER_ORG} per ` +
+      `organization: no LIMIT_* was set`
+    );
+  }
+  const token = valueOf('LIMIT_PER_TOKEN', s.LIMIT_PER_TOKEN, s.set);
+  return `seeded from ${token} and ${valueOf('LIMIT_PER_ORG', s.LIMIT_PER_ORG, s.set)}`;
+}
+
+/** Where the limits shown come from: stored in Redis (seeded from what), or this process's own. */
+export function limitsOrigin(l: OrgLimits): string {
+  if (l.stored) return `limits in Redis${l.seededFrom ? ` (${seededWords(l.seededFrom)})` : ''}`;
+  const set = l.environmentSet;
+  const env = l.environment;
+  return (
+    `no limits stored in Redis: each process uses its own LIMIT_* (this one: ` +
+    `${valueOf('LIMIT_PER_TOKEN', env.LIMIT_PER_TOKEN, set)}, ${valueOf('LIMIT_PER_ORG', env.LIMIT_PER_ORG, set)})`
+  );
+}
+
+/** Where the burst shown comes from when none is stored: this process's LIMIT_BURST, or its built-in default. */
+export function burstOrigin(l: OrgLimits): string {
+  if (l.burst.stored) return '';
+  return l.environmentSet.includes('LIMIT_BURST')
+    ? ' (LIMIT_BURST of this process: none stored)'
+    : ` (the built-in default: LIMIT_BURST is not set, none stored)`;
+}
+
+/** Where the error budget shown comes from when none is stored: HALT_* of this process, or built-in defaults. */
+export function haltOrigin(l: OrgLimits): string {
+  if (l.halt.stored) return '';
+  const set = (['HALT_AT', 'HALT_SAMPLE'] as const).filter((v) => l.environmentSet.includes(v));
+  if (set.length === 2) return ' (HALT_AT / HALT_SAMPLE of this process: none stored)';
+  if (set.length === 0) return ' (the built-in defaults: HALT_AT and HALT_SAMPLE are not set, none stored)';
+  const other = set[0] === 'HALT_AT' ? 'HALT_SAMPLE' : 'HALT_AT';
+  return ` (${set[0]} of this process, ${other}'s built-in default: none stored)`;
 }
 
 /** One line per changed field: "perToken 20/2s -> 5/2s". */
