@@ -11,7 +11,7 @@ import { CANCELLED, isSuccessBucket, type Bucket, type OutcomeRecord } from '../
 import { transferJobSchema, type TransferJob } from '../queue/job.ts';
 import type { ClaimResult } from '../claims/claims.ts';
 import type { ProcessorContext, ProcessResult } from './processor-context.ts';
-import { HeldPermit } from './held-permit.ts';
+import { AttemptPermit } from './attempt-permit.ts';
 
 /** A transfer job read: its learner, and this process's tokens for its organization. */
 export interface TransferTarget {
@@ -23,9 +23,9 @@ export interface TransferTarget {
   tokens: readonly TokenRef[];
 }
 
-/** A job admitted to its call: the permit and lease held, the token chosen, the record as it was then. */
+/** A job admitted to its call: the permit and lease it holds (grant), the token chosen, the record as it was then. */
 export interface Admitted extends TransferTarget {
-  held: HeldPermit;
+  grant: AttemptPermit;
   token: TokenRef;
   current: OutcomeRecord | undefined;
 }
@@ -88,15 +88,15 @@ export async function admit(
 
   // Send nothing that cannot be recorded: while Redis refuses writes, wait here.
   await deps.waitWritable?.();
-  const held = await takePermit(ctx, target);
-  return checkUnderLease(ctx, target, held);
+  const grant = await takePermit(ctx, target);
+  return checkUnderLease(ctx, target, grant);
 }
 
 /**
  * The permit and the learner's lease in one step: at most one call in flight per learner, and none from
  * a job whose BullMQ lock is no longer this worker's. Refused: the job waits (see waitForPermit).
  */
-async function takePermit(ctx: ProcessorContext, target: TransferTarget): Promise<HeldPermit> {
+async function takePermit(ctx: ProcessorContext, target: TransferTarget): Promise<AttemptPermit> {
   const { config, budget, keys } = ctx.deps;
   const { job, jobToken, org, learnerId, runId, tokens } = target;
   const holder = jobToken ?? `p${process.pid}-${randomUUID()}`;
@@ -119,7 +119,7 @@ async function takePermit(ctx: ProcessorContext, target: TransferTarget): Promis
   // The permit and the lease must outlive a failover, or a promoted replica would grant them again.
   await ctx.deps.replicated?.(org);
   const ttls = budget.keyTtls;
-  return new HeldPermit({
+  return new AttemptPermit({
     recorder: ctx.deps.recorder,
     job: { org, learnerId, runId },
     permit,
@@ -222,7 +222,7 @@ function sayWhyNoPermit(ctx: ProcessorContext, target: TransferTarget, permit: R
 async function checkUnderLease(
   ctx: ProcessorContext,
   target: TransferTarget,
-  held: HeldPermit,
+  grant: AttemptPermit,
 ): Promise<Admitted | ProcessResult> {
   const { store, claims, logger } = ctx.deps;
   const { org, learnerId, runId, tokens } = target;
@@ -231,37 +231,37 @@ async function checkUnderLease(
   try {
     [current, [claim]] = await Promise.all([store.get(org, learnerId), claims.claim([{ org, learnerId }])]);
   } catch (err) {
-    await held.giveBack().catch(() => {});
+    await grant.giveBack().catch(() => {});
     throw err;
   }
   const done = doneResult(current);
   if (done?.code === CANCELLED) {
     // Cancelled after the first read, before this lease: cancel-learners.lua saw no lease and withdrew
     // it, so no call. The claim this check may have taken again is given back with the permit and lease.
-    await held.giveBack();
+    await grant.giveBack();
     await claims.release([{ org, learnerId }]);
     logger.info({ org, learnerId, runId }, 'learner found cancelled under its lease: no call');
     return done;
   }
   if (done) {
-    await held.giveBack();
+    await grant.giveBack();
     logger.info({ org, learnerId, runId, state: current?.b }, 'learner found done under its lease: no call');
     return done;
   }
   if (claim?.kind === 'held') {
     const message = `learner ${learnerId} is claimed by organization '${claim.holder}': nothing sent (move it back with --move)`;
-    await held.endWithoutAnswer({ b: 'claimed-elsewhere', c: 'claimed-elsewhere', m: message, d: 0, n: 0 });
+    await grant.endWithoutAnswer({ b: 'claimed-elsewhere', c: 'claimed-elsewhere', m: message, d: 0, n: 0 });
     logger.warn({ org, learnerId, runId, holder: claim.holder }, message);
     throw new UnrecoverableError(message);
   }
 
-  const token = tokens.find((t) => t.id === held.permit.tokenId);
+  const token = tokens.find((t) => t.id === grant.permit.tokenId);
   if (!token) {
-    await held.giveBack();
+    await grant.giveBack();
     throw new LearnerTransferError(
       'LT_INTERNAL',
-      `limiter granted unknown token id ${held.permit.tokenId} for '${org}'`,
+      `limiter granted unknown token id ${grant.permit.tokenId} for '${org}'`,
     );
   }
-  return { ...target, held, token, current };
+  return { ...target, grant, token, current };
 }

@@ -37,7 +37,7 @@ export async function noteForBreaker(
   const { org, token, job } = admitted;
   const kind = sampleKindOf(recorded, job.data.source);
   const storm = stormOf(recorded);
-  const probeHolder = admitted.held.permit.probe ? admitted.held.holder : undefined;
+  const probeHolder = admitted.grant.permit.probe ? admitted.grant.holder : undefined;
   if (kind === null && storm === null && probeHolder === undefined) return undefined;
   try {
     const r = await ctx.deps.budget.judge({

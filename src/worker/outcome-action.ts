@@ -153,8 +153,8 @@ async function waitAfter429(
  * this), so the count sees it. Best effort: a failure only skips the lesson.
  */
 function learnFrom429(ctx: ProcessorContext, admitted: Admitted): Promise<LearnResult | undefined> {
-  const { org, token, held, tokens } = admitted;
-  return ctx.deps.budget.learn(org, token.id, held.permit.permitId, tokens.length).catch((err: unknown) => {
+  const { org, token, grant, tokens } = admitted;
+  return ctx.deps.budget.learn(org, token.id, grant.permit.permitId, tokens.length).catch((err: unknown) => {
     ctx.deps.logger.warn(
       { org, tokenId: token.id, err: ctx.scrub((err as Error).message) },
       'could not learn from a 429',

@@ -58,7 +58,7 @@ export async function recordOutcome(
   const downBlockMs = ctx.unreachable.blockMsAfter(org, outcome);
   const attempt = job.attemptsMade + 1;
   const maxAttempts = job.opts.attempts ?? 1;
-  const probe = admitted.held.permit.probe === true;
+  const probe = admitted.grant.permit.probe === true;
   const decision = decide(
     outcome.code,
     { attempt, maxAttempts },
@@ -135,7 +135,7 @@ async function writeAnswer(
   fields: AnswerFields,
 ): Promise<FinishResult> {
   const { recorder, archive, logger } = ctx.deps;
-  const { org, learnerId, runId, held, token } = admitted;
+  const { org, learnerId, runId, grant, token } = admitted;
   const { status, error, message, transferId } = fields;
   // A request that provably never left returns its budget. One that may have reached the server without
   // an answer (timeout, reset) may still be counted there later: it stays counted to its deadline.
@@ -155,8 +155,8 @@ async function writeAnswer(
       runId,
       at: Date.now(),
       attemptId,
-      permit: held.settled(mode),
-      holder: held.holder,
+      permit: grant.settled(mode),
+      holder: grant.holder,
       audit,
       update: {
         b: decision.bucket,
@@ -169,7 +169,7 @@ async function writeAnswer(
         d: outcome.durationMs,
         n: decision.usesAttempt ? 1 : 0,
         ok: status === 200 && OUTCOMES[outcome.code].success ? 1 : 0,
-        lost: held.permit.tookOver ? 1 : 0,
+        lost: grant.permit.tookOver ? 1 : 0,
       },
     },
     audit !== undefined,

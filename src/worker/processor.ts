@@ -41,12 +41,12 @@ async function processOne(
       (permitSpan) =>
         admit(ctx, target).then((a) => {
           // The admission's end: admitted to the call, or the learner's result without one.
-          permitSpan.setAttribute(SPAN_ATTR.admission, 'held' in a ? 'admitted' : a.code);
+          permitSpan.setAttribute(SPAN_ATTR.admission, 'grant' in a ? 'admitted' : a.code);
           return a;
         }),
       { scrub },
     );
-    if (!('held' in admission)) {
+    if (!('grant' in admission)) {
       span.setAttribute(SPAN_ATTR.outcome, admission.code);
       return admission;
     }

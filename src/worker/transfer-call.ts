@@ -10,7 +10,7 @@ const HARD_MARGIN_MS = 250;
 
 export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): Promise<TransferOutcome> {
   const { client, budget } = ctx.deps;
-  const { learnerId, held, token, current } = admitted;
+  const { learnerId, grant, token, current } = admitted;
   // However long this process stalls, the call ends while its permit and lease still count it, and it
   // is sent only while they still have a whole REQUEST_TIMEOUT of it left: once written, a call is given
   // its whole timeout (an abort then would throw its answer away, and could not take back the call the
@@ -18,7 +18,7 @@ export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): P
   // process stalled between the permit and the call, or while the connection opened) is not sent at all:
   // the permit goes back and the learner waits without using an attempt. The client checks this at the
   // moment it writes (send-gate.ts).
-  const hardMs = budget.options.inflightTtlMs - (performance.now() - held.askedAt) - HARD_MARGIN_MS;
+  const hardMs = budget.options.inflightTtlMs - (performance.now() - grant.askedAt) - HARD_MARGIN_MS;
   const sendWithinMs = hardMs - ctx.deps.config.requestTimeoutMs;
   let outcome: TransferOutcome;
   try {
@@ -30,7 +30,7 @@ export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): P
   } catch (err) {
     // The client classifies every failure; reaching here is a bug. The request may have gone out
     // and be counted late: keep the permit counted to its deadline, and let BullMQ retry.
-    await held.endWithoutAnswer(undefined, 'abandon');
+    await grant.endWithoutAnswer(undefined, 'abandon');
     throw err;
   }
   if (outcome.code === 'network-error' && outcome.errorCode === 'LT_NOT_SENT') {
@@ -46,8 +46,8 @@ async function notSent(
   lateMs: number,
   why: string,
 ): Promise<never> {
-  const { job, jobToken, org, learnerId, runId, held } = admitted;
-  await held.giveBack();
+  const { job, jobToken, org, learnerId, runId, grant } = admitted;
+  await grant.giveBack();
   ctx.deps.logger.warn(
     { org, learnerId, runId, lateMs, why },
     "the permit's in-flight time ran out before the call could be sent (this process stalled, or no connection was ready in time): not sent, the learner waits without using an attempt",

@@ -16,7 +16,7 @@ import { OutcomeStore, type FinishArgs, type FinishResult } from '../../src/outc
 import type { TransferJob } from '../../src/queue/job.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
 import type { Admitted } from '../../src/worker/admission.ts';
-import { HeldPermit } from '../../src/worker/held-permit.ts';
+import { AttemptPermit } from '../../src/worker/attempt-permit.ts';
 import { recordOutcome, type RecordedOutcome } from '../../src/worker/outcome-record.ts';
 import { processorContext, type ProcessorDeps } from '../../src/worker/processor-context.ts';
 import { Recorder } from '../../src/worker/recorder.ts';
@@ -72,7 +72,7 @@ export class ModelWorker {
   args: FinishArgs | undefined;
   effectful = false;
   result: FinishResult | undefined;
-  #held: HeldPermit | undefined;
+  #grant: AttemptPermit | undefined;
   #store!: HeldStore;
   #spool!: Spool;
   #recorder!: Recorder;
@@ -132,7 +132,7 @@ export class ModelWorker {
       graceMs,
     });
     if (permit.ok) {
-      this.#held = new HeldPermit({
+      this.#grant = new AttemptPermit({
         recorder: this.#recorder,
         job: { org: this.org, learnerId, runId: this.runId },
         permit,
@@ -149,9 +149,9 @@ export class ModelWorker {
 
   /** admission.ts: a learner found done under its lease gets no call; the permit and lease go back. */
   async giveBack(): Promise<FinishResult> {
-    const held = this.#held;
-    if (!held) throw new Error(`${this.name} holds no permit`);
-    const r = await held.giveBack();
+    const grant = this.#grant;
+    if (!grant) throw new Error(`${this.name} holds no permit`);
+    const r = await grant.giveBack();
     this.stage = 'idle';
     return r;
   }
@@ -161,8 +161,8 @@ export class ModelWorker {
    * it may have changed something); this returns once the finish call is about to reach Redis.
    */
   async answer(outcome: TransferOutcome, attemptsMade: number, maxAttempts: number): Promise<FinishArgs> {
-    const held = this.#held;
-    if (!held || this.stage !== 'holding') throw new Error(`${this.name} holds no permit`);
+    const grant = this.#grant;
+    if (!grant || this.stage !== 'holding') throw new Error(`${this.name} holds no permit`);
     const hold = { reached: deferred<FinishArgs>(), go: deferred(), done: deferred<FinishResult>() };
     this.#store.hold = hold;
     this.#go = hold.go;
@@ -176,7 +176,7 @@ export class ModelWorker {
       learnerId: this.learnerId,
       runId: this.runId,
       tokens: [this.shared.token],
-      held,
+      grant,
       token: this.shared.token,
       current: undefined,
     };
@@ -233,7 +233,7 @@ export class ModelWorker {
     await this.#spool.close();
     let moved: string | undefined;
     if (outstanding > 0) moved = abandon(path, abandonedDir, this.shared.prefix);
-    this.#held = undefined;
+    this.#grant = undefined;
     this.args = undefined;
     this.result = undefined;
     await this.#boot();

@@ -7,7 +7,7 @@ import type { Recorder } from './recorder.ts';
 
 export type PermitMode = 'response' | 'abandon' | 'release';
 
-export class HeldPermit {
+export class AttemptPermit {
   readonly #recorder: Recorder;
   readonly #job: { org: string; learnerId: number; runId: string };
   readonly permit: Acquired;
