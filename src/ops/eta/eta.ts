@@ -1,11 +1,17 @@
 // When the remaining work of one organization will be done, from the limiter's state in Redis (a peek:
 // the limits in force from the policy, learned limits and the reserve applied, pauses, blocks, and when
-// the permits counted now leave their windows), by simulating the limiter forward (eta/simulate.ts).
+// the permits counted now leave their windows), by simulating the limiter forward (limiter/simulate/).
 // `plan`, `status` and the dashboard all call etaOf, so they agree. The finish is the time the last
 // permit can be granted; its calls take their own latency on top (see docs/eta.md).
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
-import { simulate, type Frees, type PacedScope, type SimInput, type SimScope } from './simulate.ts';
+import {
+  simulate,
+  type Frees,
+  type PacedScope,
+  type SimInput,
+  type SimScope,
+} from '../../limiter/simulate/index.ts';
 import { openLookup } from '../../limiter/run-window-open.ts';
 import { describeRunWindow, openAt, type RunSchedule } from '../../limiter/run-window.ts';
 
