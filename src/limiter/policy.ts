@@ -24,6 +24,7 @@ import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
+import { encodeRate } from './kinds.ts';
 import type { PauseInfo } from './types.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { decodeBurst, encodeBurst, type Burst } from '../core/burst.ts';
@@ -111,10 +112,7 @@ export interface EffectiveLimits {
   token(tokenId: string): Rate;
 }
 
-/** "max/windowMs", the form stored in the hash (and parsed by acquire.lua). */
-export function encodeRate(rate: Rate): string {
-  return `${rate.max}/${rate.windowMs}`;
-}
+export { encodeRate } from './kinds.ts';
 
 /**
  * A stored rate, or null when absent or malformed: outside the bounds every writer checks (duration.ts

@@ -1,6 +1,7 @@
 // The simulation's input and answer: the limiter's state now (windows, buckets, blocks, the run window)
 // and when the last of the remaining permits is granted. The simulation itself: index.ts.
 import type { FreeStep } from '../budget-schedule.ts';
+import type { EtaBound } from '../kinds.ts';
 
 /** [ms from now when these permits leave the window, how many], as the limiter reads them. */
 export type Frees = readonly FreeStep[];
@@ -50,7 +51,7 @@ export interface SimInput {
 }
 
 /** What held the work back the longest: a window, a bucket, the run window ('none': it fits now). */
-export type SimBound = 'org' | 'token' | 'pace' | 'run-window' | 'none';
+export type SimBound = EtaBound;
 
 export interface SimResult {
   /** Ms from now until the last permit is granted; Infinity: never at these limits. */

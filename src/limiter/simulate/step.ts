@@ -22,8 +22,9 @@ import {
 import type { Frees, PacedScope, SimBound, SimInput, SimResult } from './input.ts';
 import { Log } from './log.ts';
 import { RunWindow } from './open.ts';
+import { ETA_BOUNDS } from '../kinds.ts';
 
-/** The waits: for the organization's window, the tokens', a bucket, the run window to open. */
+/** The waits: for the organization's window, the tokens', a bucket, the run window to open (ETA_BOUNDS). */
 export const ORG = 0;
 export const TOKEN = 1;
 export const PACE = 2;
@@ -322,16 +323,8 @@ export abstract class Stepper {
   protected result(finishMs: number): SimResult {
     const [org = 0, token = 0, pace = 0, closed = 0] = this.waits;
     const most = Math.max(org, token, pace, closed);
-    const boundBy: SimBound =
-      most === 0
-        ? 'none'
-        : org === most
-          ? 'org'
-          : token === most
-            ? 'token'
-            : pace === most
-              ? 'pace'
-              : 'run-window';
+    // The waits in the order of ETA_BOUNDS (ORG, TOKEN, PACE, CLOSED): the first of the longest.
+    const boundBy: SimBound = most === 0 ? 'none' : (ETA_BOUNDS[this.waits.indexOf(most)] ?? 'org');
     return { finishMs, waited: { org, token, pace, closed }, boundBy, steps: this.steps };
   }
 

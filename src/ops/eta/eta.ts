@@ -13,6 +13,7 @@ import {
   type SimScope,
 } from '../../limiter/simulate/index.ts';
 import { openLookup } from '../../limiter/run-window-open.ts';
+import type { EtaBound } from '../../limiter/kinds.ts';
 import { describeRunWindow, openAt, type RunSchedule } from '../../limiter/run-window.ts';
 
 export interface Eta {
@@ -22,7 +23,7 @@ export interface Eta {
    * What holds the work back ('none': it fits the budget left now): a window's budget, the pacing
    * buckets, or the run window's closed hours.
    */
-  boundBy: 'org' | 'token' | 'pace' | 'run-window' | 'none';
+  boundBy: EtaBound;
   /** Permits usable right now (the smaller of the organization's and its usable tokens' room). */
   availableNow: number;
   text: string;
