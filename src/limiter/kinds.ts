@@ -3,9 +3,10 @@
 // what `limits reset` does with it. The limiter, the ETA, `limits`, `status` and the dashboard read these
 // lists. A new kind starts here: docs/architecture.md, "Adding a limit kind", lists the other files.
 import { LearnerTransferError } from '../core/errors.ts';
-import { burstMessage, encodeBurst, parseBurst, type Burst } from '../core/burst.ts';
-import { rateMessage, readRate, type Rate } from '../core/duration.ts';
+import { burstMessage, decodeBurst, encodeBurst, parseBurst, type Burst } from '../core/burst.ts';
+import { formatRate, rateInBounds, rateMessage, readRate, type Rate } from '../core/duration.ts';
 import {
+  formatHaltAt,
   HALT_AT_EXPECTED,
   HALT_SAMPLE_EXPECTED,
   parseHaltAt,
@@ -105,6 +106,27 @@ export interface LimitChange {
   haltSample?: number;
 }
 
+/**
+ * The kinds' values in a stored policy (policy.ts LimitPolicy has them, and what else the hash holds):
+ * null or empty where nothing is stored.
+ */
+export interface PolicyValues {
+  perOrg: Rate | null;
+  perToken: Rate | null;
+  /** Tokens with a limit of their own (token id -> rate). */
+  tokens: Record<string, Rate>;
+  reserve: number;
+  /** The share (percent) the reserve was set as, or null when set as a number. */
+  reserveShare: number | null;
+  /** The pacing burst stored (null: none, or malformed: the process's LIMIT_BURST applies). */
+  burst: Burst | null;
+  /** The run window's calendar texts as stored (null: none set). */
+  runWindow: { windows: string; tz: string; blackout: string } | null;
+  /** The error budget's rule as stored (null: none, or malformed: HALT_AT / HALT_SAMPLE apply). */
+  haltAt: HaltAt | null;
+  haltSample: number | null;
+}
+
 /** One flag of `limits set`: its name in the parsed options, as typed, its help, and its parser. */
 export interface LimitFlag {
   option: string;
@@ -125,10 +147,16 @@ export interface LimitKind {
   what: string;
   /** The fields of the policy hash it is stored in ('tok:' and the like: a prefix). */
   fields: readonly string[];
+  /** Their stored form, as acquire.lua and includes/policy.lua read it. */
+  stored: string;
   flags: readonly LimitFlag[];
   /** The LIMIT_* (or other) variable it falls back to where nothing is stored. */
   env?: string;
   reset: ResetRule;
+  /** Its values from the policy hash (HGETALL). */
+  decode(hash: Readonly<Record<string, string>>): Partial<PolicyValues>;
+  /** What the change log keeps of it (readable values, never a secret; nothing when not stored). */
+  log(p: PolicyValues): Record<string, unknown>;
   /** The hash fields of a change of this kind (set, deleted); absent: written by setLimits (Redis state). */
   store?(change: LimitChange, set: Record<string, string>, del: string[]): void;
 }
@@ -165,6 +193,27 @@ const calendar =
   (text: string): string =>
     parse(text);
 
+/**
+ * A stored rate, or null when absent or malformed: outside the bounds every writer checks (duration.ts
+ * rateInBounds). includes/policy.lua's lt_rate refuses exactly the same values (a test holds them
+ * together), so what a display shows as "not stored" is what the limiter ignores.
+ */
+export function decodeRate(text: string | undefined): Rate | null {
+  const m = /^(\d+)\/(\d+)$/.exec(text ?? '');
+  if (!m) return null;
+  const rate = { max: Number(m[1]), windowMs: Number(m[2]) };
+  return rateInBounds(rate) ? rate : null;
+}
+
+/** Token ids and rates in id order, as the change log shows them. */
+function byId<T, U>(record: Record<string, T>, show: (value: T) => U): Record<string, U> {
+  return Object.fromEntries(
+    Object.entries(record)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([id, v]) => [id, show(v)]),
+  );
+}
+
 /** "max/windowMs", the form a rate is stored in (and acquire.lua parses). */
 export function encodeRate(rate: Rate): string {
   return `${rate.max}/${rate.windowMs}`;
@@ -176,6 +225,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     key: 'perOrg',
     what: "the organization's limit: permits per window, all its tokens together",
     fields: ['org'],
+    stored: 'org = "max/windowMs"',
     flags: [
       {
         option: 'perOrg',
@@ -186,6 +236,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     ],
     env: 'LIMIT_PER_ORG',
     reset: 'env',
+    decode: (hash) => ({ perOrg: decodeRate(hash.org) }),
+    log: (p) => ({ perOrg: p.perOrg ? formatRate(p.perOrg) : null }),
     store: (change, set) => {
       if (change.perOrg) set.org = encodeRate(change.perOrg);
     },
@@ -194,6 +246,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     key: 'perToken',
     what: "a token's limit: the default of every token, or one token's own (tok:<id>)",
     fields: ['token', 'tok:'],
+    stored: 'token = "max/windowMs" (every token), tok:<id> = "max/windowMs" (one token)',
     flags: [
       {
         option: 'perToken',
@@ -204,6 +257,18 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     ],
     env: 'LIMIT_PER_TOKEN',
     reset: 'env',
+    decode: (hash) => {
+      const tokens: Record<string, Rate> = {};
+      for (const [field, value] of Object.entries(hash)) {
+        const rate = field.startsWith('tok:') ? decodeRate(value) : null;
+        if (rate) tokens[field.slice(4)] = rate;
+      }
+      return { perToken: decodeRate(hash.token), tokens };
+    },
+    log: (p) => ({
+      perToken: p.perToken ? formatRate(p.perToken) : null,
+      tokens: byId(p.tokens, formatRate),
+    }),
     store: (change, set) => {
       if (change.perToken)
         set[change.tokenId ? `tok:${change.tokenId}` : 'token'] = encodeRate(change.perToken);
@@ -213,6 +278,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     key: 'reserve',
     what: "permits of each organization window kept for the organization's other clients",
     fields: ['reserve', 'reserveShare'],
+    stored:
+      'reserve = N permits; reserveShare = P when given as a share, re-resolved when `org` changes (change-policy.lua)',
     flags: [
       {
         option: 'reserve',
@@ -228,6 +295,18 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
       },
     ],
     reset: 'remove',
+    decode: (hash) => {
+      const reserve = Number(hash.reserve ?? 0);
+      const share = hash.reserveShare === undefined ? NaN : Number(hash.reserveShare);
+      return {
+        reserve: Number.isFinite(reserve) && reserve > 0 ? Math.floor(reserve) : 0,
+        reserveShare: Number.isFinite(share) ? share : null,
+      };
+    },
+    log: (p) => ({
+      reserve: p.reserve,
+      ...(p.reserveShare !== null ? { reserveShare: `${p.reserveShare}%` } : {}),
+    }),
     store: (change, set, del) => {
       if (!change.reserve || !('count' in change.reserve)) return;
       set.reserve = String(change.reserve.count);
@@ -238,6 +317,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     key: 'burst',
     what: 'the pacing buckets\' size: permits a scope sends at once before one per window/limit (acquire.lua "Pacing")',
     fields: ['burst'],
+    stored: 'burst = "N" | "P%" (core/burst.ts; includes/policy.lua lt_burst)',
     flags: [
       {
         option: 'burst',
@@ -252,6 +332,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     ],
     env: 'LIMIT_BURST',
     reset: 'env',
+    decode: (hash) => ({ burst: hash.burst === undefined ? null : (decodeBurst(hash.burst) ?? null) }),
+    log: (p) => (p.burst ? { burst: encodeBurst(p.burst) } : {}),
     store: (change, set) => {
       if (change.burst) set.burst = encodeBurst(change.burst);
     },
@@ -260,6 +342,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     key: 'runWindow',
     what: 'when transfers may run: a weekly calendar in a time zone, with blackout days (run-window.ts)',
     fields: ['runWindow', 'tz', 'blackout', 'open'],
+    stored:
+      'runWindow, tz, blackout: the calendar as written (canonical: run-window.ts); open = "horizon s e ...": the same as UTC instants (run-window-open.ts)',
     flags: [
       {
         option: 'runWindow',
@@ -286,11 +370,28 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
       },
     ],
     reset: 'keep',
+    decode: (hash) => ({
+      runWindow:
+        hash.runWindow || hash.blackout
+          ? { windows: hash.runWindow ?? '', tz: hash.tz ?? '', blackout: hash.blackout ?? '' }
+          : null,
+    }),
+    log: (p) =>
+      p.runWindow
+        ? {
+            runWindow: {
+              windows: p.runWindow.windows || 'all all',
+              tz: p.runWindow.tz || 'UTC',
+              ...(p.runWindow.blackout ? { blackout: p.runWindow.blackout } : {}),
+            },
+          }
+        : {},
   },
   {
     key: 'haltAt',
     what: 'the error budget: the share of the last outcomes that failed at which the organization halts',
     fields: ['haltAt'],
+    stored: 'haltAt = "P" | "off" (judge-outcome.lua)',
     flags: [
       {
         option: 'haltAt',
@@ -305,6 +406,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     ],
     env: 'HALT_AT',
     reset: 'remove',
+    decode: (hash) => ({ haltAt: hash.haltAt === undefined ? null : (parseHaltAt(hash.haltAt) ?? null) }),
+    log: (p) => (p.haltAt !== null ? { haltAt: formatHaltAt(p.haltAt) } : {}),
     store: (change, set) => {
       if (change.haltAt !== undefined) set.haltAt = String(change.haltAt);
     },
@@ -313,6 +416,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     key: 'haltSample',
     what: 'the error budget: how many of the last final outcomes it judges',
     fields: ['haltSample'],
+    stored: 'haltSample = N',
     flags: [
       {
         option: 'haltSample',
@@ -327,6 +431,10 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     ],
     env: 'HALT_SAMPLE',
     reset: 'remove',
+    decode: (hash) => ({
+      haltSample: hash.haltSample === undefined ? null : (parseHaltSample(hash.haltSample) ?? null),
+    }),
+    log: (p) => (p.haltSample !== null ? { haltSample: p.haltSample } : {}),
     store: (change, set) => {
       if (change.haltSample !== undefined) set.haltSample = String(change.haltSample);
     },
@@ -370,4 +478,14 @@ export function changeOfFlags(opts: Readonly<Record<string, unknown>>): LimitCha
 /** The hash fields `limits reset` removes outright (the kinds that go back to nothing, not to LIMIT_*). */
 export function resetRemoves(): string[] {
   return LIMIT_KINDS.filter((k) => k.reset === 'remove').flatMap((k) => [...k.fields]);
+}
+
+/** Every kind's values from the policy hash (HGETALL). */
+export function decodeKinds(hash: Readonly<Record<string, string>>): PolicyValues {
+  return Object.assign({}, ...LIMIT_KINDS.map((k) => k.decode(hash))) as PolicyValues;
+}
+
+/** What the change log keeps of every kind, in the order of LIMIT_KINDS. */
+export function logKinds(p: PolicyValues): Record<string, unknown> {
+  return Object.assign({}, ...LIMIT_KINDS.map((k) => k.log(p))) as Record<string, unknown>;
 }

@@ -11,15 +11,9 @@ import { encodeRate, parsePolicy, seedRecord, type FallbackLimits, type LimitPol
 import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { BudgetEvent, PauseInfo } from './types.ts';
 import { encodeBurst } from '../core/burst.ts';
-import { changesAnything, flagList, LIMIT_KINDS, resetRemoves, type LimitChange } from './kinds.ts';
+import { changesAnything, flagList, LIMIT_KINDS, logKinds, resetRemoves, type LimitChange } from './kinds.ts';
 import { encodeOpen, scheduleOf } from './run-window-open.ts';
-import {
-  formatHaltAt,
-  HALT_AT_EXPECTED,
-  HALT_SAMPLE_EXPECTED,
-  parseHaltAt,
-  parseHaltSample,
-} from '../core/halt-rule.ts';
+import { HALT_AT_EXPECTED, HALT_SAMPLE_EXPECTED, parseHaltAt, parseHaltSample } from '../core/halt-rule.ts';
 import { clearSample } from './breaker.ts';
 
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -65,27 +59,7 @@ function flatToHash(flat: unknown): Record<string, string> {
 /** What the change log keeps of a policy's limits: readable values, never a secret. */
 export function describeLimits(p: LimitPolicy): Record<string, unknown> {
   return {
-    perOrg: p.perOrg ? formatRate(p.perOrg) : null,
-    perToken: p.perToken ? formatRate(p.perToken) : null,
-    tokens: Object.fromEntries(
-      Object.entries(p.tokens)
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([id, r]) => [id, formatRate(r)]),
-    ),
-    reserve: p.reserve,
-    ...(p.reserveShare !== null ? { reserveShare: `${p.reserveShare}%` } : {}),
-    ...(p.burst ? { burst: encodeBurst(p.burst) } : {}),
-    ...(p.runWindow
-      ? {
-          runWindow: {
-            windows: p.runWindow.windows || 'all all',
-            tz: p.runWindow.tz || 'UTC',
-            ...(p.runWindow.blackout ? { blackout: p.runWindow.blackout } : {}),
-          },
-        }
-      : {}),
-    ...(p.haltAt !== null ? { haltAt: formatHaltAt(p.haltAt) } : {}),
-    ...(p.haltSample !== null ? { haltSample: p.haltSample } : {}),
+    ...logKinds(p),
     // Learned limits only when there are some (a reset forgets them, and says so in the change log).
     ...(Object.keys(p.learned.tokens).length > 0 || p.learned.org
       ? {
