@@ -8,7 +8,7 @@
 import type { SimInput, SimResult, SimScope } from './input.ts';
 import { Sim } from './leap.ts';
 
-export type { Frees, PacedScope, SimBound, SimInput, SimPace, SimResult, SimScope } from './input.ts';
+export type { Frees, PacedScope, SimInput, SimPace, SimResult, SimScope } from './input.ts';
 
 /** A scope without a bucket: with no bucket and no run window, nothing else can hold the work back. */
 type Unpaced = SimScope & { pace?: undefined };

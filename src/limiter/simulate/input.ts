@@ -50,9 +50,6 @@ export interface SimInput {
   openPeriodFromMs?: number | undefined;
 }
 
-/** What held the work back the longest: a window, a bucket, the run window ('none': it fits now). */
-export type SimBound = EtaBound;
-
 export interface SimResult {
   /** Ms from now until the last permit is granted; Infinity: never at these limits. */
   finishMs: number;
@@ -63,8 +60,8 @@ export interface SimResult {
    * (but past MAX_STEPS, where the rest is extrapolated).
    */
   waited: { org: number; token: number; pace: number; closed: number };
-  /** The longest of those waits ('none': it fits the budget left now). */
-  boundBy: SimBound;
+  /** The longest of those waits, in the order of ETA_BOUNDS on a tie ('none': it fits the budget left now). */
+  boundBy: EtaBound;
   /** Batches simulated (not leapt over), for the bench. */
   steps: number;
 }

@@ -19,10 +19,10 @@ import {
   TIME,
   WAITS,
 } from './history.ts';
-import type { Frees, PacedScope, SimBound, SimInput, SimResult } from './input.ts';
+import type { Frees, PacedScope, SimInput, SimResult } from './input.ts';
 import { Log } from './log.ts';
 import { RunWindow } from './open.ts';
-import { ETA_BOUNDS } from '../kinds.ts';
+import { ETA_BOUNDS, type EtaBound } from '../kinds.ts';
 
 /** The waits: for the organization's window, the tokens', a bucket, the run window to open (ETA_BOUNDS). */
 export const ORG = 0;
@@ -80,7 +80,7 @@ export abstract class Stepper {
   /** When the tokens' rooms last chose who took what (a batch took less than they all allowed). */
   protected chose = -Infinity;
   protected choosing = false;
-  protected stuckBy: SimBound = 'org';
+  protected stuckBy: EtaBound = 'org';
   /** Set by decide: what the move waits for, the scope that decides it, the organization's time. */
   protected cause = ORG;
   protected decider = 0;
@@ -324,7 +324,7 @@ export abstract class Stepper {
     const [org = 0, token = 0, pace = 0, closed = 0] = this.waits;
     const most = Math.max(org, token, pace, closed);
     // The waits in the order of ETA_BOUNDS (ORG, TOKEN, PACE, CLOSED): the first of the longest.
-    const boundBy: SimBound = most === 0 ? 'none' : (ETA_BOUNDS[this.waits.indexOf(most)] ?? 'org');
+    const boundBy: EtaBound = most === 0 ? 'none' : (ETA_BOUNDS[this.waits.indexOf(most)] ?? 'org');
     return { finishMs, waited: { org, token, pace, closed }, boundBy, steps: this.steps };
   }
 
