@@ -1,6 +1,6 @@
 // Utilization under pacing: long compressed runs of real workers against the simulator, two tokens paced
 // with a small burst (then one permit every 100 ms, or every 1 s, per token), against what paced
-// tokens allow: the ETA's exact simulation of the limiter (windows and buckets, src/ops/eta/simulate.ts)
+// tokens allow: the ETA's exact simulation of the limiter (windows and buckets, src/limiter/simulate/)
 // gives the earliest the last of N permits can be granted; the run's span is from the simulator's first
 // PATCH to its last. Utilization = allowed span / real span (1: every permit went the moment its bucket
 // and window allowed it). Also: the most calls any token had in one window of the service, and its
@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { createContext, type AppContext } from '../src/app/context.ts';
 import { loadConfig, type Config } from '../src/core/config.ts';
 import { createLogger } from '../src/core/log.ts';
-import { simulate } from '../src/ops/eta/simulate.ts';
+import { simulate } from '../src/limiter/simulate/index.ts';
 import { enqueueCsv } from '../src/queue/enqueue-csv.ts';
 import { deleteKeysUnder } from '../src/redis/client.ts';
 import { createSimulator } from '../src/simulator/index.ts';

@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
-import { formatRate, humanizeMs, type Rate } from '../core/duration.ts';
+import { formatRate, humanizeMs } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { POLICY_RECHECK_MS, seedPolicy, type LimitPolicy } from '../limiter/policy.ts';
 import {
@@ -13,7 +13,6 @@ import {
   resetLimits,
   resetRunWindow,
   setLimits,
-  type LimitChange,
 } from '../limiter/policy-control.ts';
 import type { PauseInfo } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
@@ -28,20 +27,8 @@ import {
 } from '../ops/views/limits.ts';
 import { summarizeChange } from '../ops/views/controls.ts';
 import type { Cli } from './io.ts';
-import {
-  blackoutOption,
-  burstOption,
-  haltAtOption,
-  haltSampleOption,
-  positiveInt,
-  rateOption,
-  reserveOption,
-  runWindowOption,
-  timeZoneOption,
-  tokenIdOption,
-} from './parsers.ts';
-import type { Burst } from '../core/burst.ts';
-import type { HaltAt } from '../core/halt-rule.ts';
+import { limitFlagOption, positiveInt, tokenIdOption } from './parsers.ts';
+import { changeOfFlags, LIMIT_FLAGS } from '../limiter/kinds.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
 import { describeRunWindow } from '../limiter/run-window.ts';
 import { when } from './status.ts';
@@ -136,19 +123,8 @@ function summary(org: string, before: LimitPolicy, after: LimitPolicy): string {
   return `${org}: ${text === 'no change' ? 'limits unchanged' : text}`;
 }
 
-interface SetFlags {
-  org: string;
-  perOrg?: Rate;
-  perToken?: Rate;
-  token?: string;
-  reserve?: LimitChange['reserve'];
-  burst?: Burst;
-  runWindow?: string;
-  tz?: string;
-  blackout?: string;
-  haltAt?: HaltAt;
-  haltSample?: number;
-}
+/** The flags of `limits set`: the organization, a token, and one value per flag of limiter/kinds.ts. */
+type SetFlags = { org: string; token?: string } & Record<string, unknown>;
 
 export function register(program: Command, cli: Cli): void {
   const limits = program
@@ -187,103 +163,27 @@ function registerShow(limits: Command, cli: Cli): void {
     });
 }
 
-/** The pacing and run-window flags of `limits set`. */
-function budgetOptions(command: Command): Command {
-  return command
-    .addOption(
-      new Option(
-        '--burst <N|P%|off>',
-        'pacing: how many permits a token (and the organization) may send at once before one per window/limit; a number, a share of each limit, or off (the windows alone)',
-      ).argParser(burstOption),
-    )
-    .addOption(
-      new Option(
-        '--run-window <windows>',
-        'when transfers may run, like "Mon-Fri 18:00-07:00, Sat-Sun all" (days, then HH:MM-HH:MM or all)',
-      ).argParser(runWindowOption),
-    )
-    .addOption(
-      new Option(
-        '--tz <zone>',
-        'the time zone of --run-window and --blackout, like Europe/Berlin (default UTC)',
-      ).argParser(timeZoneOption),
-    )
-    .addOption(
-      new Option(
-        '--blackout <dates>',
-        'days with no transfer at all, like 2026-12-21..2027-01-06 (a comma-separated list; "none" removes them)',
-      ).argParser(blackoutOption),
-    )
-    .addOption(
-      new Option(
-        '--halt-at <P%|off>',
-        'the error budget: halt the organization when this share of its last outcomes failed (like 50%), or off',
-      ).argParser(haltAtOption),
-    )
-    .addOption(
-      new Option(
-        '--halt-sample <N>',
-        'the error budget: how many of the last final outcomes it judges (default HALT_SAMPLE, 20)',
-      ).argParser(haltSampleOption),
-    );
-}
-
-/** The change `limits set` asks for, from its flags. */
-function changeOf(opts: SetFlags): LimitChange {
-  const calendar = opts.runWindow !== undefined || opts.tz !== undefined || opts.blackout !== undefined;
-  return {
-    ...(opts.perOrg ? { perOrg: opts.perOrg } : {}),
-    ...(opts.perToken ? { perToken: opts.perToken } : {}),
-    ...(opts.token ? { tokenId: opts.token } : {}),
-    ...(opts.reserve ? { reserve: opts.reserve } : {}),
-    ...(opts.burst ? { burst: opts.burst } : {}),
-    ...(opts.haltAt !== undefined ? { haltAt: opts.haltAt } : {}),
-    ...(opts.haltSample !== undefined ? { haltSample: opts.haltSample } : {}),
-    ...(calendar
-      ? {
-          runWindow: {
-            ...(opts.runWindow !== undefined ? { windows: opts.runWindow } : {}),
-            ...(opts.tz !== undefined ? { tz: opts.tz } : {}),
-            ...(opts.blackout !== undefined ? { blackout: opts.blackout } : {}),
-          },
-        }
-      : {}),
-  };
-}
-
 function registerSet(limits: Command, cli: Cli): void {
   const set = limits
     .command('set')
     .description(
       'Change the limits of an organization (or of one token) for every worker on every host, within seconds, with no restart',
     )
-    .requiredOption('--org <key>', 'organization')
-    .addOption(
-      new Option('--per-org <N/DUR>', "the organization's limit, like 1000/1d").argParser(
-        rateOption('--per-org'),
-      ),
-    )
-    .addOption(
-      new Option(
-        '--per-token <N/DUR>',
-        'the limit of each token (with --token: of that token only), like 100/1h',
-      ).argParser(rateOption('--per-token')),
-    )
-    .addOption(
-      new Option('--token <id>', 'with --per-token: the token id (as tokens list shows it)').argParser(
-        tokenIdOption,
-      ),
-    )
-    .addOption(
-      new Option(
-        '--reserve <N|P%>',
-        "permits of each organization window kept for the organization's other clients (a number, or a share of --per-org)",
-      ).argParser(reserveOption),
-    );
-  budgetOptions(set).action(async (opts: SetFlags) => {
+    .requiredOption('--org <key>', 'organization');
+  // Every kind of limit's flags (limiter/kinds.ts), --token after --per-token.
+  for (const f of LIMIT_FLAGS) {
+    set.addOption(new Option(f.flag, f.help).argParser(limitFlagOption(f)));
+    if (f.option === 'perToken')
+      set.addOption(
+        new Option('--token <id>', 'with --per-token: the token id (as tokens list shows it)').argParser(
+          tokenIdOption,
+        ),
+      );
+  }
+  set.action(async (opts: SetFlags) => {
     const config = cli.config({ requireTokens: true });
     checkOrgAndToken(config, opts.org, opts.token);
-    const change = changeOf(opts);
+    const change = changeOfFlags(opts);
     checkLimitChange(opts.org, change);
     const ctx = await cli.context(config);
     try {

@@ -1,26 +1,11 @@
 // Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
 // commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
-import {
-  HALT_AT_EXPECTED,
-  HALT_SAMPLE_EXPECTED,
-  parseHaltAt,
-  parseHaltSample,
-  type HaltAt,
-} from '../core/halt-rule.ts';
-import { burstMessage, parseBurst, type Burst } from '../core/burst.ts';
-import {
-  checkTimeZone,
-  formatBlackouts,
-  formatRunWindow,
-  parseBlackouts,
-  parseRunWindow,
-} from '../limiter/run-window.ts';
 import { InvalidArgumentError } from 'commander';
 import { parseRate, rateMessage, readRate, type Rate } from '../core/duration.ts';
 import { isLearnerId, isRunId, LEARNER_ID_EXPECTED, parseLearnerId, RUN_ID_EXPECTED } from '../core/ids.ts';
 import { isValidOrgKey } from '../core/keys.ts';
 import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
-import { parseReserve, type LimitChange } from '../limiter/policy-control.ts';
+import type { LimitFlag } from '../limiter/kinds.ts';
 import { PRIORITIES, type Priority } from '../queue/priority.ts';
 
 /** A whole number from `min` to `max`. */
@@ -117,15 +102,6 @@ export function orgIdPairOption(
   return { ...previous, [m[1]]: id };
 }
 
-/** --reserve: a number of permits, or a share of the organization's limit. */
-export function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
-  const reserve = parseReserve(value);
-  if (reserve) return reserve;
-  throw new InvalidArgumentError(
-    `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
-  );
-}
-
 /** --priority. */
 export function priorityOption(flag = '--priority') {
   return (value: string): Priority => {
@@ -159,48 +135,13 @@ export function latencyRangeOption(value: string): [number, number] {
   return [min, max];
 }
 
-/** --burst: a count, a share of each limit, or off (core/burst.ts). */
-export function burstOption(value: string): Burst {
-  const burst = parseBurst(value);
-  if (burst) return burst;
-  throw new InvalidArgumentError(burstMessage('--burst', value));
-}
-
-/** --halt-at: a share like 50%, or off (core/halt-rule.ts, the rule HALT_AT follows too). */
-export function haltAtOption(value: string): HaltAt {
-  const at = parseHaltAt(value);
-  if (at !== undefined) return at;
-  throw new InvalidArgumentError(`--halt-at expects ${HALT_AT_EXPECTED}, got '${value}'`);
-}
-
-/** --halt-sample: how many final outcomes the error budget judges. */
-export function haltSampleOption(value: string): number {
-  const n = parseHaltSample(value);
-  if (n !== undefined) return n;
-  throw new InvalidArgumentError(`--halt-sample expects ${HALT_SAMPLE_EXPECTED}, got '${value}'`);
-}
-
-/** A calendar parser's LT_USAGE error as commander's. */
-function asArgumentError<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
-
-/** --run-window: checked, kept in the canonical form run-window.ts writes. */
-export function runWindowOption(value: string): string {
-  return asArgumentError(() => formatRunWindow(parseRunWindow(value)));
-}
-
-/** --tz: an IANA time zone, canonical. */
-export function timeZoneOption(value: string): string {
-  return asArgumentError(() => checkTimeZone(value));
-}
-
-/** --blackout: dates and ranges, canonical; "none" (or '') removes them. */
-export function blackoutOption(value: string): string {
-  if (['none', ''].includes(value.trim().toLowerCase())) return '';
-  return asArgumentError(() => formatBlackouts(parseBlackouts(value)));
+/** A flag of `limits set` (limiter/kinds.ts): its parser's LT_USAGE error as commander's. */
+export function limitFlagOption(flag: LimitFlag) {
+  return (value: string): unknown => {
+    try {
+      return flag.parse(value);
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  };
 }

@@ -40,8 +40,8 @@ export interface Keys {
   /** Limiter: pub/sub channel announcing budget returned early (release, unblock), for optional wake-ups. */
   limiterEvents(org: string): string;
   /**
-   * Limiter: the organization's live policy (hash: `org`, `token`, `tok:<id>` as "max/windowMs",
-   * `reserve`, `paused`, `paused:<id>`, `seededFrom`; see src/limiter/policy.ts). In the org's slot, so
+   * Limiter: the organization's live policy (hash: each kind of limit's fields, as src/limiter/kinds.ts
+   * lists them, and the pauses and seed of src/limiter/policy.ts). In the org's slot, so
    * acquire.lua reads it in the same atomic step as the budget.
    */
   policy(org: string): string;

@@ -1,5 +1,5 @@
 // When the permits counted now leave their windows: what the ETA's forward simulation starts from
-// (src/ops/eta/simulate.ts). peek-frees.lua reports them, after a peek, bucketed into a fixed number of
+// (src/limiter/simulate/). peek-frees.lua reports them, after a peek, bucketed into a fixed number of
 // steps per window, so a full window of 1,000 permits costs what one of 10 does.
 
 /**

@@ -3,59 +3,22 @@
 // channel; then it is appended to the change log (limiter/control-log.ts) with who made it and the values
 // before and after. The CLI and the dashboard both call these.
 import { appendChange } from './control-log.ts';
-import { formatRate, rateInBounds, rateMessage, type Rate } from '../core/duration.ts';
+import { formatRate, rateInBounds, rateMessage } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { isValidOrgKey, type Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { encodeRate, parsePolicy, seedRecord, type FallbackLimits, type LimitPolicy } from './policy.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
 import type { BudgetEvent, PauseInfo } from './types.ts';
-import { encodeBurst, type Burst } from '../core/burst.ts';
+import { encodeBurst } from '../core/burst.ts';
+import { changesAnything, flagList, LIMIT_KINDS, logKinds, resetRemoves, type LimitChange } from './kinds.ts';
 import { encodeOpen, scheduleOf } from './run-window-open.ts';
-import {
-  formatHaltAt,
-  HALT_AT_EXPECTED,
-  HALT_SAMPLE_EXPECTED,
-  parseHaltAt,
-  parseHaltSample,
-  type HaltAt,
-} from '../core/halt-rule.ts';
+import { HALT_AT_EXPECTED, HALT_SAMPLE_EXPECTED, parseHaltAt, parseHaltSample } from '../core/halt-rule.ts';
 import { clearSample } from './breaker.ts';
 
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
-export interface LimitChange {
-  perOrg?: Rate;
-  /** With tokenId: that token's own limit; without: the default limit of every token. */
-  perToken?: Rate;
-  tokenId?: string;
-  /** Permits kept for the organization's other clients, as a number or a share (percent) of perOrg. */
-  reserve?: { count: number } | { share: number };
-  /** The pacing buckets' size (acquire.lua "Pacing"). */
-  burst?: Burst;
-  /**
-   * The run window, in the canonical texts of run-window.ts (already parsed and checked): a field left
-   * out keeps what is stored. A blackout without a window means every other day is open.
-   */
-  runWindow?: { windows?: string; tz?: string; blackout?: string };
-  /** The error budget (judge-outcome.lua): the share of failures that halts, or 'off', and the sample size. */
-  haltAt?: HaltAt;
-  haltSample?: number;
-}
-
-/**
- * A reserve as written by a person: a whole number of permits ("200") or a share of the organization's
- * limit ("20%", 0-100). Undefined when it is neither; each caller words the error for its own input.
- */
-export function parseReserve(text: string): NonNullable<LimitChange['reserve']> | undefined {
-  const share = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(text);
-  if (share) {
-    const p = Number(share[1]);
-    return p >= 0 && p <= 100 ? { share: p } : undefined;
-  }
-  if (/^\s*\d+\s*$/.test(text) && Number.isSafeInteger(Number(text))) return { count: Number(text) };
-  return undefined;
-}
+export { parseReserve, type LimitChange } from './kinds.ts';
 
 export interface PolicyChangeResult {
   before: LimitPolicy;
@@ -96,27 +59,7 @@ function flatToHash(flat: unknown): Record<string, string> {
 /** What the change log keeps of a policy's limits: readable values, never a secret. */
 export function describeLimits(p: LimitPolicy): Record<string, unknown> {
   return {
-    perOrg: p.perOrg ? formatRate(p.perOrg) : null,
-    perToken: p.perToken ? formatRate(p.perToken) : null,
-    tokens: Object.fromEntries(
-      Object.entries(p.tokens)
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([id, r]) => [id, formatRate(r)]),
-    ),
-    reserve: p.reserve,
-    ...(p.reserveShare !== null ? { reserveShare: `${p.reserveShare}%` } : {}),
-    ...(p.burst ? { burst: encodeBurst(p.burst) } : {}),
-    ...(p.runWindow
-      ? {
-          runWindow: {
-            windows: p.runWindow.windows || 'all all',
-            tz: p.runWindow.tz || 'UTC',
-            ...(p.runWindow.blackout ? { blackout: p.runWindow.blackout } : {}),
-          },
-        }
-      : {}),
-    ...(p.haltAt !== null ? { haltAt: formatHaltAt(p.haltAt) } : {}),
-    ...(p.haltSample !== null ? { haltSample: p.haltSample } : {}),
+    ...logKinds(p),
     // Learned limits only when there are some (a reset forgets them, and says so in the change log).
     ...(Object.keys(p.learned.tokens).length > 0 || p.learned.org
       ? {
@@ -165,12 +108,7 @@ export function checkLimitChange(org: string, change: LimitChange): void {
   if (change.tokenId !== undefined && change.perToken === undefined) {
     throw invalid('--token needs --per-token N/DURATION (the limit of that one token)');
   }
-  const halt = change.haltAt !== undefined || change.haltSample !== undefined;
-  if (!change.perOrg && !change.perToken && !change.reserve && !change.burst && !change.runWindow && !halt) {
-    throw invalid(
-      'limits set needs at least one of --per-org, --per-token, --reserve, --burst, --run-window, --tz, --blackout, --halt-at or --halt-sample',
-    );
-  }
+  if (!changesAnything(change)) throw invalid(`limits set needs at least one of ${flagList()}`);
   // Built in code (the dashboard, tests) or parsed: held to the one rule of core/halt-rule.ts.
   if (change.haltAt !== undefined && parseHaltAt(String(change.haltAt)) === undefined) {
     throw invalid(`--halt-at expects ${HALT_AT_EXPECTED}, got '${String(change.haltAt)}'`);
@@ -203,18 +141,10 @@ export async function setLimits(
   checkLimitChange(org, change);
   const set: Record<string, string> = {};
   const del: string[] = [];
-  if (change.perOrg) set.org = encodeRate(change.perOrg);
-  if (change.perToken) set[change.tokenId ? `tok:${change.tokenId}` : 'token'] = encodeRate(change.perToken);
   let share: number | null = null;
-  if (change.reserve && 'count' in change.reserve) {
-    set.reserve = String(change.reserve.count);
-    del.push('reserveShare');
-  } else if (change.reserve) {
-    share = change.reserve.share;
-  }
-  if (change.burst) set.burst = encodeBurst(change.burst);
-  if (change.haltAt !== undefined) set.haltAt = String(change.haltAt);
-  if (change.haltSample !== undefined) set.haltSample = String(change.haltSample);
+  for (const kind of LIMIT_KINDS) kind.store?.(change, set, del);
+  // A reserve given as a share is resolved against the organization's limit in the same step (change-policy.lua).
+  if (change.reserve && 'share' in change.reserve) share = change.reserve.share;
   if (change.runWindow) {
     // The calendar given over the one stored, turned into the instants acquire.lua reads in the same step.
     const stored = parsePolicy(await redis.hgetall(keys.policy(org))).runWindow;
@@ -277,7 +207,7 @@ export async function resetLimits(
   check(org);
   const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
     delPrefix: ['tok:', 'learned:', 'refused:'],
-    del: ['reserve', 'reserveShare', 'haltAt', 'haltSample', ...(limits.burst ? [] : ['burst'])],
+    del: [...resetRemoves(), ...(limits.burst ? [] : ['burst'])],
     set: {
       org: encodeRate(limits.limitPerOrg),
       token: encodeRate(limits.limitPerToken),

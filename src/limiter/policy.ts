@@ -2,32 +2,23 @@
 // slot so acquire.lua reads it in the same atomic step as the budget. LIMIT_PER_TOKEN / LIMIT_PER_ORG
 // only seed it, the first time a process runs for the organization; after that every process on every
 // host follows the hash, and `limits set`, `limits reset`, `pause` and `resume` change it live
-// (policy-control.ts). Fields (all optional; an absent one falls back to the process's LIMIT_*):
-//   org = "max/windowMs"       the organization's limit
-//   token = "max/windowMs"     the default limit of each token
-//   tok:<id> = "max/windowMs"  one token's own limit
-//   reserve = N                permits of each org window left to the organization's other clients
-//   reserveShare = P           the share (percent) the reserve was given as, re-resolved when `org` changes
+// (policy-control.ts). Fields (all optional; an absent one falls back to the process's LIMIT_*): each kind
+// of limit's, as kinds.ts LIMIT_KINDS lists them (org, token, tok:<id>, ...), and
 //   paused = JSON {who, at}    the organization is paused;  paused:<id> = JSON: one token is
 //   seededFrom = JSON          the LIMIT_* values the limits were seeded (or last reset) from
-//   burst = "N" | "P%"         the pacing buckets' size (acquire.lua "Pacing"; seeded from LIMIT_BURST)
-//   runWindow, tz, blackout    the run window's calendar as a person wrote it (canonical: run-window.ts)
-//   open = "horizon s e ..."   the same as UTC instants, for acquire.lua (run-window-open.ts)
-//   haltAt = "P" | "off"       the error budget's share (percent; judge-outcome.lua, HALT_AT when absent)
-//   haltSample = N             its sample size (HALT_SAMPLE when absent)
 // and, written by the limiter itself from the service's 429s (learn.lua; acquire.lua "Learned limits"):
 //   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
 //   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
 // A hash that holds only these is not a stored policy (`stored` is false: LIMIT_* still apply).
-import { formatRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS, rateInBounds, type Rate } from '../core/duration.ts';
+import { formatRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS, type Rate } from '../core/duration.ts';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
+import { decodeKinds, encodeRate, type PolicyValues } from './kinds.ts';
 import type { PauseInfo } from './types.ts';
 import { LearnerTransferError } from '../core/errors.ts';
-import { decodeBurst, encodeBurst, type Burst } from '../core/burst.ts';
-import { parseHaltAt, parseHaltSample, type HaltAt } from '../core/halt-rule.ts';
+import { encodeBurst, type Burst } from '../core/burst.ts';
 
 /**
  * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
@@ -38,16 +29,10 @@ import { parseHaltAt, parseHaltSample, type HaltAt } from '../core/halt-rule.ts'
  */
 export const POLICY_RECHECK_MS = 3_000;
 
-export interface LimitPolicy {
+/** The policy stored for an organization: every kind's values (kinds.ts), pauses, seeds, what 429s taught. */
+export interface LimitPolicy extends PolicyValues {
   /** A policy hash exists for the organization (false: each process enforces its own LIMIT_*). */
   stored: boolean;
-  perOrg: Rate | null;
-  perToken: Rate | null;
-  /** Tokens with a limit of their own (token id -> rate). */
-  tokens: Record<string, Rate>;
-  reserve: number;
-  /** The share (percent) the reserve was set as, or null when set as a number. */
-  reserveShare: number | null;
   paused: PauseInfo | null;
   /** Paused tokens (token id -> who and when). */
   pausedTokens: Record<string, PauseInfo>;
@@ -68,13 +53,6 @@ export interface LimitPolicy {
   learned: { tokens: Record<string, LearnedEntry>; org: LearnedEntry | null };
   /** The 429s answered per token (token id -> count), every process together. */
   rateLimited: Record<string, number>;
-  /** The pacing burst stored (null: none, or malformed: the process's LIMIT_BURST applies). */
-  burst: Burst | null;
-  /** The run window's calendar texts as stored (null: none set). */
-  runWindow: { windows: string; tz: string; blackout: string } | null;
-  /** The error budget's rule as stored (null: none, or malformed: HALT_AT / HALT_SAMPLE apply). */
-  haltAt: HaltAt | null;
-  haltSample: number | null;
 }
 
 /** A learned limit as stored: "max at". */
@@ -118,22 +96,7 @@ export interface EffectiveLimits {
   token(tokenId: string): Rate;
 }
 
-/** "max/windowMs", the form stored in the hash (and parsed by acquire.lua). */
-export function encodeRate(rate: Rate): string {
-  return `${rate.max}/${rate.windowMs}`;
-}
-
-/**
- * A stored rate, or null when absent or malformed: outside the bounds every writer checks (duration.ts
- * rateInBounds). includes/policy.lua's lt_rate refuses exactly the same values (a test holds them
- * together), so what a display shows as "not stored" is what the limiter ignores.
- */
-export function decodeRate(text: string | undefined): Rate | null {
-  const m = /^(\d+)\/(\d+)$/.exec(text ?? '');
-  if (!m) return null;
-  const rate = { max: Number(m[1]), windowMs: Number(m[2]) };
-  return rateInBounds(rate) ? rate : null;
-}
+export { decodeRate, encodeRate } from './kinds.ts';
 
 /** A pause field's JSON ({who, at}); null when absent or empty. */
 export function parsePause(text: string | undefined): PauseInfo | null {
@@ -152,7 +115,6 @@ export function parsePause(text: string | undefined): PauseInfo | null {
 
 /** The policy from the hash's fields (HGETALL). */
 export function parsePolicy(hash: Record<string, string>): LimitPolicy {
-  const tokens: Record<string, Rate> = {};
   const pausedTokens: Record<string, PauseInfo> = {};
   const learnedTokens: Record<string, LearnedEntry> = {};
   const rateLimited: Record<string, number> = {};
@@ -163,9 +125,6 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
     } else if (field.startsWith('429:')) {
       const n = Number(value);
       if (Number.isSafeInteger(n) && n > 0) rateLimited[field.slice(4)] = n;
-    } else if (field.startsWith('tok:')) {
-      const rate = decodeRate(value);
-      if (rate) tokens[field.slice(4)] = rate;
     } else if (field.startsWith('paused:')) {
       const p = parsePause(value);
       if (p) pausedTokens[field.slice(7)] = p;
@@ -183,27 +142,14 @@ export function parsePolicy(hash: Record<string, string>): LimitPolicy {
       seededFrom = null;
     }
   }
-  const reserve = Number(hash.reserve ?? 0);
-  const share = hash.reserveShare === undefined ? NaN : Number(hash.reserveShare);
   return {
     stored: Object.keys(hash).some((field) => !LEARNED_FIELD.test(field)),
-    perOrg: decodeRate(hash.org),
-    perToken: decodeRate(hash.token),
-    tokens,
-    reserve: Number.isFinite(reserve) && reserve > 0 ? Math.floor(reserve) : 0,
-    reserveShare: Number.isFinite(share) ? share : null,
+    ...decodeKinds(hash),
     paused: parsePause(hash.paused),
     pausedTokens,
     seededFrom,
     learned: { tokens: learnedTokens, org: parseLearned(hash['learned:org']) },
     rateLimited,
-    burst: hash.burst === undefined ? null : (decodeBurst(hash.burst) ?? null),
-    runWindow:
-      hash.runWindow || hash.blackout
-        ? { windows: hash.runWindow ?? '', tz: hash.tz ?? '', blackout: hash.blackout ?? '' }
-        : null,
-    haltAt: hash.haltAt === undefined ? null : (parseHaltAt(hash.haltAt) ?? null),
-    haltSample: hash.haltSample === undefined ? null : (parseHaltSample(hash.haltSample) ?? null),
   };
 }
 

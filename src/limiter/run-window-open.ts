@@ -103,7 +103,9 @@ export function openLookup(
       const after = e >= horizon ? calendar(horizon) : null;
       return after && after[0] <= horizon ? [s, Math.max(e, after[1])] : [s, e];
     }
-    return calendar(horizon);
+    // Closed from the last stored instant to the horizon, whatever the calendar says of that time.
+    const next = calendar(horizon);
+    return next ? [Math.max(next[0], horizon), next[1]] : null;
   };
   return { schedule, horizon, at };
 }

@@ -13,6 +13,7 @@ import { LIMITER_SCRIPTS } from './scripts.ts';
 import { parseFrees, type BudgetFrees } from './budget-schedule.ts';
 import { encodeBurst } from '../core/burst.ts';
 import { refreshOpen } from './run-window-open.ts';
+import { REFUSAL_SCOPE_NAMES } from './kinds.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { readBatched } from '../redis/batch.ts';
 import {
@@ -39,19 +40,6 @@ import type {
 /** Token ids are fingerprints (config.ts tokenFingerprint): short, safe inside a key. */
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 const REASON_RE = /^[\x20-\x7e]{1,64}$/;
-const SCOPES: readonly RefusalScope[] = [
-  'token',
-  'org',
-  'blocked-token',
-  'blocked-org',
-  'no-token',
-  'lease',
-  'lost-lock',
-  'paused',
-  'pace',
-  'run-window',
-  'probe',
-];
 /** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
 const KEY_SLACK_MS = 1000;
 
@@ -262,7 +250,7 @@ export class TransferBudget {
     const scope = text(reply[2]) as RefusalScope;
     // Stale run-window instants: the caller refreshes them as of this Redis time.
     if ((scope as string) === 'run-window-stale') return { stale: num(reply[4]) };
-    if (!SCOPES.includes(scope))
+    if (!REFUSAL_SCOPE_NAMES.includes(scope))
       throw new LearnerTransferError('LT_INTERNAL', `limiter: unexpected refusal scope '${scope}'`);
     return {
       ok: false,

@@ -4,6 +4,7 @@ import type { Rate } from '../core/duration.ts';
 import type { BudgetFrees } from './budget-schedule.ts';
 import type { Burst } from '../core/burst.ts';
 import type { HaltAt } from '../core/halt-rule.ts';
+import type { RefusalScope } from './kinds.ts';
 
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
@@ -72,25 +73,8 @@ export interface LeaseRequest {
   graceMs: number;
 }
 
-/**
- * What held the refusal: the scope whose wait is the longest. 'lease': another attempt holds the
- * learner's lease; 'lost-lock': the job's BullMQ lock is no longer this worker's (do not send);
- * 'paused': the organization, or every usable token of it, is paused (`learner-transfer pause`) until
- * a resume (allBlockedIndefinitely is then true); 'probe': a 5xx storm, and another call is its one
- * probe (acquire.lua "Probe").
- */
-export type RefusalScope =
-  | 'token'
-  | 'org'
-  | 'blocked-token'
-  | 'blocked-org'
-  | 'no-token'
-  | 'lease'
-  | 'lost-lock'
-  | 'paused'
-  | 'pace'
-  | 'run-window'
-  | 'probe';
+/** What held the refusal: the scope whose wait is the longest (kinds.ts lists them). */
+export type { RefusalScope };
 
 export type Refused = {
   ok: false;

@@ -1,10 +1,10 @@
-// The ETA's simulation (ops/eta/simulate.ts) with pacing buckets and a run window, against a brute-force
+// The ETA's simulation (limiter/simulate/) with pacing buckets and a run window, against a brute-force
 // reference written here: event by event, one permit at a time, no batching, no period leaping, the
 // rules of acquire.lua read plainly (a grant needs room in the organization's window and bucket and in
 // one token's window and bucket, the token with the most window room first; outside the run window
 // nothing). Seeded random cases must agree to the ms; hand-worked cases check the reference itself.
 import { describe, expect, it } from 'vitest';
-import { simulate, type PacedScope, type SimInput } from '../../src/ops/eta/simulate.ts';
+import { simulate, type PacedScope, type SimInput } from '../../src/limiter/simulate/index.ts';
 
 /** acquire.lua's LT_PACE_EPSILON. */
 const EPS = 1e-3;

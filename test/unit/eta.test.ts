@@ -1,8 +1,8 @@
-// The ETA's simulation of the limiter (ops/eta/simulate.ts) and its wording (ops/eta/eta.ts), on the issue's
+// The ETA's simulation of the limiter (limiter/simulate/) and its wording (ops/eta/eta.ts), on the issue's
 // examples with finishes worked out by hand. Pure: no Redis, no clock.
 import { describe, expect, it } from 'vitest';
 import { etaOf, formatUtc } from '../../src/ops/eta/eta.ts';
-import { simulate, type SimScope } from '../../src/ops/eta/simulate.ts';
+import { simulate, type SimScope } from '../../src/limiter/simulate/index.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../src/limiter/types.ts';
 import type { FreeStep } from '../../src/limiter/budget-schedule.ts';
 

@@ -1,6 +1,6 @@
 --[[
   Used by peek-frees.lua (`--- @include "frees"`), which reads after a peek, for every caller:
-  when the permits counted in one window leave it, for the ETA's simulation (src/ops/eta/simulate.ts).
+  when the permits counted in one window leave it, for the ETA's simulation (src/limiter/simulate/).
   A permit in the log (or in flight past its deadline) at score s leaves at s + window + 1 (acquire.lua,
   "Counting"); its inMs is that time less now, rounded UP to a multiple of ceil((window + 1) / steps), so
   no permit is said to leave earlier than it does. A permit still in flight is counted as settled now.

@@ -1,12 +1,19 @@
 // When the remaining work of one organization will be done, from the limiter's state in Redis (a peek:
 // the limits in force from the policy, learned limits and the reserve applied, pauses, blocks, and when
-// the permits counted now leave their windows), by simulating the limiter forward (eta/simulate.ts).
+// the permits counted now leave their windows), by simulating the limiter forward (limiter/simulate/).
 // `plan`, `status` and the dashboard all call etaOf, so they agree. The finish is the time the last
 // permit can be granted; its calls take their own latency on top (see docs/eta.md).
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
-import { simulate, type Frees, type PacedScope, type SimInput, type SimScope } from './simulate.ts';
+import {
+  simulate,
+  type Frees,
+  type PacedScope,
+  type SimInput,
+  type SimScope,
+} from '../../limiter/simulate/index.ts';
 import { openLookup } from '../../limiter/run-window-open.ts';
+import type { EtaBound } from '../../limiter/kinds.ts';
 import { describeRunWindow, openAt, type RunSchedule } from '../../limiter/run-window.ts';
 
 export interface Eta {
@@ -16,7 +23,7 @@ export interface Eta {
    * What holds the work back ('none': it fits the budget left now): a window's budget, the pacing
    * buckets, or the run window's closed hours.
    */
-  boundBy: 'org' | 'token' | 'pace' | 'run-window' | 'none';
+  boundBy: EtaBound;
   /** Permits usable right now (the smaller of the organization's and its usable tokens' room). */
   availableNow: number;
   text: string;

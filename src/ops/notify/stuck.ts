@@ -5,16 +5,11 @@
 // transfers it recorded meanwhile (one HDEL): an organization moving again is held no more. An idle
 // process writes nothing; one whose organizations wait for budget or a run window writes nothing either
 // (those refusals are not a hold).
-import type { RefusalScope } from '../../limiter/types.ts';
+import { LASTING_SCOPES, type RefusalScope } from '../../limiter/kinds.ts';
 import type { RedisClient } from '../../redis/client.ts';
 
 /** Refusals that last until someone acts or a block ends: budget, pacing and run windows are not. */
-const HELD_SCOPES: ReadonlySet<RefusalScope> = new Set([
-  'paused',
-  'blocked-org',
-  'blocked-token',
-  'no-token',
-]);
+const HELD_SCOPES: ReadonlySet<RefusalScope> = new Set(LASTING_SCOPES);
 /** Organizations remembered at most between two ticks (each is one field at the next write). */
 const MAX_NOTED = 10_000;
 

@@ -1,0 +1,67 @@
+// The simulation's input and answer: the limiter's state now (windows, buckets, blocks, the run window)
+// and when the last of the remaining permits is granted. The simulation itself: index.ts.
+import type { FreeStep } from '../budget-schedule.ts';
+import type { EtaBound } from '../kinds.ts';
+
+/** [ms from now when these permits leave the window, how many], as the limiter reads them. */
+export type Frees = readonly FreeStep[];
+
+export interface SimScope {
+  limit: number;
+  windowMs: number;
+  /** The permits counted now (in flight ones included), by when they leave the window. */
+  frees: Frees;
+  /** Usable again in this many ms (a 429's block); 0: now; Infinity: never (401, paused). */
+  blockedMs: number;
+}
+
+/** A scope's pacing bucket in GCRA form, as acquire.lua keeps it ("Pacing"). */
+export interface SimPace {
+  /** Permits at once from a full bucket (1..limit): tau = (burst - 1) * intervalMs. */
+  burst: number;
+  /** T = window / limit, a float (not rounded): one permit back every T ms. */
+  intervalMs: number;
+  /** The theoretical arrival time, ms from now; <= 0: the bucket is full. */
+  tatMs: number;
+}
+
+/** A scope that may pace: without `pace`, its window alone (acquire without a burst). */
+export interface PacedScope extends SimScope {
+  pace?: SimPace | undefined;
+}
+
+export interface SimInput {
+  /** Permits still to be granted (learners to transfer). */
+  remaining: number;
+  org: PacedScope;
+  tokens: readonly PacedScope[];
+  /**
+   * The run window: the open interval [start, end) (ms from now) that holds t, or else the next one that
+   * starts after t; null: it never opens again. Absent: always open.
+   */
+  open?: ((t: number) => readonly [number, number] | null) | undefined;
+  /**
+   * open(t + P) is open(t) shifted by P for every t >= openPeriodFromMs (a weekly calendar without
+   * blackouts: a week). Lets a leap cross from one open interval to another; without it only the stretches
+   * inside one open interval are leapt over, and the intervals are simulated one after the other.
+   */
+  openPeriodMs?: number | undefined;
+  /** From when open() repeats with openPeriodMs (after the last blackout, say); default 0. */
+  openPeriodFromMs?: number | undefined;
+}
+
+export interface SimResult {
+  /** Ms from now until the last permit is granted; Infinity: never at these limits. */
+  finishMs: number;
+  /**
+   * Time spent waiting: for the organization's window (its block included), for the tokens' (blocks
+   * included), for a bucket (the organization's or a token's: when it allows later than the window, a tie
+   * goes to the window), and for the run window to open once all else allowed. They add up to finishMs
+   * (but past MAX_STEPS, where the rest is extrapolated).
+   */
+  waited: { org: number; token: number; pace: number; closed: number };
+  /** The longest of those waits, in the order of ETA_BOUNDS on a tie ('none': it fits the budget left now). */
+  boundBy: EtaBound;
+  /** Batches simulated (not leapt over), for the bench. */
+  steps: number;
+}

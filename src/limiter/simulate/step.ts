@@ -1,0 +1,341 @@
+// The simulation's step: from one instant to the next at which a permit can go, granting at each every
+// permit that fits (windows, buckets, blocks, the run window), and booking each wait to what it waited
+// for. The leaps over repeating periods are leap.ts's, on top of this.
+import { Bucket } from './bucket.ts';
+import { fill } from './fill.ts';
+import {
+  ANCHOR,
+  CLAUSES_FROM,
+  CLAUSES_TO,
+  COLUMNS,
+  COUNT,
+  History,
+  LEFT,
+  LOOSENED,
+  OPEN_END,
+  OPEN_START,
+  PERIOD,
+  SIZE,
+  TIME,
+  WAITS,
+} from './history.ts';
+import type { Frees, PacedScope, SimInput, SimResult } from './input.ts';
+import { Log } from './log.ts';
+import { RunWindow } from './open.ts';
+import { ETA_BOUNDS, type EtaBound } from '../kinds.ts';
+
+/** The waits: for the organization's window, the tokens', a bucket, the run window to open (ETA_BOUNDS). */
+export const ORG = 0;
+export const TOKEN = 1;
+export const PACE = 2;
+export const CLOSED = 3;
+
+/** A bound on the batches simulated; past it the rest goes at the average pace so far (in open time). */
+const MAX_STEPS = 20_000;
+
+/** The permits counted now in a window. */
+function counted(frees: Frees): number {
+  let sum = 0;
+  for (const [at, n] of frees) if (at > 0 && n > 0) sum += n;
+  return sum;
+}
+
+/**
+ * The simulation. Scope 0 is the organization, scope 1 + i token i.
+ *
+ * Leaps rest on clauses. Each decision (when the next batch goes, how large it is, what each token takes)
+ * records the constraints that were as tight as it: the window, bucket or run window whose time is the
+ * one moved to, the room or allowance that equals what was granted, the tokens that must not allow one
+ * earlier. Loosening a set of constraints (a bucket with more slack, a window with room to spare, a run
+ * window that drifts) changes no decision as long as each keeps a tight constraint outside the set; a
+ * block or the work left is never loosened, and a decision it ties needs no clause.
+ */
+export abstract class Stepper {
+  protected readonly k: number;
+  protected readonly scopes: readonly PacedScope[];
+  protected readonly logs: Log[];
+  protected readonly buckets: (Bucket | null)[];
+  /** The window can never fill before the work is done (limit >= counted + remaining): no log is kept. */
+  protected readonly unbounded: boolean[];
+  /** A token never usable (blocked for good, no limit): its state never matters. */
+  protected readonly dead: boolean[];
+  protected readonly runWindow: RunWindow | null;
+  readonly history: History;
+  /** Periods tried at every batch: each window + 1 ms (a permit comes back that long after its grant), the run window's. */
+  protected readonly periods: number[];
+  /** No period starts before this: blocks still to end, the run window's irregular start. */
+  protected readonly since: number;
+  /** Clause bits: scope s's window 2s, its bucket 2s + 1, the run window 2k + 2 (none past 14 tokens: no loosening). */
+  protected readonly bits: boolean;
+  protected readonly runBit: number;
+
+  protected t = 0;
+  protected left: number;
+  protected finish = 0;
+  protected steps = 0;
+  /** Waited so far: ORG, TOKEN, PACE, CLOSED. */
+  protected readonly waits = [0, 0, 0, 0];
+  /** Clauses of the decisions since the last batch. */
+  protected readonly pending: number[] = [];
+  /** When the tokens' rooms last chose who took what (a batch took less than they all allowed). */
+  protected chose = -Infinity;
+  protected choosing = false;
+  protected stuckBy: EtaBound = 'org';
+  /** Set by decide: what the move waits for, the scope that decides it, the organization's time. */
+  protected cause = ORG;
+  protected decider = 0;
+  protected orgAt = 0;
+
+  // Per batch and per move, reused.
+  protected readonly rooms: number[];
+  protected readonly caps: number[];
+  protected readonly takes: number[];
+  protected readonly windowAt: number[];
+  protected readonly bucketAt: number[];
+  protected readonly blockAt: number[];
+
+  constructor(private readonly input: SimInput) {
+    const scopes = (this.scopes = [input.org, ...input.tokens]);
+    const k = (this.k = input.tokens.length);
+    this.left = input.remaining;
+    this.dead = scopes.map((s, i) => i > 0 && (s.blockedMs === Infinity || s.limit < 1));
+    this.unbounded = scopes.map(
+      (s, i) => (i === 0 || k === 1) && s.limit >= counted(s.frees) + input.remaining && s.limit < Infinity,
+    );
+    const openPeriod = input.open && (input.openPeriodMs ?? 0) > 0 ? (input.openPeriodMs ?? 0) : 0;
+    const windows = scopes.filter((_, i) => !this.unbounded[i] && !this.dead[i]).map((s) => s.windowMs + 1);
+    this.periods = [...new Set([...windows, ...(openPeriod > 0 ? [openPeriod] : [])])];
+    const keepMs = Math.max(0, ...this.periods) + 1;
+    this.logs = scopes.map((s) => new Log(s.limit, s.windowMs, s.frees, keepMs));
+    this.buckets = scopes.map((s) => (s.pace ? new Bucket(s.pace) : null));
+    const from = input.openPeriodFromMs ?? 0;
+    this.runWindow = input.open ? new RunWindow(input.open, openPeriod, from) : null;
+    const blocks = scopes.map((s) => (Number.isFinite(s.blockedMs) ? s.blockedMs : 0));
+    this.since = Math.max(openPeriod > 0 ? from : -Infinity, ...blocks);
+    this.history = new History(k);
+    this.bits = k <= 14;
+    this.runBit = this.bits ? 1 << (2 * k + 2) : 1;
+    this.rooms = input.tokens.map(() => 0);
+    this.caps = input.tokens.map(() => 0);
+    this.takes = input.tokens.map(() => 0);
+    this.windowAt = scopes.map(() => 0);
+    this.bucketAt = scopes.map(() => 0);
+    this.blockAt = scopes.map(() => 0);
+  }
+
+  run(): SimResult {
+    for (;;) {
+      this.release();
+      const open = this.runWindow === null || this.runWindow.at(this.t) === this.t;
+      if (open && this.batch() > 0) {
+        if (this.left === 0) return this.result(this.finish);
+        if (this.steps >= MAX_STEPS) return this.result(this.averagePace());
+        if (this.leap()) return this.result(this.finish);
+      }
+      if (!this.advance()) return { ...this.result(Infinity), boundBy: this.stuckBy };
+    }
+  }
+
+  /** Leaps over whole periods once the schedule repeats (leap.ts); true when that finished the work. */
+  protected abstract leap(): boolean;
+
+  protected release(): void {
+    for (let s = 0; s <= this.k; s++) if (!this.unbounded[s] && !this.dead[s]) this.logs[s]?.release(this.t);
+  }
+
+  /** Permits the scope's window takes now (0 while blocked; as many as are left when it cannot fill). */
+  protected roomOf(s: number): number {
+    if (this.dead[s] || this.t < (this.scopes[s]?.blockedMs ?? 0)) return 0;
+    return this.unbounded[s] ? this.left : (this.logs[s]?.room() ?? 0);
+  }
+
+  /** Clause bits (1 for any, past 14 tokens: only telling whether something is loosened). */
+  protected window(s: number): number {
+    return this.bits ? 1 << (2 * s) : 1;
+  }
+  protected bucket(s: number): number {
+    return this.bits ? 1 << (2 * s + 1) : 1;
+  }
+
+  /** Grants every permit that fits now; returns how many. */
+  protected batch(): number {
+    const t = this.t;
+    const orgRoom = this.roomOf(0);
+    if (orgRoom <= 0) return 0;
+    const orgCap = this.buckets[0]?.allowance(t) ?? Infinity;
+    let capSum = 0;
+    for (let i = 0; i < this.k; i++) {
+      const room = (this.rooms[i] = this.roomOf(i + 1));
+      const cap = (this.caps[i] = this.dead[i + 1] ? 0 : (this.buckets[i + 1]?.allowance(t) ?? Infinity));
+      capSum += Math.min(room, cap);
+    }
+    const n = Math.min(this.left, orgRoom, orgCap, capSum);
+    if (!(n > 0)) return 0;
+    fill(this.rooms, this.caps, n, this.takes);
+    // Its size: the organization's room or allowance when the tokens allowed more (else their takes say it).
+    if (this.bits && n < this.left && n < capSum)
+      this.pending.push((orgRoom === n ? this.window(0) : 0) | (orgCap === n ? this.bucket(0) : 0));
+    // With more allowed than granted, the tokens' rooms chose who took what (leapFrom: sharedLeaps).
+    if (this.k > 1 && n < capSum) this.choosing = true;
+    for (let i = 0; this.bits && i < this.k && n < this.left; i++) {
+      const take = this.takes[i] ?? 0;
+      if (this.dead[i + 1] || t < (this.input.tokens[i]?.blockedMs ?? 0)) continue;
+      const window = this.rooms[i] === take ? this.window(i + 1) : 0;
+      const held = window | (this.caps[i] === take ? this.bucket(i + 1) : 0);
+      if (held !== 0) this.pending.push(held);
+    }
+    this.grant(n);
+    this.record(n);
+    return n;
+  }
+
+  protected grant(n: number): void {
+    const t = this.t;
+    if (!this.unbounded[0]) this.logs[0]?.push(t + (this.scopes[0]?.windowMs ?? 0) + 1, n);
+    this.buckets[0]?.take(t, n);
+    for (let i = 0; i < this.k; i++) {
+      const x = this.takes[i] ?? 0;
+      if (x <= 0) continue;
+      if (!this.unbounded[i + 1]) this.logs[i + 1]?.push(t + (this.scopes[i + 1]?.windowMs ?? 0) + 1, x);
+      this.buckets[i + 1]?.take(t, x);
+    }
+    this.left -= n;
+    this.finish = t;
+    this.steps++;
+  }
+
+  /**
+   * Records the batch at t, the state after it and the clauses of the decisions that led to it. After a
+   * leap of m periods of p repeating rows (from, last row], that loosened `loosened`, says so.
+   */
+  protected record(n: number, from = -1, p = 0, m = 0, loosened = 0): void {
+    const h = this.history;
+    const t = this.t;
+    const at = h.add();
+    const rows = h.rows;
+    rows[at + TIME] = t;
+    rows[at + SIZE] = n;
+    rows[at + LEFT] = this.left;
+    for (let w = 0; w < 4; w++) rows[at + WAITS + w] = this.waits[w] ?? 0;
+    rows[at + OPEN_START] = this.runWindow?.start ?? -Infinity;
+    rows[at + OPEN_END] = this.runWindow?.end ?? Infinity;
+    rows[at + ANCHOR] = from;
+    rows[at + PERIOD] = p;
+    rows[at + COUNT] = m;
+    rows[at + LOOSENED] = loosened;
+    const row = h.size - 1;
+    if (from >= 0) h.lastGap = row;
+    rows[at + CLAUSES_FROM] = h.clauses.length;
+    if (from >= 0) h.leapClauses(from, row - 1, loosened);
+    for (const clause of this.pending) h.clauses.push(clause);
+    rows[at + CLAUSES_TO] = h.clauses.length;
+    this.pending.length = 0;
+    for (let i = 0; i < this.k; i++) {
+      rows[at + COLUMNS + i] = this.takes[i] ?? 0;
+      // Taken since the start: after a leap, m more periods of the repeated rows.
+      const before = row > 0 ? h.get(row - 1, h.totalsAt + i) : 0;
+      const period = from >= 0 ? before - h.get(from, h.totalsAt + i) : (this.takes[i] ?? 0);
+      rows[at + h.totalsAt + i] = before + (from >= 0 ? m * period : period);
+    }
+    for (let s = 0; s <= this.k; s++) {
+      const b = this.buckets[s];
+      rows[at + h.countsAt + s] = this.logs[s]?.used ?? 0;
+      rows[at + h.relsAt + s] = b?.rel(t) ?? NaN;
+      if (b && from >= 0) rows[at + h.resetsAt + s] = h.replay(s, from, row - 1, -Infinity, b.interval);
+    }
+    if (this.choosing) this.chose = t;
+    this.choosing = false;
+  }
+
+  /** Moves to when the next permit can go (false: never), and books the wait to what it waited for. */
+  protected advance(): boolean {
+    const t = this.t;
+    for (let s = 0; s <= this.k; s++) {
+      const blocked = this.scopes[s]?.blockedMs ?? 0;
+      const log = this.logs[s] as Log;
+      this.windowAt[s] = this.unbounded[s] ? -Infinity : this.dead[s] ? Infinity : log.roomAt(t);
+      this.bucketAt[s] = this.buckets[s]?.allowAt(t) ?? -Infinity;
+      this.blockAt[s] = blocked > t ? blocked : -Infinity;
+    }
+    let at = this.decide();
+    if (at === Infinity) {
+      this.stuckBy = this.orgAt === Infinity ? 'org' : 'token';
+      return false;
+    }
+    // Only at a closed start can everything allow a permit now; anything else would be a bug: move on.
+    if (at <= t) at = this.runWindow !== null && this.runWindow.at(t) > t ? t : t + 1;
+    else this.movedBy(at);
+    const opens = this.runWindow ? this.runWindow.at(at) : at;
+    if (opens === Infinity) {
+      this.stuckBy = 'run-window';
+      return false;
+    }
+    if (opens > at && this.bits) this.pending.push(this.runBit);
+    this.waits[this.cause] = (this.waits[this.cause] ?? 0) + (at - t);
+    this.waits[CLOSED] = (this.waits[CLOSED] ?? 0) + (opens - at);
+    this.t = opens;
+    return true;
+  }
+
+  /**
+   * When the next permit can go by the windows, buckets and blocks: the organization's, and the token's
+   * that allows one first. Sets this.cause to what it waits for (a bucket when it is what allows last,
+   * else the window or block) and this.decider to the scope that decides.
+   */
+  protected decide(): number {
+    const { windowAt, bucketAt, blockAt } = this;
+    const orgAt = (this.orgAt = Math.max(windowAt[0] ?? 0, bucketAt[0] ?? 0, blockAt[0] ?? 0));
+    let tokenAt = Infinity;
+    let first = 1;
+    for (let s = 1; s <= this.k; s++) {
+      const at = Math.max(windowAt[s] ?? 0, bucketAt[s] ?? 0, blockAt[s] ?? 0);
+      if (at < tokenAt) {
+        tokenAt = at;
+        first = s;
+      }
+    }
+    const s = (this.decider = orgAt >= tokenAt ? 0 : first);
+    const paced = (bucketAt[s] ?? 0) > Math.max(windowAt[s] ?? 0, blockAt[s] ?? 0);
+    this.cause = paced ? PACE : s === 0 ? ORG : TOKEN;
+    return Math.max(orgAt, tokenAt);
+  }
+
+  /**
+   * The clauses of a move to `at`: what it waits for stays (the same time, booked alike), and when a token
+   * decides, no other token may come to allow one first.
+   */
+  protected movedBy(at: number): void {
+    if (!this.bits) return;
+    const x = this.decider;
+    if (this.cause === PACE) this.pending.push(this.bucket(x));
+    else if ((this.blockAt[x] ?? 0) !== at) this.pending.push(this.window(x));
+    if (x === 0) return;
+    for (let y = 1; y <= this.k; y++) {
+      if (y === x || this.dead[y]) continue;
+      // Tokens before the decider allow one later than it, those after it no earlier.
+      const by = y < x ? at + 1 : at;
+      if ((this.blockAt[y] ?? 0) >= by) continue;
+      const window = (this.windowAt[y] ?? 0) >= by ? this.window(y) : 0;
+      this.pending.push(window | ((this.bucketAt[y] ?? 0) >= by ? this.bucket(y) : 0));
+    }
+  }
+
+  protected result(finishMs: number): SimResult {
+    const [org = 0, token = 0, pace = 0, closed = 0] = this.waits;
+    const most = Math.max(org, token, pace, closed);
+    // The waits in the order of ETA_BOUNDS (ORG, TOKEN, PACE, CLOSED): the first of the longest.
+    const boundBy: EtaBound = most === 0 ? 'none' : (ETA_BOUNDS[this.waits.indexOf(most)] ?? 'org');
+    return { finishMs, waited: { org, token, pace, closed }, boundBy, steps: this.steps };
+  }
+
+  /**
+   * Past MAX_STEPS: the rest at the average pace so far, in open time when there is a run window (the
+   * closed hours ahead count as they come, in proportion as they did: none of the work goes in them).
+   */
+  protected averagePace(): number {
+    const granted = this.input.remaining - this.left;
+    if (!this.runWindow) return this.t + (this.t / granted) * this.left;
+    const open = Math.max(1, this.runWindow.openTime(0, this.t));
+    return this.runWindow.after(this.t, (open / granted) * this.left);
+  }
+}
