@@ -150,13 +150,13 @@ export interface Keys {
   /**
    * Notifications (ops/notify/notifier.ts), all under one {notify} hash tag: the claim of one event (a string
    * with an expiry, SET NX: whichever process claims it sends it, once for the fleet), the fleet check's
-   * turn (one process per interval), and the organizations a worker found held (hash org -> "sinceMs
+   * turn (one process per interval), and the organizations a worker found stuck (hash org -> "sinceMs
    * scope said": paused or blocked when it asked for a permit; removed when one of its transfers is
    * recorded).
    */
   notified(eventId: string): string;
   notifyTurn(): string;
-  notifyHeld(): string;
+  notifyStuck(): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -213,6 +213,7 @@ export function createKeys(prefix: string): Keys {
     auditRetentionTurn: (disk) => `${prefix}:audit-retention:${disk}`,
     notified: (eventId) => `${prefix}:{notify}:sent:${eventId}`,
     notifyTurn: () => `${prefix}:{notify}:turn`,
-    notifyHeld: () => `${prefix}:{notify}:held`,
+    // The key keeps its first name: a fleet mid-migration reads what the previous release wrote.
+    notifyStuck: () => `${prefix}:{notify}:held`,
   };
 }

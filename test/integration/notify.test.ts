@@ -176,7 +176,7 @@ describe('notifications', () => {
 
   it('forgets a hold once the organization moves again (a later hold is a new episode)', async () => {
     // acme was paused above and said; it is resumed: its learners go, and its hold is removed.
-    expect(await h.ctx.redis.hget(h.ctx.keys.notifyHeld(), 'acme')).toMatch(/ 1$/);
+    expect(await h.ctx.redis.hget(h.ctx.keys.notifyStuck(), 'acme')).toMatch(/ 1$/);
     const n = new Notifier(ctx, rx.url, OPTS);
     n.start();
     const work = startWorkers(ctx, {
@@ -188,7 +188,7 @@ describe('notifications', () => {
     });
     await waitFor(
       "acme's hold removed",
-      () => h.ctx.redis.hget(h.ctx.keys.notifyHeld(), 'acme'),
+      () => h.ctx.redis.hget(h.ctx.keys.notifyStuck(), 'acme'),
       (v) => v === null,
       { timeoutMs: 15_000 },
     );

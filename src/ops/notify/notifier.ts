@@ -11,7 +11,7 @@
 import type { AppContext } from '../../app/context.ts';
 import type { RefusalScope } from '../../limiter/types.ts';
 import { orgHalted, tokenRefused } from './events.ts';
-import { HeldNotes } from './stuck.ts';
+import { StuckNotes } from './stuck.ts';
 import { RunWatch } from './runs.ts';
 import { WebhookSender, type NotifyStats } from './send.ts';
 import { FleetWatch } from './watch.ts';
@@ -40,7 +40,7 @@ export class Notifier {
   readonly #sender: WebhookSender;
   readonly #runs: RunWatch;
   readonly #watch: FleetWatch;
-  readonly #held: HeldNotes;
+  readonly #stuck: StuckNotes;
   #timer: NodeJS.Timeout | undefined;
   #looking = false;
 
@@ -70,7 +70,7 @@ export class Notifier {
       submit,
       ...(options.runDelayMs !== undefined ? { delayMs: options.runDelayMs } : {}),
     });
-    this.#held = new HeldNotes(ctx.keys.notifyHeld());
+    this.#stuck = new StuckNotes(ctx.keys.notifyStuck());
     this.#watch = new FleetWatch({
       redis: ctx.redis,
       keys: ctx.keys,
@@ -97,7 +97,7 @@ export class Notifier {
     this.#timer = setInterval(() => {
       if (this.#looking) return;
       this.#looking = true;
-      this.#held
+      this.#stuck
         .write(this.#ctx.redis)
         .then(() => this.#watch.tick())
         .catch((err: Error) => logger.warn({ err: err.message }, 'notifications: the fleet look failed'))
@@ -111,7 +111,7 @@ export class Notifier {
     try {
       if (e.code === 'unauthorized') this.#sender.submit(tokenRefused(e.org, e.tokenId, new Date()));
       if (e.final) this.#runs.note(e.runId, e.org);
-      if (this.#watch.intervalMs > 0) this.#held.moved(e.org);
+      if (this.#watch.intervalMs > 0) this.#stuck.moved(e.org);
     } catch (err) {
       this.#ctx.logger.warn({ err: (err as Error).message }, 'notifications: an outcome could not be noted');
     }
@@ -136,7 +136,7 @@ export class Notifier {
 
   /** A permit refused, and why: a pause or a block is noted (no I/O, never throws). */
   noteRefused(org: string, scope: RefusalScope, indefinite: boolean): void {
-    if (this.#watch.intervalMs > 0) this.#held.refused(org, scope, indefinite);
+    if (this.#watch.intervalMs > 0) this.#stuck.refused(org, scope, indefinite);
   }
 
   /** The last look at the runs noted, what is queued sent (within `drainMs`), then stop. */

@@ -1,40 +1,40 @@
-// Which organizations are held (paused, blocked, every token refused or blocked), learned where it
+// Which organizations are stuck (paused, blocked, every token refused or blocked), learned where it
 // happens: a worker asking the limiter for a permit (worker/admission.ts's onRefused). The hook only
-// notes it in memory; at each tick the process writes what it noted since (HSETNX on keys.notifyHeld():
+// notes it in memory; at each tick the process writes what it noted since (HSETNX on keys.notifyStuck():
 // the first process to see an episode sets its start, once), and removes the organizations whose
-// transfers it recorded meanwhile (one HDEL): an organization moving again is held no more. An idle
+// transfers it recorded meanwhile (one HDEL): an organization moving again is stuck no more. An idle
 // process writes nothing; one whose organizations wait for budget or a run window writes nothing either
 // (those refusals are not a hold).
 import { LASTING_SCOPES, type RefusalScope } from '../../limiter/kinds.ts';
 import type { RedisClient } from '../../redis/client.ts';
 
 /** Refusals that last until someone acts or a block ends: budget, pacing and run windows are not. */
-const HELD_SCOPES: ReadonlySet<RefusalScope> = new Set(LASTING_SCOPES);
+const STUCK_SCOPES: ReadonlySet<RefusalScope> = new Set(LASTING_SCOPES);
 /** Organizations remembered at most between two ticks (each is one field at the next write). */
 const MAX_NOTED = 10_000;
 
-export interface HeldEntry {
+export interface StuckEntry {
   sinceMs: number;
   scope: string;
   /** Said already (the event was submitted): not looked at again until the organization moves. */
   said: boolean;
 }
 
-export function parseHeld(text: string | undefined): HeldEntry | undefined {
+export function parseStuck(text: string | undefined): StuckEntry | undefined {
   const [since, scope, said] = (text ?? '').split(' ');
   const sinceMs = Number(since);
   if (!Number.isFinite(sinceMs) || !scope) return undefined;
   return { sinceMs, scope, said: said === '1' };
 }
 
-export function formatHeld(e: HeldEntry): string {
+export function formatStuck(e: StuckEntry): string {
   return `${e.sinceMs} ${e.scope} ${e.said ? 1 : 0}`;
 }
 
-export class HeldNotes {
+export class StuckNotes {
   readonly #key: string;
   /** Held, noted since the last write. */
-  readonly #held = new Map<string, HeldEntry>();
+  readonly #stuck = new Map<string, StuckEntry>();
   /** Written by this process (so a later transfer of theirs removes them). */
   readonly #written = new Set<string>();
   /** Transfers recorded since the last write. */
@@ -46,9 +46,9 @@ export class HeldNotes {
 
   /** A permit refused (no I/O: called on the transfer path). */
   refused(org: string, scope: RefusalScope, indefinite: boolean): void {
-    if (!indefinite && !HELD_SCOPES.has(scope)) return;
-    if (this.#held.has(org) || this.#written.has(org) || this.#held.size >= MAX_NOTED) return;
-    this.#held.set(org, {
+    if (!indefinite && !STUCK_SCOPES.has(scope)) return;
+    if (this.#stuck.has(org) || this.#written.has(org) || this.#stuck.size >= MAX_NOTED) return;
+    this.#stuck.set(org, {
       sinceMs: Date.now(),
       scope: indefinite && scope !== 'paused' ? 'all-tokens' : scope,
       said: false,
@@ -61,7 +61,7 @@ export class HeldNotes {
    * write whoever wrote it (a process since gone, say): one HDEL a tick for the organizations moved.
    */
   moved(org: string): void {
-    this.#held.delete(org);
+    this.#stuck.delete(org);
     if (this.#moved.size < MAX_NOTED) this.#moved.add(org);
   }
 
@@ -73,11 +73,11 @@ export class HeldNotes {
       for (const org of orgs) this.#written.delete(org);
       await redis.hdel(this.#key, ...orgs);
     }
-    if (this.#held.size > 0) {
-      const held = [...this.#held];
-      this.#held.clear();
-      for (const [org, entry] of held) {
-        await redis.hsetnx(this.#key, org, formatHeld(entry));
+    if (this.#stuck.size > 0) {
+      const stuck = [...this.#stuck];
+      this.#stuck.clear();
+      for (const [org, entry] of stuck) {
+        await redis.hsetnx(this.#key, org, formatStuck(entry));
         this.#written.add(org);
       }
     }

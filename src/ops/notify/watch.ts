@@ -2,8 +2,8 @@
 // whose learners wait, with budget, and that no process has taken for NOTIFY_STALL_AFTER. No hook says
 // "still": a look every interval does, by ONE process of the fleet (the turn: SET NX with an expiry), and
 // it reads nothing per organization unless one is a candidate:
-// - held: the organizations the workers found paused or blocked (keys.notifyHeld(), written by
-//   notify/stuck.ts when a permit is refused so), held past the delay and not yet said;
+// - stuck: the organizations the workers found paused or blocked (keys.notifyStuck(), written by
+//   notify/stuck.ts when a permit is refused so), stuck past the delay and not yet said;
 // - stalled: the lanes due since longer than the delay (keys.lanesDue(): a lane with work that a
 //   process takes moves to a lease time; one waiting for budget or a run window waits under a later
 //   time; a lane due long ago is one nobody took), at most MAX_CANDIDATES a look.
@@ -18,7 +18,7 @@ import type { RunCounts } from '../../outcomes/store.ts';
 import { addReads, hashOf, readBatched } from '../../redis/batch.ts';
 import type { RedisClient } from '../../redis/client.ts';
 import { runWindowOf } from '../views/limits.ts';
-import { formatHeld, parseHeld, type HeldEntry } from './stuck.ts';
+import { formatStuck, parseStuck, type StuckEntry } from './stuck.ts';
 import { orgBlocked, orgPaused, orgStalled, type NotifyEvent } from './events.ts';
 import { BREAKER } from '../../limiter/breaker.ts';
 
@@ -46,7 +46,7 @@ export function watchIntervalMs(blockedAfterMs: number, stallAfterMs: number): n
 
 interface Candidate {
   org: string;
-  held?: HeldEntry;
+  stuck?: StuckEntry;
   /** The lane's due time, when it is a stall candidate. */
   dueAt?: number;
 }
@@ -98,10 +98,10 @@ export class FleetWatch {
     const known = new Set(this.#o.tokens.orgs());
     const out = new Map<string, Candidate>();
     if (blockedAfterMs > 0) {
-      for (const [org, text] of Object.entries(await redis.hgetall(keys.notifyHeld()))) {
-        const held = parseHeld(text);
-        if (!held || held.said || now - held.sinceMs < blockedAfterMs || !known.has(org)) continue;
-        if (out.size < MAX_CANDIDATES) out.set(org, { org, held });
+      for (const [org, text] of Object.entries(await redis.hgetall(keys.notifyStuck()))) {
+        const stuck = parseStuck(text);
+        if (!stuck || stuck.said || now - stuck.sinceMs < blockedAfterMs || !known.has(org)) continue;
+        if (out.size < MAX_CANDIDATES) out.set(org, { org, stuck });
       }
     }
     if (stallAfterMs > 0) {
@@ -128,31 +128,31 @@ export class FleetWatch {
     const now = view.now;
     const waiting = progressOf(learners).waiting > 0;
     const paused = view.org.paused;
-    const held = heldBy(view);
-    if (c.held) {
+    const blocked = blockedBy(view);
+    if (c.stuck) {
       // Moving again, or nothing left to wait: forgotten (a later hold is a new episode).
-      if (!waiting || (!paused && !held)) {
-        await redis.hdel(keys.notifyHeld(), c.org);
+      if (!waiting || (!paused && !blocked)) {
+        await redis.hdel(keys.notifyStuck(), c.org);
       } else if (paused) {
         // A halt of the error budget was said at once (org.halted): not again as paused too long.
         if (paused.who !== BREAKER && now - Date.parse(paused.at) >= blockedAfterMs) {
           submit(orgPaused(c.org, paused, learners, now));
-          await redis.hset(keys.notifyHeld(), c.org, formatHeld({ ...c.held, said: true }));
+          await redis.hset(keys.notifyStuck(), c.org, formatStuck({ ...c.stuck, said: true }));
         }
-      } else if (held) {
-        submit(orgBlocked(c.org, held, c.held.sinceMs, learners, now));
-        await redis.hset(keys.notifyHeld(), c.org, formatHeld({ ...c.held, said: true }));
+      } else if (blocked) {
+        submit(orgBlocked(c.org, blocked, c.stuck.sinceMs, learners, now));
+        await redis.hset(keys.notifyStuck(), c.org, formatStuck({ ...c.stuck, said: true }));
       }
     }
     // Due long ago and nobody took it, although it could send: a stall (the due time names the episode).
-    if (c.dueAt !== undefined && waiting && !paused && !held && budgetThere(view)) {
+    if (c.dueAt !== undefined && waiting && !paused && !blocked && budgetThere(view)) {
       submit(orgStalled(c.org, c.dueAt, learners, now));
     }
   }
 }
 
 /** Why no transfer can be sent until someone acts or a block ends, or null. A pause is told apart. */
-function heldBy(view: BudgetView): string | null {
+function blockedBy(view: BudgetView): string | null {
   if (view.org.blocked) return `the organization is blocked: ${view.org.blocked.reason}`;
   if (view.tokens.length === 0) return 'no token';
   if (view.tokens.every((t) => t.blocked || t.paused)) {
@@ -162,7 +162,7 @@ function heldBy(view: BudgetView): string | null {
   return null;
 }
 
-/** A permit could be granted now, by the windows and the run window (blocks and pauses are held apart). */
+/** A permit could be granted now, by the windows and the run window (blocks and pauses are told apart). */
 function budgetThere(view: BudgetView): boolean {
   if (view.org.remaining <= 0) return false;
   if (!view.tokens.some((t) => !t.blocked && !t.paused && t.remaining > 0)) return false;
