@@ -121,7 +121,7 @@ describe('the cockpit in Chromium', () => {
     const acmeText = await page.locator('section[data-org="acme"]').innerText();
     expect(acmeText.split(/finishes |done by /)).toHaveLength(2);
     expect(await page.locator('[data-eta="acme"]').textContent()).toMatch(
-      /^\d+ windows? of .*; held back by /,
+      /^\d+ windows? of .*; limited by /,
     );
     expect((await page.locator('section[data-org="gamma"]').innerText()).split('nothing left')).toHaveLength(
       2,

@@ -80,9 +80,9 @@ describe('the ETA on a compressed run', () => {
         `${finish - fromCli.finishAt} ms (organization window ${ORG_WINDOW_MS} ms)`,
     );
     // Both follow the limits in Redis (100/4s and 20/2s), not this process's LIMIT_* (100/1s).
-    expect(status?.eta.heldBy).toBe("the tokens' budgets, 20/2s each");
-    expect(plan?.eta.heldBy).toBe(status?.eta.heldBy);
-    expect(fromCli.heldBy).toBe(status?.eta.heldBy);
+    expect(status?.eta.limitedBy).toBe("the tokens' budgets, 20/2s each");
+    expect(plan?.eta.limitedBy).toBe(status?.eta.limitedBy);
+    expect(fromCli.limitedBy).toBe(status?.eta.limitedBy);
     // plan and status agree: one simulation, read a few ms apart.
     expect(Math.abs(planned - predicted)).toBeLessThan(apart);
     expect(Math.abs(fromCli.finishAt - predicted)).toBeLessThan(ORG_WINDOW_MS);
@@ -90,9 +90,9 @@ describe('the ETA on a compressed run', () => {
     expect(formatStatus(whole)).toContain(
       `remaining ${LEARNERS}: done by ${status?.eta.finishUtc}, in ${humanizeMs(status?.eta.ms ?? 0)} ` +
         `(${status?.eta.windows} window${status?.eta.windows === 1 ? '' : 's'} of 4s); ` +
-        "held back by the tokens' budgets, 20/2s each",
+        "limited by the tokens' budgets, 20/2s each",
     );
-    expect(card?.eta.heldBy).toBe(status?.eta.heldBy);
+    expect(card?.eta.limitedBy).toBe(status?.eta.limitedBy);
     expect(Math.abs((card?.eta.finishAt ?? NaN) - predicted)).toBeLessThan(apart);
     // The run ends within one organization window of the prediction.
     expect(Math.abs(finish - planned)).toBeLessThan(ORG_WINDOW_MS);

@@ -66,7 +66,7 @@ describe('plan', () => {
     expect(p.rejected).toBe(2);
     const [acme] = p.plans;
     expect(acme?.text).toMatch(
-      /^18,400 learners for acme: done by \d{4}-\d\d-\d\d \d\d:\d\d UTC, in 18 days \(19 windows of 1d\); held back by the organization's budget, 1000\/1d$/,
+      /^18,400 learners for acme: done by \d{4}-\d\d-\d\d \d\d:\d\d UTC, in 18 days \(19 windows of 1d\); limited by the organization's budget, 1000\/1d$/,
     );
     expect(acme?.availableNow).toBe(612);
     expect(acme?.periods).toBe(19);
@@ -89,7 +89,7 @@ describe('plan', () => {
     // 700 queued + 300 new = 1000 at 612 left today: today and one more day.
     expect(acme?.periods).toBe(2);
     expect(acme?.text).toMatch(
-      /^1,000 learners for acme: done by .* UTC, in 1 day \(2 windows of 1d\); held back by the organization's budget, 1000\/1d \(300 to enqueue/,
+      /^1,000 learners for acme: done by .* UTC, in 1 day \(2 windows of 1d\); limited by the organization's budget, 1000\/1d \(300 to enqueue/,
     );
   });
 
@@ -129,12 +129,12 @@ describe('plan', () => {
     const ids = Array.from({ length: 100 }, (_, i) => i + 5001);
     const [acme] = await planOrgs(h.ctx, new Map([['beta', ids]]), { tokens: 4 });
     expect(acme?.eta.boundBy).toBe('token');
-    expect(acme?.eta.heldBy).toBe("the tokens' budgets, 10/1h each");
+    expect(acme?.eta.limitedBy).toBe("the tokens' budgets, 10/1h each");
     // 20 an hour, the first batch now: the 5th at 4 h (+ 4 ms). With 4 tokens, 40 an hour: 2 h (+ 2 ms).
     expect(acme?.eta.ms).toBe(4 * (HOUR + 1));
     expect(acme?.whatIf?.eta.ms).toBe(2 * (HOUR + 1));
     expect(acme?.whatIf?.text).toMatch(
-      /^with 4 tokens instead of 2: done by .* UTC, in 2 h \(held back by the tokens' budgets, 10\/1h each\), against .* UTC, in 4 h$/,
+      /^with 4 tokens instead of 2: done by .* UTC, in 2 h \(limited by the tokens' budgets, 10\/1h each\), against .* UTC, in 4 h$/,
     );
     const none = describeEta(
       'beta',
@@ -161,7 +161,7 @@ describe('plan', () => {
     expect(r.code).toBe(0);
     // 700 jobs wait ahead of them, 612 left today: they go tomorrow.
     expect(r.stdout).toMatch(
-      /3 learners for acme: done by .* UTC, in 1 day \(2 windows of 1d\); held back by the organization's budget, 1000\/1d \(after 700 jobs already in the queue\)/,
+      /3 learners for acme: done by .* UTC, in 1 day \(2 windows of 1d\); limited by the organization's budget, 1000\/1d \(after 700 jobs already in the queue\)/,
     );
     const c = await runCommand(
       ['plan', '--crawl', '--org', 'acme', '--target-org-id', '1', '--from-org', '2', '--quiet'],

@@ -195,7 +195,7 @@ async function check(p: Policy): Promise<void> {
       );
     if (p.burst) tally(late === 0 ? 'paced, to the ms' : 'paced, a ms late');
     else tally('windows alone, to the ms');
-    if (n === p.remaining) tally(`held back by ${eta.boundBy}`);
+    if (n === p.remaining) tally(`limited by ${eta.boundBy}`);
   }
 }
 
@@ -207,7 +207,7 @@ describe('the ETA holds to the limiter on generated policies', () => {
     );
     // Each kind of hold was met, more than once; a ms late stays rare (6 of 2,981 paced permits in 300 runs).
     for (const bound of ['org', 'token', 'pace', 'run-window', 'none'])
-      expect(seen.get(`held back by ${bound}`) ?? 0, `runs held back by ${bound}`).toBeGreaterThan(1);
+      expect(seen.get(`limited by ${bound}`) ?? 0, `runs limited by ${bound}`).toBeGreaterThan(1);
     expect(seen.get('windows alone, to the ms') ?? 0).toBeGreaterThan(100);
     const paced = seen.get('paced, to the ms') ?? 0;
     expect(paced).toBeGreaterThan(100);

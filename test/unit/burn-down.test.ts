@@ -35,6 +35,7 @@ function eta(more: Partial<Eta>): Eta {
     text: 'the ETA text',
     finishAt: null,
     finishUtc: null,
+    limitedBy: '',
     heldBy: '',
     windows: 1,
     tokens: 1,

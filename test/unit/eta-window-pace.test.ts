@@ -84,7 +84,7 @@ describe('the ETA with pacing and a run window', () => {
     // A window of one hour a day: the budget would allow far more.
     const e = etaOf(view(undefined, 'all 02:00-03:00'), 3000);
     expect(e.boundBy).toBe('run-window');
-    expect(e.heldBy).toBe('the run window, all 02:00-03:00 (Europe/Berlin)');
+    expect(e.limitedBy).toBe('the run window, all 02:00-03:00 (Europe/Berlin)');
   });
 
   it('says each pace in whole units: 36 s, 1 min 26 s, 2 min, 59 s, 50 ms', () => {

@@ -182,10 +182,10 @@ describe('etaOf', () => {
     expect(eta.finishAt).toBe(NOW + 4 * D + 4 * H + 8);
     expect(eta.finishUtc).toBe('2026-12-14 13:00 UTC');
     expect(eta.boundBy).toBe('org');
-    expect(eta.heldBy).toBe("the organization's budget, 1000/1d");
+    expect(eta.limitedBy).toBe("the organization's budget, 1000/1d");
     expect(eta.windows).toBe(5);
     expect(eta.text).toBe(
-      "done by 2026-12-14 13:00 UTC, in 4 days 4 h (5 windows of 1d); held back by the organization's budget, 1000/1d",
+      "done by 2026-12-14 13:00 UTC, in 4 days 4 h (5 windows of 1d); limited by the organization's budget, 1000/1d",
     );
     expect(eta.availableNow).toBe(200);
   });
@@ -199,7 +199,7 @@ describe('etaOf', () => {
   it('names the tokens when they hold the work back, and a what-if with more of them', () => {
     const v = view(scope(1000, 60 * S), [token('a', 100, H)]);
     const eta = etaOf(v, 250);
-    expect(eta.heldBy).toBe("the token's budget, 100/1h");
+    expect(eta.limitedBy).toBe("the token's budget, 100/1h");
     expect(eta.finishUtc).toBe(formatUtc(NOW + 2 * H + 2));
     const two = etaOf(freshDay(), 5000, { tokens: 1 });
     // One token: 10 batches of 100 a day, hours 0 to 9.
@@ -209,8 +209,8 @@ describe('etaOf', () => {
     // 400 an hour: two full hours and 200 in the third fill the day.
     expect(four.ms).toBe(4 * (D + 1) + 2 * (H + 1));
     const both = view(scope(1000, 60 * S), [token('a', 100, H), token('b', 50, H)]);
-    expect(etaOf(both, 1000).heldBy).toBe("the tokens' budgets, 100/1h and 50/1h");
-    expect(etaOf(view(scope(1000, D), [token('a', 10, S), token('b', 10, S)]), 1000).heldBy).toBe(
+    expect(etaOf(both, 1000).limitedBy).toBe("the tokens' budgets, 100/1h and 50/1h");
+    expect(etaOf(view(scope(1000, D), [token('a', 10, S), token('b', 10, S)]), 1000).limitedBy).toBe(
       "the tokens' budgets, 10/1s each",
     );
   });
@@ -219,12 +219,12 @@ describe('etaOf', () => {
     const v = view(scope(600, D), [token('a', 1000, H), token('b', 1000, H)], { reserve: 400 });
     const eta = etaOf(v, 1800);
     expect(eta.ms).toBe(2 * (D + 1));
-    expect(eta.heldBy).toBe("the organization's budget, 600/1d (after a reserve of 400)");
+    expect(eta.limitedBy).toBe("the organization's budget, 600/1d (after a reserve of 400)");
     const learned = view(
       scope(500, D, { learned: { max: 500, at: NOW - H, configured: 1000, nextProbeInMs: H } }),
       [token('a', 1000, H)],
     );
-    expect(etaOf(learned, 1000).heldBy).toBe("the organization's budget, 500/1d (learned from 429s)");
+    expect(etaOf(learned, 1000).limitedBy).toBe("the organization's budget, 500/1d (learned from 429s)");
     const all = view(scope(0, D), [token('a', 100, H)], { reserve: 1000 });
     expect(etaOf(all, 1).text).toBe('never at these limits: the reserve leaves this tool nothing');
   });

@@ -37,6 +37,8 @@ export interface Eta {
   /** The finish as "2026-12-14 09:00 UTC"; null as finishAt. */
   finishUtc: string | null;
   /** "the organization's budget, 1000/1d" or "the tokens' budgets, 100/1h each"; '' for 'none'. */
+  limitedBy: string;
+  /** The same as limitedBy, under its name of the previous release (JSON readers of it keep working). */
   heldBy: string;
   /** Organization windows the work spans, the current one included (0: nothing left). */
   windows: number;
@@ -167,7 +169,7 @@ function opensText(schedule: RunSchedule, now: number, opensAt: number): string 
     : `opens ${formatUtc(opensAt, true)}`;
 }
 
-function orgHeld(view: BudgetView): string {
+function orgLimitText(view: BudgetView): string {
   const rate = formatRate({ max: Math.max(0, view.org.limit), windowMs: view.org.windowMs });
   const notes = [
     view.reserve > 0 ? `after a reserve of ${view.reserve}` : '',
@@ -176,12 +178,12 @@ function orgHeld(view: BudgetView): string {
   return `the organization's budget, ${rate}${notes.length ? ` (${notes.join(', ')})` : ''}`;
 }
 
-function pacingHeld(view: BudgetView): string {
+function pacingLimitText(view: BudgetView): string {
   const burst = view.org.pace?.burst ?? view.tokens.find((t) => t.pace)?.pace?.burst;
   return `pacing, a burst of ${burst ?? '-'} then one permit at a time (limits set --burst)`;
 }
 
-function tokensHeld(rates: readonly Rate[]): string {
+function tokensLimitText(rates: readonly Rate[]): string {
   const names = [...new Set(rates.map(formatRate))];
   if (rates.length === 1) return `the token's budget, ${names[0]}`;
   if (names.length === 1) return `the tokens' budgets, ${names[0]} each`;
@@ -202,6 +204,7 @@ function never(
     text,
     finishAt: null,
     finishUtc: null,
+    limitedBy: '',
     heldBy: '',
     windows: Infinity,
     tokens,
@@ -209,16 +212,16 @@ function never(
   };
 }
 
-/** What held the work back, in words: the budget's window, the buckets, or the run window. */
-function heldByText(
+/** What limits the work, in words: the budget's window, the buckets, or the run window. */
+function limitedByText(
   boundBy: Eta['boundBy'],
   view: BudgetView,
   rates: readonly Rate[],
   schedule: RunSchedule | undefined,
 ): string {
-  if (boundBy === 'org') return orgHeld(view);
-  if (boundBy === 'token') return tokensHeld(rates);
-  if (boundBy === 'pace') return pacingHeld(view);
+  if (boundBy === 'org') return orgLimitText(view);
+  if (boundBy === 'token') return tokensLimitText(rates);
+  if (boundBy === 'pace') return pacingLimitText(view);
   if (boundBy === 'run-window' && view.runWindow)
     return `the run window, ${view.runWindow.windows || 'all all'} (${schedule?.tz ?? 'UTC'})`;
   return '';
@@ -262,6 +265,7 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
       text: 'nothing left',
       finishAt: null,
       finishUtc: null,
+      limitedBy: '',
       heldBy: '',
       windows: 0,
       paused,
@@ -276,7 +280,7 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
   const { schedule, ...window } = openOf(view);
   const sim = simulate({ remaining, org, tokens: scopes, ...window });
   if (sim.finishMs === Infinity) return never('never at these limits', availableNow, scopes.length, paused);
-  const heldBy = heldByText(sim.boundBy, view, rates, schedule);
+  const limitedBy = limitedByText(sim.boundBy, view, rates, schedule);
   const windows = 1 + Math.floor(sim.finishMs / view.org.windowMs);
   const span = `${windows} window${windows === 1 ? '' : 's'} of ${formatDuration(view.org.windowMs)}`;
   if (paused) {
@@ -289,7 +293,8 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
       ),
       ms: sim.finishMs,
       boundBy: sim.boundBy,
-      heldBy,
+      limitedBy,
+      heldBy: limitedBy,
       windows,
     };
   }
@@ -299,7 +304,7 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
   const text =
     sim.boundBy === 'none'
       ? `done now, within the budget left (${availableNow} left)`
-      : `${waiting}done by ${finishUtc}, in ${humanizeMs(sim.finishMs)} (${span}); held back by ${heldBy}`;
+      : `${waiting}done by ${finishUtc}, in ${humanizeMs(sim.finishMs)} (${span}); limited by ${limitedBy}`;
   return {
     ...base,
     ms: sim.finishMs,
@@ -308,10 +313,11 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
     note:
       sim.boundBy === 'none'
         ? `within the budget left (${availableNow} left)`
-        : `${waiting}${span}; held back by ${heldBy}`,
+        : `${waiting}${span}; limited by ${limitedBy}`,
     finishAt,
     finishUtc,
-    heldBy,
+    limitedBy,
+    heldBy: limitedBy,
     windows,
     paused,
   };

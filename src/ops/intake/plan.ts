@@ -63,8 +63,8 @@ export function describeEta(
 function whatIfText(eta: Eta, other: Eta, tokens: number): string {
   const was = eta.finishUtc ? `${eta.finishUtc}, in ${humanizeMs(eta.ms)}` : eta.text;
   const would = other.finishUtc ? `${other.finishUtc}, in ${humanizeMs(other.ms)}` : other.text;
-  const held = other.heldBy ? ` (held back by ${other.heldBy})` : '';
-  return `with ${tokens} token${tokens === 1 ? '' : 's'} instead of ${eta.tokens}: done by ${would}${held}, against ${was}`;
+  const limited = other.limitedBy ? ` (limited by ${other.limitedBy})` : '';
+  return `with ${tokens} token${tokens === 1 ? '' : 's'} instead of ${eta.tokens}: done by ${would}${limited}, against ${was}`;
 }
 
 /**
