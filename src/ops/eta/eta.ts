@@ -235,6 +235,23 @@ function waitingText(view: BudgetView, schedule: RunSchedule | undefined, open: 
     : '';
 }
 
+/** The ETA of an organization with nothing left to move. */
+function nothingLeft(availableNow: number, tokens: number, paused: boolean): Eta {
+  return {
+    availableNow,
+    tokens,
+    ms: 0,
+    boundBy: 'none',
+    text: 'nothing left',
+    finishAt: null,
+    finishUtc: null,
+    limitedBy: '',
+    heldBy: '',
+    windows: 0,
+    paused,
+  };
+}
+
 /**
  * The finish of `remaining` learners for the organization of `view` (a peek, with frees for the exact
  * start). `tokens`: as if the organization had that many usable tokens (plan --tokens).
@@ -257,20 +274,7 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
         scopes.reduce((a, s) => a + room(s), 0),
       );
   const base = { availableNow, tokens: scopes.length };
-  if (remaining <= 0) {
-    return {
-      ...base,
-      ms: 0,
-      boundBy: 'none',
-      text: 'nothing left',
-      finishAt: null,
-      finishUtc: null,
-      limitedBy: '',
-      heldBy: '',
-      windows: 0,
-      paused,
-    };
-  }
+  if (remaining <= 0) return nothingLeft(availableNow, scopes.length, paused);
   if (org.limit <= 0)
     return never('never at these limits: the reserve leaves this tool nothing', 0, scopes.length);
   if (scopes.length === 0)
