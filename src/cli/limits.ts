@@ -1,6 +1,5 @@
 // `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
 // live, every change in the change log with who made it.
-import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
@@ -20,18 +19,6 @@ import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import { collectLimits, describeChange, type LearnedDetail, type OrgLimits } from '../ops/views/limits.ts';
 import { summarizeChange } from '../ops/views/controls.ts';
 import type { Cli } from './io.ts';
-import {
-  blackoutOption,
-  burstOption,
-  haltAtOption,
-  haltSampleOption,
-  positiveInt,
-  rateOption,
-  reserveOption,
-  runWindowOption,
-  timeZoneOption,
-  tokenIdOption,
-} from './parsers.ts';
 import type { Burst } from '../core/burst.ts';
 import type { HaltAt } from '../core/halt-rule.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
@@ -146,84 +133,6 @@ interface SetFlags {
   haltSample?: number;
 }
 
-export function register(program: Command, cli: Cli): void {
-  const limits = program
-    .command('limits')
-    .description(
-      "The fleet's limits per organization and per token, stored in Redis: show them, change them live, reset them to LIMIT_*",
-    );
-  registerShow(limits, cli);
-  registerSet(limits, cli);
-  registerReset(limits, cli);
-}
-
-function registerShow(limits: Command, cli: Cli): void {
-  limits
-    .command('show')
-    .description(
-      'Limits per organization and token as every worker applies them, the reserve, pauses, and how they differ from LIMIT_*',
-    )
-    .option('--org <key>', 'one organization (default: every organization with a token)')
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { org?: string; json?: boolean }) => {
-      const config = cli.config({ requireTokens: true });
-      const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
-      const ctx = await cli.context(config);
-      try {
-        const out: OrgLimits[] = [];
-        for (const org of orgs) out.push(await collectLimits(ctx, org));
-        cli.print(
-          opts.json
-            ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
-            : forTerminal(out.map(formatLimits).join('\n\n')),
-        );
-      } finally {
-        await ctx.close();
-      }
-    });
-}
-
-/** The pacing and run-window flags of `limits set`. */
-function budgetOptions(command: Command): Command {
-  return command
-    .addOption(
-      new Option(
-        '--burst <N|P%|off>',
-        'pacing: how many permits a token (and the organization) may send at once before one per window/limit; a number, a share of each limit, or off (the windows alone)',
-      ).argParser(burstOption),
-    )
-    .addOption(
-      new Option(
-        '--run-window <windows>',
-        'when transfers may run, like "Mon-Fri 18:00-07:00, Sat-Sun all" (days, then HH:MM-HH:MM or all)',
-      ).argParser(runWindowOption),
-    )
-    .addOption(
-      new Option(
-        '--tz <zone>',
-        'the time zone of --run-window and --blackout, like Europe/Berlin (default UTC)',
-      ).argParser(timeZoneOption),
-    )
-    .addOption(
-      new Option(
-        '--blackout <dates>',
-        'days with no transfer at all, like 2026-12-21..2027-01-06 (a comma-separated list; "none" removes them)',
-      ).argParser(blackoutOption),
-    )
-    .addOption(
-      new Option(
-        '--halt-at <P%|off>',
-        'the error budget: halt the organization when this share of its last outcomes failed (like 50%), or off',
-      ).argParser(haltAtOption),
-    )
-    .addOption(
-      new Option(
-        '--halt-sample <N>',
-        'the error budget: how many of the last final outcomes it judges (default HALT_SAMPLE, 20)',
-      ).argParser(haltSampleOption),
-    );
-}
-
 /** The change `limits set` asks for, from its flags. */
 function changeOf(opts: SetFlags): LimitChange {
   const calendar = opts.runWindow !== undefined || opts.tz !== undefined || opts.blackout !== undefined;
@@ -247,108 +156,79 @@ function changeOf(opts: SetFlags): LimitChange {
   };
 }
 
-function registerSet(limits: Command, cli: Cli): void {
-  const set = limits
-    .command('set')
-    .description(
-      'Change the limits of an organization (or of one token) for every worker on every host, within seconds, with no restart',
-    )
-    .requiredOption('--org <key>', 'organization')
-    .addOption(
-      new Option('--per-org <N/DUR>', "the organization's limit, like 1000/1d").argParser(
-        rateOption('--per-org'),
-      ),
-    )
-    .addOption(
-      new Option(
-        '--per-token <N/DUR>',
-        'the limit of each token (with --token: of that token only), like 100/1h',
-      ).argParser(rateOption('--per-token')),
-    )
-    .addOption(
-      new Option('--token <id>', 'with --per-token: the token id (as tokens list shows it)').argParser(
-        tokenIdOption,
-      ),
-    )
-    .addOption(
-      new Option(
-        '--reserve <N|P%>',
-        "permits of each organization window kept for the organization's other clients (a number, or a share of --per-org)",
-      ).argParser(reserveOption),
+export async function showLimits(cli: Cli, opts: { org?: string; json?: boolean }): Promise<void> {
+  const config = await cli.config({ requireTokens: true });
+  const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
+  const ctx = await cli.context(config);
+  try {
+    const out: OrgLimits[] = [];
+    for (const org of orgs) out.push(await collectLimits(ctx, org));
+    cli.print(
+      opts.json
+        ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
+        : forTerminal(out.map(formatLimits).join('\n\n')),
     );
-  budgetOptions(set).action(async (opts: SetFlags) => {
-    const config = cli.config({ requireTokens: true });
-    checkOrgAndToken(config, opts.org, opts.token);
-    const change = changeOf(opts);
-    checkLimitChange(opts.org, change);
-    const ctx = await cli.context(config);
-    try {
-      // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
-      await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
-      const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
-      cli.print(forTerminal(summary(opts.org, r.before, r.after)));
-      const perOrg = r.after.perOrg ?? config.limitPerOrg;
-      if (r.after.reserve >= perOrg.max) {
-        cli.print(
-          `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
-        );
-      }
-      const window = r.after.runWindow ? scheduleOf(r.after.runWindow) : null;
-      if (change.runWindow && window)
-        cli.print(forTerminal(`run window: ${describeRunWindow(window, Date.now())}`));
-      cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
-    } finally {
-      await ctx.close();
+  } finally {
+    await ctx.close();
+  }
+}
+
+export async function setCommand(cli: Cli, opts: SetFlags): Promise<void> {
+  const config = await cli.config({ requireTokens: true });
+  checkOrgAndToken(config, opts.org, opts.token);
+  const change = changeOf(opts);
+  checkLimitChange(opts.org, change);
+  const ctx = await cli.context(config);
+  try {
+    // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
+    await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
+    const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
+    cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+    const perOrg = r.after.perOrg ?? config.limitPerOrg;
+    if (r.after.reserve >= perOrg.max) {
+      cli.print(
+        `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
+      );
     }
-  });
+    const window = r.after.runWindow ? scheduleOf(r.after.runWindow) : null;
+    if (change.runWindow && window)
+      cli.print(forTerminal(`run window: ${describeRunWindow(window, Date.now())}`));
+    cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+  } finally {
+    await ctx.close();
+  }
 }
 
-function registerReset(limits: Command, cli: Cli): void {
-  limits
-    .command('reset')
-    .description(
-      "Set an organization's limits back to LIMIT_PER_TOKEN / LIMIT_PER_ORG / LIMIT_BURST of this environment (no token limits of their own, no reserve); its run window stays unless --run-window is given",
-    )
-    .requiredOption('--org <key>', 'organization')
-    .option('--run-window', 'remove the run window and its blackouts instead (transfers may run at any hour)')
-    .action(async (opts: { org: string; runWindow?: boolean }) => {
-      const config = cli.config({ requireTokens: true });
-      requireOrg(config, opts.org);
-      const ctx = await cli.context(config);
-      try {
-        const r = opts.runWindow
-          ? await resetRunWindow(ctx.redis, ctx.keys, opts.org, cliActor())
-          : await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
-        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
-        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
-      } finally {
-        await ctx.close();
-      }
-    });
+export async function resetCommand(cli: Cli, opts: { org: string; runWindow?: boolean }): Promise<void> {
+  const config = await cli.config({ requireTokens: true });
+  requireOrg(config, opts.org);
+  const ctx = await cli.context(config);
+  try {
+    const r = opts.runWindow
+      ? await resetRunWindow(ctx.redis, ctx.keys, opts.org, cliActor())
+      : await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
+    cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+    cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+  } finally {
+    await ctx.close();
+  }
 }
 
-export function registerChanges(program: Command, cli: Cli): void {
-  program
-    .command('changes')
-    .description(
-      'The log of changes made through the live controls (limits, pause, resume) and of token file reloads: who, what, when',
-    )
-    .option('--org <key>', 'only the changes of this organization')
-    .option('--limit <n>', 'how many, newest first (default 50)', positiveInt('--limit', 100_000))
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { org?: string; limit?: number; json?: boolean }) => {
-      const config = cli.config();
-      const ctx = await cli.context(config);
-      try {
-        const entries = await readChanges(ctx.redis, ctx.keys, {
-          count: opts.limit ?? 50,
-          ...(opts.org ? { org: opts.org } : {}),
-        });
-        if (opts.json) cli.print(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
-        else if (entries.length === 0) cli.print('no change recorded');
-        else cli.print(forTerminal(entries.map(formatChange).join('\n')));
-      } finally {
-        await ctx.close();
-      }
+export async function changesCommand(
+  cli: Cli,
+  opts: { org?: string; limit?: number; json?: boolean },
+): Promise<void> {
+  const config = await cli.config();
+  const ctx = await cli.context(config);
+  try {
+    const entries = await readChanges(ctx.redis, ctx.keys, {
+      count: opts.limit ?? 50,
+      ...(opts.org ? { org: opts.org } : {}),
     });
+    if (opts.json) cli.print(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
+    else if (entries.length === 0) cli.print('no change recorded');
+    else cli.print(forTerminal(entries.map(formatChange).join('\n')));
+  } finally {
+    await ctx.close();
+  }
 }

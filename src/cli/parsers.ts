@@ -1,5 +1,8 @@
 // Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
-// commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+// commander's InvalidArgumentError, a usage error (exit 2) said before anything connects. The command
+// table imports this file, so it loads no library but commander: a list it copies from a module that does
+// is held to that list by the compiler, and --reserve, whose rule lives in the limiter, is checked late
+// (late-parsers.ts).
 import {
   HALT_AT_EXPECTED,
   HALT_SAMPLE_EXPECTED,
@@ -20,8 +23,30 @@ import { parseRate, rateMessage, readRate, type Rate } from '../core/duration.ts
 import { isLearnerId, isRunId, LEARNER_ID_EXPECTED, parseLearnerId, RUN_ID_EXPECTED } from '../core/ids.ts';
 import { isValidOrgKey } from '../core/keys.ts';
 import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
-import { parseReserve, type LimitChange } from '../limiter/policy-control.ts';
-import { PRIORITIES, type Priority } from '../queue/priority.ts';
+import { OUTCOME_CODES } from '../outcomes/codes.ts';
+import type { BUCKETS } from '../outcomes/record.ts';
+import type { PRIORITIES, Priority } from '../queue/priority.ts';
+
+/** Compiles only when T is true. */
+type Holds<T extends true> = T;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/** The priorities of queue/priority.ts (which loads zod), in its order. */
+const PRIORITY_CHOICES = ['normal', 'urgent'] as const;
+type _PrioritiesMatch = Holds<Same<typeof PRIORITY_CHOICES, typeof PRIORITIES>>;
+
+/** The buckets of outcomes/record.ts (which loads zod), in its order: --status of report and retry. */
+export const BUCKET_CHOICES = [
+  'queued',
+  'retrying',
+  ...OUTCOME_CODES,
+  'worker-error',
+  'claimed-elsewhere',
+  'held',
+  'cancelled',
+  'awaiting-approval',
+] as const;
+type _BucketsMatch = Holds<Same<typeof BUCKET_CHOICES, typeof BUCKETS>>;
 
 /** A whole number from `min` to `max`. */
 export function wholeNumber(flag: string, min: number, max: number) {
@@ -117,24 +142,15 @@ export function orgIdPairOption(
   return { ...previous, [m[1]]: id };
 }
 
-/** --reserve: a number of permits, or a share of the organization's limit. */
-export function reserveOption(value: string): NonNullable<LimitChange['reserve']> {
-  const reserve = parseReserve(value);
-  if (reserve) return reserve;
-  throw new InvalidArgumentError(
-    `--reserve expects a number of permits (like 200) or a share of the organization's limit (like 20%), got '${value}'`,
-  );
-}
-
 /** --priority. */
-export function priorityOption(flag = '--priority') {
-  return (value: string): Priority => {
-    const v = value.trim().toLowerCase();
-    if (!(PRIORITIES as readonly string[]).includes(v)) {
-      throw new InvalidArgumentError(`${flag} expects one of ${PRIORITIES.join(', ')}, got '${value}'`);
-    }
-    return v as Priority;
-  };
+export function priorityOption(value: string): Priority {
+  const v = value.trim().toLowerCase();
+  if (!(PRIORITY_CHOICES as readonly string[]).includes(v)) {
+    throw new InvalidArgumentError(
+      `--priority expects one of ${PRIORITY_CHOICES.join(', ')}, got '${value}'`,
+    );
+  }
+  return v as Priority;
 }
 
 /** A share from 0 to 1. */
@@ -203,4 +219,43 @@ export function timeZoneOption(value: string): string {
 export function blackoutOption(value: string): string {
   if (['none', ''].includes(value.trim().toLowerCase())) return '';
   return asArgumentError(() => formatBlackouts(parseBlackouts(value)));
+}
+
+const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
+const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * A UTC day (2026-11-26) or an ISO time with its zone (2026-11-26T08:00:00Z). A day given to --until
+ * means its whole day: --since 2026-11-01 --until 2026-11-30 is November.
+ */
+export function dateOption(flag: string, endOfDay: boolean) {
+  return (value: string): number => {
+    const v = value.trim();
+    const ms = DAY_RE.test(v) ? Date.parse(`${v}T00:00:00Z`) : TIME_RE.test(v) ? Date.parse(v) : NaN;
+    if (!Number.isFinite(ms)) {
+      throw new InvalidArgumentError(
+        `${flag} expects a UTC day like 2026-11-26 or a time with its zone like 2026-11-26T08:00:00Z, got '${value}'`,
+      );
+    }
+    return DAY_RE.test(v) && endOfDay ? ms + 86_400_000 - 1 : ms;
+  };
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
+
+/** --email of audit forget. */
+export function emailOption(value: string): string {
+  const v = value.trim();
+  if (!EMAIL_RE.test(v)) throw new InvalidArgumentError(`--email expects an e-mail address, got '${value}'`);
+  return v;
+}
+
+/** --user-id of audit forget. */
+export function userIdOption(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError(
+      `--user-id expects a whole number (the service's user id), got '${value}'`,
+    );
+  return n;
 }

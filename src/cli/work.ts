@@ -1,4 +1,3 @@
-import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -18,7 +17,6 @@ import { TOKENS_FILE_VAR } from '../core/token-file.ts';
 import { TokenReloader } from '../app/token-reload.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
-import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit/archive.ts';
 import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit/retention.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
@@ -29,7 +27,7 @@ import type { WriteState } from '../redis/writes.ts';
 import { Notifier } from '../ops/notify/notifier.ts';
 import { countRepair, repairCounter, spoolGauges } from '../ops/metrics/work-metrics.ts';
 
-interface WorkFlags {
+export interface WorkFlags {
   concurrency?: number;
   org?: string[];
   untilIdle?: boolean;
@@ -202,8 +200,8 @@ function workGauges(
   spoolGauges(registry, () => handle.spoolState());
 }
 
-async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
-  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
+export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
+  const config = await cli.config({ requireBaseUrl: true, requireTokens: true });
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
   const metricsOpen = checkMetricsHost(opts, config.dashboardToken);
   // At a terminal a live line counts the learners; their lines would only scroll it away (warnings stay).
@@ -295,34 +293,4 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
   // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
   cli.hooks.exitAfter(3000);
-}
-
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('work')
-    .description(
-      'Run transfer workers for every configured organization (or --org), sharing the budget through Redis',
-    )
-    .addOption(
-      new Option('--concurrency <n>', 'transfers in flight per organization (default CONCURRENCY)').argParser(
-        positiveInt('--concurrency', 1000),
-      ),
-    )
-    .option('--org <key...>', 'serve only these organizations')
-    .option(
-      '--until-idle',
-      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval)',
-    )
-    .option(
-      '--metrics-port <n>',
-      'serve Prometheus /metrics, and the open probes /healthz and /readyz, on this port',
-      positiveInt('--metrics-port', 65535),
-    )
-    .option(
-      '--metrics-host <h>',
-      'address of the /metrics server (not loopback: needs DASHBOARD_TOKEN as Bearer)',
-      '127.0.0.1',
-    )
-    .option('--no-control', 'do not serve the control queue (scheduled reconciles)')
-    .action((opts: WorkFlags) => workCommand(cli, opts));
 }
