@@ -1,0 +1,83 @@
+// What bin/learner-transfer.js runs in a checkout (a tree with src/): a build of these very sources, made
+// when they change. Each build lives under node_modules/.cache/learner-transfer/<fingerprint>/, where
+// the fingerprint is a hash of the path, size and modification time of every file of src/ (and of what
+// compiles it: tsconfig.json, scripts/compile.mjs): any edit, new file, removal or checkout of another
+// branch changes it, and a start whose build exists pays a walk of src/ (a few milliseconds), no
+// compile. A missing build is compiled beside and renamed into place whole, so a process never runs half a
+// build, and two starting at once both end on one; the builds before the one just made and the one before
+// it are removed. Without esbuild (installed without dev dependencies) or a place to write, the sources run
+// through tsx, as they are.
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** Builds older than the latest two are removed once they have been unused this long (a start in progress). */
+const PRUNE_AFTER_MS = 60_000;
+
+/** The fingerprint of what a build is made from. */
+export function sourceFingerprint(root) {
+  const hash = createHash('sha256');
+  const files = readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
+  files.push(join(root, 'tsconfig.json'), join(root, 'scripts', 'compile.mjs'));
+  for (const file of files.sort()) {
+    const s = statSync(file);
+    hash.update(`${file}\0${s.size}\0${s.mtimeMs}\n`);
+  }
+  return hash.digest('hex').slice(0, 24);
+}
+
+/** Removes the builds but `keep` and the newest other one, once they are older than PRUNE_AFTER_MS. */
+function prune(cache, keep) {
+  const others = readdirSync(cache)
+    .filter((name) => name !== keep)
+    .map((name) => ({ name, mtime: statSync(join(cache, name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  const complete = others.find((o) => !o.name.includes('.'));
+  for (const o of others) {
+    if (o === complete || Date.now() - o.mtime < PRUNE_AFTER_MS) continue;
+    rmSync(join(cache, o.name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Compiles src/ into the cache under `fingerprint`. Returns false when this checkout cannot (no esbuild, no
+ * place to write, a source esbuild cannot read: tsx then says which).
+ */
+async function build(root, cache, fingerprint) {
+  const target = join(cache, fingerprint);
+  const fresh = `${target}.${process.pid}.tmp`;
+  try {
+    const { compileTree } = await import('./compile.mjs');
+    await compileTree(join(root, 'src'), fresh);
+    renameSync(fresh, target);
+  } catch {
+    rmSync(fresh, { recursive: true, force: true });
+    // Another start may have renamed the same build into place first: then it is this one.
+    if (!existsSync(join(target, 'cli', 'main.js'))) return false;
+  }
+  try {
+    prune(cache, fingerprint);
+  } catch {
+    // another start is pruning the same builds
+  }
+  return true;
+}
+
+/** The URL of the CLI's entry for this checkout: its build, made now if need be, else the sources. */
+export async function checkoutEntry(root) {
+  const cache = join(root, 'node_modules', '.cache', 'learner-transfer');
+  const fingerprint = sourceFingerprint(root);
+  const main = join(cache, fingerprint, 'cli', 'main.js');
+  if (existsSync(main) || (await build(root, cache, fingerprint))) return pathToFileURL(main).href;
+  const tsx = await import('tsx/esm/api').catch(() => {
+    throw new Error(
+      'learner-transfer: this checkout can neither build its sources (esbuild) nor run them (tsx): ' +
+        'run npm ci, which installs both',
+    );
+  });
+  tsx.register();
+  return pathToFileURL(join(root, 'src', 'cli', 'main.ts')).href;
+}
