@@ -1,12 +1,12 @@
-// How soon the binary answers at a terminal (not a test): `node bin/run-ts.js bench/cli-start.ts`. Each
-// figure runs bin/learner-transfer.js as a user does, in a process of its own, and is a median of
-// BENCH_CLI_RUNS runs, taken in turns with its baseline in the same run:
-//   --help, and status on an empty prefix: against `node -e 0` (goals: at most 3x and 5x)
-//   work's first transfer call after its start: against a plain BullMQ worker (bullmq + undici, a job a
-//   PATCH) on the same workload, from its spawn to its first call the simulator sees (goal: at most 1x)
-// BENCH_CLI_ROOT measures another checkout's binary (the figures before a change: its bin/, its
-// node_modules); the simulator, Redis and the enqueue are this checkout's. A checkout builds its sources on
-// the first run after a change (bin/learner-transfer.js): one run of each binary warms it, uncounted.
+// How soon the binary answers at a terminal (not a test): `node bin/run-ts.js bench/cli-start.ts`.
+// Each figure runs bin/learner-transfer.js as a user does, in a process of its own, and is a
+// median of BENCH_CLI_RUNS runs, taken in turns with its baseline in the same run: --help, and
+// status on an empty prefix: against `node -e 0` (goals: at most 3x and 5x) work's first transfer
+// call after its start: against a plain BullMQ worker (bullmq + undici, a job a PATCH) on the same
+// workload, from its spawn to its first call the simulator sees (goal: at most 1x) BENCH_CLI_ROOT
+// measures another checkout's binary (the figures before a change: its bin/, its node_modules);
+// the simulator, Redis and the enqueue are this checkout's. A checkout builds its sources on the
+// first run after a change (bin/learner-transfer.js): one run of each binary warms it, uncounted.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -192,7 +192,8 @@ async function plainFirstCall(sim: Simulator, ids: number[]): Promise<number> {
 
 /** work's first call against the plain worker's, in turns, each run on learners of its own. */
 async function workFigures(runs: number): Promise<Figures> {
-  // Learner i is in organizations[(i - 1) % 3]: these are not in acme yet, so each is a real transfer.
+  // Learner i is in organizations[(i - 1) % 3]: these are not in acme yet, so each is a real
+  // transfer.
   const movable = Array.from({ length: 3 * LEARNERS * (2 * runs + 2) }, (_, i) => i + 1).filter(
     (id) => (id - 1) % 3 !== 0,
   );

@@ -1,5 +1,5 @@
-// `npm run build`: the compiled tree dist/ (scripts/compile.mjs), what the package and the Docker image run.
-// Built beside and renamed into place, so that dist/ is never half a build.
+// `npm run build`: the compiled tree dist/ (scripts/compile.mjs), what the package and the Docker
+// image run. Built beside and renamed into place, so that dist/ is never half a build.
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { compileTree } from './compile.mjs';
 

@@ -1,13 +1,13 @@
-// What bin/learner-transfer.js runs in a checkout (a tree with src/): a build of these very sources, made
-// when they change. Each build lives under node_modules/.cache/learner-transfer/<fingerprint>/, where
-// the fingerprint is a hash of the path, size and modification time of every file of src/ (and of what
-// compiles it: tsconfig.json, scripts/compile.mjs): any edit, new file, removal or checkout of another
-// branch changes it, and a start whose build exists pays a walk of src/ (a few milliseconds), no
-// compile. A missing build is compiled beside and renamed into place whole, so a process never runs half a
-// build, and two starting at once both end on one; the builds before the one just made and the one before
-// it are removed. Without esbuild (installed without dev dependencies) or a place to write, the sources run
-// through tsx, as they are.
-import { createHash } from 'node:crypto';
+// What bin/learner-transfer.js runs in a checkout (a tree with src/): a build of these very
+// sources, made when they change. Each build lives under
+// node_modules/.cache/learner-transfer/<fingerprint>/, where the fingerprint is a hash of the
+// path, size and modification time of every file of src/ (and of what compiles it: tsconfig.json,
+// scripts/compile.mjs): any edit, new file, removal or checkout of another branch changes it, and
+// a start whose build exists pays a walk of src/ (a few milliseconds), no compile. A missing build
+// is compiled beside and renamed into place whole, so a process never runs half a build, and two
+// starting at once both end on one; the builds before the one just made and the one before it are
+// removed. Without esbuild (installed without dev dependencies) or a place to write, the sources
+// run through tsx, as they are.
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,18 +15,30 @@ import { pathToFileURL } from 'node:url';
 /** Builds older than the latest two are removed once they have been unused this long (a start in progress). */
 const PRUNE_AFTER_MS = 60_000;
 
+/** Two 32-bit FNV-1a hashes of `text`, as 16 hex digits (node:crypto would cost more to load than to hash). */
+function fnv64(text) {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
 /** The fingerprint of what a build is made from. */
 export function sourceFingerprint(root) {
-  const hash = createHash('sha256');
   const files = readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name));
   files.push(join(root, 'tsconfig.json'), join(root, 'scripts', 'compile.mjs'));
+  let manifest = '';
   for (const file of files.sort()) {
     const s = statSync(file);
-    hash.update(`${file}\0${s.size}\0${s.mtimeMs}\n`);
+    manifest += `${file}\0${s.size}\0${s.mtimeMs}\n`;
   }
-  return hash.digest('hex').slice(0, 24);
+  return fnv64(manifest);
 }
 
 /** Removes the builds but `keep` and the newest other one, once they are older than PRUNE_AFTER_MS. */

@@ -1,8 +1,8 @@
-// Compiles src/ into a tree of JavaScript, file for file: esbuild (what tsx itself runs) with no bundling,
-// so every module keeps its own import.meta.url and finds its Lua scripts and public/ files, copied
-// beside it (scripts/copy-assets.mjs). `npm run build` makes dist/ with it (scripts/build.mjs), and a
-// checkout's binary its own build (scripts/checkout-build.mjs). esbuild is a dev dependency: an installed
-// package runs the dist/ it was packed with and never compiles.
+// Compiles src/ into a tree of JavaScript, file for file: esbuild (what tsx itself runs) with no
+// bundling, so every module keeps its own import.meta.url and finds its Lua scripts and public/
+// files, copied beside it (scripts/copy-assets.mjs). `npm run build` makes dist/ with it
+// (scripts/build.mjs), and a checkout's binary its own build (scripts/checkout-build.mjs). esbuild
+// is a dev dependency: an installed package runs the dist/ it was packed with and never compiles.
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { build } from 'esbuild';

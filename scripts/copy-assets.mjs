@@ -1,6 +1,6 @@
-// A compiled tree needs, beside the JavaScript that reads them, the Lua scripts (and the parts in their
-// includes/ folders) and the dashboard's browser files (every file under a public/ folder): no compiler
-// copies them. scripts/compile.mjs calls this after compiling.
+// A compiled tree needs, beside the JavaScript that reads them, the Lua scripts (and the parts in
+// their includes/ folders) and the dashboard's browser files (every file under a public/ folder):
+// no compiler copies them. scripts/compile.mjs calls this after compiling.
 import { cpSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 

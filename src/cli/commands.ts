@@ -1,6 +1,6 @@
-// The command table: each command's name, description and flags, one file each in table/. It loads no
-// library but commander: an action imports the command's own file (cli/<command>.ts) when it runs, and
-// that file the libraries it uses, so `--help` and a mistyped flag answer at once
+// The command table: each command's name, description and flags, one file each in table/. It loads
+// no library but commander: an action imports the command's own file (cli/<command>.ts) when it
+// runs, and that file the libraries it uses, so `--help` and a mistyped flag answer at once
 // (test/unit/cli-help-loads.test.ts holds --help to a list of the modules it may load).
 import type { Command } from 'commander';
 import type { Cli } from './io.ts';

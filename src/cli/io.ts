@@ -1,7 +1,8 @@
-// What one run of a command is given by whoever runs it: the environment and the two streams, and the
-// hooks only a real process can honour (signals, a forced exit). A command reads and writes nothing
-// else, so a test can run it in its own process and a program can embed it. The command table holds a
-// Cli from the start: the configuration (zod) and the context (Redis, BullMQ) load when a command asks.
+// What one run of a command is given by whoever runs it: the environment and the two streams, and
+// the hooks only a real process can honour (signals, a forced exit). A command reads and writes
+// nothing else, so a test can run it in its own process and a program can embed it. The command
+// table holds a Cli from the start: the configuration (zod) and the context (Redis, BullMQ) load
+// when a command asks.
 import type { Readable, Writable } from 'node:stream';
 import type { DestinationStream } from 'pino';
 import type { AppContext } from '../app/context.ts';

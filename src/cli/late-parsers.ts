@@ -1,6 +1,6 @@
-// The flag parsers whose rules live in modules that load a library (the limiter's policy: ioredis). The
-// command table does not import them: it reads these flags as text and checks them once the flags are
-// read, before the action (table/late.ts), in commander's own words.
+// The flag parsers whose rules live in modules that load a library (the limiter's policy:
+// ioredis). The command table does not import them: it reads these flags as text and checks them
+// once the flags are read, before the action (table/late.ts), in commander's own words.
 import { InvalidArgumentError } from 'commander';
 import { parseReserve, type LimitChange } from '../limiter/policy-control.ts';
 

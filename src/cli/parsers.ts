@@ -1,8 +1,8 @@
-// Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
-// commander's InvalidArgumentError, a usage error (exit 2) said before anything connects. The command
-// table imports this file, so it loads no library but commander: a list it copies from a module that does
-// is held to that list by the compiler, and --reserve, whose rule lives in the limiter, is checked late
-// (late-parsers.ts).
+// Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad
+// value is commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+// The command table imports this file, so it loads no library but commander: a list it copies from
+// a module that does is held to that list by the compiler, and --reserve, whose rule lives in the
+// limiter, is checked late (late-parsers.ts).
 import {
   HALT_AT_EXPECTED,
   HALT_SAMPLE_EXPECTED,

@@ -1,8 +1,9 @@
-// The package a user installs, as a user gets it: `npm pack` of this checkout (which builds dist/ first),
-// then `npm install -g` of the tarball into a prefix of its own. The tarball holds what runs (the compiled
-// code, the Lua scripts, the dashboard's files, README) and no test, source or TypeScript toolchain; the
-// installed `learner-transfer` answers and reads Redis. One pack per run, in beforeAll. The install
-// resolves the dependencies from the npm cache, or from the registry when the cache lacks them.
+// The package a user installs, as a user gets it: `npm pack` of this checkout (which builds dist/
+// first), then `npm install -g` of the tarball into a prefix of its own. The tarball holds what
+// runs (the compiled code, the Lua scripts, the dashboard's files, README) and no test, source or
+// TypeScript toolchain; the installed `learner-transfer` answers and reads Redis. One pack per
+// run, in beforeAll. The install resolves the dependencies from the npm cache, or from the
+// registry when the cache lacks them.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,8 @@
-// Preloaded with `node --import` into a process under test: at its exit, writes to the file named by
-// LT_LOAD_TRACE every module it loaded, one path (or node: name) a line. ES modules are seen by a loader
-// hook (off-thread, so it appends as it goes), CommonJS ones from require's cache at exit: together, every
-// file of ours and of node_modules that ran, whether imported or required inside a package.
+// Preloaded with `node --import` into a process under test: at its exit, writes to the file named
+// by LT_LOAD_TRACE every module it loaded, one path (or node: name) a line. ES modules are seen by
+// a loader hook (off-thread, so it appends as it goes), CommonJS ones from require's cache at
+// exit: together, every file of ours and of node_modules that ran, whether imported or required
+// inside a package.
 import { appendFileSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 

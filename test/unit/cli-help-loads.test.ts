@@ -1,7 +1,8 @@
-// `--help` answers at once because the command table loads no library but commander: each command imports
-// its own file, and with it BullMQ, fastify, undici, OpenTelemetry..., only when it runs (docs/architecture.md,
-// "The CLI"). This holds the table to it: the compiled CLI runs `--help` and every `COMMAND --help` under a
-// trace of the modules it loads (test/helpers/load-trace.mjs), and each must stay within the list below.
+// `--help` answers at once because the command table loads no library but commander: each command
+// imports its own file, and with it BullMQ, fastify, undici, OpenTelemetry..., only when it runs
+// (docs/architecture.md, "The CLI"). This holds the table to it: the compiled CLI runs `--help`
+// and every `COMMAND --help` under a trace of the modules it loads (test/helpers/load-trace.mjs),
+// and each must stay within the list below.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,8 +104,9 @@ function commandPaths(): string[][] {
 
 describe('what --help loads', () => {
   it('the trace sees a library a command loads when it runs', async () => {
-    // The check below proves something only if the trace would show a library: `simulate` with a bad
-    // flag loads nothing, but `status` without a token reaches its own file, and with it the config (zod).
+    // The check below proves something only if the trace would show a library: `simulate` with a
+    // bad flag loads nothing, but `status` without a token reaches its own file, and with it the
+    // config (zod).
     const { code, loaded } = await traced(['status']);
     expect(code).not.toBe(0);
     expect(outside(loaded)).toContain('package zod');

@@ -1,3 +1,5 @@
+// `approve` in the command table: its flags and help. The command itself is cli/approve.ts,
+// imported when it runs.
 import type { Command } from 'commander';
 import type { Cli } from '../io.ts';
 

@@ -1,3 +1,5 @@
+// `audit` and `audit forget` in the command table: its flags and help.
+// The command itself is cli/audit.ts, imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { dateOption, emailOption, learnerIdOption, userIdOption } from '../parsers.ts';

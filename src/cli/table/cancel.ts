@@ -1,3 +1,5 @@
+// `cancel` in the command table: its flags and help. The command itself is cli/cancel.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { learnerIdOption } from '../parsers.ts';

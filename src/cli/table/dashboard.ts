@@ -1,3 +1,5 @@
+// `dashboard` in the command table: its flags and help. The command itself is cli/dashboard.ts,
+// imported when it runs.
 import type { Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { portOption } from '../parsers.ts';

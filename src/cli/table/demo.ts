@@ -1,3 +1,5 @@
+// `demo` in the command table: its flags and help. The command itself is cli/demo.ts,
+// imported when it runs.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,5 @@
+// `enqueue` in the command table: its flags and help. The command itself is cli/enqueue.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { addCanaryOptions } from '../canary-flags.ts';

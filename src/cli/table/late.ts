@@ -1,7 +1,7 @@
-// A flag whose parser the table does not load (late-parsers.ts): read as text, then checked once the flags
-// are read and before the action, by a preAction hook that imports the parser. A bad value is said in
-// commander's own words ("error: option '--x <v>' argument 'y' is invalid. ..."), a usage error (exit 2);
-// `--help` runs no action, so it loads nothing.
+// A flag whose parser the table does not load (late-parsers.ts): read as text, then checked once
+// the flags are read and before the action, by a preAction hook that imports the parser. A bad
+// value is said in commander's own words ("error: option '--x <v>' argument 'y' is invalid. ..."),
+// a usage error (exit 2); `--help` runs no action, so it loads nothing.
 import { InvalidArgumentError, type Command, type Option } from 'commander';
 import type { LateParser } from '../late-parsers.ts';
 

@@ -1,3 +1,5 @@
+// `limits show|set|reset` and `changes` in the command table: its flags and help.
+// The command itself is cli/limits.ts, imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import {

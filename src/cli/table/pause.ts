@@ -1,3 +1,5 @@
+// `pause` and `resume` in the command table: its flags and help.
+// The command itself is cli/pause.ts, imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { tokenIdOption } from '../parsers.ts';

@@ -1,3 +1,5 @@
+// `plan` in the command table: its flags and help. The command itself is cli/plan.ts,
+// imported when it runs.
 import type { Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { addCrawlOptions } from './crawl.ts';

@@ -1,3 +1,5 @@
+// `reconcile` in the command table: its flags and help. The command itself is cli/reconcile.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { autoApproveOption, canaryOption } from '../canary-flags.ts';

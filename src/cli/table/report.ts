@@ -1,3 +1,5 @@
+// `report` in the command table: its flags and help. The command itself is cli/report.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { BUCKET_CHOICES, orgIdPairOption } from '../parsers.ts';

@@ -1,3 +1,5 @@
+// `retry` in the command table: its flags and help. The command itself is cli/retry.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { autoApproveOption, canaryOption } from '../canary-flags.ts';

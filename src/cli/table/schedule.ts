@@ -1,3 +1,5 @@
+// `schedule` (reconcile, list, remove) in the command table: its flags and help.
+// The command itself is cli/schedule.ts, imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { orgIdPairOption } from '../parsers.ts';

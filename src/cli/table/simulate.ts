@@ -1,3 +1,5 @@
+// `simulate` in the command table: its flags and help. The command itself is cli/simulate.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { latencyRangeOption, serviceRateOption, shareOption, wholeNumber } from '../parsers.ts';

@@ -1,3 +1,5 @@
+// `status` in the command table: its flags and help. The command itself is cli/status.ts,
+// imported when it runs.
 import type { Command } from 'commander';
 import type { Cli } from '../io.ts';
 

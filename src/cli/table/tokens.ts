@@ -1,3 +1,5 @@
+// `tokens list|unpause|rebind` in the command table: its flags and help.
+// The command itself is cli/tokens.ts, imported when it runs.
 import type { Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { orgKeyOption, tokenIdOption } from '../parsers.ts';

@@ -1,3 +1,5 @@
+// `work` in the command table: its flags and help. The command itself is cli/work.ts,
+// imported when it runs.
 import { Option, type Command } from 'commander';
 import type { Cli } from '../io.ts';
 import { positiveInt } from '../parsers.ts';
