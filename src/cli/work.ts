@@ -3,15 +3,8 @@ import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { haltShareOf } from '../ops/actions/canary.ts';
 import { EXIT } from './shared.ts';
-import {
-  createRegistry,
-  notifyCounters,
-  observeOutcome,
-  redisWriteGauges,
-  redisWaitCounters,
-  serveMetrics,
-  transferDurationHistogram,
-} from '../ops/metrics/prometheus.ts';
+import type * as Prometheus from '../ops/metrics/prometheus.ts';
+import type * as WorkMetrics from '../ops/metrics/work-metrics.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { TOKENS_FILE_VAR } from '../core/token-file.ts';
 import { TokenReloader } from '../app/token-reload.ts';
@@ -25,7 +18,6 @@ import { jobSettingsWarning } from './work-settings.ts';
 import { contextReadiness, workerReadiness } from '../ops/metrics/health.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { Notifier } from '../ops/notify/notifier.ts';
-import { countRepair, repairCounter, spoolGauges } from '../ops/metrics/work-metrics.ts';
 
 export interface WorkFlags {
   concurrency?: number;
@@ -52,6 +44,7 @@ function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): 
 /**
  * The /metrics server of --metrics-port (with the open probes /healthz and /readyz), or nothing; the
  * context is closed when it cannot listen. `gate` reads the workers' write gate (none before they start).
+ * prom-client loads only here: a work without --metrics-port does not load it.
  */
 async function startMetrics(
   ctx: AppContext,
@@ -59,21 +52,37 @@ async function startMetrics(
   metricsOpen: boolean,
   gate: () => WriteState | undefined,
 ) {
-  const registry = opts.metricsPort ? createRegistry() : undefined;
-  if (!registry) return undefined;
-  const histogram = transferDurationHistogram(registry);
-  const repairs = repairCounter(registry);
+  if (!opts.metricsPort) return undefined;
+  const [prometheus, work] = await Promise.all([
+    import('../ops/metrics/prometheus.ts'),
+    import('../ops/metrics/work-metrics.ts'),
+  ]);
+  const registry = prometheus.createRegistry();
+  const histogram = prometheus.transferDurationHistogram(registry);
+  const repairs = work.repairCounter(registry);
   const probe = contextReadiness(ctx);
   try {
-    const server = await serveMetrics(
+    const server = await prometheus.serveMetrics(
       registry,
-      opts.metricsPort ?? 0,
+      opts.metricsPort,
       opts.metricsHost,
       metricsOpen ? undefined : ctx.config.dashboardToken,
       workerReadiness(gate, probe),
     );
     ctx.logger.info({ url: `${server.url}/metrics` }, 'metrics served');
-    return { registry, histogram, repairs, server };
+    return {
+      server,
+      observe: (e: Parameters<typeof Prometheus.observeOutcome>[1]) =>
+        prometheus.observeOutcome(histogram, e),
+      countRepair: (r: Parameters<typeof WorkMetrics.countRepair>[1]) => work.countRepair(repairs, r),
+      /** The gauges and counters of a `work` process (Redis writes and waits, notifications, spool). */
+      gauges(handle: ReturnType<typeof startWorkers>, notifier: Notifier | undefined): void {
+        prometheus.redisWriteGauges(registry, () => handle.writeState());
+        prometheus.redisWaitCounters(registry, () => ctx.durability.stats);
+        if (notifier) prometheus.notifyCounters(registry, () => notifier.stats);
+        work.spoolGauges(registry, () => handle.spoolState());
+      },
+    };
   } catch (err) {
     // Nothing started yet but the context: close it, or its connections would keep the process up.
     await ctx.close();
@@ -187,19 +196,6 @@ function exitStatus(result: WorkResult, lostRedis: boolean): number {
   return result.failed > 0 || result.runFailures > 0 ? EXIT.failures : EXIT.ok;
 }
 
-/** The gauges and counters of a `work` process on its /metrics (Redis writes and waits, notifications, spool). */
-function workGauges(
-  registry: Parameters<typeof spoolGauges>[0],
-  ctx: AppContext,
-  handle: ReturnType<typeof startWorkers>,
-  notifier: Notifier | undefined,
-): void {
-  redisWriteGauges(registry, () => handle.writeState());
-  redisWaitCounters(registry, () => ctx.durability.stats);
-  if (notifier) notifyCounters(registry, () => notifier.stats);
-  spoolGauges(registry, () => handle.spoolState());
-}
-
 export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const config = await cli.config({ requireBaseUrl: true, requireTokens: true });
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
@@ -238,12 +234,12 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   notifier?.start();
   const handle = startWorkers(ctx, {
     onOutcome: (e) => {
-      if (metrics) observeOutcome(metrics.histogram, e);
+      metrics?.observe(e);
       progress?.count(e);
       notifier?.noteOutcome(e);
     },
     ...notifier?.workHooks(),
-    ...(metrics ? { onRepair: (r) => countRepair(metrics.repairs, r) } : {}),
+    ...(metrics ? { onRepair: metrics.countRepair } : {}),
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
@@ -255,7 +251,7 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     followTokens: !opts.org,
   });
   gate = () => handle.writeState();
-  if (metrics) workGauges(metrics.registry, ctx, handle, notifier);
+  metrics?.gauges(handle, notifier);
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   progress?.start();
   const stopFollowing = followTokenFile(cli, ctx);
