@@ -1,21 +1,20 @@
-// What bin/learner-transfer.js runs in a checkout (a tree with src/): a build of these very
-// sources, made when they change. Each build lives under
-// node_modules/.cache/learner-transfer/<fingerprint>/, where the fingerprint is a hash of the
-// path, size and modification time of every file of src/ (and of what compiles it: tsconfig.json,
-// scripts/compile.mjs): any edit, new file, removal or checkout of another branch changes it, and
-// a start whose build exists pays a walk of src/ (a few milliseconds), no compile. A missing build
-// is compiled beside and renamed into place whole, so a process never runs half a build, and two
-// starting at once both end on one; the builds before the one just made and the one before it are
-// removed. Without esbuild (installed without dev dependencies) or a place to write, the sources
-// run through tsx, as they are.
+// What bin/learner-transfer.js runs in a checkout (a tree with src/): a build of these very sources,
+// made when they change. Each build lives in node_modules/.cache/learner-transfer/<fingerprint>/,
+// the fingerprint hashing the path, size and modification time of every file of src/ and of what
+// compiles it (tsconfig.json, scripts/compile.mjs and copy-assets.mjs): an edit, a new or removed
+// file, another branch checked out changes it. A start whose build exists walks src/ (a few
+// milliseconds) and compiles nothing. A missing build is compiled beside and renamed into place
+// whole, so no process runs half a build, and two starts at once end on one. Of the builds before
+// it, the newest stays and the others go. Without esbuild (dev dependencies not installed) or a
+// place to write, the sources run through tsx, as they are.
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** Builds older than the latest two are removed once they have been unused this long (a start in progress). */
+/** A build other than the newest two is removed once this old (younger, it may be a start in progress). */
 const PRUNE_AFTER_MS = 60_000;
 
-/** Two 32-bit FNV-1a hashes of `text`, as 16 hex digits (node:crypto would cost more to load than to hash). */
+/** Two 32-bit FNV-1a hashes of `text`, 16 hex digits (node:crypto costs more to load than this). */
 function fnv64(text) {
   let a = 0x811c9dc5;
   let b = 0x050c5d1f;
@@ -32,7 +31,8 @@ export function sourceFingerprint(root) {
   const files = readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name));
-  files.push(join(root, 'tsconfig.json'), join(root, 'scripts', 'compile.mjs'));
+  for (const file of ['tsconfig.json', 'scripts/compile.mjs', 'scripts/copy-assets.mjs'])
+    files.push(join(root, file));
   let manifest = '';
   for (const file of files.sort()) {
     const s = statSync(file);
