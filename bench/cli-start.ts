@@ -1,12 +1,13 @@
 // How soon the binary answers at a terminal (not a test): `node bin/run-ts.js bench/cli-start.ts`.
-// Each figure runs bin/learner-transfer.js as a user does, in a process of its own, and is a
-// median of BENCH_CLI_RUNS runs, taken in turns with its baseline in the same run: --help, and
-// status on an empty prefix: against `node -e 0` (goals: at most 3x and 5x) work's first transfer
-// call after its start: against a plain BullMQ worker (bullmq + undici, a job a PATCH) on the same
-// workload, from its spawn to its first call the simulator sees (goal: at most 1x) BENCH_CLI_ROOT
-// measures another checkout's binary (the figures before a change: its bin/, its node_modules);
-// the simulator, Redis and the enqueue are this checkout's. A checkout builds its sources on the
-// first run after a change (bin/learner-transfer.js): one run of each binary warms it, uncounted.
+// Each figure runs bin/learner-transfer.js as a user does, in a process of its own, and is a median of
+// BENCH_CLI_RUNS runs, taken in turns with its baseline in the same run:
+//   --help, and status on an empty prefix: against `node -e 0` (goals: at most 3x and 5x)
+//   work's first transfer call after its start: against a plain BullMQ worker (bullmq + undici, a job
+//   a PATCH) on the same workload, from its spawn to its first call the simulator sees (goal: 1x)
+// BENCH_CLI_BEFORE=DIR measures another checkout's binary too (the figures before a change: its bin/,
+// its node_modules), in the same turns, so that a busy machine weighs on both alike; the simulator,
+// Redis and the enqueue are this checkout's. A checkout builds its sources on the first start after a
+// change (bin/learner-transfer.js): one run of each binary warms it, uncounted.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -24,7 +25,12 @@ import { createSimulator, type Simulator } from '../src/simulator/index.ts';
 import { isMain, median, printFigures, round, type Figures } from './common.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ROOT = process.env.BENCH_CLI_ROOT ?? join(fileURLToPath(new URL('.', import.meta.url)), '..');
+const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..');
+/** The binaries measured: another checkout's first when BENCH_CLI_BEFORE names one, then this one's. */
+const CHECKOUTS = [
+  ...(process.env.BENCH_CLI_BEFORE ? [{ label: 'before: ', root: process.env.BENCH_CLI_BEFORE }] : []),
+  { label: '', root: ROOT },
+].map((c) => ({ ...c, bin: join(c.root, 'bin', 'learner-transfer.js') }));
 const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 7);
 /** Learners each worker moves: enough that the first call is not the last. */
 const LEARNERS = 20;
@@ -70,21 +76,21 @@ async function expectExit(args: string[], env: Record<string, string> = {}, cwd 
   return r.ms;
 }
 
-const BIN = join(ROOT, 'bin', 'learner-transfer.js');
-
-/** --help and status against node -e 0, in turns. */
+/** --help and status of each checkout against node -e 0, in turns. */
 async function startFigures(): Promise<Figures> {
   const prefix = `lt-bench-cli-${randomBytes(3).toString('hex')}`;
   const statusEnv = { REDIS_URL, QUEUE_PREFIX: prefix, LEARNER_API_TOKENS: 'acme:bench-cli-token-1' };
   const baseline: number[] = [];
-  const help: number[] = [];
-  const status: number[] = [];
-  await expectExit([BIN, '--help']); // a checkout builds its sources here, once
+  const help = CHECKOUTS.map((): number[] => []);
+  const status = CHECKOUTS.map((): number[] => []);
+  for (const c of CHECKOUTS) await expectExit([c.bin, '--help']); // a checkout builds its sources here
   try {
     for (let i = 0; i < RUNS; i++) {
       baseline.push(await expectExit(['-e', '0']));
-      help.push(await expectExit([BIN, '--help']));
-      status.push(await expectExit([BIN, 'status'], statusEnv));
+      for (const [k, c] of CHECKOUTS.entries()) {
+        help[k]?.push(await expectExit([c.bin, '--help']));
+        status[k]?.push(await expectExit([c.bin, 'status'], statusEnv));
+      }
     }
   } finally {
     const redis = new Redis(REDIS_URL);
@@ -92,13 +98,16 @@ async function startFigures(): Promise<Figures> {
     await redis.quit();
   }
   const base = median(baseline);
-  return {
-    'node -e 0 ms (baseline)': Math.round(base),
-    '--help ms': Math.round(median(help)),
-    '--help / node -e 0 (goal <= 3)': round(median(help) / base, 1),
-    'status, empty prefix ms': Math.round(median(status)),
-    'status / node -e 0 (goal <= 5)': round(median(status) / base, 1),
-  };
+  const figures: Figures = { 'node -e 0 ms (baseline)': Math.round(base) };
+  for (const [k, { label }] of CHECKOUTS.entries()) {
+    const h = median(help[k] ?? []);
+    const st = median(status[k] ?? []);
+    figures[`${label}--help ms`] = Math.round(h);
+    figures[`${label}--help / node -e 0 (goal <= 3)`] = round(h / base, 1);
+    figures[`${label}status, empty prefix ms`] = Math.round(st);
+    figures[`${label}status / node -e 0 (goal <= 5)`] = round(st / base, 1);
+  }
+  return figures;
 }
 
 /** A plain BullMQ worker: each job one PATCH with undici; exits when the queue is drained. */
@@ -143,13 +152,13 @@ async function enqueueOurs(prefix: string, ids: number[]): Promise<void> {
   }
 }
 
-/** One `work --until-idle` from its spawn to its first call; checks it moved every learner. */
-async function ourFirstCall(sim: Simulator, ids: number[]): Promise<number> {
+/** One `work --until-idle` of `bin` from its spawn to its first call. */
+async function ourFirstCall(sim: Simulator, bin: string, ids: number[]): Promise<number> {
   const prefix = `lt-bench-cli-work-${randomBytes(3).toString('hex')}`;
   try {
     await enqueueOurs(prefix, ids);
     const start = Date.now();
-    const r = await runNode([BIN, 'work', '--until-idle'], {
+    const r = await runNode([bin, 'work', '--until-idle'], {
       REDIS_URL,
       QUEUE_PREFIX: prefix,
       LEARNER_API_BASE_URL: sim.url,
@@ -190,35 +199,39 @@ async function plainFirstCall(sim: Simulator, ids: number[]): Promise<number> {
   }
 }
 
-/** work's first call against the plain worker's, in turns, each run on learners of its own. */
+/** work's first call of each checkout against the plain worker's, in turns, each on learners of its own. */
 async function workFigures(runs: number): Promise<Figures> {
-  // Learner i is in organizations[(i - 1) % 3]: these are not in acme yet, so each is a real
-  // transfer.
-  const movable = Array.from({ length: 3 * LEARNERS * (2 * runs + 2) }, (_, i) => i + 1).filter(
+  // Learner i is in organizations[(i - 1) % 3]: these are not in acme yet, so each is a real transfer.
+  const batchCount = (CHECKOUTS.length + 1) * (runs + 1);
+  const movable = Array.from({ length: 3 * LEARNERS * batchCount }, (_, i) => i + 1).filter(
     (id) => (id - 1) % 3 !== 0,
   );
-  const batches = Array.from({ length: 2 * runs + 2 }, (_, i) =>
+  const batches = Array.from({ length: batchCount }, (_, i) =>
     movable.slice(i * LEARNERS, (i + 1) * LEARNERS),
   );
+  const next = () => batches.pop() as number[];
   const sim = createSimulator({ learners: movable.length * 2 + 3, repeatMode: 'error' });
   await sim.listen();
-  const ours: number[] = [];
+  const ours = CHECKOUTS.map((): number[] => []);
   const plain: number[] = [];
   try {
-    await ourFirstCall(sim, batches.pop() as number[]); // warms the build and the disk cache, uncounted
-    await plainFirstCall(sim, batches.pop() as number[]);
+    // The first of each warms the build and the disk cache, uncounted.
+    for (const c of CHECKOUTS) await ourFirstCall(sim, c.bin, next());
+    await plainFirstCall(sim, next());
     for (let i = 0; i < runs; i++) {
-      ours.push(await ourFirstCall(sim, batches.pop() as number[]));
-      plain.push(await plainFirstCall(sim, batches.pop() as number[]));
+      plain.push(await plainFirstCall(sim, next()));
+      for (const [k, c] of CHECKOUTS.entries()) ours[k]?.push(await ourFirstCall(sim, c.bin, next()));
     }
   } finally {
     await sim.close();
   }
-  return {
-    'plain BullMQ worker: first call ms (baseline)': Math.round(median(plain)),
-    'work: first call ms': Math.round(median(ours)),
-    'work / plain BullMQ (goal <= 1)': round(median(ours) / median(plain), 2),
-  };
+  const base = median(plain);
+  const figures: Figures = { 'plain BullMQ worker: first call ms (baseline)': Math.round(base) };
+  for (const [k, { label }] of CHECKOUTS.entries()) {
+    figures[`${label}work: first call ms`] = Math.round(median(ours[k] ?? []));
+    figures[`${label}work / plain BullMQ (goal <= 1)`] = round(median(ours[k] ?? []) / base, 2);
+  }
+  return figures;
 }
 
 export async function runCliStartBench(): Promise<Figures> {
@@ -229,5 +242,4 @@ export async function runCliStartBench(): Promise<Figures> {
   };
 }
 
-if (isMain(import.meta.url))
-  printFigures(`CLI start-up (${ROOT}, medians of ${RUNS})`, await runCliStartBench());
+if (isMain(import.meta.url)) printFigures(`CLI start-up (medians of ${RUNS})`, await runCliStartBench());

@@ -4,7 +4,7 @@
 // (scripts/build.mjs), and a checkout's binary its own build (scripts/checkout-build.mjs). esbuild
 // is a dev dependency: an installed package runs the dist/ it was packed with and never compiles.
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 import { copyAssets } from './copy-assets.mjs';
 
@@ -20,6 +20,43 @@ function typeScriptFiles(dir) {
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
     .map((e) => join(e.parentPath, e.name))
     .sort();
+}
+
+/**
+ * cli/main.js as one file: the entry and the command table, all they import statically (our modules;
+ * packages stay imports), so that `--help` reads one file of ours, not forty. The table's dynamic
+ * imports (a command's own file, the configuration, the context) stay imports of the compiled files
+ * beside it, which hold everything else. The table's modules that a command's file imports too (the
+ * flag parsers' helpers in core/) are then loaded twice, as two copies: they hold no state and no class
+ * that a command checks with instanceof (a command's errors are its own copy's, said by shared.ts).
+ */
+async function bundleEntry(src, out) {
+  const cli = resolve(src, 'cli');
+  await build({
+    entryPoints: [join(src, 'cli', 'main.ts')],
+    outfile: join(out, 'cli', 'main.js'),
+    bundle: true,
+    packages: 'external',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'silent',
+    plugins: [
+      {
+        name: 'lazy-imports',
+        setup(b) {
+          b.onResolve({ filter: /^\./ }, (args) => {
+            if (args.kind !== 'dynamic-import') return undefined;
+            const path = relative(cli, resolve(dirname(args.importer), args.path))
+              .split(sep)
+              .join('/')
+              .replace(/\.ts$/, '.js');
+            return { path: path.startsWith('.') ? path : `./${path}`, external: true };
+          });
+        },
+      },
+    ],
+  });
 }
 
 /** Compiles every .ts file of `src` into `out` (made if missing) and copies the other files it needs. */
@@ -39,5 +76,6 @@ export async function compileTree(src, out) {
     mkdirSync(dirname(file.path), { recursive: true });
     writeFileSync(file.path, rewriteImports(file.text));
   }
+  await bundleEntry(src, out);
   copyAssets(src, out);
 }

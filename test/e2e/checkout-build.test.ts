@@ -1,6 +1,6 @@
 // A checkout runs compiled JavaScript and never a stale build (scripts/checkout-build.mjs): its first
-// start compiles src/ into node_modules/.cache, a later start runs that build, and an edit is in the
-// next start. In a copy of the checkout of its own (src/, bin/, scripts/, tsconfig.json; its
+// start compiles src/ into node_modules/.cache, a later start runs that build (whose entry, with the
+// command table, is one file: --help reads it and commander), and an edit is in the next start. In a copy of the checkout of its own (src/, bin/, scripts/, tsconfig.json; its
 // node_modules links to this one's packages), so that its builds and their pruning touch nothing here.
 import { spawn } from 'node:child_process';
 import {
@@ -29,9 +29,12 @@ beforeAll(() => {
     symlinkSync(join(ROOT, 'node_modules', name), join(checkout, 'node_modules', name));
 });
 
-function version(): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(checkout, 'bin', 'learner-transfer.js'), '--version'], {
-    env: { PATH: process.env.PATH ?? '', HOME: checkout },
+function start(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', HOME: checkout, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -41,6 +44,7 @@ function version(): Promise<{ code: number | null; stdout: string; stderr: strin
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
+const version = () => start([join(checkout, 'bin', 'learner-transfer.js'), '--version']);
 const builds = () => (existsSync(cache) ? readdirSync(cache).sort() : []);
 
 describe('a checkout', () => {
@@ -55,6 +59,36 @@ describe('a checkout', () => {
 
     expect((await version()).stdout).toBe('0.1.0\n');
     expect(builds()).toEqual(first);
+
+    // Its entry is one file with the command table (scripts/compile.mjs): --help reads it and commander.
+    const trace = join(checkout, 'trace');
+    const help = await start(
+      [
+        '--import',
+        join(ROOT, 'test', 'helpers', 'load-trace.mjs'),
+        join(checkout, 'bin', 'learner-transfer.js'),
+        '--help',
+      ],
+      { LT_LOAD_TRACE: trace },
+    );
+    expect(help.code).toBe(0);
+    const loaded = readFileSync(trace, 'utf8')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('node:'))
+      .map((line) => line.replace(/^file:\/\//, ''));
+    const ours = loaded.filter((f) => !f.includes('/node_modules/') || f.includes('/.cache/'));
+    expect(new Set(ours)).toEqual(
+      new Set([
+        join(checkout, 'bin', 'learner-transfer.js'),
+        join(checkout, 'scripts', 'checkout-build.mjs'),
+        join(cache, first[0] ?? '', 'cli', 'main.js'),
+      ]),
+    );
+    const packages = loaded.filter((f) => f.includes('/node_modules/') && !f.includes('/.cache/'));
+    expect(
+      packages.every((f) => f.includes('/node_modules/commander/')),
+      packages.join('\n'),
+    ).toBe(true);
 
     // An edit of the same size: only the file's modification time tells it from the build's.
     const run = join(checkout, 'src', 'cli', 'run.ts');
