@@ -21,6 +21,7 @@ const BENCHES: Bench[] = [
   { name: 'redis-bytes', run: async () => (await import('./redis-bytes.ts')).runRedisBytesBench() },
   { name: 'eta', run: async () => (await import('./eta.ts')).runEtaBench() },
   { name: 'pacing', run: async () => (await import('./pacing.ts')).runPacingBench() },
+  { name: 'cli-start', run: async () => (await import('./cli-start.ts')).runCliStartBench() },
 ];
 
 export async function runAll(only?: string[]): Promise<{ name: string; figures: Figures }[]> {

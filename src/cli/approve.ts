@@ -1,6 +1,5 @@
 // `approve --run ID`: release the learners of a canary run that await approval after its canary
 // (ops/actions/canary.ts, docs/canary.md). Written in the change log with its author.
-import { Command } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import { cliActor } from '../limiter/control-log.ts';
@@ -16,7 +15,7 @@ import type { RunCounts } from '../outcomes/store.ts';
 import type { Cli } from './io.ts';
 import { requireReadableRunId } from './shared.ts';
 
-interface ApproveFlags {
+export interface ApproveFlags {
   run: string;
   org?: string;
   dryRun?: boolean;
@@ -37,8 +36,8 @@ export function formatApprove(s: ApproveSummary, canary: string): string {
   ].join('\n');
 }
 
-async function approveCommand(cli: Cli, opts: ApproveFlags): Promise<void> {
-  const config = cli.config();
+export async function approveCommand(cli: Cli, opts: ApproveFlags): Promise<void> {
+  const config = await cli.config();
   const orgs = opts.org ? [requireOrg(config, opts.org)] : undefined;
   const ctx = await cli.context(config);
   try {
@@ -59,17 +58,4 @@ async function approveCommand(cli: Cli, opts: ApproveFlags): Promise<void> {
   } finally {
     await ctx.close();
   }
-}
-
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('approve')
-    .description(
-      'Release the learners of a canary run (--canary N) that wait for approval after its canary (docs/canary.md)',
-    )
-    .requiredOption('--run <id>', 'the canary run to approve')
-    .option('--org <key>', 'only in this organization (default: every organization of the run)')
-    .option('--dry-run', 'say how many would be released, change nothing')
-    .option('--json', 'machine-readable output')
-    .action((opts: ApproveFlags) => approveCommand(cli, opts));
 }

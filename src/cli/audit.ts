@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { exportAndTrim, exportAudit } from '../ops/audit/export.ts';
@@ -10,9 +9,8 @@ import { cliActor } from '../limiter/control-log.ts';
 import { AuditStream } from '../outcomes/audit-stream.ts';
 import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
-import { learnerIdOption } from './parsers.ts';
 
-interface AuditFlags {
+export interface AuditFlags {
   org?: string[];
   run?: string;
   learner?: number;
@@ -22,26 +20,6 @@ interface AuditFlags {
   until?: number;
   archive?: string;
   redact?: boolean;
-}
-
-const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
-const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
-
-/**
- * A UTC day (2026-11-26) or an ISO time with its zone (2026-11-26T08:00:00Z). A day given to --until
- * means its whole day: --since 2026-11-01 --until 2026-11-30 is November.
- */
-export function dateOption(flag: string, endOfDay: boolean) {
-  return (value: string): number => {
-    const v = value.trim();
-    const ms = DAY_RE.test(v) ? Date.parse(`${v}T00:00:00Z`) : TIME_RE.test(v) ? Date.parse(v) : NaN;
-    if (!Number.isFinite(ms)) {
-      throw new InvalidArgumentError(
-        `${flag} expects a UTC day like 2026-11-26 or a time with its zone like 2026-11-26T08:00:00Z, got '${value}'`,
-      );
-    }
-    return DAY_RE.test(v) && endOfDay ? ms + 86_400_000 - 1 : ms;
-  };
 }
 
 /** --trim takes every entry of the organizations: a filter would trim entries the file does not hold. */
@@ -82,23 +60,6 @@ function checkArchive(dir: string | undefined): void {
   );
 }
 
-const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
-
-function emailOption(value: string): string {
-  const v = value.trim();
-  if (!EMAIL_RE.test(v)) throw new InvalidArgumentError(`--email expects an e-mail address, got '${value}'`);
-  return v;
-}
-
-function userIdOption(value: string): number {
-  const n = Number(value.trim());
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
-    throw new InvalidArgumentError(
-      `--user-id expects a whole number (the service's user id), got '${value}'`,
-    );
-  return n;
-}
-
 /** What `audit forget` says: how many entries in how many places (never the address). */
 export function forgetSummary(r: ForgetReport): string[] {
   const verb = r.dryRun ? 'would change' : 'changed';
@@ -120,108 +81,66 @@ export function forgetSummary(r: ForgetReport): string[] {
   return lines;
 }
 
-function registerForget(audit: Command, cli: Cli): void {
-  audit
-    .command('forget')
-    .description(
-      'Erase one person from the audit (Redis, the archive, the spool, kept bodies): their e-mail address, ' +
-        'name and user id are replaced by a marker saying when and why (docs/personal-data.md)',
-    )
-    .addOption(
-      new Option('--email <address>', 'the person, by e-mail address (any case)').argParser(emailOption),
-    )
-    .addOption(new Option('--user-id <n>', "the person, by the service's user id").argParser(userIdOption))
-    .option('--archive <dir>', 'the audit archive (default AUDIT_ARCHIVE_DIR)')
-    .option('--dry-run', 'say what would change, and change nothing')
-    .action(async (opts: { email?: string; userId?: number; archive?: string; dryRun?: boolean }) => {
-      if (opts.email === undefined && opts.userId === undefined)
-        throw new LearnerTransferError('LT_USAGE', 'audit forget needs --email ADDRESS or --user-id N');
-      checkArchive(opts.archive);
-      const config = cli.config();
-      const ctx = await cli.context(config);
-      try {
-        const deps = {
-          redis: ctx.redis,
-          keys: ctx.keys,
-          archiveDir: opts.archive ?? config.auditArchiveDir,
-          spool: (erase: FieldsEraser, p: Person, dry: boolean) =>
-            forgetInSpool(config.spoolDir, ctx.keys.prefix, erase, p, dry),
-          orgs: [...config.orgs],
-          logger: ctx.logger,
-        };
-        const person = { email: opts.email, userId: opts.userId };
-        const r = await forgetPerson(deps, person, { dryRun: opts.dryRun === true, who: cliActor() });
-        for (const line of forgetSummary(r)) cli.print(line);
-      } finally {
-        await ctx.close();
-      }
-    });
+export async function auditCommand(cli: Cli, opts: AuditFlags): Promise<void> {
+  checkTrim(opts);
+  checkRedact(opts);
+  checkArchive(opts.archive);
+  const config = await cli.config();
+  const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
+  const ctx = await cli.context(config);
+  try {
+    await requireReadableRunId(ctx.runs, '--run', opts.run);
+    const src = {
+      stream: new AuditStream(ctx.redis, ctx.keys),
+      archiveDir: opts.archive ?? config.auditArchiveDir,
+    };
+    if (opts.trim && opts.out) {
+      const r = await exportAndTrim(src, orgs, opts.out);
+      cli.print(
+        `${r.written} audit record${r.written === 1 ? '' : 's'} -> ${opts.out}; ${r.trimmed} trimmed from Redis`,
+      );
+      return;
+    }
+    const n = await exportAudit(
+      src,
+      { orgs, runId: opts.run, learnerId: opts.learner, sinceMs: opts.since, untilMs: opts.until },
+      opts.out,
+      cli.stdout,
+      { redact: opts.redact },
+    );
+    if (opts.out) cli.print(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
+  } finally {
+    await ctx.close();
+  }
 }
 
-export function register(program: Command, cli: Cli): void {
-  registerForget(registerAudit(program, cli), cli);
+export interface ForgetFlags {
+  email?: string;
+  userId?: number;
+  archive?: string;
+  dryRun?: boolean;
 }
 
-function registerAudit(program: Command, cli: Cli): Command {
-  return program
-    .command('audit')
-    .description(
-      'Export the audit record of every transfer (groups removed and added, authorizations revoked) as NDJSON, ' +
-        'from the archive files then the stream',
-    )
-    .option('--org <key...>', 'only these organizations')
-    .option('--run <id>', 'only transfers of this run')
-    .addOption(new Option('--learner <id>', 'only this learner').argParser(learnerIdOption('--learner')))
-    .addOption(
-      new Option('--since <date>', 'only entries written from this UTC day or time on').argParser(
-        dateOption('--since', false),
-      ),
-    )
-    .addOption(
-      new Option('--until <date>', 'only entries written up to this UTC day (included) or time').argParser(
-        dateOption('--until', true),
-      ),
-    )
-    .option('--archive <dir>', 'the audit archive to read too (default AUDIT_ARCHIVE_DIR)')
-    .option('--out <file>', 'write here instead of stdout')
-    .option(
-      '--redact',
-      'write without the e-mail addresses and names of the revoked authorizations (docs/exports.md)',
-    )
-    .option(
-      '--trim',
-      'once FILE is on disk and read back, trim the exported entries from Redis (needs --out)',
-    )
-    .action(async (opts: AuditFlags) => {
-      checkTrim(opts);
-      checkRedact(opts);
-      checkArchive(opts.archive);
-      const config = cli.config();
-      const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
-      const ctx = await cli.context(config);
-      try {
-        await requireReadableRunId(ctx.runs, '--run', opts.run);
-        const src = {
-          stream: new AuditStream(ctx.redis, ctx.keys),
-          archiveDir: opts.archive ?? config.auditArchiveDir,
-        };
-        if (opts.trim && opts.out) {
-          const r = await exportAndTrim(src, orgs, opts.out);
-          cli.print(
-            `${r.written} audit record${r.written === 1 ? '' : 's'} -> ${opts.out}; ${r.trimmed} trimmed from Redis`,
-          );
-          return;
-        }
-        const n = await exportAudit(
-          src,
-          { orgs, runId: opts.run, learnerId: opts.learner, sinceMs: opts.since, untilMs: opts.until },
-          opts.out,
-          cli.stdout,
-          { redact: opts.redact },
-        );
-        if (opts.out) cli.print(`${n} audit record${n === 1 ? '' : 's'} -> ${opts.out}`);
-      } finally {
-        await ctx.close();
-      }
-    });
+export async function forgetCommand(cli: Cli, opts: ForgetFlags): Promise<void> {
+  if (opts.email === undefined && opts.userId === undefined)
+    throw new LearnerTransferError('LT_USAGE', 'audit forget needs --email ADDRESS or --user-id N');
+  checkArchive(opts.archive);
+  const config = await cli.config();
+  const ctx = await cli.context(config);
+  try {
+    const deps = {
+      redis: ctx.redis,
+      keys: ctx.keys,
+      archiveDir: opts.archive ?? config.auditArchiveDir,
+      spool: (erase: FieldsEraser, p: Person, dry: boolean) =>
+        forgetInSpool(config.spoolDir, ctx.keys.prefix, erase, p, dry),
+      orgs: [...config.orgs],
+      logger: ctx.logger,
+    };
+    const person = { email: opts.email, userId: opts.userId };
+    const r = await forgetPerson(deps, person, { dryRun: opts.dryRun === true, who: cliActor() });
+    for (const line of forgetSummary(r)) cli.print(line);
+  } finally {
+    await ctx.close();
+  }
 }

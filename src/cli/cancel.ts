@@ -1,5 +1,4 @@
 // `cancel`: withdraw learners before their call (ops/actions/cancel.ts), by run, by CSV file or by learner id.
-import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
@@ -7,10 +6,9 @@ import { cliActor } from '../limiter/control-log.ts';
 import { cancelLearners, type CancelFilter, type CancelSummary } from '../ops/actions/cancel.ts';
 import { readCancelCsv } from '../ops/actions/cancel-csv.ts';
 import type { Cli } from './io.ts';
-import { learnerIdOption } from './parsers.ts';
 import { requireReadableRunId } from './shared.ts';
 
-interface CancelFlags {
+export interface CancelFlags {
   org?: string;
   run?: string;
   csv?: string;
@@ -51,7 +49,7 @@ export function formatCancel(s: CancelSummary, scope: string): string {
   return lines.join('\n');
 }
 
-async function cancelCommand(cli: Cli, opts: CancelFlags): Promise<void> {
+export async function cancelCommand(cli: Cli, opts: CancelFlags): Promise<void> {
   const given = (['run', 'csv', 'learner'] as const).filter((f) => opts[f] !== undefined);
   if (given.length !== 1) {
     throw new LearnerTransferError(
@@ -61,7 +59,7 @@ async function cancelCommand(cli: Cli, opts: CancelFlags): Promise<void> {
         : `cancel takes one of --run, --csv and --learner, got ${given.map((f) => `--${f}`).join(' and ')}`,
     );
   }
-  const config = cli.config();
+  const config = await cli.config();
   const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
   const filter: CancelFilter = { orgs, dryRun: opts.dryRun === true };
   let scope = '';
@@ -105,32 +103,4 @@ async function cancelCommand(cli: Cli, opts: CancelFlags): Promise<void> {
   } finally {
     await ctx.close();
   }
-}
-
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('cancel')
-    .description(
-      'Withdraw learners not called yet (by run, CSV or id): out of the queues, recorded cancelled; a call in flight finishes (docs/cancel.md)',
-    )
-    .option('--run <id>', 'every learner of this run not called yet')
-    .option('--csv <file>', 'the learners of this CSV file (read as enqueue --csv reads it)')
-    .addOption(
-      new Option('--learner <id...>', 'these learner ids (space- or comma-separated, or repeated)').argParser(
-        (v: string, prev: number[] = []) => [
-          ...prev,
-          ...v
-            .split(',')
-            .filter((x) => x.trim() !== '')
-            .map((x) => learnerIdOption('--learner')(x.trim())),
-        ],
-      ),
-    )
-    .option(
-      '--org <key>',
-      'only this organization (default: every organization: a run or a learner is found wherever it is; with --csv, the organization of rows without an org column)',
-    )
-    .option('--dry-run', 'say what would be cancelled, change nothing')
-    .option('--json', 'machine-readable output')
-    .action((opts: CancelFlags) => cancelCommand(cli, opts));
 }

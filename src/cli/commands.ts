@@ -1,25 +1,28 @@
-// The list of commands. Each command lives in its own file and exports a `register(program)`.
+// The command table: each command's name, description and flags, one file each in table/. It loads
+// no library but commander: an action imports the command's own file (cli/<command>.ts) when it
+// runs, and that file the libraries it uses, so `--help` and a mistyped flag answer at once
+// (test/unit/cli-help-loads.test.ts holds --help to a list of the modules it may load).
 import type { Command } from 'commander';
 import type { Cli } from './io.ts';
-import { register as approve } from './approve.ts';
-import { register as audit } from './audit.ts';
-import { register as cancel } from './cancel.ts';
-import { register as demo } from './demo.ts';
-import { register as dashboard } from './dashboard.ts';
-import { register as crawl } from './crawl.ts';
-import { register as enqueue } from './enqueue.ts';
-import { register as limits, registerChanges as changes } from './limits.ts';
-import { register as pause, registerResume as resume } from './pause.ts';
-import { register as plan } from './plan.ts';
-import { register as reconcile } from './reconcile.ts';
-import { register as repair } from './repair.ts';
-import { register as report } from './report.ts';
-import { register as retry } from './retry.ts';
-import { register as schedule } from './schedule.ts';
-import { register as simulate } from './simulate.ts';
-import { register as status } from './status.ts';
-import { register as tokens } from './tokens.ts';
-import { register as work } from './work.ts';
+import { register as approve } from './table/approve.ts';
+import { register as audit } from './table/audit.ts';
+import { register as cancel } from './table/cancel.ts';
+import { register as demo } from './table/demo.ts';
+import { register as dashboard } from './table/dashboard.ts';
+import { register as crawl } from './table/crawl.ts';
+import { register as enqueue } from './table/enqueue.ts';
+import { register as limits, registerChanges as changes } from './table/limits.ts';
+import { register as pause, registerResume as resume } from './table/pause.ts';
+import { register as plan } from './table/plan.ts';
+import { register as reconcile } from './table/reconcile.ts';
+import { register as repair } from './table/repair.ts';
+import { register as report } from './table/report.ts';
+import { register as retry } from './table/retry.ts';
+import { register as schedule } from './table/schedule.ts';
+import { register as simulate } from './table/simulate.ts';
+import { register as status } from './table/status.ts';
+import { register as tokens } from './table/tokens.ts';
+import { register as work } from './table/work.ts';
 
 export type Register = (program: Command, cli: Cli) => void;
 

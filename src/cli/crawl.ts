@@ -1,5 +1,4 @@
-import { Command, Option } from 'commander';
-import { autoApproveOption, canaryOf, canaryOption, formatCanaryLine } from './canary-flags.ts';
+import { canaryOf, formatCanaryLine } from './canary-flags.ts';
 import { requireOrg } from '../app/context.ts';
 import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -10,7 +9,6 @@ import { formatHeld, heldTotal } from '../queue/producer.ts';
 import { describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
 import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
-import { positiveInt } from './parsers.ts';
 
 export interface CrawlFlags {
   org: string;
@@ -28,35 +26,6 @@ export interface CrawlFlags {
   tokens?: number;
   canary?: number;
   autoApprove?: boolean;
-}
-
-const TARGET_ORG_ID_HELP =
-  'numeric id of --org as the list shows it (organizationId); remembered in Redis after the first use; ' +
-  'with --from-org it may be left out (it is learned from the list)';
-
-/** The crawl flags, shared with `plan --crawl` (which says where its --target-org-id is remembered). */
-export function addCrawlOptions(cmd: Command, targetOrgIdHelp = TARGET_ORG_ID_HELP): Command {
-  return cmd
-    .option('--org <key>', 'organization to move learners into (a key from LEARNER_API_TOKENS)')
-    .addOption(new Option('--target-org-id <n>', targetOrgIdHelp).argParser(positiveInt('--target-org-id')))
-    .addOption(
-      new Option('--from-org <id>', 'only learners of this numeric organization id').argParser(
-        positiveInt('--from-org'),
-      ),
-    )
-    .option('--active-only', 'only learners with isActive 1')
-    .option(
-      '--with-user-only',
-      'only learners with a user attached (the spec: transfers are meant for those)',
-    )
-    .addOption(
-      new Option('--limit <n>', 'select at most this many learners').argParser(positiveInt('--limit')),
-    )
-    .addOption(
-      new Option('--concurrency <n>', 'pages read at once')
-        .argParser(positiveInt('--concurrency', 64))
-        .default(4),
-    );
 }
 
 export function filtersOf(opts: CrawlFlags): CrawlFilters {
@@ -99,7 +68,7 @@ export function formatCrawlSummary(s: CrawlSummary, org: string): string {
 }
 
 export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void> {
-  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
+  const config = await cli.config({ requireBaseUrl: true, requireTokens: true });
   const org = crawlOrgOf(config, opts);
   const dryRun = Boolean(opts.dryRun);
   const canary = canaryOf(opts);
@@ -146,21 +115,4 @@ export async function runCrawlCommand(cli: Cli, opts: CrawlFlags): Promise<void>
       cli.exitCode = EXIT.ok;
     },
   );
-}
-
-export function register(program: Command, cli: Cli): void {
-  addCrawlOptions(
-    program
-      .command('crawl')
-      .description(
-        'Walk the learner list, select learners by filters and enqueue them into --org (resumable)',
-      ),
-  )
-    .option('--crawl-id <id>', 'cursor id (default: derived from the filters, so the same command resumes)')
-    .option('--restart', 'start over even if an unfinished crawl with this id exists')
-    .option('--dry-run', 'only plan: count and ETA, no queue writes, no transfers')
-    .option('--quiet', 'no progress output')
-    .addOption(canaryOption())
-    .addOption(autoApproveOption())
-    .action((opts: CrawlFlags) => runCrawlCommand(cli, opts));
 }

@@ -1,68 +1,7 @@
-import { Command } from 'commander';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { OUTCOMES, isOutcomeCode } from '../outcomes/codes.ts';
 import { exploreCommands, runDemo } from '../demo/run-demo.ts';
 import type { Cli } from './io.ts';
-
-const EXAMPLE = resolve(fileURLToPath(new URL('../../jobs.example.csv', import.meta.url)));
-
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('demo')
-    .description(
-      'See the tool work: the built-in simulator, Redis, jobs.example.csv, workers under compressed limits, a report',
-    )
-    .option('--csv <file>', 'CSV to transfer', EXAMPLE)
-    .option('--limit-per-token <rate>', 'compressed per-token limit', '10/4s')
-    .option('--limit-per-org <rate>', 'compressed per-organization limit', '16/4s')
-    .option('--burst <N|P%|off>', 'pacing: what a bucket sends at once before one per window/limit', '25%')
-    .option('--out <dir>', 'where report files go (default out/demo-<run>)')
-    .option('--no-dashboard', 'exit at the end instead of keeping the dashboard up')
-    .option('--keep', "leave the demo's state in Redis when it ends (Ctrl-C too), to look at it later")
-    .option('--dashboard-port <n>', 'dashboard port', '8080')
-    .action(
-      async (opts: {
-        csv: string;
-        limitPerToken: string;
-        limitPerOrg: string;
-        burst: string;
-        out?: string;
-        dashboard: boolean;
-        dashboardPort: string;
-        keep?: boolean;
-      }) => {
-        const tty = Boolean(cli.stdout.isTTY);
-        let liveShown = false;
-        const print = (line: string) => {
-          if (liveShown && tty) cli.stdout.write('\r\x1b[2K');
-          liveShown = false;
-          cli.print(line);
-        };
-        let lastPlain = 0;
-        const live = (line: string) => {
-          if (tty) {
-            cli.stdout.write(`\r\x1b[2K${line}`);
-            liveShown = true;
-          } else if (Date.now() - lastPlain > 2000) {
-            lastPlain = Date.now();
-            cli.print(line);
-          }
-        };
-        const outDir =
-          opts.out ?? join('out', `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`);
-        // One shutdown handler for the whole demo: a signal during the run stops the workers and removes
-        // what the demo started (a throwaway Redis included); during the dashboard phase it ends the demo.
-        const stopping = new AbortController();
-        const off = cli.onShutdown(() => stopping.abort(), 30_000);
-        try {
-          await runAndShow(cli, opts, outDir, print, live, stopping.signal);
-        } finally {
-          off();
-        }
-      },
-    );
-}
 
 async function runAndShow(
   cli: Cli,
@@ -128,5 +67,48 @@ async function runAndShow(
     }
   } finally {
     await session.close();
+  }
+}
+
+export async function demoCommand(
+  cli: Cli,
+  opts: {
+    csv: string;
+    limitPerToken: string;
+    limitPerOrg: string;
+    burst: string;
+    out?: string;
+    dashboard: boolean;
+    dashboardPort: string;
+    keep?: boolean;
+  },
+): Promise<void> {
+  const tty = Boolean(cli.stdout.isTTY);
+  let liveShown = false;
+  const print = (line: string) => {
+    if (liveShown && tty) cli.stdout.write('\r\x1b[2K');
+    liveShown = false;
+    cli.print(line);
+  };
+  let lastPlain = 0;
+  const live = (line: string) => {
+    if (tty) {
+      cli.stdout.write(`\r\x1b[2K${line}`);
+      liveShown = true;
+    } else if (Date.now() - lastPlain > 2000) {
+      lastPlain = Date.now();
+      cli.print(line);
+    }
+  };
+  const outDir =
+    opts.out ?? join('out', `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`);
+  // One shutdown handler for the whole demo: a signal during the run stops the workers and removes
+  // what the demo started (a throwaway Redis included); during the dashboard phase it ends the demo.
+  const stopping = new AbortController();
+  const off = cli.onShutdown(() => stopping.abort(), 30_000);
+  try {
+    await runAndShow(cli, opts, outDir, print, live, stopping.signal);
+  } finally {
+    off();
   }
 }

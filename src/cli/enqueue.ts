@@ -1,4 +1,3 @@
-import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { enqueueCsv, type EnqueueCsvSummary } from '../queue/enqueue-csv.ts';
@@ -14,8 +13,7 @@ import { formatHeld, heldTotal, type Producer } from '../queue/producer.ts';
 import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
 import type { Cli } from './io.ts';
-import { positiveInt, runIdOption, priorityOption } from './parsers.ts';
-import { addCanaryOptions, canaryOf, formatCanaryLine, requireNewCanaryRun } from './canary-flags.ts';
+import { canaryOf, formatCanaryLine, requireNewCanaryRun } from './canary-flags.ts';
 import type { CanaryMeta } from '../outcomes/runs.ts';
 
 /** What `--priority urgent` did over the whole file. */
@@ -57,7 +55,7 @@ export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
   ].join('\n');
 }
 
-interface EnqueueFlags {
+export interface EnqueueFlags {
   csv: string;
   org?: string;
   rejects?: string;
@@ -107,10 +105,10 @@ function urgentProducer(ctx: AppContext, opts: EnqueueFlags): { producer: Produc
   return { producer: ctx.producer.withDefaults({ priority: 'urgent', onUrgent }), urgent };
 }
 
-async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
+export async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
   const canary = canaryOf(opts);
   if (opts.dryRun) return runCsvPlan(cli, opts);
-  const config = cli.config({ requireTokens: true });
+  const config = await cli.config({ requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
   const total = await fileSize(opts.csv);
   const checked = checkBesideNote(opts.csv, opts.org);
@@ -164,35 +162,4 @@ async function enqueueCommand(cli: Cli, opts: EnqueueFlags): Promise<void> {
   } finally {
     await ctx.close();
   }
-}
-
-export function register(program: Command, cli: Cli): void {
-  addCanaryOptions(program.command('enqueue'))
-    .description('Enqueue learner ids from a CSV file (header learnerId/learner_id/id, optional org column)')
-    .requiredOption('--csv <file>', 'CSV file of learner ids')
-    .option('--org <key>', 'organization for rows without an org column (a key from LEARNER_API_TOKENS)')
-    .option('--rejects <file>', 'where to write rejected rows (default out/<run>/rejects.csv)')
-    .addOption(
-      new Option('--run <id>', "run id: letters, digits, '-' and '_' (default: a new one)").argParser(
-        runIdOption('--run'),
-      ),
-    )
-    .addOption(
-      new Option('--batch <n>', 'jobs per addBulk').argParser(positiveInt('--batch', 10_000)).default(1000),
-    )
-    .addOption(
-      new Option(
-        '--priority <level>',
-        "urgent: put these learners ahead of their organization's bulk (same budget; learners already waiting move ahead); normal: in turn",
-      )
-        .argParser(priorityOption('--priority'))
-        .default('normal'),
-    )
-    .option('--quiet', 'no progress output')
-    .option('--dry-run', 'only plan: counts per organization and ETA, no queue writes')
-    .option(
-      '--move',
-      "move learners claimed by another organization to this row's organization (written in the audit); only learners done or failed there move",
-    )
-    .action((opts: EnqueueFlags) => enqueueCommand(cli, opts));
 }

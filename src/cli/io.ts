@@ -1,10 +1,12 @@
-// What one run of a command is given by whoever runs it: the environment and the two streams, and the
-// hooks only a real process can honour (signals, a forced exit). A command reads and writes nothing
-// else, so a test can run it in its own process and a program can embed it.
+// What one run of a command is given by whoever runs it: the environment and the two streams, and
+// the hooks only a real process can honour (signals, a forced exit). A command reads and writes
+// nothing else, so a test can run it in its own process and a program can embed it. The command
+// table holds a Cli from the start: the configuration (zod) and the context (Redis, BullMQ) load
+// when a command asks.
 import type { Readable, Writable } from 'node:stream';
 import type { DestinationStream } from 'pino';
-import { createContext, type AppContext } from '../app/context.ts';
-import { loadConfig, type Config, type LoadOptions } from '../core/config.ts';
+import type { AppContext } from '../app/context.ts';
+import type { Config, LoadOptions } from '../core/config.ts';
 import { resolveLogFormat, type LogFormat, type TextLogOptions } from '../core/log-text.ts';
 import { LiveLine } from './live-line.ts';
 
@@ -113,7 +115,8 @@ export class Cli {
     return resolveLogFormat(config.logFormat, this.stderr);
   }
 
-  config(options: LoadOptions = {}): Readonly<Config> {
+  async config(options: LoadOptions = {}): Promise<Readonly<Config>> {
+    const { loadConfig } = await import('../core/config.ts');
     return loadConfig(this.env, options);
   }
 
@@ -127,10 +130,11 @@ export class Cli {
     return { write: (line: string) => this.live.around(() => void this.stderr.write(line)) };
   }
 
-  context(
+  async context(
     config: Readonly<Config>,
     options: { redisTimeoutMs?: number; connectionName?: string; logText?: TextLogOptions } = {},
   ): Promise<AppContext> {
+    const { createContext } = await import('../app/context.ts');
     const { logText, ...rest } = options;
     return createContext(config, {
       ...rest,

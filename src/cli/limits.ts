@@ -1,6 +1,5 @@
 // `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
 // live, every change in the change log with who made it.
-import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
@@ -27,8 +26,7 @@ import {
 } from '../ops/views/limits.ts';
 import { summarizeChange } from '../ops/views/controls.ts';
 import type { Cli } from './io.ts';
-import { limitFlagOption, positiveInt, tokenIdOption } from './parsers.ts';
-import { changeOfFlags, LIMIT_FLAGS } from '../limiter/kinds.ts';
+import { changeOfFlags } from '../limiter/kinds.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
 import { describeRunWindow } from '../limiter/run-window.ts';
 import { when } from './status.ts';
@@ -126,133 +124,79 @@ function summary(org: string, before: LimitPolicy, after: LimitPolicy): string {
 /** The flags of `limits set`: the organization, a token, and one value per flag of limiter/kinds.ts. */
 type SetFlags = { org: string; token?: string } & Record<string, unknown>;
 
-export function register(program: Command, cli: Cli): void {
-  const limits = program
-    .command('limits')
-    .description(
-      "The fleet's limits per organization and per token, stored in Redis: show them, change them live, reset them to LIMIT_*",
+export async function showLimits(cli: Cli, opts: { org?: string; json?: boolean }): Promise<void> {
+  const config = await cli.config({ requireTokens: true });
+  const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
+  const ctx = await cli.context(config);
+  try {
+    const out: OrgLimits[] = [];
+    for (const org of orgs) out.push(await collectLimits(ctx, org));
+    cli.print(
+      opts.json
+        ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
+        : forTerminal(out.map(formatLimits).join('\n\n')),
     );
-  registerShow(limits, cli);
-  registerSet(limits, cli);
-  registerReset(limits, cli);
-}
-
-function registerShow(limits: Command, cli: Cli): void {
-  limits
-    .command('show')
-    .description(
-      'Limits per organization and token as every worker applies them, the reserve, pauses, and how they differ from LIMIT_*',
-    )
-    .option('--org <key>', 'one organization (default: every organization with a token)')
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { org?: string; json?: boolean }) => {
-      const config = cli.config({ requireTokens: true });
-      const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
-      const ctx = await cli.context(config);
-      try {
-        const out: OrgLimits[] = [];
-        for (const org of orgs) out.push(await collectLimits(ctx, org));
-        cli.print(
-          opts.json
-            ? jsonForTerminal(JSON.stringify({ orgs: out }, null, 2))
-            : forTerminal(out.map(formatLimits).join('\n\n')),
-        );
-      } finally {
-        await ctx.close();
-      }
-    });
-}
-
-function registerSet(limits: Command, cli: Cli): void {
-  const set = limits
-    .command('set')
-    .description(
-      'Change the limits of an organization (or of one token) for every worker on every host, within seconds, with no restart',
-    )
-    .requiredOption('--org <key>', 'organization');
-  // Every kind of limit's flags (limiter/kinds.ts), --token after --per-token.
-  for (const f of LIMIT_FLAGS) {
-    set.addOption(new Option(f.flag, f.help).argParser(limitFlagOption(f)));
-    if (f.option === 'perToken')
-      set.addOption(
-        new Option('--token <id>', 'with --per-token: the token id (as tokens list shows it)').argParser(
-          tokenIdOption,
-        ),
-      );
+  } finally {
+    await ctx.close();
   }
-  set.action(async (opts: SetFlags) => {
-    const config = cli.config({ requireTokens: true });
-    checkOrgAndToken(config, opts.org, opts.token);
-    const change = changeOfFlags(opts);
-    checkLimitChange(opts.org, change);
-    const ctx = await cli.context(config);
-    try {
-      // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
-      await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
-      const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
-      cli.print(forTerminal(summary(opts.org, r.before, r.after)));
-      const perOrg = r.after.perOrg ?? config.limitPerOrg;
-      if (r.after.reserve >= perOrg.max) {
-        cli.print(
-          `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
-        );
-      }
-      const window = r.after.runWindow ? scheduleOf(r.after.runWindow) : null;
-      if (change.runWindow && window)
-        cli.print(forTerminal(`run window: ${describeRunWindow(window, Date.now())}`));
-      cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
-    } finally {
-      await ctx.close();
+}
+
+export async function setCommand(cli: Cli, opts: SetFlags): Promise<void> {
+  const config = await cli.config({ requireTokens: true });
+  checkOrgAndToken(config, opts.org, opts.token);
+  const change = changeOfFlags(opts);
+  checkLimitChange(opts.org, change);
+  const ctx = await cli.context(config);
+  try {
+    // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
+    await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
+    const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
+    cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+    const perOrg = r.after.perOrg ?? config.limitPerOrg;
+    if (r.after.reserve >= perOrg.max) {
+      cli.print(
+        `warning: the reserve (${r.after.reserve}) leaves nothing of ${formatRate(perOrg)} to this tool: no transfer of '${opts.org}' will be sent`,
+      );
     }
-  });
+    const window = r.after.runWindow ? scheduleOf(r.after.runWindow) : null;
+    if (change.runWindow && window)
+      cli.print(forTerminal(`run window: ${describeRunWindow(window, Date.now())}`));
+    cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+  } finally {
+    await ctx.close();
+  }
 }
 
-function registerReset(limits: Command, cli: Cli): void {
-  limits
-    .command('reset')
-    .description(
-      "Set an organization's limits back to LIMIT_PER_TOKEN / LIMIT_PER_ORG / LIMIT_BURST of this environment (no token limits of their own, no reserve); its run window stays unless --run-window is given",
-    )
-    .requiredOption('--org <key>', 'organization')
-    .option('--run-window', 'remove the run window and its blackouts instead (transfers may run at any hour)')
-    .action(async (opts: { org: string; runWindow?: boolean }) => {
-      const config = cli.config({ requireTokens: true });
-      requireOrg(config, opts.org);
-      const ctx = await cli.context(config);
-      try {
-        const r = opts.runWindow
-          ? await resetRunWindow(ctx.redis, ctx.keys, opts.org, cliActor())
-          : await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
-        cli.print(forTerminal(summary(opts.org, r.before, r.after)));
-        cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
-      } finally {
-        await ctx.close();
-      }
-    });
+export async function resetCommand(cli: Cli, opts: { org: string; runWindow?: boolean }): Promise<void> {
+  const config = await cli.config({ requireTokens: true });
+  requireOrg(config, opts.org);
+  const ctx = await cli.context(config);
+  try {
+    const r = opts.runWindow
+      ? await resetRunWindow(ctx.redis, ctx.keys, opts.org, cliActor())
+      : await resetLimits(ctx.redis, ctx.keys, opts.org, config, cliActor());
+    cli.print(forTerminal(summary(opts.org, r.before, r.after)));
+    cli.print(`every worker applies it within ${POLICY_RECHECK_MS / 1000} s`);
+  } finally {
+    await ctx.close();
+  }
 }
 
-export function registerChanges(program: Command, cli: Cli): void {
-  program
-    .command('changes')
-    .description(
-      'The log of changes made through the live controls (limits, pause, resume) and of token file reloads: who, what, when',
-    )
-    .option('--org <key>', 'only the changes of this organization')
-    .option('--limit <n>', 'how many, newest first (default 50)', positiveInt('--limit', 100_000))
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { org?: string; limit?: number; json?: boolean }) => {
-      const config = cli.config();
-      const ctx = await cli.context(config);
-      try {
-        const entries = await readChanges(ctx.redis, ctx.keys, {
-          count: opts.limit ?? 50,
-          ...(opts.org ? { org: opts.org } : {}),
-        });
-        if (opts.json) cli.print(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
-        else if (entries.length === 0) cli.print('no change recorded');
-        else cli.print(forTerminal(entries.map(formatChange).join('\n')));
-      } finally {
-        await ctx.close();
-      }
+export async function changesCommand(
+  cli: Cli,
+  opts: { org?: string; limit?: number; json?: boolean },
+): Promise<void> {
+  const config = await cli.config();
+  const ctx = await cli.context(config);
+  try {
+    const entries = await readChanges(ctx.redis, ctx.keys, {
+      count: opts.limit ?? 50,
+      ...(opts.org ? { org: opts.org } : {}),
     });
+    if (opts.json) cli.print(jsonForTerminal(JSON.stringify({ changes: entries }, null, 2)));
+    else if (entries.length === 0) cli.print('no change recorded');
+    else cli.print(forTerminal(entries.map(formatChange).join('\n')));
+  } finally {
+    await ctx.close();
+  }
 }

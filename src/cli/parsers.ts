@@ -1,12 +1,38 @@
-// Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad value is
-// commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+// Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad
+// value is commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
+// The command table imports this file, so it loads no library but commander: a list it copies from
+// a module that does is held to that list by the compiler, and the limit flags' rules come from
+// limiter/kinds.ts, which loads none either.
 import { InvalidArgumentError } from 'commander';
 import { parseRate, rateMessage, readRate, type Rate } from '../core/duration.ts';
 import { isLearnerId, isRunId, LEARNER_ID_EXPECTED, parseLearnerId, RUN_ID_EXPECTED } from '../core/ids.ts';
 import { isValidOrgKey } from '../core/keys.ts';
 import { TOKEN_ID_RE } from '../limiter/token-orgs.ts';
 import type { LimitFlag } from '../limiter/kinds.ts';
-import { PRIORITIES, type Priority } from '../queue/priority.ts';
+import { OUTCOME_CODES } from '../outcomes/codes.ts';
+import type { BUCKETS } from '../outcomes/record.ts';
+import type { PRIORITIES, Priority } from '../queue/priority.ts';
+
+/** Compiles only when T is true. */
+type Holds<T extends true> = T;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/** The priorities of queue/priority.ts (which loads zod), in its order. */
+const PRIORITY_CHOICES = ['normal', 'urgent'] as const;
+type _PrioritiesMatch = Holds<Same<typeof PRIORITY_CHOICES, typeof PRIORITIES>>;
+
+/** The buckets of outcomes/record.ts (which loads zod), in its order: --status of report and retry. */
+export const BUCKET_CHOICES = [
+  'queued',
+  'retrying',
+  ...OUTCOME_CODES,
+  'worker-error',
+  'claimed-elsewhere',
+  'held',
+  'cancelled',
+  'awaiting-approval',
+] as const;
+type _BucketsMatch = Holds<Same<typeof BUCKET_CHOICES, typeof BUCKETS>>;
 
 /** A whole number from `min` to `max`. */
 export function wholeNumber(flag: string, min: number, max: number) {
@@ -103,14 +129,14 @@ export function orgIdPairOption(
 }
 
 /** --priority. */
-export function priorityOption(flag = '--priority') {
-  return (value: string): Priority => {
-    const v = value.trim().toLowerCase();
-    if (!(PRIORITIES as readonly string[]).includes(v)) {
-      throw new InvalidArgumentError(`${flag} expects one of ${PRIORITIES.join(', ')}, got '${value}'`);
-    }
-    return v as Priority;
-  };
+export function priorityOption(value: string): Priority {
+  const v = value.trim().toLowerCase();
+  if (!(PRIORITY_CHOICES as readonly string[]).includes(v)) {
+    throw new InvalidArgumentError(
+      `--priority expects one of ${PRIORITY_CHOICES.join(', ')}, got '${value}'`,
+    );
+  }
+  return v as Priority;
 }
 
 /** A share from 0 to 1. */
@@ -144,4 +170,43 @@ export function limitFlagOption(flag: LimitFlag) {
       throw new InvalidArgumentError((err as Error).message);
     }
   };
+}
+
+const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
+const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * A UTC day (2026-11-26) or an ISO time with its zone (2026-11-26T08:00:00Z). A day given to --until
+ * means its whole day: --since 2026-11-01 --until 2026-11-30 is November.
+ */
+export function dateOption(flag: string, endOfDay: boolean) {
+  return (value: string): number => {
+    const v = value.trim();
+    const ms = DAY_RE.test(v) ? Date.parse(`${v}T00:00:00Z`) : TIME_RE.test(v) ? Date.parse(v) : NaN;
+    if (!Number.isFinite(ms)) {
+      throw new InvalidArgumentError(
+        `${flag} expects a UTC day like 2026-11-26 or a time with its zone like 2026-11-26T08:00:00Z, got '${value}'`,
+      );
+    }
+    return DAY_RE.test(v) && endOfDay ? ms + 86_400_000 - 1 : ms;
+  };
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
+
+/** --email of audit forget. */
+export function emailOption(value: string): string {
+  const v = value.trim();
+  if (!EMAIL_RE.test(v)) throw new InvalidArgumentError(`--email expects an e-mail address, got '${value}'`);
+  return v;
+}
+
+/** --user-id of audit forget. */
+export function userIdOption(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError(
+      `--user-id expects a whole number (the service's user id), got '${value}'`,
+    );
+  return n;
 }

@@ -31,7 +31,7 @@ export async function runCheckCommand(cli: Cli, opts: CheckFlags): Promise<void>
       "plan --check --apply reads a --csv FILE: a run's learners are already queued (check it without --apply)",
     );
   }
-  const config = cli.config({ requireTokens: true });
+  const config = await cli.config({ requireTokens: true });
   const org = requireOrg(config, opts.org);
   const { csv, run } = opts;
   const ctx = await cli.context(config);

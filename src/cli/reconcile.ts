@@ -1,11 +1,4 @@
-import { Command, Option } from 'commander';
-import {
-  autoApproveOption,
-  canaryOf,
-  canaryOption,
-  formatCanaryLine,
-  requireNewCanaryRun,
-} from './canary-flags.ts';
+import { canaryOf, formatCanaryLine, requireNewCanaryRun } from './canary-flags.ts';
 import { requireOrg } from '../app/context.ts';
 import { Progress } from './progress-line.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
@@ -14,7 +7,6 @@ import { reconcileAndPlan } from '../ops/intake/reconcile.ts';
 import { formatReconcileSummary } from '../queue/sources/reconcile.ts';
 import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
-import { positiveInt, runIdOption, orgIdPairOption } from './parsers.ts';
 
 export interface ReconcileFlags {
   desired: string;
@@ -31,24 +23,8 @@ export interface ReconcileFlags {
   autoApprove?: boolean;
 }
 
-/** The reconcile flags, shared with `plan --desired` and `schedule reconcile`. */
-export function addReconcileOptions(cmd: Command): Command {
-  return cmd
-    .option('--org <key>', 'organization for rows without an org column')
-    .option(
-      '--org-id <key=n>',
-      'numeric id of an organization key as the list shows it (repeatable; remembered in Redis)',
-      orgIdPairOption,
-    )
-    .addOption(
-      new Option('--concurrency <n>', 'pages read at once')
-        .argParser(positiveInt('--concurrency', 64))
-        .default(4),
-    );
-}
-
 export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promise<void> {
-  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
+  const config = await cli.config({ requireBaseUrl: true, requireTokens: true });
   if (opts.org) requireOrg(config, opts.org);
   const canary = canaryOf(opts);
   const ctx = await cli.context(config);
@@ -87,26 +63,4 @@ export async function runReconcileCommand(cli: Cli, opts: ReconcileFlags): Promi
     if (plans) cli.print(formatPlan(plans, 'reconcile'));
     cli.exitCode = EXIT.ok;
   });
-}
-
-export function register(program: Command, cli: Cli): void {
-  addReconcileOptions(
-    program
-      .command('reconcile')
-      .description(
-        'Compare a desired-state CSV (learner id, org) with the learner list and enqueue the drift (re-opens finished learners)',
-      )
-      .requiredOption('--desired <file>', 'CSV of learner ids and organization keys (header learnerId,org)'),
-  )
-    .option('--out <dir>', 'where to write the drift report (default out/<run>)')
-    .addOption(
-      new Option('--run <id>', "run id: letters, digits, '-' and '_' (default: a new one)").argParser(
-        runIdOption('--run'),
-      ),
-    )
-    .option('--dry-run', 'only plan: drift, counts and ETA; no queue writes, no report, no transfers')
-    .option('--quiet', 'no progress output')
-    .addOption(canaryOption())
-    .addOption(autoApproveOption())
-    .action((opts: ReconcileFlags) => runReconcileCommand(cli, opts));
 }

@@ -1,48 +1,14 @@
-import { Command, Option } from 'commander';
 import { requireOrg } from '../app/context.ts';
 import { cliActor } from '../limiter/control-log.ts';
 import { describeSelection, requeueSelected, selectRetry } from '../ops/actions/retry.ts';
 import { confirmRetry } from './retry-confirm.ts';
 import { RETRY_NOTES, retryKind } from '../ops/actions/retry-risk.ts';
-import { BUCKETS } from '../outcomes/record.ts';
 import { forTerminal } from '../core/terminal-safe.ts';
 import { requireReadableRunId } from './shared.ts';
 import type { Cli } from './io.ts';
-import { learnerIdOption } from './parsers.ts';
-import { autoApproveOption, canaryOf, canaryOption, formatCanaryLine } from './canary-flags.ts';
+import { canaryOf, formatCanaryLine } from './canary-flags.ts';
 
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('retry')
-    .description('Re-queue failed learners with fresh attempts (all failures, or by outcome, learner or run)')
-    .addOption(
-      new Option('--status <code>', 'only this outcome code').choices(
-        BUCKETS.filter(
-          (b) => b !== 'queued' && b !== 'retrying' && b !== 'transferred' && b !== 'already-in-org',
-        ),
-      ),
-    )
-    .addOption(
-      new Option('--learner <id...>', 'only these learner ids').argParser(
-        (v: string, prev: number[] = []) => [...prev, learnerIdOption('--learner')(v)],
-      ),
-    )
-    .option('--run <id>', 'only learners of this run')
-    .option('--org <key...>', 'only these organizations')
-    .option(
-      '--move',
-      'move learners now claimed by another organization back here (written in the audit); only learners done or failed there move',
-    )
-    .option(
-      '--yes',
-      'retry not-found, forbidden, invalid-request, unexpected-result and held learners without asking (a script needs it for those)',
-    )
-    .addOption(canaryOption())
-    .addOption(autoApproveOption())
-    .action((opts: RetryFlags) => runRetry(cli, opts));
-}
-
-interface RetryFlags {
+export interface RetryFlags {
   status?: string;
   learner?: number[];
   run?: string;
@@ -54,9 +20,9 @@ interface RetryFlags {
 }
 
 /** Selects, asks what a retry cannot help (or takes --yes), then re-queues and says what it did. */
-async function runRetry(cli: Cli, opts: RetryFlags): Promise<void> {
+export async function runRetry(cli: Cli, opts: RetryFlags): Promise<void> {
   const canary = canaryOf(opts);
-  const config = cli.config({ requireTokens: true });
+  const config = await cli.config({ requireTokens: true });
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
   const ctx = await cli.context(config);
   try {

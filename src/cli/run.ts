@@ -1,11 +1,11 @@
 // The CLI as a function: the binary (main.ts), programs and tests all call run(). It parses, runs one
 // command with the environment and streams it is given, and returns the exit status; it never exits
 // the process, and leaves nothing behind it (each run builds its own program, listeners and connections).
+// It imports the command table alone: a command loads its libraries when it runs (commands.ts).
 import { CommanderError, type Command } from 'commander';
 import { ERRORS } from '../core/errors.ts';
 import { commands } from './commands.ts';
 import { Cli, type CliIo, type Output } from './io.ts';
-import { reportCliError } from './shared.ts';
 import { PlainCommand } from './program.ts';
 import { addEnvironmentHelp } from './help-env.ts';
 
@@ -50,6 +50,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     // The reader of stdout has gone (`| head`): what failed is the write it no longer wanted. Quietly 0.
     if (cli.outputClosed) return 0;
     cli.live.end();
+    // Loaded only when there is an error to say.
+    const { reportCliError } = await import('./shared.ts');
     const status = reportCliError(err, (text) => void cli.stderr.write(text), cli.env);
     // The error is said: a connection a library still holds open must not keep the command alive.
     cli.hooks.exitAfter(3000);

@@ -1,5 +1,3 @@
-import { Command } from 'commander';
-
 import { collectStatus, type OrgStatus, type Status } from '../ops/views/status.ts';
 import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/views/org-states.ts';
 import { requireOrg } from '../app/context.ts';
@@ -159,30 +157,23 @@ function withStates(s: Status) {
   return { ...s, summary: { ...summary, text: summaryText(summary) }, orgs };
 }
 
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('status')
-    .description(
-      'Learners by state and outcome, budgets per token and organization, and the ETA of the remaining work',
-    )
-    .option('--json', 'machine-readable output: every organization (or those of --org), with its state')
-    .option('--all', 'every organization in full, idle ones too (by default a big fleet summarizes them)')
-    .option('--org <key...>', 'only these organizations, in full')
-    .action(async (opts: { json?: boolean; all?: boolean; org?: string[] }) => {
-      const config = cli.config();
-      if (config.orgs.length === 0) throw noOrganizations(config);
-      const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
-      const ctx = await cli.context(config);
-      try {
-        // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta/eta.ts).
-        const status = await collectStatus(ctx, orgs);
-        // Redis's and the service's words are in it: nothing a terminal would run.
-        const text = opts.json
-          ? jsonForTerminal(JSON.stringify(withStates(status), null, 2))
-          : forTerminal(formatStatus(status, { all: opts.all === true || orgs !== undefined }));
-        cli.print(text);
-      } finally {
-        await ctx.close();
-      }
-    });
+export async function statusCommand(
+  cli: Cli,
+  opts: { json?: boolean; all?: boolean; org?: string[] },
+): Promise<void> {
+  const config = await cli.config();
+  if (config.orgs.length === 0) throw noOrganizations(config);
+  const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
+  const ctx = await cli.context(config);
+  try {
+    // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta/eta.ts).
+    const status = await collectStatus(ctx, orgs);
+    // Redis's and the service's words are in it: nothing a terminal would run.
+    const text = opts.json
+      ? jsonForTerminal(JSON.stringify(withStates(status), null, 2))
+      : forTerminal(formatStatus(status, { all: opts.all === true || orgs !== undefined }));
+    cli.print(text);
+  } finally {
+    await ctx.close();
+  }
 }

@@ -1,24 +1,15 @@
-import { Command, Option } from 'commander';
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { haltShareOf } from '../ops/actions/canary.ts';
 import { EXIT } from './shared.ts';
-import {
-  createRegistry,
-  notifyCounters,
-  observeOutcome,
-  redisWriteGauges,
-  redisWaitCounters,
-  serveMetrics,
-  transferDurationHistogram,
-} from '../ops/metrics/prometheus.ts';
+import type * as Prometheus from '../ops/metrics/prometheus.ts';
+import type * as WorkMetrics from '../ops/metrics/work-metrics.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { TOKENS_FILE_VAR } from '../core/token-file.ts';
 import { TokenReloader } from '../app/token-reload.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
-import { positiveInt } from './parsers.ts';
 import { AuditArchiver } from '../ops/audit/archive.ts';
 import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit/retention.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
@@ -28,9 +19,8 @@ import { jobSettingsWarning } from './work-settings.ts';
 import { contextReadiness, workerReadiness } from '../ops/metrics/health.ts';
 import type { WriteState } from '../redis/writes.ts';
 import { Notifier } from '../ops/notify/notifier.ts';
-import { countRepair, repairCounter, spoolGauges } from '../ops/metrics/work-metrics.ts';
 
-interface WorkFlags {
+export interface WorkFlags {
   concurrency?: number;
   org?: string[];
   untilIdle?: boolean;
@@ -55,6 +45,7 @@ function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): 
 /**
  * The /metrics server of --metrics-port (with the open probes /healthz and /readyz), or nothing; the
  * context is closed when it cannot listen. `gate` reads the workers' write gate (none before they start).
+ * prom-client loads only here: a work without --metrics-port does not load it.
  */
 async function startMetrics(
   ctx: AppContext,
@@ -62,21 +53,37 @@ async function startMetrics(
   metricsOpen: boolean,
   gate: () => WriteState | undefined,
 ) {
-  const registry = opts.metricsPort ? createRegistry() : undefined;
-  if (!registry) return undefined;
-  const histogram = transferDurationHistogram(registry);
-  const repairs = repairCounter(registry);
+  if (!opts.metricsPort) return undefined;
+  const [prometheus, work] = await Promise.all([
+    import('../ops/metrics/prometheus.ts'),
+    import('../ops/metrics/work-metrics.ts'),
+  ]);
+  const registry = prometheus.createRegistry();
+  const histogram = prometheus.transferDurationHistogram(registry);
+  const repairs = work.repairCounter(registry);
   const probe = contextReadiness(ctx);
   try {
-    const server = await serveMetrics(
+    const server = await prometheus.serveMetrics(
       registry,
-      opts.metricsPort ?? 0,
+      opts.metricsPort,
       opts.metricsHost,
       metricsOpen ? undefined : ctx.config.dashboardToken,
       workerReadiness(gate, probe),
     );
     ctx.logger.info({ url: `${server.url}/metrics` }, 'metrics served');
-    return { registry, histogram, repairs, server };
+    return {
+      server,
+      observe: (e: Parameters<typeof Prometheus.observeOutcome>[1]) =>
+        prometheus.observeOutcome(histogram, e),
+      countRepair: (r: Parameters<typeof WorkMetrics.countRepair>[1]) => work.countRepair(repairs, r),
+      /** The gauges and counters of a `work` process (Redis writes and waits, notifications, spool). */
+      gauges(handle: ReturnType<typeof startWorkers>, notifier: Notifier | undefined): void {
+        prometheus.redisWriteGauges(registry, () => handle.writeState());
+        prometheus.redisWaitCounters(registry, () => ctx.durability.stats);
+        if (notifier) prometheus.notifyCounters(registry, () => notifier.stats);
+        work.spoolGauges(registry, () => handle.spoolState());
+      },
+    };
   } catch (err) {
     // Nothing started yet but the context: close it, or its connections would keep the process up.
     await ctx.close();
@@ -199,21 +206,8 @@ function exitStatus(result: WorkResult, lostRedis: boolean): number {
   return result.failed > 0 || result.runFailures > 0 ? EXIT.failures : EXIT.ok;
 }
 
-/** The gauges and counters of a `work` process on its /metrics (Redis writes and waits, notifications, spool). */
-function workGauges(
-  registry: Parameters<typeof spoolGauges>[0],
-  ctx: AppContext,
-  handle: ReturnType<typeof startWorkers>,
-  notifier: Notifier | undefined,
-): void {
-  redisWriteGauges(registry, () => handle.writeState());
-  redisWaitCounters(registry, () => ctx.durability.stats);
-  if (notifier) notifyCounters(registry, () => notifier.stats);
-  spoolGauges(registry, () => handle.spoolState());
-}
-
-async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
-  const config = cli.config({ requireBaseUrl: true, requireTokens: true });
+export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
+  const config = await cli.config({ requireBaseUrl: true, requireTokens: true });
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
   const metricsOpen = checkMetricsHost(opts, config.dashboardToken);
   // At a terminal a live line counts the learners; their lines would only scroll it away (warnings stay).
@@ -250,12 +244,12 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   notifier?.start();
   const handle = startWorkers(ctx, {
     onOutcome: (e) => {
-      if (metrics) observeOutcome(metrics.histogram, e);
+      metrics?.observe(e);
       progress?.count(e);
       notifier?.noteOutcome(e);
     },
     ...notifier?.workHooks(),
-    ...(metrics ? { onRepair: (r) => countRepair(metrics.repairs, r) } : {}),
+    ...(metrics ? { onRepair: metrics.countRepair } : {}),
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
@@ -267,7 +261,7 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     followTokens: !opts.org,
   });
   gate = () => handle.writeState();
-  if (metrics) workGauges(metrics.registry, ctx, handle, notifier);
+  metrics?.gauges(handle, notifier);
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   progress?.start();
   const stopFollowing = followTokenFile(cli, ctx);
@@ -305,34 +299,4 @@ async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
   // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
   cli.hooks.exitAfter(3000);
-}
-
-export function register(program: Command, cli: Cli): void {
-  program
-    .command('work')
-    .description(
-      'Run transfer workers for every configured organization (or --org), sharing the budget through Redis',
-    )
-    .addOption(
-      new Option('--concurrency <n>', 'transfers in flight per organization (default CONCURRENCY)').argParser(
-        positiveInt('--concurrency', 1000),
-      ),
-    )
-    .option('--org <key...>', 'serve only these organizations')
-    .option(
-      '--until-idle',
-      'exit when nothing is waiting, delayed or active (exit 0 only if every learner this process finished succeeded; 8 when a canary run waits for approval; 9 when the error budget halted an organization with work left)',
-    )
-    .option(
-      '--metrics-port <n>',
-      'serve Prometheus /metrics, and the open probes /healthz and /readyz, on this port',
-      positiveInt('--metrics-port', 65535),
-    )
-    .option(
-      '--metrics-host <h>',
-      'address of the /metrics server (not loopback: needs DASHBOARD_TOKEN as Bearer)',
-      '127.0.0.1',
-    )
-    .option('--no-control', 'do not serve the control queue (scheduled reconciles)')
-    .action((opts: WorkFlags) => workCommand(cli, opts));
 }

@@ -4,7 +4,8 @@ import { Command, CommanderError } from 'commander';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { Cli } from '../../src/cli/io.ts';
-import { register, simulatorOptions, startSimulator, type SimulateFlags } from '../../src/cli/simulate.ts';
+import { simulatorOptions, startSimulator, type SimulateFlags } from '../../src/cli/simulate.ts';
+import { register } from '../../src/cli/table/simulate.ts';
 import { LearnerTransferError } from '../../src/core/errors.ts';
 
 async function parseError(args: string[]): Promise<string> {

@@ -45,6 +45,9 @@ export function danglingReferences(files: string[], read: (f: string) => string)
     known.has(`src/${ref}`) ||
     (!ref.includes('/') && bases.has(ref)) ||
     (ref.includes('/') && files.some((f) => f.endsWith(`/${ref.replace(/^\.\//, '')}`)));
+  // A compiled file (cli/main.js) names its source (cli/main.ts).
+  const existsOrCompiled = (from: string, ref: string) =>
+    exists(from, ref) || (ref.endsWith('.js') && exists(from, ref.replace(/\.js$/, '.ts')));
   const out: string[] = [];
   for (const file of files) {
     if (!/^(src|test|bench|scripts)\/.*\.(ts|lua|mjs)$/.test(file)) continue;
@@ -54,7 +57,7 @@ export function danglingReferences(files: string[], read: (f: string) => string)
         const comment = COMMENT.exec(line)?.[1];
         if (!comment) return;
         for (const [, ref] of comment.matchAll(PATH)) {
-          if (ref!.startsWith('/') || NOT_OURS.has(ref!) || exists(file, ref!)) continue;
+          if (ref!.startsWith('/') || NOT_OURS.has(ref!) || existsOrCompiled(file, ref!)) continue;
           out.push(`${file}:${i + 1}  ${ref}`);
         }
       });
