@@ -24,12 +24,14 @@ export function durationsOf(report: { testResults: FileResult[] }, root: string)
   return Object.fromEntries(rows.map((r) => [r.file, r.seconds]));
 }
 
-const [reportPath] = process.argv.slice(2);
-if (!reportPath) {
-  process.stderr.write('usage: npm run test:durations -- REPORT.json (from vitest --reporter=json)\n');
-  process.exit(2);
+if (process.argv[1] === import.meta.filename) {
+  const [reportPath] = process.argv.slice(2);
+  if (!reportPath) {
+    process.stderr.write('usage: npm run test:durations -- REPORT.json (from vitest --reporter=json)\n');
+    process.exit(2);
+  }
+  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as { testResults: FileResult[] };
+  const table = durationsOf(report, resolve('.'));
+  writeFileSync('test/durations.json', `${JSON.stringify(table, null, 2)}\n`);
+  process.stdout.write(`test/durations.json: ${Object.keys(table).length} files\n`);
 }
-const report = JSON.parse(readFileSync(reportPath, 'utf8')) as { testResults: FileResult[] };
-const table = durationsOf(report, resolve('.'));
-writeFileSync('test/durations.json', `${JSON.stringify(table, null, 2)}\n`);
-process.stdout.write(`test/durations.json: ${Object.keys(table).length} files\n`);

@@ -4,15 +4,17 @@
 //
 // Vitest's own order is by project name, then by the durations of its cache (node_modules/.vite), which a
 // clean clone does not have, and then by file size: in CI the fault seeds (a small file of 72 s) started
-// last in the load-sensitive phase and ran 70 s alone after every other file there had ended.
+// last in the load-sensitive phase and ran on alone after every other file there had ended.
 //
 // Kept from vitest: the phases (sequence.groupOrder) run in order, and the files of a non-isolated project
-// (unit) come last in their phase, together, so that one worker runs them one after the other in a process
+// (unit) come last in their phase, together, so that a worker runs them one after the other in a process
 // that has loaded their modules once. A file the table does not know yet runs first (its time is unknown;
-// by size, as vitest does). `npm run test:durations` rewrites the table from a run's JSON report.
+// by size, as vitest does). `npm run test:durations` rewrites the table from a run's JSON report. The
+// order itself is test/helpers/file-order.ts.
 import { readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { compareFiles, type FileToOrder } from './file-order.ts';
 
 export const DURATIONS_FILE = 'test/durations.json';
 
@@ -27,24 +29,17 @@ function readDurations(root: string): Record<string, number> {
 export class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const root = this.ctx.config.root;
-    const durations = readDurations(root);
-    const key = (spec: TestSpecification) => relative(root, spec.moduleId).split('\\').join('/');
-    const size = (spec: TestSpecification) => statSync(spec.moduleId).size;
-    return [...files].sort((a, b) => {
-      const phase = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
-      if (phase !== 0) return phase;
-      const shared = Number(a.project.config.isolate === false) - Number(b.project.config.isolate === false);
-      if (shared !== 0) return shared;
-      if (a.project.config.isolate === false && a.project.name !== b.project.name)
-        return a.project.name < b.project.name ? -1 : 1;
-      const da = durations[key(a)];
-      const db = durations[key(b)];
-      if (da === undefined || db === undefined) {
-        if (da !== undefined) return 1;
-        if (db !== undefined) return -1;
-        return size(b) - size(a);
-      }
-      return db - da;
-    });
+    const order = compareFiles(readDurations(root));
+    const described = files.map((spec): [FileToOrder, TestSpecification] => [
+      {
+        file: relative(root, spec.moduleId).split('\\').join('/'),
+        project: spec.project.name,
+        phase: spec.project.config.sequence.groupOrder,
+        isolated: spec.project.config.isolate !== false,
+        size: statSync(spec.moduleId).size,
+      },
+      spec,
+    ]);
+    return described.sort(([a], [b]) => order(a, b)).map(([, spec]) => spec);
   }
 }
