@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/helpers/sequencer.ts';
 
 // Projects, so that one kind can be run alone (`npx vitest run --project unit`); docs/testing.md says
 // what each proves. They run in three phases (`sequence.groupOrder`; vitest takes one maxWorkers per phase):
@@ -12,6 +13,9 @@ import { defineConfig } from 'vitest/config';
 //    once, so that a busy machine makes them slower, not red. One of its workers is usually a serial file
 //    waiting for its turn at the topologies (see below), so two of them run beside it on two cores.
 // 3. alone: the files that measure speed, one at a time.
+//
+// Within a phase the longest files start first (test/helpers/sequencer.ts, by test/durations.json), so that
+// no long file starts last and runs on alone at the end of its phase.
 const PARALLEL = Number(process.env.TEST_WORKERS ?? 4);
 const SENSITIVE = Number(process.env.TEST_SENSITIVE_WORKERS ?? 3);
 
@@ -41,6 +45,7 @@ const shared = {
 export default defineConfig({
   test: {
     ...shared,
+    sequence: { sequencer: LongestFirstSequencer },
     coverage: {
       provider: 'v8',
       include: ['src/**/*.ts'],
@@ -59,6 +64,11 @@ export default defineConfig({
           ...shared,
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/model/**/*.test.ts'],
+          // A process runs unit file after unit file and loads the program's modules once, not once a file
+          // (each file paid about a second of import for them). No unit file mocks a module, stubs a
+          // global, changes process.env or leaves fake timers on (test/unit/isolation.test.ts holds them
+          // to it); the sequencer hands them to the workers last in their phase, one after the other.
+          isolate: false,
           maxWorkers: PARALLEL,
         },
       },

@@ -1,0 +1,56 @@
+// The unit project runs without isolation (vitest.config.ts: one process runs unit file after unit file,
+// with the modules it loaded once). That is only sound while no unit file leaves anything behind for the
+// next: a mocked module, a stubbed global or environment variable, a changed process.env, a working
+// directory, fake timers left on. This reads every unit and model file and fails naming the one that does.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const DIRS = ['test/unit', 'test/model'];
+
+const FORBIDDEN: [RegExp, string][] = [
+  [/\bvi\.(?:mock|doMock|stubEnv|stubGlobal|hoisted)\(/, 'mocks a module or stubs a global'],
+  [
+    /\bprocess\.env\.\w+\s*=[^=]|\bprocess\.env\[[^\]]+\]\s*=[^=]|\bdelete\s+process\.env\b/,
+    'changes process.env',
+  ],
+  [/\bprocess\.chdir\(/, 'changes the working directory'],
+  [/\bObject\.assign\(\s*process\.env\b/, 'changes process.env'],
+];
+
+function files(): string[] {
+  return DIRS.flatMap((dir) =>
+    readdirSync(join(ROOT, dir))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => `${dir}/${name}`),
+  );
+}
+
+describe('unit files can share one process', () => {
+  it('none mocks a module, stubs a global or changes the environment or the working directory', () => {
+    const found = files().flatMap((file) => {
+      const text = readFileSync(join(ROOT, file), 'utf8').replace(/^\s*\/\/.*$/gm, '');
+      return FORBIDDEN.filter(([re]) => re.test(text)).map(([, what]) => `${file} ${what}`);
+    });
+    expect(found.filter((f) => !f.startsWith('test/unit/isolation.test.ts'))).toEqual([]);
+  });
+
+  it('a file that turns fake timers on turns them off again after each test', () => {
+    const found = files().filter((file) => {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      return (
+        /\bvi\.useFakeTimers\(/.test(text) && !/after(?:Each|All)\([^]*?vi\.useRealTimers\(\)/.test(text)
+      );
+    });
+    expect(found).toEqual([]);
+  });
+
+  it('holds itself to it: a file that mocks a module is named', () => {
+    const text = "vi.mock('../../src/log.ts');\nprocess.env.X = '1';";
+    expect(FORBIDDEN.filter(([re]) => re.test(text)).map(([, w]) => w)).toEqual([
+      'mocks a module or stubs a global',
+      'changes process.env',
+    ]);
+  });
+});

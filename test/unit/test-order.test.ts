@@ -1,0 +1,53 @@
+// The order of a run's files (test/helpers/file-order.ts, which the suite's sequencer uses) and the table
+// it reads (scripts/test-durations.ts, from a run's JSON report).
+import { describe, expect, it } from 'vitest';
+import { durationsOf } from '../../scripts/test-durations.ts';
+import { compareFiles, type FileToOrder } from '../helpers/file-order.ts';
+
+const f = (file: string, project: string, phase: number, size = 100, isolated = true): FileToOrder => ({
+  file,
+  project,
+  phase,
+  isolated,
+  size,
+});
+
+describe('the order of a run', () => {
+  it('keeps the phases; in each the longest first, an unknown file before them, shared files last', () => {
+    const durations = { 'a.ts': 10, 'b.ts': 70, 'c.ts': 30, 'u1.ts': 2, 'u2.ts': 12, 's.ts': 90, 'z.ts': 5 };
+    const files = [
+      f('s.ts', 'system', 1),
+      f('a.ts', 'integration', 0),
+      f('u1.ts', 'unit', 0, 100, false),
+      f('new-small.ts', 'e2e', 0, 10),
+      f('b.ts', 'e2e', 0),
+      f('z.ts', 'alone', 2),
+      f('u2.ts', 'unit', 0, 100, false),
+      f('new-big.ts', 'integration', 0, 900),
+      f('c.ts', 'integration', 0),
+    ];
+    expect(files.sort(compareFiles(durations)).map((x) => x.file)).toEqual([
+      'new-big.ts',
+      'new-small.ts',
+      'b.ts',
+      'c.ts',
+      'a.ts',
+      'u2.ts',
+      'u1.ts',
+      's.ts',
+      'z.ts',
+    ]);
+  });
+
+  it('reads the table from a JSON report: seconds per file, relative, the longest first', () => {
+    const report = {
+      testResults: [
+        { name: '/repo/test/unit/a.test.ts', startTime: 1000, endTime: 1440 },
+        { name: '/repo/test/chaos/b.test.ts', startTime: 1000, endTime: 73_210 },
+      ],
+    };
+    const table = durationsOf(report, '/repo');
+    expect(table).toEqual({ 'test/chaos/b.test.ts': 72.2, 'test/unit/a.test.ts': 0.4 });
+    expect(Object.keys(table)).toEqual(['test/chaos/b.test.ts', 'test/unit/a.test.ts']);
+  });
+});
