@@ -23,8 +23,9 @@ const NOT_OURS = new Set([
 /** A path-like word ending in a file extension of ours. */
 const PATH =
   /(?<![\w@:/.-])((?:\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+(?:\.[\w-]+)*\.(?:ts|lua|md|mjs|js|json|ya?ml|css|sh))(?![\w/-])/g;
-/** The comment part of a line: after //, a block comment's * or /*, or Lua's --. */
-const COMMENT = /(?:\/\/|\/\*|^\s*\*|--)(.*)$/;
+/** The comment part of a line: after //, a block comment's * or /*; in Lua, after --. */
+const COMMENT = /(?:\/\/|\/\*|^\s*\*)(.*)$/;
+const LUA_COMMENT = /--(.*)$/;
 
 function tracked(): string[] {
   return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
@@ -54,10 +55,12 @@ export function danglingReferences(files: string[], read: (f: string) => string)
     read(file)
       .split('\n')
       .forEach((line, i) => {
-        const comment = COMMENT.exec(line)?.[1];
+        const comment = (file.endsWith('.lua') ? LUA_COMMENT : COMMENT).exec(line)?.[1];
         if (!comment) return;
         for (const [, ref] of comment.matchAll(PATH)) {
-          if (ref!.startsWith('/') || NOT_OURS.has(ref!) || existsOrCompiled(file, ref!)) continue;
+          // A URL path, a flag (--outputFile.json), or a placeholder written in capitals (REPORT.json).
+          if (/^[/-]/.test(ref!) || /^[A-Z_]+\.[a-z]+$/.test(ref!)) continue;
+          if (NOT_OURS.has(ref!) || existsOrCompiled(file, ref!)) continue;
           out.push(`${file}:${i + 1}  ${ref}`);
         }
       });
