@@ -120,9 +120,7 @@ describe('the cockpit in Chromium', () => {
     // Each card says its finish once: the line under it says what holds the work back, not the date again.
     const acmeText = await page.locator('section[data-org="acme"]').innerText();
     expect(acmeText.split(/finishes |done by /)).toHaveLength(2);
-    expect(await page.locator('[data-eta="acme"]').textContent()).toMatch(
-      /^\d+ windows? of .*; limited by /,
-    );
+    expect(await page.locator('[data-eta="acme"]').textContent()).toMatch(/^\d+ windows? of .*; limited by /);
     expect((await page.locator('section[data-org="gamma"]').innerText()).split('nothing left')).toHaveLength(
       2,
     );
