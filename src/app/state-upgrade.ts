@@ -97,9 +97,9 @@ async function claimRecorded({ redis, keys, logger, orgs }: UpgradeDeps): Promis
         }
         const results = await claims.claim(items);
         results.forEach((r, i) => {
-          if (r.kind !== 'held') return;
+          if (r.kind !== 'elsewhere') return;
           conflicts++;
-          if (examples.length < 5) examples.push(`${items[i]?.learnerId} (${org}, held by ${r.holder})`);
+          if (examples.length < 5) examples.push(`${items[i]?.learnerId} (${org}, claimed by ${r.holder})`);
         });
       } while (cursor !== '0');
     }

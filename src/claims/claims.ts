@@ -9,7 +9,8 @@ import type { Keys } from '../core/keys.ts';
 export const CLAIM_SCRIPTS = loadScripts(new URL('./', import.meta.url), ['claim', 'release-claims']);
 const CHUNK = 1000;
 
-export type ClaimResult = { kind: 'ok' } | { kind: 'held'; holder: string } | { kind: 'moved'; from: string };
+export type ClaimResult =
+  { kind: 'ok' } | { kind: 'elsewhere'; holder: string } | { kind: 'moved'; from: string };
 
 export class Claims {
   readonly #redis: RedisClient;
@@ -23,7 +24,7 @@ export class Claims {
 
   /**
    * Claims each learner for its organization, first claim wins, atomically per chunk (so two producers
-   * racing cannot both win). 'move' gives learners held elsewhere to the new organization: the caller
+   * racing cannot both win). 'move' gives learners claimed elsewhere to the new organization: the caller
    * has checked that nothing is in flight for them there.
    */
   async claim(
@@ -70,7 +71,8 @@ export class Claims {
 }
 
 function parseClaim(text: string): ClaimResult {
-  if (text.startsWith('held:')) return { kind: 'held', holder: text.slice(5) };
+  // The script says 'held:' (its reply's word since the first release); the code calls it claimed elsewhere.
+  if (text.startsWith('held:')) return { kind: 'elsewhere', holder: text.slice(5) };
   if (text.startsWith('moved:')) return { kind: 'moved', from: text.slice(6) };
   return { kind: 'ok' };
 }

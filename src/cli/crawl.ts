@@ -5,7 +5,7 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { Progress } from './progress-line.ts';
 import { runCrawl } from '../ops/intake/crawl.ts';
 import { formatPlan } from '../ops/intake/plan.ts';
-import { formatHeld, heldTotal } from '../queue/producer.ts';
+import { formatClaimedElsewhere, claimedElsewhereTotal } from '../queue/producer.ts';
 import { describeFilters, type CrawlFilters, type CrawlSummary } from '../queue/sources/crawl.ts';
 import { EXIT, runAbortable } from './shared.ts';
 import type { Cli } from './io.ts';
@@ -58,7 +58,7 @@ export function formatCrawlSummary(s: CrawlSummary, org: string): string {
     `  selected   ${s.selected}${s.stoppedByLimit ? ' (limit reached)' : ''}; skipped ${sk['in-target']} in target, ` +
       `${sk['other-org']} other org, ${sk.inactive} inactive, ${sk['no-user']} without user`,
     `  enqueued   ${s.enqueued}, already queued ${s.alreadyQueued}, already done ${done || 0}`,
-    `  held elsewhere ${heldTotal(s)}${heldTotal(s) ? ` (claimed by ${formatHeld(s)}: left there; moving them takes enqueue --move)` : ''}`,
+    `  claimed elsewhere ${claimedElsewhereTotal(s)}${claimedElsewhereTotal(s) ? ` (claimed by ${formatClaimedElsewhere(s)}: left there; moving them takes enqueue --move)` : ''}`,
     ...(s.unsettledPages.length
       ? [
           `  warning    the list kept changing on pages ${s.unsettledPages.join(', ')}: run a reconcile or crawl again`,

@@ -9,7 +9,7 @@ import { EXIT, rejectPrinter, requireOrgSource } from './shared.ts';
 import { basename, join } from 'node:path';
 import { runCsvPlan } from './plan.ts';
 import { checkBesideNote } from './preflight.ts';
-import { formatHeld, heldTotal, type Producer } from '../queue/producer.ts';
+import { formatClaimedElsewhere, claimedElsewhereTotal, type Producer } from '../queue/producer.ts';
 import { appendChange, cliActor } from '../limiter/control-log.ts';
 import { urgentChange, type Priority, type UrgentBatch } from '../queue/priority.ts';
 import type { Cli } from './io.ts';
@@ -44,7 +44,9 @@ export function formatEnqueueSummary(s: EnqueueCsvSummary): string {
     `  already queued ${s.alreadyQueued}`,
     `  already done   ${Object.values(s.alreadyDone).reduce((a, b) => a + (b ?? 0), 0)}${done ? ` (${done})` : ''}`,
     `  rejected   ${s.rejected}${s.rejectsFile ? ` -> ${s.rejectsFile}` : ''}${
-      heldTotal(s) ? ` (${heldTotal(s)} claimed by another organization: ${formatHeld(s)})` : ''
+      claimedElsewhereTotal(s)
+        ? ` (${claimedElsewhereTotal(s)} claimed by another organization: ${formatClaimedElsewhere(s)})`
+        : ''
     }`,
     ...(s.moved ? [`  moved      ${s.moved} from another organization (--move; written in the audit)`] : []),
     `  by organization: ${

@@ -353,7 +353,7 @@ export class OutcomeStore extends OutcomeReader {
   }
 
   /**
-   * Records an outcome that no call produced (a job BullMQ failed itself, a claim held elsewhere): merged
+   * Records an outcome that no call produced (a job BullMQ failed itself, a claim claimed elsewhere): merged
    * into the learner's current record by the same script as a call's outcome.
    */
   async recordAttempt(

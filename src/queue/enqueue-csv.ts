@@ -204,7 +204,7 @@ class CsvEnqueue {
         move: this.#options.move === true,
         // A person names these learners: one cancelled earlier is re-opened (docs/cancel.md).
         reopenCancelled: true,
-        onHeld: (h) => {
+        onClaimedElsewhere: (h) => {
           // Counted valid when read: it is a reject now.
           this.valid--;
           this.byOrg[h.item.org] = (this.byOrg[h.item.org] ?? 1) - 1;

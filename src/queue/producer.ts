@@ -39,7 +39,7 @@ export interface ProduceCounts {
   /** Learners with a final outcome, kept as they are (by bucket). */
   alreadyDone: Partial<Record<Bucket, number>>;
   /** Learners claimed by another organization, left where they are (by holding organization). */
-  heldElsewhere: Record<string, number>;
+  claimedElsewhere: Record<string, number>;
   /** Learners moved here from another organization on purpose (--move, a reconcile's desired state). */
   moved: number;
   /** Learners past a canary (`canary`), recorded awaiting approval with no job (or already so). */
@@ -47,23 +47,30 @@ export interface ProduceCounts {
 }
 
 /** A learner the producer did not take: claimed by another organization, or busy there (with --move). */
-export interface HeldItem {
+export interface ClaimedElsewhereItem {
   item: ProducerItem;
   holder: string;
   reason: string;
 }
 
 export function emptyCounts(): ProduceCounts {
-  return { enqueued: 0, alreadyQueued: 0, alreadyDone: {}, heldElsewhere: {}, moved: 0, awaitingApproval: 0 };
+  return {
+    enqueued: 0,
+    alreadyQueued: 0,
+    alreadyDone: {},
+    claimedElsewhere: {},
+    moved: 0,
+    awaitingApproval: 0,
+  };
 }
 
-export function heldTotal(c: ProduceCounts): number {
-  return Object.values(c.heldElsewhere).reduce((a, b) => a + b, 0);
+export function claimedElsewhereTotal(c: ProduceCounts): number {
+  return Object.values(c.claimedElsewhere).reduce((a, b) => a + b, 0);
 }
 
 /** "acme 3, beta 1": learners held by other organizations, for summaries. */
-export function formatHeld(c: ProduceCounts): string {
-  return Object.entries(c.heldElsewhere)
+export function formatClaimedElsewhere(c: ProduceCounts): string {
+  return Object.entries(c.claimedElsewhere)
     .map(([o, n]) => `${o} ${n}`)
     .join(', ');
 }
@@ -73,8 +80,8 @@ export function addCounts(into: ProduceCounts, more: ProduceCounts): void {
   into.alreadyQueued += more.alreadyQueued;
   into.moved += more.moved;
   into.awaitingApproval += more.awaitingApproval;
-  for (const [o, n] of Object.entries(more.heldElsewhere))
-    into.heldElsewhere[o] = (into.heldElsewhere[o] ?? 0) + n;
+  for (const [o, n] of Object.entries(more.claimedElsewhere))
+    into.claimedElsewhere[o] = (into.claimedElsewhere[o] ?? 0) + n;
   for (const [b, n] of Object.entries(more.alreadyDone)) {
     into.alreadyDone[b as Bucket] = (into.alreadyDone[b as Bucket] ?? 0) + n;
   }
@@ -96,7 +103,7 @@ export interface AddOptions {
    */
   move?: boolean;
   /** Hears each learner left where it is (the CSV producer writes it to the rejects file). */
-  onHeld?: (held: HeldItem) => void | Promise<void>;
+  onClaimedElsewhere?: (held: ClaimedElsewhereItem) => void | Promise<void>;
   /**
    * `urgent`: put these learners ahead of their organization's bulk (priority.ts); learners already
    * queued or retrying are moved ahead. Nothing else changes: the same claims, outcome seeding and
@@ -155,7 +162,7 @@ export class Producer {
   /**
    * Enqueues one batch (the caller batches: ~1000 keeps round trips few and memory flat). Each learner is
    * claimed for its organization first: one claimed by another organization is left there (counted in
-   * heldElsewhere, told to onHeld) unless `move`.
+   * claimedElsewhere, told to onClaimedElsewhere) unless `move`.
    */
   async add(
     items: readonly ProducerItem[],
@@ -329,9 +336,9 @@ export class Producer {
     options: AddOptions,
     counts: ProduceCounts,
   ): Promise<ProducerItem[]> {
-    const held = async (h: HeldItem) => {
-      counts.heldElsewhere[h.holder] = (counts.heldElsewhere[h.holder] ?? 0) + 1;
-      await options.onHeld?.(h);
+    const held = async (h: ClaimedElsewhereItem) => {
+      counts.claimedElsewhere[h.holder] = (counts.claimedElsewhere[h.holder] ?? 0) + 1;
+      await options.onClaimedElsewhere?.(h);
     };
     const results = await this.#claims.claim(items, 'claim');
     const kept: ProducerItem[] = [];
@@ -339,8 +346,8 @@ export class Producer {
     for (const [i, r] of results.entries()) {
       const item = items[i] as ProducerItem;
       if (r.kind === 'ok') kept.push(item);
-      else if (r.kind === 'held' && options.move) toMove.push({ item, holder: r.holder });
-      else if (r.kind === 'held') {
+      else if (r.kind === 'elsewhere' && options.move) toMove.push({ item, holder: r.holder });
+      else if (r.kind === 'elsewhere') {
         await held({
           item,
           holder: r.holder,
@@ -369,7 +376,7 @@ export class Producer {
     );
     for (const [i, r] of moved.entries()) {
       const m = movable[i] as { item: ProducerItem; holder: string };
-      if (r.kind === 'held') {
+      if (r.kind === 'elsewhere') {
         await held({ ...m, reason: `learner ${m.item.learnerId} is claimed by organization '${r.holder}'` });
         continue;
       }

@@ -248,7 +248,7 @@ async function checkUnderLease(
     logger.info({ org, learnerId, runId, state: current?.b }, 'learner found done under its lease: no call');
     return done;
   }
-  if (claim?.kind === 'held') {
+  if (claim?.kind === 'elsewhere') {
     const message = `learner ${learnerId} is claimed by organization '${claim.holder}': nothing sent (move it back with --move)`;
     await grant.endWithoutAnswer({ b: 'claimed-elsewhere', c: 'claimed-elsewhere', m: message, d: 0, n: 0 });
     logger.warn({ org, learnerId, runId, holder: claim.holder }, message);

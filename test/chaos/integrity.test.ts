@@ -102,7 +102,7 @@ describe('one owner per learner', () => {
     const crawl = await runCommand(['crawl', '--org', 'beta', '--target-org-id', '2', '--quiet'], h.env);
     expect(crawl.code, crawl.stderr).toBe(0);
     expect(crawl.stdout).toMatch(
-      new RegExp(`held elsewhere ${acmeIds.length} \\(claimed by acme ${acmeIds.length}`),
+      new RegExp(`claimed elsewhere ${acmeIds.length} \\(claimed by acme ${acmeIds.length}`),
     );
     const work = await runCommand(['work', '--until-idle', '--org', 'beta'], h.env, 120_000);
     expect(work.code, work.stderr.slice(-2000)).toBe(0);

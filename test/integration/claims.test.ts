@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/core/config.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { createLogger } from '../../src/core/log.ts';
 import { jobIdOf } from '../../src/queue/job.ts';
-import type { HeldItem } from '../../src/queue/producer.ts';
+import type { ClaimedElsewhereItem } from '../../src/queue/producer.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
 const redis = newRedis();
@@ -39,7 +39,7 @@ describe('Claims', () => {
   it('first claim wins; the same organization again is ok; move takes it over', async () => {
     const claims = new Claims(redis, keys);
     expect(await claims.claim([{ org: 'acme', learnerId: 1 }])).toEqual([{ kind: 'ok' }]);
-    expect(await claims.claim([{ org: 'beta', learnerId: 1 }])).toEqual([{ kind: 'held', holder: 'acme' }]);
+    expect(await claims.claim([{ org: 'beta', learnerId: 1 }])).toEqual([{ kind: 'elsewhere', holder: 'acme' }]);
     expect(await claims.holders([1])).toEqual(['acme']);
     expect(await claims.claim([{ org: 'acme', learnerId: 1 }])).toEqual([{ kind: 'ok' }]);
     expect(await claims.holders([1])).toEqual(['acme']);
@@ -69,7 +69,7 @@ describe('Claims', () => {
     expect(results).toHaveLength(ids.length);
     results.forEach((r, i) => {
       const id = ids[i] as number;
-      expect(r).toEqual(id % 7 === 0 ? { kind: 'held', holder: 'beta' } : { kind: 'ok' });
+      expect(r).toEqual(id % 7 === 0 ? { kind: 'elsewhere', holder: 'beta' } : { kind: 'ok' });
     });
     const holders = await claims.holders(ids);
     holders.forEach((h, i) => expect(h).toBe((ids[i] as number) % 7 === 0 ? 'beta' : 'acme'));
@@ -101,10 +101,10 @@ describe('Claims', () => {
       if (holder === 'acme') {
         acmeWon++;
         expect(x).toEqual({ kind: 'ok' });
-        expect(y).toEqual({ kind: 'held', holder: 'acme' });
+        expect(y).toEqual({ kind: 'elsewhere', holder: 'acme' });
       } else {
         expect(y).toEqual({ kind: 'ok' });
-        expect(x).toEqual({ kind: 'held', holder: 'beta' });
+        expect(x).toEqual({ kind: 'elsewhere', holder: 'beta' });
       }
     });
     // Both really raced (the orders were opposite): each won some.
@@ -120,8 +120,8 @@ describe('Claims', () => {
     const moreHolders = await b.holders(more);
     more.forEach((_, i) => {
       const winner = moreHolders[i];
-      expect(ba[i]).toEqual(winner === 'acme' ? { kind: 'ok' } : { kind: 'held', holder: 'beta' });
-      expect(bb[i]).toEqual(winner === 'beta' ? { kind: 'ok' } : { kind: 'held', holder: 'acme' });
+      expect(ba[i]).toEqual(winner === 'acme' ? { kind: 'ok' } : { kind: 'elsewhere', holder: 'beta' });
+      expect(bb[i]).toEqual(winner === 'beta' ? { kind: 'ok' } : { kind: 'elsewhere', holder: 'acme' });
     });
   });
 });
@@ -129,15 +129,15 @@ describe('Claims', () => {
 describe('Producer and claims', () => {
   const RUN = 'run-claims';
 
-  it('a learner held by acme is left there when beta enqueues it, and onHeld says why', async () => {
+  it('a learner held by acme is left there when beta enqueues it, and onClaimedElsewhere says why', async () => {
     const id = 4101;
     const first = await ctx.producer.add([{ org: 'acme', learnerId: id, source: 'a.csv:2' }], RUN);
     expect(first.enqueued).toBe(1);
-    const held: HeldItem[] = [];
+    const held: ClaimedElsewhereItem[] = [];
     const counts = await ctx.producer.add([{ org: 'beta', learnerId: id, source: 'b.csv:2' }], RUN, {
-      onHeld: (h) => void held.push(h),
+      onClaimedElsewhere: (h) => void held.push(h),
     });
-    expect(counts.heldElsewhere).toEqual({ acme: 1 });
+    expect(counts.claimedElsewhere).toEqual({ acme: 1 });
     expect(counts.enqueued).toBe(0);
     expect(counts.moved).toBe(0);
     expect(held).toHaveLength(1);
@@ -162,18 +162,18 @@ describe('Producer and claims', () => {
       transferId: 'T4102',
       countsAsAttempt: true,
     });
-    const held: HeldItem[] = [];
+    const held: ClaimedElsewhereItem[] = [];
     const counts = await ctx.producer.add(
       [{ org: 'beta', learnerId: id, source: 'desired.csv:7' }],
       'run-move',
       {
         move: true,
-        onHeld: (h) => void held.push(h),
+        onClaimedElsewhere: (h) => void held.push(h),
       },
     );
     expect(counts.moved).toBe(1);
     expect(counts.enqueued).toBe(1);
-    expect(counts.heldElsewhere).toEqual({});
+    expect(counts.claimedElsewhere).toEqual({});
     expect(held).toEqual([]);
     expect(await ctx.claims.holders([id])).toEqual(['beta']);
     expect((await ctx.store.get('beta', id))?.b).toBe('queued');
@@ -194,14 +194,14 @@ describe('Producer and claims', () => {
   it("with { move: true } and acme's record still queued, the learner is held, not moved", async () => {
     const id = 4103;
     await ctx.producer.add([{ org: 'acme', learnerId: id, source: 'a.csv:4' }], RUN);
-    const held: HeldItem[] = [];
+    const held: ClaimedElsewhereItem[] = [];
     const counts = await ctx.producer.add([{ org: 'beta', learnerId: id, source: 'b.csv:4' }], RUN, {
       move: true,
-      onHeld: (h) => void held.push(h),
+      onClaimedElsewhere: (h) => void held.push(h),
     });
     expect(counts.moved).toBe(0);
     expect(counts.enqueued).toBe(0);
-    expect(counts.heldElsewhere).toEqual({ acme: 1 });
+    expect(counts.claimedElsewhere).toEqual({ acme: 1 });
     expect(held[0]?.reason).toContain(String(id));
     expect(held[0]?.reason).toContain('queued');
     expect(held[0]?.reason).toContain('acme');
@@ -221,13 +221,13 @@ describe('Producer and claims', () => {
       countsAsAttempt: true,
     });
     await redis.hset(keys.lease('acme'), String(id), `someone ${Date.now() + 60_000} 0`);
-    const held: HeldItem[] = [];
+    const held: ClaimedElsewhereItem[] = [];
     const counts = await ctx.producer.add([{ org: 'beta', learnerId: id, source: 'b.csv:5' }], RUN, {
       move: true,
-      onHeld: (h) => void held.push(h),
+      onClaimedElsewhere: (h) => void held.push(h),
     });
     expect(counts.moved).toBe(0);
-    expect(counts.heldElsewhere).toEqual({ acme: 1 });
+    expect(counts.claimedElsewhere).toEqual({ acme: 1 });
     expect(held[0]?.reason).toContain('in flight');
     expect(await ctx.claims.holders([id])).toEqual(['acme']);
 

@@ -144,9 +144,9 @@ describe('a migration in progress survives an upgrade', () => {
     // beta enqueuing learner 10 now finds it acme's.
     const held: string[] = [];
     const counts = await ctx.producer.add([{ org: 'beta', learnerId: 10, source: 'b.csv:2' }], 'new-run', {
-      onHeld: (h) => void held.push(h.reason),
+      onClaimedElsewhere: (h) => void held.push(h.reason),
     });
-    expect(counts.heldElsewhere).toEqual({ acme: 1 });
+    expect(counts.claimedElsewhere).toEqual({ acme: 1 });
     expect(counts.enqueued).toBe(0);
     expect(held[0]).toContain('acme');
     expect(await ctx.store.get('beta', 10)).toBeUndefined();
@@ -306,7 +306,7 @@ describe('upgradeState elsewhere', () => {
     const w = warnings[0] as { msg: string; conflicts: number; examples: string[] };
     expect(w.msg).toContain('more than one organization');
     expect(w.conflicts).toBe(1);
-    expect(w.examples).toEqual(['20 (beta, held by acme)']);
+    expect(w.examples).toEqual(['20 (beta, claimed by acme)']);
     // The records themselves are left as they were.
     expect((await old.store.get('beta', 20))?.b).toBe('queued');
     expect((await old.store.get('acme', 20))?.b).toBe('transferred');

@@ -155,7 +155,7 @@ async function moveAhead(
     onUrgent: (b) => {
       batch = b;
     },
-    onHeld: (h) => {
+    onClaimedElsewhere: (h) => {
       held = h.reason;
     },
   });

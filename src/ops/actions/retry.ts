@@ -194,7 +194,7 @@ export async function requeueSelected(
           force: true,
           move: options.move === true,
           ...(options.canary ? { canary: options.canary.size } : {}),
-          onHeld: (h) => {
+          onClaimedElsewhere: (h) => {
             summary.skipped.push({ org, learnerId: h.item.learnerId, reason: h.reason });
           },
         });

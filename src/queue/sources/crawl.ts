@@ -96,7 +96,7 @@ export async function crawl(deps: CrawlDeps, options: CrawlOptions): Promise<Cra
     enqueued: counts.enqueued,
     alreadyQueued: counts.alreadyQueued,
     alreadyDone: counts.alreadyDone,
-    heldElsewhere: counts.heldElsewhere,
+    claimedElsewhere: counts.claimedElsewhere,
     moved: counts.moved,
     awaitingApproval: counts.awaitingApproval,
     targetOrgId: watch?.id ?? options.targetOrgId,

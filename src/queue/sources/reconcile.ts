@@ -20,8 +20,8 @@ import { newRunId } from '../../outcomes/runs.ts';
 import {
   addCounts,
   emptyCounts,
-  formatHeld,
-  heldTotal,
+  formatClaimedElsewhere,
+  claimedElsewhereTotal,
   type ProduceCounts,
   type Producer,
   type ProducerItem,
@@ -396,8 +396,10 @@ export function formatReconcileSummary(s: ReconcileSummary): string {
       ? [
           `  enqueued     ${s.enqueued}`,
           ...(s.moved ? [`  moved        ${s.moved} from another organization (written in the audit)`] : []),
-          ...(heldTotal(s)
-            ? [`  held elsewhere ${heldTotal(s)} (${formatHeld(s)}: still in progress there)`]
+          ...(claimedElsewhereTotal(s)
+            ? [
+                `  claimed elsewhere ${claimedElsewhereTotal(s)} (${formatClaimedElsewhere(s)}: still in progress there)`,
+              ]
             : []),
           `  already queued ${s.alreadyQueued}`,
           ...(done ? [`  kept (final) ${done}`] : []),
