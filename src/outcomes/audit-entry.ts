@@ -1,4 +1,4 @@
-// An entry of the audit stream (or of the archive, which keeps its fields verbatim) as the ledger reads it:
+// An entry of the audit stream (or of the archive, which keeps its fields verbatim) as the outcome store reads it:
 // every format an earlier release wrote, and the kinds of entry beside a transfer's answer.
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import { recordStoryOf } from './story.ts';
@@ -43,7 +43,7 @@ function removalsOf(value: string): unknown[] {
   }
 }
 
-/** An entry of the stream (or of the archive, which keeps its fields verbatim) as the ledger reads it. */
+/** An entry of the stream (or of the archive, which keeps its fields verbatim) as the outcome store reads it. */
 export function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;

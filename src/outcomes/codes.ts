@@ -25,7 +25,7 @@ export type OutcomeCode = (typeof OUTCOME_CODES)[number];
  */
 export type OutcomeAction = 'complete' | 'fail' | 'retry' | 'wait' | 'pause-token';
 
-/** What each action means for the learner's place in the ledger and its attempts. */
+/** What each action means for the learner's place in the outcome store and its attempts. */
 export const ACTIONS: Readonly<
   Record<
     OutcomeAction,

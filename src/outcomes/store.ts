@@ -21,7 +21,7 @@ import { OutcomeReader } from './store-reads.ts';
 
 export type { RunCounts } from './store-reads.ts';
 
-// The ledger's scripts, beside this module; both include includes/record.lua (bucket moves, indexes,
+// The outcome store's scripts, beside this module; both include includes/record.lua (bucket moves, indexes,
 // counters), so a record moves the same way in either.
 export const OUTCOME_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'finish-attempt',

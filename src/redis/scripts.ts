@@ -194,7 +194,7 @@ export class ScriptSet<Name extends string> {
 
   /**
    * Defines every command of the folder on the client, once: a client that has a command keeps it (one
-   * client serves the limiter, the ledger and the claims, each of which defines its own). A pipeline
+   * client serves the limiter, the outcome store and the claims, each of which defines its own). A pipeline
    * takes the commands its client had when it was made, so define before making one.
    */
   define(client: RedisClient): void {

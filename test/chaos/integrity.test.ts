@@ -1,4 +1,4 @@
-// One owner, one call, the record first, each scenario ending in the ledger check (every
+// One owner, one call, the record first, each scenario ending in the outcome store check (every
 // learner in one known final state, none moved twice, every revoked authorization in the audit) and zero
 // overlapping calls for one learner:
 // - a CSV that names learners under two organizations, and a later run that tries again;
@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { atStake, expectAtStake, learnersPending } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 import { waitForCount } from '../helpers/wait.ts';
@@ -76,8 +76,8 @@ describe('one owner per learner', () => {
 
     const work = await runCommand(['work', '--until-idle', '--concurrency', '6'], h.env, 120_000);
     expect(work.code, work.stderr.slice(-2000)).toBe(0);
-    await expectLedger(h.ctx, h.sim, { org: 'acme', ids: shared });
-    await expectLedger(h.ctx, h.sim, {
+    await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids: shared });
+    await expectOutcomes(h.ctx, h.sim, {
       org: 'beta',
       ids: [...betaOnly, gammaLearners(1, 90)[0] as number],
       orgId: 2,
@@ -111,12 +111,12 @@ describe('one owner per learner', () => {
       expect(h.sim.learner(id)?.organizationId, `learner ${id}`).toBe(1);
       expect(await h.ctx.store.get('beta', id), `learner ${id} in beta`).toBeUndefined();
     }
-    await expectLedger(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
+    await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
     // beta took everyone else who was not already in beta: the learners acme never claimed.
     const betaRecorded: number[] = [];
     for await (const [id] of h.ctx.store.scan('beta')) betaRecorded.push(id);
     expect(betaRecorded.length).toBeGreaterThan(0);
-    await expectLedger(h.ctx, h.sim, { org: 'beta', ids: betaRecorded, orgId: 2 });
+    await expectOutcomes(h.ctx, h.sim, { org: 'beta', ids: betaRecorded, orgId: 2 });
 
     // Moving one of acme's learners is an explicit act, written in beta's audit.
     const moveFile = h.writeFile('move.csv', `learnerId\n${acmeIds[0]}\n`);
@@ -167,7 +167,7 @@ describe('one call in flight per learner', () => {
     pauser.disconnect();
     const results = await Promise.all(workers.map((w) => waitExit(w, 150_000)));
     for (const r of results) expect(r.stderr).toMatch(/workers stopped \(idle\)/);
-    await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect(harness.sim.overlaps()).toEqual([]);
   }, 200_000);
 });
@@ -197,7 +197,7 @@ describe('the record first', () => {
         // The response the kill fell after was in the spool, and the next process replayed it.
         expect(last.stderr).toMatch(/replayed [1-9]\d* responses from 1 spool files/);
       }
-      const tally = await expectLedger(h.ctx, h.sim, { org: 'acme', ids });
+      const tally = await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids });
       expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
       // Nothing marked a possible repeat: no answer was lost, whichever step the kill fell on.
       for (const id of ids) {
@@ -242,7 +242,7 @@ describe('no learner without a way forward', () => {
 
     const work = await runCommand(['work', '--until-idle'], h.env, 120_000);
     expect(work.code, work.stderr.slice(-2000)).toBe(0);
-    const tally = await expectLedger(h.ctx, h.sim, { org: 'acme', ids });
+    const tally = await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids });
     expect(tally.transferred?.length).toBe(ids.length);
     const after = await runCommand(['repair', '--dry-run'], h.env);
     expect(after.code).toBe(0);

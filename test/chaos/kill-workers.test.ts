@@ -10,7 +10,7 @@ import { tokenFingerprint } from '../../src/core/config.ts';
 import { writeReport } from '../../src/ops/views/report.ts';
 import { type CliResult, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { atStake, callsInFlight, expectAtStake, type AtStake } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { dumpPrefix } from '../helpers/redis.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -116,8 +116,8 @@ describe('SIGKILL, again and again', () => {
     // The two unknown ids end not-found: some learners failed, so exit 1.
     expect(last.code).toBe(1);
 
-    const acme = await expectLedger(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
-    const beta = await expectLedger(h.ctx, h.sim, { org: 'beta', ids: betaIds });
+    const acme = await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
+    const beta = await expectOutcomes(h.ctx, h.sim, { org: 'beta', ids: betaIds });
     expect(acme['not-found']).toEqual([990_001]);
     expect(beta['not-found']).toEqual([990_002]);
     expect((acme.transferred?.length ?? 0) + (acme['already-in-org']?.length ?? 0)).toBe(acmeIds.length - 1);

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type CliResult, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { atStake, callsInFlight, expectAtStake, type AtStake } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 import type { RequestRecord } from '../../src/simulator/index.ts';
@@ -41,7 +41,7 @@ interface Figures {
   calledTwice: number;
   moved: number;
   movedRecordedTransferred: number;
-  /** Authorizations the moves revoked (expectLedger checked each one is in the audit export). */
+  /** Authorizations the moves revoked (expectOutcomes checked each one is in the audit export). */
   revoked: number;
   logLinesWhileRefused: number;
   callsWhileRefused: number;
@@ -174,7 +174,7 @@ async function figures(
   logLinesWhileRefused: number,
   callsWhileRefused: number,
 ): Promise<Figures> {
-  const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+  const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
   const calls = new Map<number, number>();
   for (const r of harness.sim.record)
     if (r.method === 'PATCH' && r.learnerId !== undefined)

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
 import { atStake, expectAtStake } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
 import { waitFor, waitForCount } from '../helpers/wait.ts';
@@ -64,7 +64,7 @@ describe('Redis faults', () => {
     expect(results.map((r) => r.stderr).join('')).toMatch(
       /redis connection error|worker error|ECONNREFUSED|Connection is closed/,
     );
-    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
     expect(harness.sim.violations()).toEqual([]);
   }, 150_000);

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SimulatorOptions } from '../../src/simulator/index.ts';
 import { startWorkers } from '../../src/worker/run-workers.ts';
 import { aimAtCallInFlight, expectAtStake } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { waitFor, waitForCount } from '../helpers/wait.ts';
@@ -72,7 +72,7 @@ describe('a failing service', () => {
 
     const result = await handle.done;
     expect(result.reason).toBe('idle');
-    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect(Object.keys(tally).sort()).toEqual(['already-in-org', 'transferred'].filter((b) => b in tally));
     expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
 
@@ -129,7 +129,7 @@ describe('a failing service', () => {
 
     const result = await handle.done;
     expect(result).toMatchObject({ reason: 'idle', failed: 0, succeeded: ids.length });
-    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect(tally.transferred).toHaveLength(ids.length);
     for (const r of await harness.ctx.store.getMany('acme', ids)) expect(r?.a).toBe(1);
   });
@@ -163,7 +163,7 @@ describe('a failing service', () => {
 
     const result = await handle.done;
     expect(result).toMatchObject({ reason: 'idle', failed: 0, succeeded: ids.length });
-    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
     const records = await harness.ctx.store.getMany('acme', ids);
     // Only the requests cut in flight before the streak was seen may have used an attempt.
@@ -198,7 +198,7 @@ describe('a failing service', () => {
     });
     const result = await handle.done;
     expect(result).toMatchObject({ reason: 'idle', failed: 0, succeeded: ids.length });
-    const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect(tally.transferred).toHaveLength(ids.length);
     const refused = harness.sim.record.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThan(0);

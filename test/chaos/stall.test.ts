@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
 import { atStake, expectAtStake } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import type { RequestRecord } from '../../src/simulator/index.ts';
 import { waitFor, waitUntil } from '../helpers/wait.ts';
@@ -108,8 +108,8 @@ describe('a worker frozen past its request timeout', () => {
         'authorizations revoked by answers sent during the freezes',
       ).toBeGreaterThan(0);
 
-      // Every learner ended right, moved once, every revocation is in the audit (ledger.ts).
-      const tally = await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+      // Every learner ended right, moved once, every revocation is in the audit (outcomes-check.ts).
+      const tally = await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
       expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
       expect(harness.sim.overlaps()).toEqual([]);
 
@@ -215,7 +215,7 @@ describe('a worker frozen past its request timeout', () => {
     expect(rec?.x).toBe(harness.sim.transfersOf(taken)[0]?.data.transferDetails.transferId);
     expect(rec?.pr).toBeUndefined();
     expect(rec?.h?.map((e) => e[1])).toEqual(expect.arrayContaining(['transferred', 'already-in-org']));
-    await expectLedger(harness.ctx, harness.sim, { org: 'acme', ids });
+    await expectOutcomes(harness.ctx, harness.sim, { org: 'acme', ids });
     expect(harness.sim.overlaps()).toEqual([]);
     expect(await leaseOf(taken)).toBeNull();
   }, 180_000);

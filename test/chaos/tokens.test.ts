@@ -6,7 +6,7 @@ import { EXIT } from '../../src/cli/shared.ts';
 import { tokenFingerprint } from '../../src/core/config.ts';
 import { spawnCli, waitExit } from '../helpers/cli.ts';
 import { aimAtCallInFlight, expectAtStake } from '../helpers/at-stake.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -70,7 +70,7 @@ describe('tokens revoked mid-run', () => {
     expect(r.stderr).not.toContain('sim-beta-1');
 
     // acme: the other token finished every learner.
-    const acme = await expectLedger(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
+    const acme = await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids: acmeIds });
     expect(acme.transferred).toHaveLength(acmeIds.length);
     const after = h.sim.record.slice(revokedAt);
     expect(after.filter((e) => e.tokenLabel === 'acme#2' && e.status === 200).length).toBeGreaterThan(0);
@@ -83,7 +83,7 @@ describe('tokens revoked mid-run', () => {
     ).toBeLessThanOrEqual(4);
 
     // beta: learners wait for a token, without having used an attempt on the refusal.
-    const beta = await expectLedger(h.ctx, h.sim, {
+    const beta = await expectOutcomes(h.ctx, h.sim, {
       org: 'beta',
       ids: betaIds,
       allowed: ['transferred', 'queued', 'retrying'],

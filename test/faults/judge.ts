@@ -1,11 +1,11 @@
 // The verdict on a drained seeded run, as a list of violations (empty: the seed passed), so that it serves
-// the vitest file and the standalone runner alike: the ledger (ledger-check.ts: one final state each, at
+// the vitest file and the standalone runner alike: the outcome store (outcomes-check-core.ts: one final state each, at
 // most one owner change, one call in flight, every answered revocation in the audit), refusals only where
 // the run made them or with a stated reason, `repair --dry-run` finds nothing, no token in the Redis or in
 // any output, no 429 and no window over the limits.
 import { BUCKETS, FAILURE_BUCKETS, isFinalBucket, type Bucket } from '../../src/outcomes/record.ts';
 import { type CliResult, runCommand } from '../helpers/cli.ts';
-import { checkLedger, type LedgerFindings } from '../helpers/ledger-check.ts';
+import { checkOutcomes, type OutcomeFindings } from '../helpers/outcomes-check-core.ts';
 import { dumpKeys } from '../helpers/redis.ts';
 import type { Applied, Stage } from './apply-fault.ts';
 
@@ -13,7 +13,7 @@ export interface Verdict {
   violations: string[];
   /** Things worth a look that break no invariant (a learner failed by chance, say). */
   notes: string[];
-  ledger: LedgerFindings;
+  outcomes: OutcomeFindings;
 }
 
 const EXPECTED_FAILURE: Record<string, (s: Stage) => readonly number[]> = {
@@ -23,10 +23,10 @@ const EXPECTED_FAILURE: Record<string, (s: Stage) => readonly number[]> = {
 };
 
 /** Failures only for learners the run made refusable (with their own code), or with a stated reason. */
-function refusals(stage: Stage, ledger: LedgerFindings, verdict: Verdict): void {
+function refusals(stage: Stage, outcomes: OutcomeFindings, verdict: Verdict): void {
   const refusable = new Set([...stage.run.forbidden, ...stage.run.failing, ...stage.run.missing]);
   stage.run.ids.forEach((id, i) => {
-    const rec = ledger.records[i];
+    const rec = outcomes.records[i];
     if (!rec) return;
     const bucket = rec.b as Bucket;
     if (!FAILURE_BUCKETS.includes(bucket)) {
@@ -109,17 +109,17 @@ export async function judge(
   applied: readonly Applied[],
   outputs: readonly string[],
 ): Promise<Verdict> {
-  // The CLI takes seconds to start: it runs while the ledger is read.
-  const [ledger, [repair, repairOutput]] = await Promise.all([
-    checkLedger(stage.h.ctx, stage.h.sim, {
+  // The CLI takes seconds to start: it runs while the outcome store is read.
+  const [outcomes, [repair, repairOutput]] = await Promise.all([
+    checkOutcomes(stage.h.ctx, stage.h.sim, {
       org: 'acme',
       ids: stage.run.ids,
       allowed: BUCKETS.filter(isFinalBucket),
     }),
     repairFindsNothing(stage),
   ]);
-  const verdict: Verdict = { violations: [...ledger.violations, ...repair], notes: [], ledger };
-  refusals(stage, ledger, verdict);
+  const verdict: Verdict = { violations: [...outcomes.violations, ...repair], notes: [], outcomes };
+  refusals(stage, outcomes, verdict);
   const all = [
     ...outputs,
     ...stage.cli.flatMap((r) => [r.stdout, r.stderr]),

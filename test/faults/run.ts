@@ -11,7 +11,7 @@ const USAGE = 'usage: npm run faults -- --seeds N | N-M | N,M,... [--verbose]';
 function line(r: SeedReport): string {
   const ok = r.violations.length === 0;
   const idle = nothingAtStake(r);
-  const tally = r.verdict?.ledger.tally ?? {};
+  const tally = r.verdict?.outcomes.tally ?? {};
   const moved = (tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0);
   const kinds = r.schedule.map((e) => `${e.kind}@${(e.at / 1000).toFixed(1)}`).join(' ');
   return (
@@ -19,7 +19,7 @@ function line(r: SeedReport): string {
     `(${Object.values(r.phases)
       .map((s) => s.toFixed(0))
       .join('+')})  ` +
-    `done ${moved}/${r.run.ids.length}, ${r.verdict?.ledger.marked.length ?? 0} possible repeat(s), ` +
+    `done ${moved}/${r.run.ids.length}, ${r.verdict?.outcomes.marked.length ?? 0} possible repeat(s), ` +
     `${r.replayed} replayed, ${r.calls} calls | ${r.run.slots} worker(s): ${kinds}` +
     (ok ? '' : ` | ${r.violations.length} violation(s)`) +
     (idle.length > 0 ? ` | ${idle.length} fault(s) with nothing at stake` : '')

@@ -1,7 +1,7 @@
 // The main pipeline and a failover, against the run's shared Redis Cluster (3 masters + 3 replicas) or
 // Sentinel setup (1 master, 1 replica, 3 sentinels), started from the redis-server binary (topologies.ts).
 // The same scenarios for both modes: enqueue, crawl, two `work` processes, retry, report, status, the
-// dashboard's pages and retry; a master SIGKILLed mid-run, with the ledger check; and no key of a run
+// dashboard's pages and retry; a master SIGKILLed mid-run, with the outcome store check; and no key of a run
 // anywhere but the configured Redis. Each test has a run of its own (its own key prefix, simulator and
 // workers), so that each sets up what it needs and the order of the tests does not matter.
 import { readFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../src/dashboard/server.ts';
 import { runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { bearer, csrfFromPage, DASHBOARD_TOKEN } from '../helpers/dashboard.ts';
-import { expectLedger } from '../helpers/ledger.ts';
+import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
 import type { FailoverResult } from '../helpers/redis-ha.ts';
@@ -185,7 +185,7 @@ export function haSuite(mode: Mode): void {
       // Both processes took part.
       expect(done.every((d) => /succeeded/.test(d.stdout + d.stderr))).toBe(true);
 
-      const tally = await expectLedger(h.ctx, h.sim, { org: 'acme', ids: acme });
+      const tally = await expectOutcomes(h.ctx, h.sim, { org: 'acme', ids: acme });
       expect(tally.forbidden?.sort()).toEqual(FORBIDDEN);
       expect((await h.ctx.store.orgCounts('beta')).total ?? (await h.ctx.store.size('beta'))).toBeGreaterThan(
         0,
@@ -312,7 +312,7 @@ export function haSuite(mode: Mode): void {
       // Within what the topology's configuration promises (clusterFailoverBoundMs / sentinelFailoverBoundMs).
       expect(failover.ms, 'failover').toBeLessThanOrEqual(topo.failoverBoundMs);
 
-      const tally = await expectLedger(h.ctx, h.sim, { org: 'gamma', ids });
+      const tally = await expectOutcomes(h.ctx, h.sim, { org: 'gamma', ids });
       expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
       expect(tooMany(h), '429s answered').toBe(0);
       // Transfers went on after the failover.

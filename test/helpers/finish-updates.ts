@@ -1,4 +1,4 @@
-// The record updates the ledger tests pass to finish-attempt.lua (OutcomeStore.finish), in one place.
+// The record updates the outcome store tests pass to finish-attempt.lua (OutcomeStore.finish), in one place.
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 
 export type Update = NonNullable<FinishArgs['update']>;

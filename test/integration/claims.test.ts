@@ -39,7 +39,9 @@ describe('Claims', () => {
   it('first claim wins; the same organization again is ok; move takes it over', async () => {
     const claims = new Claims(redis, keys);
     expect(await claims.claim([{ org: 'acme', learnerId: 1 }])).toEqual([{ kind: 'ok' }]);
-    expect(await claims.claim([{ org: 'beta', learnerId: 1 }])).toEqual([{ kind: 'elsewhere', holder: 'acme' }]);
+    expect(await claims.claim([{ org: 'beta', learnerId: 1 }])).toEqual([
+      { kind: 'elsewhere', holder: 'acme' },
+    ]);
     expect(await claims.holders([1])).toEqual(['acme']);
     expect(await claims.claim([{ org: 'acme', learnerId: 1 }])).toEqual([{ kind: 'ok' }]);
     expect(await claims.holders([1])).toEqual(['acme']);

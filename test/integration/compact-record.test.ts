@@ -1,5 +1,5 @@
 // A final record is compacted (finish-attempt.lua, includes/compact.lua): small in Redis, its story
-// (history, audit ids) in the audit stream, and every guarantee of the ledger kept: a spool replay of an
+// (history, audit ids) in the audit stream, and every guarantee of the outcome store kept: a spool replay of an
 // attempt merged before the compaction merges nothing, and a learner re-opened by a retry keeps what its
 // compacted history said of lost answers (a later repeat is still flagged a possible repeat).
 import { afterAll, describe, expect, it } from 'vitest';

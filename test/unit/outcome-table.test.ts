@@ -1,5 +1,5 @@
 // The outcome table, tested as a table: every code's row, and what decide() makes of it on each attempt.
-// No Redis: decide() is pure, and the worker, the ledger and the crawl all read these rows.
+// No Redis: decide() is pure, and the worker, the outcome store and the crawl all read these rows.
 import { describe, expect, it } from 'vitest';
 import { OUTCOME_CODES, OUTCOMES, SUCCESS_CODES, type OutcomeCode } from '../../src/outcomes/codes.ts';
 import { decide } from '../../src/outcomes/decide.ts';

@@ -1,4 +1,4 @@
-// The real system the ledger model drives: two workers, each with its own spool (real files, fsynced) and
+// The real system the outcome store model drives: two workers, each with its own spool (real files, fsynced) and
 // the real recorder path (recordOutcome -> Recorder -> OutcomeStore.finish -> finish-attempt.lua), the
 // real limiter's lease (acquire.lua), the real spool replay and the real repair sweep, on the real Redis.
 // The only seam is a pause: a worker's finish and its spool retirement wait for the test's next command,

@@ -1,4 +1,4 @@
-// The model the ledger is checked against, written from the rules in finish-attempt.lua's header and
+// The model the outcome store is checked against, written from the rules in finish-attempt.lua's header and
 // acquire.lua's "Lease" paragraph, not from their code: what each learner's record must be after the
 // finish calls that reached Redis (in the order they reached it), which audit entries must exist, who
 // holds each learner's lease, and what the service did to each learner. Plain data, no Redis, no vitest.
@@ -68,7 +68,7 @@ export interface LeaseState {
 export type LeaseVerdict =
   { ok: true; tookOver: boolean } | { ok: false; waitMs: number; mark?: number | undefined };
 
-export class LedgerModel {
+export class OutcomesModel {
   readonly records = new Map<number, ModelRecord>();
   /** Audit entries by their dedupe key, in the order they were written. */
   readonly audit = new Map<string, ModelAuditEntry>();

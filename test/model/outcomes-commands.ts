@@ -1,4 +1,4 @@
-// The commands fast-check draws for the ledger model: each runs one thing of the real system (a worker's
+// The commands fast-check draws for the outcome store model: each runs one thing of the real system (a worker's
 // ask, answer, finish or spool retirement; a kill; a replay; the repair sweep) and checks it against the
 // model at once.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,8 +10,8 @@ import { repairOrg } from '../../src/ops/actions/repair.ts';
 import { isSuccessBucket, type Bucket } from '../../src/outcomes/record.ts';
 import type { FinishArgs } from '../../src/outcomes/store.ts';
 import { readSpool } from '../../src/worker/spool.ts';
-import type { LeaseVerdict } from './ledger-model.ts';
-import { replayOne, type ModelWorker } from './ledger-system.ts';
+import type { LeaseVerdict } from './outcomes-model.ts';
+import { replayOne, type ModelWorker } from './outcomes-system.ts';
 import {
   ANSWERS,
   MAX_ATTEMPTS,
@@ -20,7 +20,7 @@ import {
   type Abandoned,
   type AnswerKind,
   type World,
-} from './ledger-world.ts';
+} from './outcomes-world.ts';
 
 type Cmd = fc.AsyncCommand<World, World, false>;
 
@@ -233,8 +233,9 @@ class ReplayCmd implements Cmd {
       expect(want.replayed, `model: ${a.attemptId} replayed`).toBe(merged);
       await s.expectRecord(a.learnerId);
     }
-    // A replay of what is merged already adds nothing: not a byte of the ledger changes.
-    if (before) expect(await s.snapshot(), 'the ledger after a replay of merged attempts').toEqual(before);
+    // A replay of what is merged already adds nothing: not a byte of the outcome store changes.
+    if (before)
+      expect(await s.snapshot(), 'the outcome store after a replay of merged attempts').toEqual(before);
     if (r.left) s.abandoned.push({ file: r.left, args: item.args });
   }
   toString() {

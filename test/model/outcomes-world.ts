@@ -1,6 +1,6 @@
-// The world one run of the ledger model works in: the model (ledger-model.ts) and the real system
-// (ledger-system.ts) side by side, one organization per run, with the service's answers as data and the
-// checks of the ledger's properties. The commands that drive it are in ledger-commands.ts.
+// The world one run of the outcome store model works in: the model (outcomes-model.ts) and the real system
+// (outcomes-system.ts) side by side, one organization per run, with the service's answers as data and the
+// checks of the outcome store's properties. The commands that drive it are in outcomes-commands.ts.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,8 +24,8 @@ import { JOB_NAME, jobIdOf } from '../../src/queue/job.ts';
 import { QueueSet } from '../../src/queue/queues.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
-import { LedgerModel, type ModelAuditEntry } from './ledger-model.ts';
-import { ModelWorker, type Shared } from './ledger-system.ts';
+import { OutcomesModel, type ModelAuditEntry } from './outcomes-model.ts';
+import { ModelWorker, type Shared } from './outcomes-system.ts';
 
 /** Lease (and in-flight) TTL and grace: short, so a takeover costs a few ms of real time. */
 export const LEASE_TTL_MS = 8;
@@ -95,7 +95,7 @@ export interface Abandoned {
 }
 
 export class World {
-  readonly model: LedgerModel;
+  readonly model: OutcomesModel;
   readonly workers: ModelWorker[] = [];
   abandoned: Abandoned[] = [];
   transfers = 0;
@@ -109,7 +109,7 @@ export class World {
     readonly learners: number[],
     readonly start: Start[],
   ) {
-    this.model = new LedgerModel(learners, LEASE_TTL_MS, GRACE_MS);
+    this.model = new OutcomesModel(learners, LEASE_TTL_MS, GRACE_MS);
     this.dir = join(env.root, org);
   }
 
@@ -176,7 +176,7 @@ export class World {
     });
   }
 
-  /** Everything the ledger holds for the organization, to prove a step wrote nothing. */
+  /** Everything the outcome store holds for the organization, to prove a step wrote nothing. */
   async snapshot() {
     return {
       records: await this.env.redis.hgetall(this.env.keys.outcomes(this.org)),
@@ -304,8 +304,8 @@ export class World {
     return { result: transferResultSchema.parse(body), raw: JSON.stringify(body) };
   }
 
-  /** The ledger's properties, once nothing is in flight. */
-  async expectLedger(): Promise<void> {
+  /** The outcome store's properties, once nothing is in flight. */
+  async expectOutcomes(): Promise<void> {
     const m = this.model;
     // One record per learner, as the model says.
     const all = await this.env.redis.hgetall(this.env.keys.outcomes(this.org));

@@ -1,4 +1,4 @@
-// The ledger against its model, under any interleaving fast-check draws of: two workers (each holding one
+// The outcome store against its model, under any interleaving fast-check draws of: two workers (each holding one
 // attempt at a time: lease, answer, finish, spool retirement), a crash of either at any step, a lease that
 // expires and is contested and taken over, replays of abandoned spool files (a replayer that dies before
 // deleting the file: the same entries again), and the repair sweep. The service's answers are data (a
@@ -26,8 +26,8 @@
 // machine is slower; the model follows the times the scripts return, so either turn is checked.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { commands, drain } from './ledger-commands.ts';
-import { openEnv, seen, World, type Start } from './ledger-world.ts';
+import { commands, drain } from './outcomes-commands.ts';
+import { openEnv, seen, World, type Start } from './outcomes-world.ts';
 
 /** Runs per seed: 100 interleavings per seed. */
 const NUM_RUNS = 100;
@@ -80,7 +80,7 @@ const property = fc.asyncProperty(
     try {
       await fc.asyncModelRun(() => ({ model: world, real: world }), cmds);
       await drain(world);
-      await world.expectLedger();
+      await world.expectOutcomes();
     } catch (err) {
       (err as Error).message += `\nwhat happened (org ${world.org}):\n  ${world.log.join('\n  ')}`;
       throw err;
@@ -92,7 +92,7 @@ const property = fc.asyncProperty(
 
 const seeds = process.env.TEST_SEED ? [Number(process.env.TEST_SEED)] : CI_SEEDS;
 
-describe('the ledger against its model', () => {
+describe('the outcome store against its model', () => {
   for (const seed of seeds) {
     it(`seed ${seed}: finish-attempt, spool replays, lease takeovers and the repair sweep under two workers`, async () => {
       seen.clear();

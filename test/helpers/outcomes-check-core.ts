@@ -1,7 +1,7 @@
-// The ledger check as data: from the simulator's request record and the outcome store, every learner is in
+// The outcome store check as data: from the simulator's request record and the outcome store, every learner is in
 // exactly one known state, agrees with what the service did to it, changed owner at most once, had at most
 // one call in flight, and every revoked authorization is in the audit stream. Returns the violations as
-// sentences instead of asserting, so that vitest (ledger.ts's expectLedger) and the standalone seeded
+// sentences instead of asserting, so that vitest (outcomes-check.ts's expectOutcomes) and the standalone seeded
 // fault runner (test/faults/) share one set of rules. No vitest import here: the runner runs without it.
 import type { AppContext } from '../../src/app/context.ts';
 import { OUTCOME_CODES } from '../../src/outcomes/codes.ts';
@@ -10,7 +10,7 @@ import type { OutcomeRecord } from '../../src/outcomes/record.ts';
 import { jobCounts } from '../../src/queue/queues.ts';
 import { DEFAULT_ORGANIZATIONS, type Simulator } from '../../src/simulator/index.ts';
 
-export interface LedgerExpectation {
+export interface OutcomeExpectation {
   org: string;
   /** Every learner enqueued for the organization (and no other: the store must hold exactly these). */
   ids: readonly number[];
@@ -28,7 +28,7 @@ export interface LedgerExpectation {
 
 export type Tally = Partial<Record<Bucket, number[]>>;
 
-export interface LedgerFindings {
+export interface OutcomeFindings {
   violations: string[];
   tally: Tally;
   /** Each learner's record, in the order of `ids`. */
@@ -116,11 +116,11 @@ function effectsOf(sim: Simulator, org: string, ids: readonly number[]): [Map<nu
   return [effects, unasked];
 }
 
-export async function checkLedger(
+export async function checkOutcomes(
   ctx: AppContext,
   sim: Simulator,
-  exp: LedgerExpectation,
-): Promise<LedgerFindings> {
+  exp: OutcomeExpectation,
+): Promise<OutcomeFindings> {
   const { org, ids } = exp;
   const allowed: readonly Bucket[] = exp.allowed ?? OUTCOME_CODES;
   const orgId = exp.orgId ?? DEFAULT_ORGANIZATIONS.find((o) => o.key === org)?.id;
