@@ -126,12 +126,22 @@ export interface FormatOptions {
 }
 
 /**
+ * This process's own limits in true words: "LIMIT_PER_TOKEN=100/1h" where its environment set one,
+ * "LIMIT_PER_ORG's built-in default 1000/1d" where nobody did.
+ */
+export function environmentLimits(l: Status['limits']): string {
+  const said = (v: 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG', value: string) =>
+    l.set.includes(v) ? `${v}=${value}` : `${v}'s built-in default ${value}`;
+  return `this process: ${said('LIMIT_PER_TOKEN', l.perToken)}, ${said('LIMIT_PER_ORG', l.perOrg)}`;
+}
+
+/**
  * Organizations needing a person or working first (org-states.ts), each in full; the idle ones of a
  * fleet bigger than SMALL_FLEET in one line. A thousand idle schools are one line, not 20,000.
  */
 export function formatStatus(s: Status, options: FormatOptions = {}): string {
   const lines: string[] = [
-    `status at ${when(s.at)} (LIMIT_* of this environment: ${s.limits.perToken} per token, ${s.limits.perOrg} per organization; workers follow the limits in Redis below)`,
+    `status at ${when(s.at)} (${environmentLimits(s.limits)}; workers follow the limits in Redis below)`,
   ];
   // Only when it needs a person: a Redis that takes writes and has room is not news.
   if (s.redis && !s.redis.writable) lines.push(`REDIS: ${s.redis.message}`);

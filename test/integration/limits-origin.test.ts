@@ -77,4 +77,21 @@ describe('limits show: where the limits come from', () => {
       'delta: limits in Redis (seeded with 6/1s per token and 50/1s per organization, from LIMIT_* or their built-in defaults: an earlier release did not record which)',
     );
   });
+
+  it("status says which of this process's LIMIT_* its environment set, and which are built-in defaults", async () => {
+    const one = await runCommand(['status', '--org', 'delta'], { ...base, LIMIT_PER_ORG: '60/4s' });
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toContain(
+      "(this process: LIMIT_PER_TOKEN's built-in default 100/1h, LIMIT_PER_ORG=60/4s; workers follow",
+    );
+    expect(one.stdout).not.toContain('LIMIT_* of this environment');
+    const both = await runCommand(['status', '--org', 'delta'], {
+      ...base,
+      LIMIT_PER_TOKEN: '20/2s',
+      LIMIT_PER_ORG: '60/4s',
+    });
+    expect(both.stdout).toContain(
+      '(this process: LIMIT_PER_TOKEN=20/2s, LIMIT_PER_ORG=60/4s; workers follow',
+    );
+  });
 });

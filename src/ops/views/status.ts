@@ -36,7 +36,8 @@ export interface OrgStatus {
 
 export interface Status {
   at: string;
-  limits: { perToken: string; perOrg: string };
+  /** LIMIT_* of this process, and which of them its environment set (the others are built-in defaults). */
+  limits: { perToken: string; perOrg: string; set: ('LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG')[] };
   orgs: OrgStatus[];
   /** Whether Redis takes writes and how full it is; null when that could not be checked. */
   redis: WriteState | null;
@@ -161,6 +162,10 @@ export async function readStatus(
       // As a person writes them (100/1h), as LIMIT_* and `limits set` take them.
       perToken: formatRate(ctx.config.limitPerToken),
       perOrg: formatRate(ctx.config.limitPerOrg),
+      // A config built without the list (a caller's own) is taken as setting both.
+      set: (ctx.config.limitVariablesSet ?? ['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG']).filter(
+        (v): v is 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' => v !== 'LIMIT_BURST',
+      ),
     },
     orgs: out,
     redis: await redis,
