@@ -3,17 +3,21 @@ import { OUTCOMES, isOutcomeCode } from '../outcomes/codes.ts';
 import { exploreCommands, runDemo } from '../demo/run-demo.ts';
 import type { Cli } from './io.ts';
 
+/** The demo's flags, as its entry in the command table reads them. */
+export interface DemoFlags {
+  csv: string;
+  limitPerToken: string;
+  limitPerOrg: string;
+  burst: string;
+  out?: string;
+  dashboard: boolean;
+  dashboardPort: string;
+  keep?: boolean;
+}
+
 async function runAndShow(
   cli: Cli,
-  opts: {
-    csv: string;
-    limitPerToken: string;
-    limitPerOrg: string;
-    burst: string;
-    dashboard: boolean;
-    dashboardPort: string;
-    keep?: boolean;
-  },
+  opts: DemoFlags,
   outDir: string,
   print: (line: string) => void,
   live: (line: string) => void,
@@ -70,19 +74,7 @@ async function runAndShow(
   }
 }
 
-export async function demoCommand(
-  cli: Cli,
-  opts: {
-    csv: string;
-    limitPerToken: string;
-    limitPerOrg: string;
-    burst: string;
-    out?: string;
-    dashboard: boolean;
-    dashboardPort: string;
-    keep?: boolean;
-  },
-): Promise<void> {
+export async function demoCommand(cli: Cli, opts: DemoFlags): Promise<void> {
   const tty = Boolean(cli.stdout.isTTY);
   let liveShown = false;
   const print = (line: string) => {
