@@ -21,15 +21,19 @@
            record with the new bucket and time (a canary run approved: docs/canary.md), the JSON given
            ignored. A learner awaiting approval is not final: "enqueue" never re-opens it.
   ARGV[6]  force cutoff (ms): final records updated before it are re-opened; "0" re-opens none
-  ARGV[7..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
+  ARGV[7]  a canary run's size, or "": in an "enqueue" mode, the run's learners written beyond it in
+           this organization (counted from the run's counters, here, in the same atomic step: two
+           producers adding to one run at once never both take the last places) are written
+           `awaiting-approval` instead of the bucket given (docs/canary.md)
+  ARGV[8..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
 
   The organization a learner was in before its transfer (`po`, read from the list by plan --check --apply,
   crawl or reconcile) is kept whatever the mode: a re-opened record keeps its own unless the new one says
   where the list shows it now, and a learner still waiting (queued, retrying: "skip") takes the new one's,
   so a check of a run already enqueued records it too. A final record kept as it is keeps its own.
 
-  Returns: one string per learner: its old bucket ("" when it had no record), or "skip:<old bucket>" when
-  mode "enqueue" kept the old record.
+  Returns: one string per learner: its old bucket ("" when it had no record), "skip:<old bucket>" when
+  mode "enqueue" kept the old record, or "wait:<old bucket>" when the canary wrote it awaiting approval.
 ]]
 --- @keys 4+
 --- @include "record"
@@ -39,6 +43,15 @@ local reopenCancelled = ARGV[5] == 'enqueue-cancelled'
 local approve = ARGV[5] == 'approve'
 local idx = lt_index_keys(ARGV[4], 5)
 local fail = lt_names(ARGV[3])
+
+-- The places left in a canary run: its size less the run's learners of this organization not awaiting
+-- approval (nil: not a canary run).
+local left = nil
+if enqueue and ARGV[7] ~= '' then
+  local total = tonumber(redis.call('HGET', KEYS[2], 'total') or '0') or 0
+  local waiting = tonumber(redis.call('HGET', KEYS[2], 'awaiting-approval') or '0') or 0
+  left = tonumber(ARGV[7]) - (total - waiting)
+end
 
 local runDelta, orgDelta = {}, {}
 local KEEP = {'a', 'h', 'x', 'au', 'c', 's', 'e', 'm', 'k', 'ai', 'pr', 'll', 'ak', 'f', 'hc', 'ah', 'po'}
@@ -53,7 +66,7 @@ local function takePrevious(learner, oldRecord, newJson)
 end
 
 local results = {}
-for i = 7, #ARGV, 3 do
+for i = 8, #ARGV, 3 do
   local learner, newJson, bucket = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local old = redis.call('HGET', KEYS[1], learner)
   local oldRecord = lt_decode(old)
@@ -98,9 +111,21 @@ for i = 7, #ARGV, 3 do
     end
   end
 
+  local past = false
+  if write and left ~= nil then
+    if left > 0 then
+      left = left - 1
+    else
+      past, bucket = true, 'awaiting-approval'
+      local rec = cjson.decode(newJson)
+      rec['b'] = bucket
+      newJson = cjson.encode(rec)
+    end
+  end
+
   if write then
     lt_write(KEYS[1], idx, KEYS[4], fail, runDelta, orgDelta, learner, oldBucket, oldRun, newJson, bucket, runId, now)
-    results[#results + 1] = oldBucket
+    results[#results + 1] = (past and 'wait:' or '') .. oldBucket
   end
 end
 

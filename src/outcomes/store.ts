@@ -130,8 +130,20 @@ export interface QueueMark {
 }
 
 /** What marking a learner queued found: new, re-opened, or kept (with the bucket it was in). */
+/** `awaiting`: a canary run's learner written `awaiting-approval`, past the canary (markQueued's `canary`). */
 export type MarkResult =
-  { kind: 'new' } | { kind: 'reopened'; from: Bucket } | { kind: 'kept'; bucket: Bucket };
+  | { kind: 'new'; awaiting?: true }
+  | { kind: 'reopened'; from: Bucket; awaiting?: true }
+  | { kind: 'kept'; bucket: Bucket };
+
+/** record-outcome.lua's word for a learner: its old bucket, "skip:<bucket>" or "wait:<old bucket>". */
+function markResult(text: string): MarkResult {
+  if (text.startsWith('skip:')) return { kind: 'kept', bucket: text.slice(5) as Bucket };
+  const awaiting = text.startsWith('wait:');
+  const from = awaiting ? text.slice(5) : text;
+  const found: MarkResult = from === '' ? { kind: 'new' } : { kind: 'reopened', from: from as Bucket };
+  return awaiting ? { ...found, awaiting: true } : found;
+}
 
 export interface AttemptUpdate {
   bucket: Bucket;
@@ -190,6 +202,7 @@ export class OutcomeStore extends OutcomeReader {
     records: readonly { learnerId: number; record: OutcomeRecord }[],
     mode: 'set' | 'enqueue' | 'enqueue-cancelled' | 'approve',
     force: boolean | number,
+    canary?: number,
   ) {
     const k = this.keys;
     const args: Arg[] = [];
@@ -209,6 +222,7 @@ export class OutcomeStore extends OutcomeReader {
       INDEXED,
       mode,
       String(force === true ? Number.MAX_SAFE_INTEGER : force === false ? 0 : force),
+      canary === undefined ? '' : String(canary),
       ...args,
     ]);
   }
@@ -217,8 +231,12 @@ export class OutcomeStore extends OutcomeReader {
     return INDEXED_BUCKETS.map((b) => this.keys.outcomeIndex(org, b));
   }
 
-  /** Marks a batch of learners `queued` in one round trip; final records are kept unless forced. */
-  async markQueued(items: readonly QueueMark[], now = Date.now()): Promise<MarkResult[]> {
+  /**
+   * Marks a batch of learners `queued` in one round trip; final records are kept unless forced. With
+   * `canary` (a canary run's size), each organization's learners of the run past it are written
+   * `awaiting-approval` instead, counted in the script (docs/canary.md).
+   */
+  async markQueued(items: readonly QueueMark[], now = Date.now(), canary?: number): Promise<MarkResult[]> {
     if (items.length === 0) return [];
     // One script call per (organization, run, force) group, in one round trip.
     type Group = { org: string; runId: string; force: boolean | number; reopen: boolean; at: number[] };
@@ -254,7 +272,7 @@ export class OutcomeStore extends OutcomeReader {
               return { learnerId: it.learnerId, record };
             });
             const mode = g.reopen ? 'enqueue-cancelled' : 'enqueue';
-            this.#call(pipe, g.org, g.runId, now, records, mode, g.force);
+            this.#call(pipe, g.org, g.runId, now, records, mode, g.force, canary);
           }
           return (await pipe.exec()) ?? [];
         }),
@@ -266,13 +284,7 @@ export class OutcomeStore extends OutcomeReader {
       if (err) throw err;
       const texts = reply as string[];
       g.at.forEach((i, j) => {
-        const text = String(texts[j] ?? '');
-        out[i] =
-          text === ''
-            ? { kind: 'new' }
-            : text.startsWith('skip:')
-              ? { kind: 'kept', bucket: text.slice(5) as Bucket }
-              : { kind: 'reopened', from: text as Bucket };
+        out[i] = markResult(String(texts[j] ?? ''));
       });
     });
     return out;

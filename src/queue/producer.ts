@@ -300,32 +300,17 @@ export class Producer {
       const marks = await this.#store.markQueued(candidates.map((it) => mark(it, 'queued')));
       return marks.map((m) => ({ mark: m, awaiting: false }));
     }
-    const out: Marked[] = new Array(candidates.length);
-    const byOrg = new Map<string, number[]>();
-    candidates.forEach((it, i) => byOrg.set(it.org, [...(byOrg.get(it.org) ?? []), i]));
-    for (const [org, indexes] of byOrg) {
-      const counts = await this.#store.runCounts(org, runId);
-      let left = size - ((counts.total ?? 0) - (counts[AWAITING_APPROVAL] ?? 0));
-      let pending = indexes;
-      while (left > 0 && pending.length > 0) {
-        const take = pending.slice(0, left);
-        pending = pending.slice(left);
-        const marks = await this.#store.markQueued(
-          take.map((i) => mark(candidates[i] as ProducerItem, 'queued')),
-        );
-        marks.forEach((m, j) => {
-          out[take[j] as number] = { mark: m, awaiting: false };
-          if (m.kind !== 'kept') left--;
-        });
-      }
-      if (pending.length === 0) continue;
-      const rest = pending.map((i) => mark(candidates[i] as ProducerItem, AWAITING_APPROVAL));
-      const marks = await this.#store.markQueued(rest);
-      marks.forEach((m, j) => (out[pending[j] as number] = { mark: m, awaiting: m.kind !== 'kept' }));
-      // Where status and the ETA find the run a person must approve (ops/actions/canary.ts).
-      if (marks.some((m) => m.kind !== 'kept'))
-        await this.#queues.redis.hset(this.#keys.canaryRuns(org), runId, String(size));
-    }
+    // The canary is counted in the script that writes the marks, so that two adds to one run at once
+    // (a crawl's batches overlap) never both take its last places.
+    const marks = await this.#store.markQueued(
+      candidates.map((it) => mark(it, 'queued')),
+      undefined,
+      size,
+    );
+    const out = marks.map((m) => ({ mark: m, awaiting: m.kind !== 'kept' && m.awaiting === true }));
+    const past = new Set(candidates.filter((_, i) => out[i]?.awaiting).map((it) => it.org));
+    // Where status and the ETA find the run a person must approve (ops/actions/canary.ts).
+    for (const org of past) await this.#queues.redis.hset(this.#keys.canaryRuns(org), runId, String(size));
     return out;
   }
 
