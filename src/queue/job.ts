@@ -9,9 +9,7 @@ export const transferJobSchema = z.object({
   /** "jobs.csv:12", "checked:jobs.csv:12" (plan --check --apply), "crawl:page 7", "reconcile:desired.csv:4", "retry" */
   source: z.string(),
   /**
-   * 1: one of its run's canary learners (`--canary N`): the worker that records its final outcome looks
-   * whether the canary is over, for the run's auto-approval. Absent on every other job (and on jobs of
-   * earlier releases).
+   * 1: one of its run's canary learners, whose final outcome may end the canary (auto-approval).
    */
   canary: z.literal(1).optional(),
 });
