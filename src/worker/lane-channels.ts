@@ -1,7 +1,5 @@
-// The pub/sub side of the lanes (lanes.ts): one subscription to the lanes channel (a producer's nudge) and
-// one per organization served to its limiter events (a resume, an unblock, budget released), followed as
-// the organizations served change. Not a pattern: an ACL's &PREFIX:* grants these channels (PSUBSCRIBE
-// would need its pattern granted literally). Idle, a subscription costs nothing.
+// The pub/sub side of the lanes (lanes.ts): the lanes channel (a producer's nudge) and each served
+// organization's limiter events. Channels, not a pattern: an ACL's &PREFIX:* grants them.
 import { subscribeReady, type RedisClient } from '../redis/client.ts';
 
 export interface LaneChannelsOptions {

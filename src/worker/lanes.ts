@@ -1,15 +1,6 @@
-// Workers only where there is work and budget (decision 12). Each organization keeps its own
-// queue (its pause, priorities, bull-board page and hash tag), but a `work` process attaches a BullMQ
-// Worker (and so a blocking Redis connection) only to the lanes that are due in LanesDue, at most
-// `maxAttached` at once, whatever the number of organizations:
-//
-// - a lane is attached when it comes due (a producer marked it, its budget frees, its delayed jobs come
-//   due, or the lease of a process that died ends), taken with a lease so that processes share the lanes;
-// - it is detached when its queue is drained, when the limiter says its budget is spent for a while (it
-//   waits in LanesDue under the time its next permit frees: woken once then, not polled), or to let a
-//   lane that waits for a slot have one (a fair rotation: the lane attached longest gives way first);
-// - with nothing due, a process sends nothing but one read of LanesDue per safety interval: a nudge on
-//   the lanes channel (a producer) or an organization's limiter events (a resume, an unblock) wakes it.
+// Workers only where there is work and budget (decision 12): a `work` process attaches a BullMQ Worker
+// only to lanes due in LanesDue, at most `maxAttached`, and detaches one drained, out of budget, or
+// giving way to a waiting lane (docs/many-organizations.md).
 import type { Worker } from 'bullmq';
 import type { Logger } from '../core/log.ts';
 import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';

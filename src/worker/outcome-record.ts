@@ -1,6 +1,5 @@
-// One answer of the service, decided from the outcome table and recorded: its audit entry, the learner's
-// record, the permit and the lease in the one finish step (the response is written before anything else).
-// Everything that leaves for Redis is scrubbed of tokens.
+// One answer of the service, decided from the outcome table and recorded in the one finish step
+// (decision 9), scrubbed of tokens.
 import { randomUUID } from 'node:crypto';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Scrub } from '../core/log.ts';

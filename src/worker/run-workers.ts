@@ -1,7 +1,5 @@
-// `work`: the queue workers of this process, attached by the dispatcher (lanes.ts) only to the organizations
-// with work and budget now, sharing one limiter and one client. Any number of such processes on any hosts
-// share the queues, the lanes and the budget through Redis. This file wires the parts (write gate,
-// recorder, processor, dispatcher); work-session.ts runs them until they stop.
+// `work`: wires this process's parts (write gate, recorder, processor, dispatcher); work-session.ts runs
+// them until they stop.
 import type { Worker } from 'bullmq';
 import type { LearnerApiClient } from '../api/client.ts';
 import type { AppContext } from '../app/context.ts';

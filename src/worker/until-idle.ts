@@ -1,6 +1,4 @@
-// What `work --until-idle` reads to decide that the work is over: the queues' jobs, the runs with learners
-// waiting, the failures of the runs it served, organizations whose every token is refused (401), and
-// organizations the error budget halted (their learners wait for a person's resume).
+// What `work --until-idle` reads to decide that the work is over.
 import type { AppContext } from '../app/context.ts';
 import { BREAKER } from '../limiter/breaker.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
