@@ -1,8 +1,5 @@
-// When the remaining work of one organization will be done, from the limiter's state in Redis (a peek:
-// the limits in force from the policy, learned limits and the reserve applied, pauses, blocks, and when
-// the permits counted now leave their windows), by simulating the limiter forward (limiter/simulate/).
-// `plan`, `status` and the dashboard all call etaOf, so they agree. The finish is the time the last
-// permit can be granted; its calls take their own latency on top (see docs/eta.md).
+// When one organization's remaining work will be done: the limiter simulated forward from its state in
+// Redis (docs/eta.md). `plan`, `status` and the dashboard all call etaOf, so they agree.
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
 import {

@@ -1,6 +1,4 @@
-// What a notification says (docs/notifications.md). One JSON body for every receiver: Slack and Teams
-// incoming webhooks post its `text` and ignore the other fields; a plain receiver reads them all. A body
-// names organizations, runs and token ids (the limiter's non-secret ids), never a token.
+// What a notification says (docs/notifications.md): one JSON body for every receiver, never a token.
 import { checkAdvice } from '../../limiter/breaker.ts';
 import { progressOf, type RunProgress } from '../../outcomes/run-progress.ts';
 import type { RunCounts } from '../../outcomes/store.ts';

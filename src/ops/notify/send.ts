@@ -1,9 +1,5 @@
-// Posts notifications to NOTIFY_WEBHOOK_URL, off the transfer path: submit() only appends to a bounded
-// queue, and one loop of its own sends. Each event is claimed in Redis first (SET NX with an expiry under
-// keys.notified): whichever `work` process claims it sends it, so the fleet sends it once, whatever the
-// number of processes. A network error, a 5xx or a 429 is tried again after 1 s, 2 s, 4 s... (RETRY_MS);
-// a send that finally fails is logged once and counted, never retried by another process (the claim
-// stays): at most once, by design, so a flapping receiver is never flooded.
+// Posts notifications to NOTIFY_WEBHOOK_URL from a loop of its own: each event claimed in Redis first,
+// so the fleet sends it at most once, retried with backoff (docs/notifications.md, "How they are sent").
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
 import type { Keys } from '../../core/keys.ts';
 import type { Logger } from '../../core/log.ts';

@@ -1,6 +1,4 @@
-// The controls of each organization as an operator sees them: its limits (ops/views/limits.ts), whether it is
-// paused, and its newest change-log entries in words. The dashboard's controls page and its JSON API
-// read this; the changes themselves go through limiter/policy-control.ts.
+// The controls of each organization as an operator sees them: limits, pause, newest changes in words.
 import type { AppContext } from '../../app/context.ts';
 import { readChanges, type ChangeEntry } from '../../limiter/control-log.ts';
 import { POLICY_RECHECK_MS } from '../../limiter/policy.ts';
