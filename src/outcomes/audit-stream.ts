@@ -15,7 +15,7 @@ export interface ArchiveState {
   last: string;
   /** A write under way (or cut short by a crash): the day file and its size before the write. */
   pending?: PendingWrite;
-  /** Dead writes' notes for other archive disks, by disk id, left for that disk (ops/audit/archive-note.ts). */
+  /** Dead writes' notes for other archive disks, by disk id (ops/audit/archive-note.ts). */
   parked?: Record<string, ParkedWrite>;
 }
 
@@ -154,7 +154,7 @@ export class AuditStream {
     await this.#redis.hdel(this.#keys.auditArchive(org), ...NOTE_FIELDS);
   }
 
-  /** A dead write's note for a file on another disk: moved aside for that disk (and nothing is pending). */
+  /** A dead write's note for a file on another disk: moved aside for that disk. */
   async park(org: string, note: ParkedWrite): Promise<void> {
     const key = this.#keys.auditArchive(org);
     await this.#redis

@@ -36,7 +36,7 @@
 --- @include "record"
 --- @include "compact"
 local learner, runId, now, attemptId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
--- No update: the attempt ended before a call (the learner was found done): free the permit and lease only.
+-- No update: the attempt ended before a call: free the permit and lease only.
 local u = {}
 if ARGV[5] ~= '' then u = cjson.decode(ARGV[5]) end
 local idx = lt_index_keys(ARGV[6], 12)
@@ -57,7 +57,7 @@ local function contains(t, x)
   return false
 end
 
--- Attempts merged before the record was compacted are kept as short hashes (`ah`, includes/compact.lua).
+-- Attempts merged before the record was compacted are kept as short hashes (`ah`).
 local replay = old ~= nil and (contains(lt_list(old['ai']), attemptId) or contains(lt_list(old['ah']), lt_short(attemptId)))
 
 -- A repeat of a learner never recorded transferred, after an attempt whose answer was lost: the
@@ -75,7 +75,7 @@ if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'trans
     if type(h) == 'table' and h[2] == 'network-error' then because('no-answer') end
     if type(h) == 'table' and h[2] == 'bad-response' then because('unreadable-answer') end
   end
-  -- A compacted record keeps what its history said of lost answers (field `hc`, see compact below).
+  -- A compacted record keeps what its history said of lost answers (`hc`).
   local hc = old['hc'] or ''
   if string.find(hc, 'n', 1, true) then because('no-answer') end
   if string.find(hc, 'u', 1, true) then because('unreadable-answer') end
@@ -174,7 +174,7 @@ if not replay and ARGV[5] ~= '' then
   end
   if pr == 1 then rec['pr'] = 1 end
   if tonumber(u['lost']) == 1 then rec['ll'] = 1 end
-  -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
+  -- The transfer's own answer is on record now: nothing is unknown any more.
   if u['b'] == 'transferred' then rec['pr'], rec['ll'] = nil, nil end
   if auditId ~= '' and not contains(lt_list(rec['au']), auditId) then rec['au'] = lt_push(lt_list(rec['au']), auditId, 10) end
   -- Whole ms: a float's 16 digits cost every history entry.

@@ -71,7 +71,7 @@ for i = 7, #ARGV, 3 do
     -- learner before a worker moved it): it stays as it is.
     local older = (oldRecord and (tonumber(oldRecord['t']) or 0) or 0) < forceBefore
     if final and (older or (reopenCancelled and oldBucket == 'cancelled')) then
-      -- Re-opened on purpose: the learner's history (attempts, last transfer, audit ids) stays with it.
+      -- Re-opened on purpose: the learner's history stays with it.
       if oldRecord then
         local rec = cjson.decode(newJson)
         for _, field in ipairs(KEEP) do

@@ -33,7 +33,7 @@ export type Bucket =
 /** The bucket of a learner withdrawn by an operator before its call. */
 export const CANCELLED = 'cancelled' satisfies Bucket;
 
-/** The bucket of a canary run's learner past its canary, until the run is approved (no job meanwhile). */
+/** The bucket of a canary run's learner past its canary, until the run is approved. */
 export const AWAITING_APPROVAL = 'awaiting-approval' satisfies Bucket;
 
 /**
@@ -57,7 +57,7 @@ export const FAILURE_BUCKETS: readonly Bucket[] = BUCKETS.filter(
   (b) => isFinalBucket(b) && !isSuccessBucket(b) && b !== CANCELLED,
 );
 
-/** Buckets that get a sorted-set index (for the failures page): not the big success or queued ones. */
+/** Buckets that get a sorted-set index: not the big success or queued ones. */
 export function isIndexedBucket(bucket: Bucket): boolean {
   return bucket !== 'queued' && !isSuccessBucket(bucket);
 }
@@ -107,7 +107,7 @@ export const recordSchema = z.object({
   ai: list(z.string()).optional(),
   /** 1: a 200 that may repeat a transfer whose own answer was lost (see finish-attempt.lua) */
   pr: z.number().optional(),
-  /** 1: an attempt took the lease over from a holder that died mid-call: a later repeat is a possible one. */
+  /** 1: an attempt took the lease over from a holder that died mid-call. */
   ll: z.number().optional(),
   /** Audit dedupe keys of this learner's entries (non-final records only: deleted when compacted). */
   ak: list(z.string()).optional(),
@@ -119,7 +119,7 @@ export const recordSchema = z.object({
   ah: list(z.string()).optional(),
   /** Cancelled: who withdrew the learner (`cli:user@host`, `dashboard:...`); when is `t`. */
   cb: z.string().optional(),
-  /** The organization the learner list showed before the transfer (for `report --reverse`), when read. */
+  /** The organization the learner list showed before the transfer (for `report --reverse`). */
   po: z.number().int().optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;

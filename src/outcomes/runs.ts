@@ -17,7 +17,7 @@ export interface RunMeta {
   driftReport?: string | undefined;
   /** A run compacted after RUN_RETENTION: when, and its counters then. */
   compacted?: { at: string; byOrg: Record<string, RunCounts> } | undefined;
-  /** The newest retry that re-queued this run's learners (into this run): when, how many, by whom. */
+  /** The newest retry that re-queued this run's learners: when, how many, by whom. */
   retried?: RetryNote | undefined;
   /** A canary run (`--canary N`, docs/canary.md); absent on others, which send every learner. */
   canary?: CanaryMeta | undefined;
@@ -146,7 +146,7 @@ export class Runs {
     return true;
   }
 
-  /** Notes why a canary run's auto-approval was refused in an organization (it waits for a person). */
+  /** Notes why a canary run's auto-approval was refused in an organization. */
   async noteCanaryRefused(runId: string, org: string, why: string): Promise<void> {
     await this.#redis.hset(this.#keys.run(runId), `canaryRefused:${org}`, why);
   }

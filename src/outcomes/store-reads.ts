@@ -113,7 +113,7 @@ export class OutcomeReader {
     return scores.map((s) => s !== null);
   }
 
-  /** Every record of an organization, in batches (HSCAN: constant memory on the server and here). */
+  /** Every record of an organization, in batches (HSCAN: constant memory). */
   async *scan(org: string, count = 1000): AsyncGenerator<[number, OutcomeRecord]> {
     let cursor = '0';
     do {

@@ -114,7 +114,7 @@ export interface QueueMark {
    * Without it a cancelled learner stays cancelled (a crawl's next pass does not undo a cancel).
    */
   reopenCancelled?: boolean | undefined;
-  /** The organization the learner list showed for the learner: kept as `po` for `report --reverse`. */
+  /** The organization the learner list showed: kept as `po` for `report --reverse`. */
   previousOrgId?: number | undefined;
   /** The new record's bucket: `queued`, or `awaiting-approval` past a canary (docs/canary.md). */
   bucket?: 'queued' | 'awaiting-approval' | undefined;
@@ -169,7 +169,7 @@ export class OutcomeStore extends OutcomeReader {
     this.#stream = new AuditStream(redis, keys);
   }
 
-  /** One script call for records of one organization and one run (a batch, or a single attempt). */
+  /** One script call for records of one organization and one run. */
   #call(
     pipeline: ChainableCommander,
     org: string,
@@ -295,7 +295,7 @@ export class OutcomeStore extends OutcomeReader {
     return moved;
   }
 
-  /** Withdraws learners before their call (cancel-learners.lua); jobs and claims are the caller's. */
+  /** Withdraws learners before their call; jobs and claims are the caller's. */
   async cancel(org: string, learnerIds: readonly number[], a: CancelArgs): Promise<CancelDecision[]> {
     if (learnerIds.length === 0) return [];
     const k = this.keys;
@@ -333,7 +333,7 @@ export class OutcomeStore extends OutcomeReader {
     return Number(await OUTCOME_SCRIPTS.run(this.redis, 'compact-records', keys, learnerIds.map(String)));
   }
 
-  /** Records an outcome no call produced (BullMQ failed the job, claimed elsewhere), as a call's. */
+  /** Records an outcome no call produced (BullMQ failed the job, claimed elsewhere). */
   async recordAttempt(
     org: string,
     learnerId: number,
@@ -451,7 +451,7 @@ export class OutcomeStore extends OutcomeReader {
     return id ?? '';
   }
 
-  /** The audit streams as the archive reads and trims them (entries verbatim, the archive's cursor). */
+  /** The audit streams as the archive reads and trims them. */
   auditStream(): AuditStream {
     return this.#stream;
   }

@@ -12,7 +12,7 @@ export interface RecordStory {
   prev: string | undefined;
 }
 
-/** Reads a story entry that the archive trimmed from the stream (undefined: not found there either). */
+/** Reads a story entry the archive trimmed from the stream (undefined: not found there either). */
 export type StoryReader = (entryId: string) => Promise<RecordStory | undefined>;
 
 /** At most this many entries of one record are followed (each late attempt or retry adds one). */

@@ -12,10 +12,10 @@ import { CONTROL_LANE, type LanesDue } from './lanes-due.ts';
 export const controlJobSchema = z.object({
   kind: z.literal('reconcile'),
   scheduleId: z.string(),
-  /** Absolute path of the desired-state CSV: it must be readable by the worker hosts at this path. */
+  /** Absolute path of the desired-state CSV, readable by the worker hosts at this path. */
   desired: z.string(),
   defaultOrg: z.string().optional(),
-  /** Organization ids known when the schedule was made (Redis may know more by the time it runs). */
+  /** Organization ids known when the schedule was made. */
   orgIds: z.record(z.string(), z.number().int().positive()).default({}),
 });
 export type ControlJob = z.infer<typeof controlJobSchema>;

@@ -67,7 +67,7 @@ class RejectsWriter {
   get path(): string | null {
     return this.#out ? this.#path : null;
   }
-  /** `ok` false (the enqueue failed): the rejects so far are dropped, the target left as it was. */
+  /** `ok` false: the rejects so far are dropped, the target left as it was. */
   async close(ok: boolean): Promise<void> {
     if (ok) await this.#out?.commit();
     else await this.#out?.abort();

@@ -14,7 +14,7 @@ export const transferJobSchema = z.object({
   canary: z.literal(1).optional(),
 });
 
-/** The sources whose learners the service's list showed: `plan --check --apply`, a crawl, a reconcile. */
+/** The sources whose learners the service's list showed. */
 const LISTED_SOURCE = /^(checked|crawl|reconcile):/;
 
 /**
@@ -25,7 +25,7 @@ export function shownByList(source: string): boolean {
   return LISTED_SOURCE.test(source);
 }
 
-/** The source of a learner `plan --check --apply` sends: its CSV line, marked as checked against the list. */
+/** The source of a learner `plan --check --apply` sends: its CSV line, marked checked. */
 export function checkedSource(source: string): string {
   return `checked:${source}`;
 }

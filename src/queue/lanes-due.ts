@@ -37,7 +37,7 @@ export class LanesDue {
     this.#channel = keys.lanesChannel();
   }
 
-  /** Jobs were added to these lanes: due now (a later time is lowered), and every process is nudged. */
+  /** Jobs were added to these lanes: due now, and every process is nudged. */
   async markDue(lanes: Iterable<string>, at = Date.now()): Promise<void> {
     const list = [...new Set(lanes)];
     for (let i = 0; i < list.length; i += CHUNK) {

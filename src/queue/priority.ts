@@ -81,7 +81,7 @@ export async function moveAhead(
 /** Where a learner's job stands in its queue, for the learner page. */
 export interface QueuePlace {
   state: string;
-  /** 1 = the next job a worker takes; undefined when not waiting or further than `scan` from the head. */
+  /** 1 = the next job taken; undefined when not waiting or further than `scan` from the head. */
   position?: number;
   /** Jobs in the wait list. */
   waiting?: number;
@@ -109,7 +109,7 @@ export async function queuePlace(
   return index === null ? { state, waiting } : { state, waiting, position: waiting - index };
 }
 
-/** Most learner ids one change-log entry lists (a large urgent CSV writes one entry per batch anyway). */
+/** Most learner ids one change-log entry lists. */
 const MAX_IDS_PER_ENTRY = 1000;
 
 /**

@@ -24,7 +24,7 @@ export interface ProducerItem {
   source: string;
   /** Line of the input file, for rejects. */
   line?: number;
-  /** The organization id the learner list showed for it (kept in its record for `report --reverse`). */
+  /** The organization id the learner list showed for it (for `report --reverse`). */
   previousOrgId?: number | undefined;
 }
 
@@ -37,7 +37,7 @@ export interface ProduceCounts {
   alreadyDone: Partial<Record<Bucket, number>>;
   /** Learners claimed by another organization, left where they are (by holding organization). */
   claimedElsewhere: Record<string, number>;
-  /** Learners moved here from another organization on purpose (--move, a reconcile's desired state). */
+  /** Learners moved here from another organization on purpose (--move, a reconcile). */
   moved: number;
   /** Learners past a canary (`canary`), recorded awaiting approval with no job (or already so). */
   awaitingApproval: number;
@@ -85,7 +85,7 @@ export function addCounts(into: ProduceCounts, more: ProduceCounts): void {
 }
 
 export interface AddOptions {
-  /** Re-open learners whose outcome is final (reconcile, retry): true, or only records older than a time. */
+  /** Re-open final learners (reconcile, retry): true, or only records older than a time. */
   force?: boolean | number;
   /** Re-open learners an operator cancelled (a person names them again); a crawl's next pass does not. */
   reopenCancelled?: boolean;
@@ -95,7 +95,7 @@ export interface AddOptions {
   onClaimedElsewhere?: (held: ClaimedElsewhereItem) => void | Promise<void>;
   /** `urgent`: put these learners ahead of their organization's bulk (priority.ts); nothing else changes. */
   priority?: Priority;
-  /** Hears what an urgent add did, per organization and batch (callers write the change log from it). */
+  /** Hears what an urgent add did, per organization and batch (for the change log). */
   onUrgent?: (batch: UrgentBatch) => void | Promise<void>;
   /**
    * A canary run (docs/canary.md): only the first `canary` learners per organization get a job, the
@@ -106,7 +106,7 @@ export interface AddOptions {
 
 type Entry = { item: ProducerItem; mark: MarkResult };
 
-/** A candidate's mark, and whether it was recorded awaiting approval (a canary run past its canary). */
+/** A candidate's mark, and whether it was recorded awaiting approval. */
 type Marked = { mark: MarkResult; awaiting: boolean };
 
 function jobData(org: string, item: ProducerItem, runId: string, canary: boolean): TransferJob {

@@ -5,7 +5,7 @@ import type { RedisClient } from '../../redis/client.ts';
 import type { Keys } from '../../core/keys.ts';
 import { decodeMarks, encodeMarks, marksFromPages, type WalkMarks } from './page-marks.ts';
 
-/** Counters kept per crawl; skip reasons are stored as `skip:<reason>`, learners already done as `done:<bucket>`. */
+/** Counters kept per crawl (`skip:<reason>`, `done:<bucket>`). */
 export const CURSOR_COUNTERS = ['seen', 'selected', 'enqueued', 'alreadyQueued'] as const;
 export type CursorCounter = (typeof CURSOR_COUNTERS)[number];
 
@@ -86,14 +86,14 @@ export class CrawlCursor {
       .exec();
   }
 
-  /** Learners of `ids` this crawl selected before (a re-read page, or a page read again after a kill). */
+  /** Learners of `ids` this crawl selected before (a re-read page, or one read again after a kill). */
   async selectedBefore(ids: readonly number[]): Promise<Set<number>> {
     if (ids.length === 0) return new Set();
     const flags = await this.#redis.smismember(this.selectedKey, ...ids.map(String));
     return new Set(ids.filter((_, i) => flags[i] === 1));
   }
 
-  /** Commits one handled page: the walker's marks, the new low-water page (pass 1), selected ids and counters. */
+  /** Commits one handled page: marks, low-water page, selected ids and counters. */
   async commitPage(p: {
     page: number;
     /** PageRead.marks: the walker's marks with this page counted. */

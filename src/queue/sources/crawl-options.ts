@@ -138,6 +138,6 @@ export interface CrawlSummary extends ProduceCounts {
   unsettledPages: number[];
   /** Dry run only: the learners that would be enqueued, in list order. */
   selectedIds?: number[];
-  /** The target's id at the end (learned during the crawl, or given); undefined if still unknown. */
+  /** The target's id at the end (learned or given); undefined if still unknown. */
   targetOrgId: number | undefined;
 }

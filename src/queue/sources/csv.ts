@@ -47,13 +47,13 @@ export function printable(text: string, max = 40): string {
 }
 const ORG_HEADERS = new Set(['org', 'organization', 'org_key', 'orgkey']);
 
-/** Checks one learner id cell (the one rule of src/core/ids.ts). Returns the id or the reason it is not one. */
+/** Checks one learner id cell (core/ids.ts): the id, or why it is not one. */
 function parseLearnerIdCell(cell: string | undefined): number | string {
   const text = (cell ?? '').trim();
   return parseLearnerId(text, printable(text));
 }
 
-/** Detects a UTF-16 byte order mark and decodes to UTF-8; UTF-8 (with or without BOM) passes through. */
+/** Decodes UTF-16 (by its byte order mark) to UTF-8; UTF-8 passes through. */
 class Utf16Decoder extends Transform {
   #decoder: TextDecoder | null | undefined = undefined;
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -200,7 +200,7 @@ export async function fileSize(file: string): Promise<number> {
   }
 }
 
-/** Yields every row and reject of a CSV file in order. Throws only when the file cannot be read at all. */
+/** Yields every row and reject of a CSV file in order; throws only when it cannot be read at all. */
 export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEvent> {
   const { file } = options;
   const size = await fileSize(file);

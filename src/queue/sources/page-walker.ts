@@ -61,7 +61,7 @@ export interface WalkOptions {
   maxBackoffMs?: number | undefined;
   /** Pass-1 start (a resumed crawl); pages before it are known through `history`. */
   startPage?: number | undefined;
-  /** The marks of the pages already handled (a resumed crawl), for change detection; not changed. */
+  /** The marks of the pages already handled (a resumed crawl); not changed. */
   history?: WalkMarks | undefined;
   /** Most passes in all (default 4): a list that never stops changing must still end. */
   maxPasses?: number | undefined;
@@ -72,7 +72,7 @@ export interface WalkOptions {
    */
   maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
-  /** Hears each page in order; or `onPages`, which hears the ready pages in order, a few at a time. */
+  /** Hears each page in order; or `onPages`, the ready pages in order, a few at a time. */
   onPage?: OnPage | undefined;
   /**
    * Pages handed on together (consecutive, in order, up to `batchPages`). Returns 'stop' to end the walk,

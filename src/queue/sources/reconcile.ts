@@ -48,7 +48,7 @@ export interface ReconcileOptions {
   dryRun?: boolean | undefined;
   /** Run source text (the schedule names itself here). */
   sourceLabel?: string | undefined;
-  /** A canary run (--canary N, docs/canary.md): the new run is made with it (the producer given sends N). */
+  /** A canary run (--canary N, docs/canary.md) for the new run. */
   canary?: CanaryMeta | undefined;
   concurrency?: number | undefined;
   retries?: number | undefined;
@@ -285,7 +285,7 @@ function groupByOrg(toMove: readonly DriftRow[]): {
   return { byOrg, driftIds, rowsByOrg };
 }
 
-/** The state each learner had before, for the report (a re-opened `transferred` is the interesting one). */
+/** The state each learner had before, for the report. */
 async function fillStateBefore(
   store: OutcomeStore,
   driftIds: ReadonlyMap<string, number[]>,
