@@ -22,7 +22,7 @@ export interface TransferTarget {
   tokens: readonly TokenRef[];
 }
 
-/** A job admitted to its call: the permit and lease it holds (grant), the token chosen, the record as it was then. */
+/** A job admitted to its call: its grant, the token chosen, the record as it was then. */
 export interface Admitted extends TransferTarget {
   grant: AttemptPermit;
   token: TokenRef;

@@ -42,7 +42,7 @@ export class LaneChannels {
     await this.follow(lanes);
   }
 
-  /** Subscribes to the limiter events of the lanes served, and no others (the control lane has none). */
+  /** Subscribes to the limiter events of the lanes served, and no others. */
   async follow(lanes: ReadonlySet<string>): Promise<void> {
     const next = new Map<string, string>();
     for (const lane of lanes) if (!lane.startsWith(':')) next.set(this.#o.limiterChannel(lane), lane);

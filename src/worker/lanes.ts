@@ -220,7 +220,7 @@ export class LaneDispatcher {
     this.#timer.unref();
   }
 
-  /** The times of this process's lanes: the head of LanesDue, or (when others' lanes fill it) a read of them. */
+  /** The times of this process's lanes: the head of LanesDue, or a read of them. */
   async #times(): Promise<LaneTime[]> {
     const head = await this.#o.due.head(HEAD);
     const mine = head.filter((t) => this.#lanes.has(t.lane));
@@ -385,7 +385,7 @@ export class LaneDispatcher {
     }
   }
 
-  /** Renews the leases of the lanes held here; one taken back by a producer's mark is due, and taken again. */
+  /** Renews the leases of the lanes held here (one a producer marked is taken again). */
   async #renew(): Promise<void> {
     const held = [...this.#attached.values()].filter((l) => !l.closing);
     if (held.length === 0 || this.#stopped) return;
@@ -403,7 +403,7 @@ export class LaneDispatcher {
     }
   }
 
-  /** An organization's limiter event (a resume, an unblock, budget released): a lane that waits is due now. */
+  /** An organization's limiter event: a lane that waits is due now. */
   #limiterEvent(org: string): void {
     if (!this.#lanes.has(org)) return;
     const held = this.#attached.get(org);

@@ -125,7 +125,7 @@ function answerFields(outcome: TransferOutcome, scrub: Scrub): AnswerFields {
   return { status, error, message, transferId };
 }
 
-/** The audit entry (spooled first when it may have changed something), the record, the permit and the lease. */
+/** The audit entry, the record, the permit and the lease, spooled first when it may matter. */
 async function writeAnswer(
   ctx: ProcessorContext,
   admitted: Admitted,

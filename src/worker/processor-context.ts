@@ -29,10 +29,10 @@ export interface ProcessorDeps {
   recorder: Recorder;
   /** Resolves when Redis takes writes (the write gate): no call is sent that could not be recorded. */
   waitWritable?: () => Promise<void>;
-  /** After the permit and lease are taken: WAIT for a replica (redis/durability.ts), so a failover keeps them. */
+  /** After the permit and lease are taken: WAIT for a replica, so a failover keeps them. */
   replicated?: (org: string) => Promise<unknown>;
   logger: Logger;
-  /** Where the whole of an unreadable body is kept, beside the spool (only its prefix goes to Redis). */
+  /** Where the whole of an unreadable body is kept, beside the spool. */
   archive?: BodyArchive;
   /**
    * The limiter refused a permit for `waitMs` (`indefinite`: paused, or every token refused): the

@@ -32,12 +32,12 @@ export interface WorkHandle {
   /** This process's spool: entries not yet in Redis and when the oldest was written, for metrics. */
   spoolState(): { entries: number; oldestAt: number | null };
   stop(): Promise<void>;
-  /** The queue workers attached now (lanes.ts attaches them only where there is work and budget). */
+  /** The queue workers attached now. */
   readonly workers: Worker[];
   lanes: LaneDispatcher;
 }
 
-/** Connections every `work` process holds whatever it does: ctx.redis, the workers' shared one, the subscriber. */
+/** Connections every `work` process holds whatever it does. */
 export const FIXED_CONNECTIONS = 3;
 
 type Gate = WriteGateLike & { waitOpen(): Promise<void> };
@@ -115,7 +115,7 @@ function transferProcessor(
   });
 }
 
-/** The dispatcher of this process's lanes: a queue worker attached only where there is work and budget. */
+/** The dispatcher of this process's lanes (lanes.ts). */
 function laneDispatcher(
   ctx: AppContext,
   options: WorkOptions,

@@ -6,7 +6,7 @@ import { hasJobs, laneJobs } from '../queue/lane-state.ts';
 import type { RunCounts } from '../outcomes/store.ts';
 import { canaryVerdict, DEFAULT_HALT_AT } from '../ops/actions/canary.ts';
 
-/** A canary run whose learners await a person's approval when `work --until-idle` found the work over. */
+/** A canary run whose learners await approval when `work --until-idle` found the work over. */
 export interface AwaitingApproval {
   runId: string;
   awaiting: number;
@@ -45,7 +45,7 @@ export async function failuresIn(
   return n;
 }
 
-/** Of these runs, those with learners awaiting approval in these organizations, with their canary in words. */
+/** Of these runs, those with learners awaiting approval in these organizations. */
 export async function approvalsIn(
   ctx: AppContext,
   runIds: readonly string[],
@@ -64,7 +64,7 @@ export async function approvalsIn(
   return out;
 }
 
-/** The organizations whose queue has a job waiting, active, delayed or prioritized, with their counts. */
+/** The organizations whose queue has jobs, with their counts. */
 export async function orgsWithJobs(
   ctx: AppContext,
   orgs: readonly string[],

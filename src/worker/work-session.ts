@@ -155,7 +155,7 @@ export class WorkSession {
     for (const l of later) await due.markDue([l.lane], Math.max(now, l.firstDelayed ?? now));
   }
 
-  /** Entries of this process's spool not yet in Redis, and the time the oldest was written (null: none). */
+  /** Entries of this process's spool not yet in Redis, and when the oldest was written. */
   spoolState(): { entries: number; oldestAt: number | null } {
     return { entries: this.#spool?.outstanding ?? 0, oldestAt: this.#spool?.oldestAt ?? null };
   }

@@ -152,7 +152,7 @@ export async function approveRun(
   return summary;
 }
 
-/** The run's learners awaiting approval in one organization (the bucket's index, read by their records). */
+/** The run's learners awaiting approval in one organization. */
 async function awaitingOf(ctx: AppContext, org: string, runId: string): Promise<Map<number, string>> {
   const out = new Map<number, string>();
   const ids = await ctx.store.bucketPage(org, AWAITING_APPROVAL, 0, Number.MAX_SAFE_INTEGER - 1);

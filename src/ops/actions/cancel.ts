@@ -13,7 +13,7 @@ export interface LearnerRef {
   learnerId: number;
 }
 
-/** Which learners: those of a run, or named (by id, or with their organization, as a CSV names them). */
+/** Which learners: those of a run, or named (by id, or with their organization). */
 export interface CancelFilter {
   /** The organizations looked in (a run's or a learner's outside them are left alone). */
   orgs: readonly string[];

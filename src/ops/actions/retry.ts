@@ -55,7 +55,7 @@ export interface RetrySummary {
   confirm: string[];
   /** Re-queued learners per run. */
   runs: Record<string, number>;
-  /** Re-queued learners (`org:id`) with their attempts so far (the next is attempts + 1), at most LEARNERS_NAMED. */
+  /** Re-queued learners (`org:id`) with their attempts so far, at most LEARNERS_NAMED. */
   learners: { key: string; attempts: number }[];
   /** The change log entries written. */
   changeIds: string[];
@@ -67,7 +67,7 @@ export interface RequeueOptions {
   move?: boolean | undefined;
   /** The change log's author (cliActor, dashboard actorOf); without one nothing is logged (tests). */
   who?: string | undefined;
-  /** The filter as the operator gave it, for the change log (counts and filter, never per-learner lines). */
+  /** The filter as the operator gave it, for the change log. */
   filter?: Record<string, unknown> | undefined;
   /**
    * A canary (--canary N, docs/canary.md): the learners go into one new run of kind `retry`, not back

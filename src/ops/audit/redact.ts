@@ -82,7 +82,7 @@ export interface RedactOptions {
   person?: Person | undefined;
 }
 
-/** A transfer result's `data` without the personal fields of its revoked authorizations, and how many changed. */
+/** A transfer result's `data` without its personal fields, and how many changed. */
 export function redactResultData(data: unknown, options: RedactOptions): { data: unknown; changed: number } {
   const auth = isObject(data) ? data.authorizations : undefined;
   const revoked = isObject(auth) ? auth.revoked : undefined;

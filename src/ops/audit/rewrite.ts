@@ -51,7 +51,7 @@ async function countChanges(path: string, change: EntryChange): Promise<number> 
   return n;
 }
 
-/** Writes the changed file beside the old one (private, exclusive), fsyncs it, renames it over, fsyncs the directory. */
+/** Writes the changed file beside the old one, fsyncs it, renames it over, fsyncs the directory. */
 async function writeBeside(path: string, change: EntryChange): Promise<number> {
   const tmp = join(path, '..', `.${basename(path)}.${randomUUID()}.tmp`);
   let n = 0;

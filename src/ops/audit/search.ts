@@ -113,7 +113,7 @@ export function auditLine(org: string, e: AuditEntry): Record<string, unknown> {
 export interface EntriesById {
   /** Found, in the order of the ids; `file` set for those read from the archive. */
   found: FoundAuditEntry[];
-  /** Ids found nowhere: trimmed from Redis, and not in the archive read here (none configured, or another). */
+  /** Ids found nowhere: trimmed from Redis, and not in the archive read here. */
   missing: string[];
 }
 

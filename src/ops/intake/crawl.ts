@@ -40,7 +40,7 @@ export interface CrawlRun {
   summary: CrawlSummary;
   /** A dry run's plan of the selected learners. */
   plans: OrgPlan[] | undefined;
-  /** What the list said of the target's id, and what --target-org-id replaced, as lines for the operator. */
+  /** What the list said of the target's id, as lines for the operator. */
   notes: string[];
 }
 

@@ -90,7 +90,7 @@ export function redisWaitCounters(registry: Registry, stats: () => DurabilitySta
   });
 }
 
-/** Notifications of this process by result (ops/notify/send.ts): sent, failed after every try, skipped, dropped. */
+/** Notifications of this process by result (ops/notify/send.ts). */
 export function notifyCounters(registry: Registry, stats: () => NotifyStats): void {
   new Gauge({
     name: 'learner_transfer_notifications_total',

@@ -26,7 +26,7 @@ export interface NotifyBody {
   /** When this process saw it (ISO). */
   at: string;
   tokenId?: string;
-  /** A reconcile's drift report, the only report a run writes by itself (`report --run` writes others). */
+  /** A reconcile's drift report, the only report a run writes by itself. */
   report?: string | null;
   /** Since when the organization is paused, blocked or without progress (ISO). */
   since?: string;

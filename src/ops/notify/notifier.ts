@@ -16,7 +16,7 @@ export interface NotifierOptions {
   runDelayMs?: number;
 }
 
-/** What the notifier reads of an outcome `work` recorded (worker/processor-context.ts's OutcomeEvent). */
+/** What the notifier reads of an outcome `work` recorded. */
 export interface NotedOutcome {
   org: string;
   runId: string;

@@ -123,7 +123,7 @@ export class RunWatch {
     }
   }
 
-  /** The run's counters in these organizations, summed (all read at once: ioredis pipelines them). */
+  /** The run's counters in these organizations, summed. */
   async #sum(meta: RunMeta, orgs: readonly string[]): Promise<RunCounts> {
     if (meta.compacted) return (await this.#o.runs.counts(this.#o.store, meta)).total;
     const counts = await Promise.all(orgs.map((org) => this.#o.store.runCounts(org, meta.id)));

@@ -10,7 +10,7 @@ import type { NotifyEvent } from './events.ts';
 
 /** Waits before the 2nd, 3rd... try: six tries over about half a minute, then the send has failed. */
 export const RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16000];
-/** Events waiting to be sent at most; more are dropped (and counted): a receiver down must not grow memory. */
+/** Events waiting to be sent at most; more are dropped and counted. */
 export const MAX_QUEUE = 200;
 /** Event ids remembered as submitted by this process. */
 const MAX_REMEMBERED = 10_000;

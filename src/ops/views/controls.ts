@@ -41,7 +41,7 @@ const counted = (v: unknown) =>
     .map(([k, n]) => `${String(n)} ${k}`)
     .join(', ');
 
-/** A retry in words: "re-queued 37 (30 server-error, 7 network-error) of run R (37); filter code server-error". */
+/** A retry in words: "re-queued 37 (30 server-error, 7 network-error) of run R (37); filter ...". */
 function summarizeRetry(d: Record<string, unknown>): string {
   const filter = Object.entries((d.filter ?? {}) as Record<string, unknown>)
     .filter(([, v]) => v !== undefined && v !== null)

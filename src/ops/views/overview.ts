@@ -81,7 +81,7 @@ export interface FleetSnapshot {
   redis: WriteState | null;
   orgs: ReadonlyMap<string, FleetOrg>;
   runs: RunOverview[];
-  /** Per organization, the runs read (every organization of each, untrimmed) with their learners left there. */
+  /** Per organization, the runs read with their learners left there. */
   runLefts: ReadonlyMap<string, RunLeft[]>;
 }
 

@@ -40,7 +40,7 @@ export function runOverviewsFrom(
   });
 }
 
-/** The runs' counters: one read-keys call per organization (all its runs' counters), one pipeline per node. */
+/** The runs' counters: one call per organization, one pipeline per node. */
 export async function runOverviews(ctx: AppContext, runs: readonly RunMeta[]): Promise<RunOverview[]> {
   const orgs = [...new Set(runs.flatMap((r) => r.orgs))];
   const read = await readBatched(
