@@ -1,5 +1,4 @@
-// An entry of the audit stream (or of the archive, which keeps its fields verbatim) as the outcome store reads it:
-// every format an earlier release wrote, and the kinds of entry beside a transfer's answer.
+// An audit entry (stream or archive) as the outcome store reads it, in every format a release wrote.
 import { parseRepeatCauses, type RepeatCause } from './repeat-causes.ts';
 import { recordStoryOf } from './story.ts';
 
@@ -17,7 +16,7 @@ export interface AuditEntry {
   raw: string | undefined;
   /** 'possible-repeat': a 400 "already associated" after a lost answer (no body; see repeatCauses). */
   kind: 'transfer' | 'unreadable' | 'unexpected' | 'claim-move' | 'possible-repeat' | 'record';
-  /** A repeat of a transfer whose own answer was lost: that transfer's revoked authorizations are unknown. */
+  /** A repeat of a transfer whose own answer was lost. */
   possibleRepeat: boolean;
   /** Why, on a flagged entry (empty when the release that flagged it kept no cause). */
   repeatCauses?: RepeatCause[];
@@ -43,7 +42,7 @@ function removalsOf(value: string): unknown[] {
   }
 }
 
-/** An entry of the stream (or of the archive, which keeps its fields verbatim) as the outcome store reads it. */
+/** An entry of the stream or the archive as the outcome store reads it. */
 export function toAuditEntry(id: string, fields: string[]): AuditEntry {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;

@@ -1,7 +1,5 @@
-// The audit stream as the archive sees it: entries with every field verbatim (whatever their kind: the
-// archive keeps what a later release writes too), the archive's cursor beside the stream, and the trim.
-// Stream ids only grow (every entry is written with XADD *), so "every id up to the last exported one" is
-// exactly the exported entries: an entry added after an export began has a greater id and is never trimmed.
+// The audit stream as the archive sees it: entries verbatim, the archive's cursor, and the trim. Stream
+// ids only grow (XADD *), so trimming up to the last exported id never drops an entry added later.
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 
@@ -17,14 +15,11 @@ export interface ArchiveState {
   last: string;
   /** A write under way (or cut short by a crash): the day file and its size before the write. */
   pending?: PendingWrite;
-  /**
-   * Notes of writes that died on another archive disk than the process that found them, by that disk's id
-   * (ops/audit/archive-note.ts): left for a process on that disk to cut its file back.
-   */
+  /** Dead writes' notes for other archive disks, by disk id (ops/audit/archive-note.ts). */
   parked?: Record<string, ParkedWrite>;
 }
 
-/** Which file a note is for: the archive directory's id and the file's inode (none: a previous release's note). */
+/** Which file a note is for: the archive directory's id and the file's inode. */
 export interface FileIdentity {
   disk: string;
   ino: string;
@@ -122,8 +117,7 @@ export class AuditStream {
     }
     if (h.file === undefined) return state;
     state.pending = { file: h.file, size: Number(h.size ?? 0) };
-    // The identity is the note's only if the same holder wrote both (a previous release's process, in a
-    // fleet being upgraded, notes file, size and holder only, and would leave a newer note's identity).
+    // The identity is the note's only if the same holder wrote both (an older release writes none).
     const id = parseNote<FileIdentity & { holder: string; end?: number }>(h.identity);
     if (id && id.holder === h.holder) {
       state.pending.identity = { disk: id.disk, ino: id.ino };
@@ -133,10 +127,8 @@ export class AuditStream {
   }
 
   /**
-   * Before a write: the file, its size and who writes, so that a crash before the commit is undone (the
-   * file cut back to that size) and only this holder commits it (ops/audit/audit-commit.lua); and which file it
-   * is (its disk and inode) and where the write ends, so that only that file is ever cut back. Without an
-   * identity: the note as the previous release wrote it.
+   * Before a write: the file, its size, its holder and identity, so a crash before the commit
+   * (ops/audit/audit-commit.lua) cuts back exactly that file to that size.
    */
   async begin(
     org: string,
@@ -162,7 +154,7 @@ export class AuditStream {
     await this.#redis.hdel(this.#keys.auditArchive(org), ...NOTE_FIELDS);
   }
 
-  /** A dead write's note for a file on another disk: moved aside for that disk (and nothing is pending). */
+  /** A dead write's note for a file on another disk: moved aside for that disk. */
   async park(org: string, note: ParkedWrite): Promise<void> {
     const key = this.#keys.auditArchive(org);
     await this.#redis
@@ -183,8 +175,8 @@ export class AuditStream {
   }
 
   /**
-   * The organizations marked since the last call, unmarked. Unmarked BEFORE their streams are read: an
-   * entry written after this marks its organization again (the mark follows the write), so none is missed.
+   * The organizations marked since the last call, unmarked BEFORE their streams are read: a later
+   * entry marks its organization again, so none is missed.
    */
   async takeUnarchived(): Promise<string[]> {
     const key = this.#keys.auditUnarchived();

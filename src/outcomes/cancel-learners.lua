@@ -1,19 +1,10 @@
 --[[
-  Withdraws learners of one organization before their call (`cancel`, src/ops/actions/cancel.ts), each decided
-  in this one atomic step of the organization's slot against the learner's lease and record:
-
-  - its lease is held and its holder may still record an answer (before the lease's deadline plus the
-    grace acquire.lua gives a dead holder before a takeover): 'in-flight', left alone. The call finishes
-    and its outcome is recorded as any other.
-  - its record is `queued`, `retrying`, `held` or `awaiting-approval` (never called, or waiting for its
-    next try, or stopped by the pre-flight, or past a canary waiting for approval): it becomes `cancelled` with the time (t) and who (cb), moved between buckets,
-    indexes and counters the way every record moves (includes/record.lua). 'cancelled:<its run id>'.
-  - otherwise: 'none' (no record), 'state:<bucket>' (done, failed, cancelled already), or 'run:<run>'
-    when its run is not among the runs declared here (the caller declares it and asks again).
-
-  The worker reads the record again under the lease it takes with its permit (src/worker/admission.ts):
-  a learner cancelled here before that lease is never called; one whose lease was taken first is
-  'in-flight' here. The two cannot both win. The BullMQ job and the claim are the caller's to remove.
+  Withdraws learners of one organization before their call (ops/actions/cancel.ts), each decided
+  atomically against its lease and record:
+  - lease held and not past deadline plus grace: 'in-flight', left alone;
+  - `queued`, `retrying`, `held` or `awaiting-approval`: becomes `cancelled` (t, cb): 'cancelled:<run id>';
+  - else 'none' (no record), 'state:<bucket>', or 'run:<run>' (a run not declared: the caller asks again).
+  The worker re-reads the record under its lease (worker/admission.ts), so cancel and call never both win.
 
   KEYS[1]  outcomes hash ({org}:out)       KEYS[2]  org counters ({org}:counts)
   KEYS[3]  lease hash ({org}:lease)

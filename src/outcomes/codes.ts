@@ -1,5 +1,5 @@
-// The stable outcome codes and what the worker does with each: ONE table, in one file. Reports, the
-// dashboard, metrics and exit codes all read it. Changing a code is a breaking change for operators.
+// The stable outcome codes and what the worker does with each, in one table (decision 2). Changing a
+// code is a breaking change for operators.
 
 export const OUTCOME_CODES = [
   'transferred',
@@ -45,20 +45,16 @@ export const ACTIONS: Readonly<
 });
 
 /**
- * The audit entry an answer with a body carries: 'transfer' (the verbatim transfer result), 'unexpected'
- * (a valid 200 that is not this learner's completed transfer), 'unreadable' (a body that is not a
- * transfer result: its prefix, length and hash), or null (the answer changed nothing: no entry).
+ * The audit entry of an answer with a body: the transfer result, an 'unexpected' valid 200 (not this
+ * learner's transfer), or an 'unreadable' body (its prefix, length and hash).
  */
 export type AuditKind = 'transfer' | 'unexpected' | 'unreadable';
 
 export interface OutcomeInfo {
   action: OutcomeAction;
   /**
-   * 'wait-org': this code can mean the service itself is unreachable, not that this learner failed. When
-   * the request provably never left (connection refused), or UNREACHABLE_STREAK of them come in a row
-   * for one organization with no answer between, the action becomes a wait: the organization is blocked
-   * for a short, growing time and the learner goes back without using an attempt, as after a 429. So a
-   * service that is down for hours uses up no learner's attempts; one that answers resets the count.
+   * 'wait-org': the code may mean the service is unreachable. When the request never left, or after
+   * UNREACHABLE_STREAK in a row, the organization is blocked briefly and the learner waits without an attempt.
    */
   whenUnreachable?: 'wait-org';
   /** Final success for exit codes and reports: the learner is in the organization. */
@@ -68,11 +64,8 @@ export interface OutcomeInfo {
   /** A list read (crawl, reconcile) answered with this code stops: retrying cannot help. */
   crawlStops: boolean;
   /**
-   * How a FINAL outcome with this code feeds the organization's error budget (docs/guard-rails.md):
-   * 'success'; 'failure' (the next learner will fail the same way); 'not-found' (a failure when a list
-   * showed the learner, else only its own 90% rule: stale ids are normal); 'at-once' (halts at its first
-   * occurrence: a person must look); null (not an outcome of the service's judgement: a network error,
-   * a 429, a 401).
+   * How a final outcome feeds the error budget (docs/guard-rails.md): 'not-found' fails only when a list
+   * showed the learner; 'at-once' halts at once; null: not the service's judgement (network, 429, 401).
    */
   halt: 'success' | 'failure' | 'not-found' | 'at-once' | null;
   description: string;

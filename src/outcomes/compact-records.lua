@@ -1,16 +1,12 @@
 --[[
-  Compacts final records written whole by a release before the compact record (state version 5, see
-  src/app/state-upgrade.ts), as finish-attempt.lua compacts a record that ends final now
-  (includes/compact.lua). A record that is not final, or already compacted, is left as it is, so running
-  this again, or beside workers of this release, changes nothing.
+  Compacts final records an earlier release wrote whole (state version 5, app/state-upgrade.ts), as
+  finish-attempt.lua does (includes/compact.lua). Others are left as they are: safe to run again.
 
   KEYS[1]  outcomes hash ({org}:out)   KEYS[2] audit stream ({org}:audit)
   KEYS[3]  audit dedupe hash ({org}:audit:ids)
   ARGV[1..] learner ids
 
-  Records of that release name no dedupe keys (`ak`): the ones an attempt of theirs can have written are
-  derived (the transfer's `t:<id>` and the plain id older entries used, and `a:`/`r:` of each merged
-  attempt id).
+  Those records name no dedupe keys (`ak`): they are derived (`t:<id>`, the plain id, `a:`/`r:` per attempt).
 
   Returns the number of records compacted.
 ]]

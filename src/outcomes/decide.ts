@@ -1,6 +1,5 @@
-// What one answer of the service does to a learner, decided from the outcome table alone (codes.ts): the
-// action, whether the call used an attempt, and the bucket the learner lands in. Pure: the worker calls
-// it, and a test checks every code against every attempt without Redis.
+// What one answer of the service does to a learner, from the outcome table alone (codes.ts): the action,
+// whether it used an attempt, and the learner's bucket. Pure.
 import { ACTIONS, OUTCOMES, type OutcomeAction, type OutcomeCode } from './codes.ts';
 
 export interface Decision {
@@ -14,10 +13,8 @@ export interface Decision {
 }
 
 /**
- * `attempt` is this call's number (1 for the first) of `maxAttempts`. `unreachable`: the worker judged
- * the service unreachable for the organization (see OutcomeInfo.whenUnreachable): a code that allows it
- * waits instead, without using an attempt. `probe`: the call was the one probe of a 5xx storm
- * (docs/guard-rails.md): an answer that would be retried waits instead, without using an attempt.
+ * `attempt` counts from 1. `unreachable` (OutcomeInfo.whenUnreachable) and `probe` (the one probe of a
+ * 5xx storm, docs/guard-rails.md): an answer that allows it waits instead, without using an attempt.
  */
 export function decide(
   code: OutcomeCode,

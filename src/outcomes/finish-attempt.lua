@@ -1,11 +1,7 @@
 --[[
-  The end of one transfer attempt, in ONE atomic step of the organization's slot: the response's audit
-  entry, the learner's record merged from its current state, the permit settled, the lease freed. The
-  order inside does not matter (all or nothing); the order outside does: the worker writes the response
-  to its local spool (fsynced) before calling this, and calls it before telling BullMQ anything. A spool
-  replay calls it again with the same arguments, so it is idempotent: the audit entry is keyed by
-  ARGV[12] (transfer id, or the spool entry id of an unreadable body) and the record keeps the ids of
-  the attempts merged into it (field `ai`).
+  The end of one transfer attempt in one atomic step: the response's audit entry, the record merged from
+  its current state, the permit settled, the lease freed (decision 9). Idempotent for a spool replay:
+  the audit entry is keyed by ARGV[12], the record keeps the merged attempt ids (`ai`).
 
   KEYS[1]  outcomes hash ({org}:out)          KEYS[2]  run counters ({org}:run:<runId>)
   KEYS[3]  org counters ({org}:counts)        KEYS[4]  audit stream ({org}:audit)
@@ -16,10 +12,7 @@
 
   ARGV[1]  learner id            ARGV[2]  run id of the job        ARGV[3]  time of the attempt (ms)
   ARGV[4]  attempt id (unique per call: a replay of the same attempt merges nothing twice)
-  ARGV[5]  update (JSON, '' for none: only the permit and the lease are freed): b bucket, c code, s status, e error, m message, k token id, x transfer id,
-           d duration ms, n 1 when it counts as an attempt, ok 1 for a 200 that reads as a success,
-           lost 1 when the lease was taken over from an attempt that never finished (kept in the
-           record as `ll` until a transfer is recorded, for a repeat answered to a later attempt)
+  ARGV[5]  update (JSON, '' for none), fields as FinishArgs.update in store.ts
   ARGV[6]  space-separated indexed buckets (see KEYS[12..])
   ARGV[7]  permit: 'response' (stamp now) | 'abandon' (stamp its deadline) | 'release' (never sent:
            return the budget) | '' (no permit)
@@ -31,19 +24,11 @@
   ARGV[18] space-separated success buckets   ARGV[19] why the body is kept unread ('' = it was read)
   ARGV[20] space-separated failure buckets (members of KEYS[11])
   ARGV[21] byte length of an unreadable body whose prefix ARGV[14] is ('' = the body is whole)
-  ARGV[22] its SHA-256 (hex): a learner's later entry with the same body keeps no prefix again, only
-           the id of the entry that has it (field sameBodyAs), so Redis holds one prefix per learner and body
+  ARGV[22] its SHA-256 (hex): a later entry with the same body keeps only `sameBodyAs`, not the prefix
 
-  Merge rules (the record is never rewritten from a stale copy): a success is never replaced by a
-  failure (a late replay of an older attempt), 'transferred' is never replaced by
-  'already-in-org' (the repeat after a lost response), and 'cancelled' only by a success. A 200 success for a learner whose earlier
-  attempts may have reached the service without an answer (network-error, bad-response) and no known
-  transfer is marked a possible repeat (pr = 1), in the record and the audit entry (see below), with
-  its causes; a possible repeat that brought no body (the 400) gets an audit entry of its own.
-
-  Compaction: a record that ends final keeps only what report, retry and the dashboard read (and its
-  merged attempt ids as short hashes, `ah`, for replays); its history and audit ids go to the stream in
-  an entry of kind 'record' (includes/compact.lua).
+  Merge rules: a success is never replaced by a failure, 'transferred' never by 'already-in-org', and
+  'cancelled' only by a success. A success after attempts that lost their answer, with no known
+  transfer, is a possible repeat (pr = 1). A record that ends final is compacted (includes/compact.lua).
 
   Returns {auditId ('' when none), bucket written, 1 if the attempt was already merged, pr}
 ]]
@@ -51,7 +36,7 @@
 --- @include "record"
 --- @include "compact"
 local learner, runId, now, attemptId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
--- No update: the attempt ended before a call (the learner was found done): free the permit and lease only.
+-- No update: the attempt ended before a call: free the permit and lease only.
 local u = {}
 if ARGV[5] ~= '' then u = cjson.decode(ARGV[5]) end
 local idx = lt_index_keys(ARGV[6], 12)
@@ -72,14 +57,11 @@ local function contains(t, x)
   return false
 end
 
--- Attempts merged before the record was compacted are kept as short hashes (`ah`, includes/compact.lua).
+-- Attempts merged before the record was compacted are kept as short hashes (`ah`).
 local replay = old ~= nil and (contains(lt_list(old['ai']), attemptId) or contains(lt_list(old['ah']), lt_short(attemptId)))
 
--- A repeat ('already-in-org', by a 200 or the 400) of a learner never recorded transferred, after an
--- attempt whose answer was lost (no answer, an unreadable one, or a lease taken over from a holder that
--- died): the transfer may have been that lost attempt's, its revoked authorizations unknown.
--- Its causes go to the audit entry (field repeatCause, space-separated): lost-lease, no-answer,
--- unreadable-answer (src/outcomes/repeat-causes.ts says each in words).
+-- A repeat of a learner never recorded transferred, after an attempt whose answer was lost: the
+-- transfer may have been that attempt's. Its causes go to the audit entry (repeat-causes.ts).
 local pr, causes = 0, {}
 local function because(c)
   pr = 1
@@ -93,7 +75,7 @@ if u['b'] == 'already-in-org' and old and old['x'] == nil and old['b'] ~= 'trans
     if type(h) == 'table' and h[2] == 'network-error' then because('no-answer') end
     if type(h) == 'table' and h[2] == 'bad-response' then because('unreadable-answer') end
   end
-  -- A compacted record keeps what its history said of lost answers (field `hc`, see compact below).
+  -- A compacted record keeps what its history said of lost answers (`hc`).
   local hc = old['hc'] or ''
   if string.find(hc, 'n', 1, true) then because('no-answer') end
   if string.find(hc, 'u', 1, true) then because('unreadable-answer') end
@@ -101,16 +83,14 @@ elseif u['b'] == 'already-in-org' and not old and tonumber(u['lost']) == 1 then
   because('lost-lease')
 end
 
--- A possible repeat answered by the 400 has no body to keep, yet an auditor reading the stream alone must
--- see that the revoked authorizations of this learner's transfer are unknown: it gets an entry of its own
--- (kind 'possible-repeat', keyed by the attempt, so a replay writes it once).
+-- A possible repeat answered by the 400 has no body, yet the stream must show it: an entry of kind
+-- 'possible-repeat', keyed by the attempt.
 local auditKey, auditKind, auditRaw, auditTransfer = ARGV[12], ARGV[15], ARGV[14], ARGV[13]
 if auditKey == '' and pr == 1 then
   auditKey, auditKind, auditRaw, auditTransfer = 'r:' .. attemptId, 'possible-repeat', '', ''
 end
 
--- 1. The response, verbatim, once. A replay of an attempt already merged wrote its entry in that same
--- step: nothing is written again (its dedupe key is gone once the record was compacted).
+-- 1. The response, verbatim, once: a replay of a merged attempt wrote it already.
 local auditId = ''
 local bodyKeyNew = nil
 if auditKey ~= '' and replay then
@@ -172,9 +152,8 @@ if not replay and ARGV[5] ~= '' then
   local kept = false
   if success[oldBucket] and not success[bucket] then bucket, kept = oldBucket, true end
   if oldBucket == 'transferred' and bucket == 'already-in-org' then bucket, kept = 'transferred', true end
-  -- A cancelled learner was withdrawn with no call in flight (cancel-learners.lua): an outcome arriving
-  -- now is a dead holder's, replayed from its spool, or a job's own end (worker-error). Only a success
-  -- replaces it (the transfer did happen: the record says so); anything else joins the history only.
+  -- A cancelled learner had no call in flight: an outcome now is a replay or a worker-error. Only a
+  -- success (the transfer did happen) replaces it; anything else joins the history only.
   if oldBucket == 'cancelled' and not success[bucket] then bucket, kept = oldBucket, true end
   -- Kept: the record stays in its run (its counters net to nothing below).
   local writeRun = runId
@@ -195,18 +174,17 @@ if not replay and ARGV[5] ~= '' then
   end
   if pr == 1 then rec['pr'] = 1 end
   if tonumber(u['lost']) == 1 then rec['ll'] = 1 end
-  -- The transfer's own answer is on record now (a replay from the spool): nothing is unknown any more.
+  -- The transfer's own answer is on record now: nothing is unknown any more.
   if u['b'] == 'transferred' then rec['pr'], rec['ll'] = nil, nil end
   if auditId ~= '' and not contains(lt_list(rec['au']), auditId) then rec['au'] = lt_push(lt_list(rec['au']), auditId, 10) end
-  -- The duration in whole ms (the readers round it anyway): a float's 16 digits cost every history entry.
+  -- Whole ms: a float's 16 digits cost every history entry.
   rec['h'] = lt_push(lt_list(rec['h']), {now, u['c'], tonumber(u['s']) or 0, math.floor((tonumber(u['d']) or 0) + 0.5)}, 10)
   rec['ai'] = lt_push(lt_list(rec['ai']), attemptId, 10)
-  -- The dedupe keys this learner's entries hold in KEYS[5], dropped with them when the record is compacted.
+  -- This learner's dedupe keys in KEYS[5], dropped when the record is compacted.
   if auditKey ~= '' and not contains(lt_list(rec['ak']), auditKey) then rec['ak'] = lt_push(lt_list(rec['ak']), auditKey, 10) end
   if bodyKeyNew then rec['ak'] = lt_push(lt_list(rec['ak']), bodyKeyNew, 10) end
   if bucket ~= 'queued' and bucket ~= 'retrying' then lt_compact(rec, learner, writeRun, bucket, ARGV[3], KEYS[4], KEYS[5]) end
-  -- KEYS[11] is the failure index of the job's run (ARGV[2]): a record kept in another run (a success
-  -- that a late attempt of this job does not replace) has no business with it.
+  -- KEYS[11] is the job's run's failure index: a record kept in another run leaves it alone.
   local runFail = nil
   if writeRun == runId then runFail = KEYS[11] end
   local runDelta, orgDelta = {}, {}
@@ -215,8 +193,7 @@ if not replay and ARGV[5] ~= '' then
   lt_apply(KEYS[3], orgDelta)
 end
 
--- 3. The permit (see src/limiter/settle.lua and release.lua for why each mode stamps what it does).
--- A replay of an attempt already merged settled its permit in that same step: not again.
+-- 3. The permit (modes: limiter/settle.lua); a replay settled it already.
 local mode, permitId = ARGV[7], ARGV[8]
 if mode ~= '' and permitId ~= '' and not replay then
   local time = redis.call('TIME')

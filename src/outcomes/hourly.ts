@@ -1,11 +1,6 @@
-// Outcomes per hour and organization, for the dashboard's "transfers per hour over the last day" chart.
-// One small hash per (organization, hour): outcome code -> count, written by the worker after each
-// recorded outcome and expiring after two days, so it stays bounded over a weeks-long migration. The
-// limiter logs cannot serve here: they only hold one window (an hour per token), not a day of outcomes.
-// The same hash counts the outcomes that ended a learner's work (final: done or failed for good), in
-// fields that start with '=' (no outcome code does): `=final` for the organization, `=final:<run id>` per
-// run. The dashboard's burn-down reads learners left over time from them (ops/eta/burn-down.ts); an hour
-// written before they existed has none (`finished` undefined), so old records still read.
+// Outcomes per hour and organization, for the dashboard's per-hour chart: one hash per (organization,
+// hour), code -> count, expiring after two days. Fields starting with '=' count final outcomes
+// (`=final`, `=final:<run id>`) for the burn-down (ops/eta/burn-down.ts).
 import type { RedisClient } from '../redis/client.ts';
 import type { Keys } from '../core/keys.ts';
 import { addReads, hashOf, readBatched } from '../redis/batch.ts';
@@ -48,7 +43,7 @@ export interface HourBucket {
   hour: string;
   /** Outcome code -> count (every attempt that reached an outcome). */
   counts: Record<string, number>;
-  /** Learners whose work ended this hour (a final outcome); undefined in an hour recorded before it was. */
+  /** Learners whose work ended this hour; undefined in an hour an older release wrote. */
   finished?: number;
   /** The same per run id (only the runs that finished some). */
   finishedByRun?: Record<string, number>;
@@ -75,9 +70,8 @@ function bucketOf(hour: string, raw: Record<string, string>): HourBucket | null 
 }
 
 /**
- * The hours of the last `hours` (oldest first, the current hour last) that recorded an outcome: an hour
- * with none is left out, so a day of a quiet organization costs nothing to send (24 x 1,000 empty
- * buckets did). One call per organization (its hours share its slot), one pipeline per Redis node.
+ * The hours of the last `hours` (oldest first) that recorded an outcome: empty hours are left out. One
+ * call per organization, one pipeline per Redis node.
  */
 export async function readHourlyMany(
   redis: RedisClient,

@@ -1,8 +1,6 @@
 --[[
-  Writes outcome records of one organization and one run, and keeps what depends on them consistent in
-  the same atomic step: the per-bucket indexes of the organization, the run's bucket counters, the run's
-  failure index and the organization's bucket counters. One call takes a whole batch (the producer's
-  1000 learners), so the per-learner cost is two hash commands; counters are summed here and applied once.
+  Writes outcome records of one organization and one run, with their indexes and counters, in one
+  atomic step; one call takes a whole batch (counters summed and applied once).
 
   KEYS[1]  outcomes hash of the organization          ({org}:out)
   KEYS[2]  bucket counters of the run                  ({org}:run:<runId>)
@@ -13,13 +11,9 @@
   ARGV[2]  time (ms), the score in the indexes
   ARGV[3]  space-separated failure buckets (members of KEYS[4])
   ARGV[4]  space-separated buckets that get an index
-  ARGV[5]  mode: "set" always writes; "enqueue" writes only where there is no record or where the old
-           record is final and was last updated before ARGV[6] (re-opened on purpose: it keeps the
-           learner's history); "enqueue-cancelled" as "enqueue", and a `cancelled` record is re-opened
-           too, whatever its time (a person named the learner again: enqueue --csv, retry --learner);
-           "approve" writes only where the old record is `awaiting-approval` in run ARGV[1]: the old
-           record with the new bucket and time (a canary run approved: docs/canary.md), the JSON given
-           ignored. A learner awaiting approval is not final: "enqueue" never re-opens it.
+  ARGV[5]  mode: "set" always writes; "enqueue" only where there is no record or a final one updated
+           before ARGV[6]; "enqueue-cancelled" also re-opens `cancelled`; "approve" only moves a record
+           `awaiting-approval` in run ARGV[1] (keeping it, with the new bucket and time)
   ARGV[6]  force cutoff (ms): final records updated before it are re-opened; "0" re-opens none
   ARGV[7]  a canary run's size, or "": in an "enqueue" mode, the run's learners written beyond it in
            this organization (counted from the run's counters, here, in the same atomic step: two
@@ -27,10 +21,8 @@
            `awaiting-approval` instead of the bucket given (docs/canary.md)
   ARGV[8..] triples: learner id, new record (JSON with b = bucket, r = run id), new bucket
 
-  The organization a learner was in before its transfer (`po`, read from the list by plan --check --apply,
-  crawl or reconcile) is kept whatever the mode: a re-opened record keeps its own unless the new one says
-  where the list shows it now, and a learner still waiting (queued, retrying: "skip") takes the new one's,
-  so a check of a run already enqueued records it too. A final record kept as it is keeps its own.
+  `po` (the organization before the transfer) is kept whatever the mode; the new record's wins when it
+  has one, and a waiting learner ("skip") takes it too.
 
   Returns: one string per learner: its old bucket ("" when it had no record), "skip:<old bucket>" when
   mode "enqueue" kept the old record, or "wait:<old bucket>" when the canary wrote it awaiting approval.
@@ -92,7 +84,7 @@ for i = 8, #ARGV, 3 do
     -- learner before a worker moved it): it stays as it is.
     local older = (oldRecord and (tonumber(oldRecord['t']) or 0) or 0) < forceBefore
     if final and (older or (reopenCancelled and oldBucket == 'cancelled')) then
-      -- Re-opened on purpose: the learner's history (attempts, last transfer, audit ids) stays with it.
+      -- Re-opened on purpose: the learner's history stays with it.
       if oldRecord then
         local rec = cjson.decode(newJson)
         for _, field in ipairs(KEEP) do

@@ -1,31 +1,14 @@
-// The per-learner outcome record, stored as compact JSON in one hash per organization. Short field names
-// because a migration holds a million of them (bytes per learner are measured in bench/).
+// The per-learner outcome record: compact JSON, one hash per organization (short field names: a
+// migration holds a million of them).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './codes.ts';
 
 /**
- * Where a learner stands. `queued` until a worker records something; `retrying` while a failed attempt
- * waits for its next try (or a 429/401 wait); then a final outcome code. Exactly one bucket at a time:
- * run counters and the failure indexes are kept per bucket.
- */
-/**
- * `worker-error` is not an answer of the service: BullMQ failed the job itself (stalled too often, or an
- * error inside the worker), so the learner gets a final state a person can see and retry.
- * `claimed-elsewhere` is not one either: the job found its learner claimed by another organization (moved
- * there on purpose after this job was queued) and sent nothing.
- * `held` is not one either: `plan --check --apply` found the learner unknown to the list or with no user
- * attached and sent nothing; it waits for a person's decision (`retry --status held` sends it). Final and
- * not a success, so it is indexed, shown on the failures page and retried like a failure. Appended last:
- * records written before it existed never hold it, so nothing is upgraded.
- * `cancelled` is not one either: an operator withdrew the learner before its call (`cancel`, ops/actions/cancel.ts).
- * Final and not a success, yet not a failure: retry-all and the failures page leave it alone, exit
- * statuses do not count it, and every count shows it on its own. Indexed (so it can be listed). Appended
- * last, like `held`: records of earlier releases never hold it.
- * `awaiting-approval` is not one either: a learner of a canary run past its canary (`enqueue --canary N`,
- * docs/canary.md), waiting for a person's `approve --run` (or the run's auto-approval) with no job, no
- * budget and no attempt. Neither final nor waiting for a worker: not done, not failed, not queued.
- * Indexed (approve reads it). Appended last: records of earlier releases never hold it.
+ * Where a learner stands: `queued`, `retrying`, then a final outcome code; exactly one bucket at a time.
+ * The buckets after the codes are not answers of the service (docs/outcomes.md): `worker-error` (BullMQ
+ * failed the job), `claimed-elsewhere`, `held` (the pre-flight), `cancelled` (final, not a failure) and
+ * `awaiting-approval` (a canary run's, docs/canary.md). New ones are appended: old records never hold them.
  */
 export const BUCKETS = [
   'queued',
@@ -50,7 +33,7 @@ export type Bucket =
 /** The bucket of a learner withdrawn by an operator before its call. */
 export const CANCELLED = 'cancelled' satisfies Bucket;
 
-/** The bucket of a canary run's learner past its canary, until the run is approved (no job meanwhile). */
+/** The bucket of a canary run's learner past its canary, until the run is approved. */
 export const AWAITING_APPROVAL = 'awaiting-approval' satisfies Bucket;
 
 /**
@@ -74,7 +57,7 @@ export const FAILURE_BUCKETS: readonly Bucket[] = BUCKETS.filter(
   (b) => isFinalBucket(b) && !isSuccessBucket(b) && b !== CANCELLED,
 );
 
-/** Buckets that get a sorted-set index (for the failures page): not the big success or queued ones. */
+/** Buckets that get a sorted-set index: not the big success or queued ones. */
 export function isIndexedBucket(bucket: Bucket): boolean {
   return bucket !== 'queued' && !isSuccessBucket(bucket);
 }
@@ -124,29 +107,19 @@ export const recordSchema = z.object({
   ai: list(z.string()).optional(),
   /** 1: a 200 that may repeat a transfer whose own answer was lost (see finish-attempt.lua) */
   pr: z.number().optional(),
-  /**
-   * 1: an attempt took this learner's lease over from a holder that died mid-call (see finish-attempt.lua):
-   * a later repeat is a possible repeat, whatever that attempt itself was answered.
-   */
+  /** 1: an attempt took the lease over from a holder that died mid-call. */
   ll: z.number().optional(),
   /** Audit dedupe keys of this learner's entries (non-final records only: deleted when compacted). */
   ak: list(z.string()).optional(),
-  /**
-   * Compacted (a final record): the stream id of the audit entry of kind 'record' that holds its history
-   * and audit ids (finish-attempt.lua, compact). Absent on records not compacted yet.
-   */
+  /** Compacted: the stream id of the 'record' audit entry that holds its history and audit ids. */
   f: z.string().optional(),
-  /** What a compacted history said of lost answers (n: no answer, u: unreadable), for possible repeats. */
+  /** What a compacted history said of lost answers (n: no answer, u: unreadable). */
   hc: z.string().optional(),
-  /** Compacted: the ids of the last attempts merged, as the first 10 hex of their SHA-1 (replay check). */
+  /** Compacted: the last merged attempt ids, as shortAttemptId (replay check). */
   ah: list(z.string()).optional(),
   /** Cancelled: who withdrew the learner (`cli:user@host`, `dashboard:...`); when is `t`. */
   cb: z.string().optional(),
-  /**
-   * The organization the learner was in before the transfer (its `organizationId` on the learner list,
-   * read by `plan --check --apply`, `crawl` or `reconcile`): where `report --reverse` would move it
-   * back. Absent when the tool never read it (a plain CSV) or the record is a previous release's.
-   */
+  /** The organization the learner list showed before the transfer (for `report --reverse`). */
   po: z.number().int().optional(),
 });
 export type OutcomeRecord = z.infer<typeof recordSchema>;
@@ -189,11 +162,11 @@ export interface LearnerOutcome {
   transferId: string | null;
   tokenId: string | null;
   auditIds: string[];
-  /** A 200 that may repeat a transfer whose own answer was lost: its revoked authorizations are unknown. */
+  /** A 200 that may repeat a transfer whose own answer was lost. */
   possibleRepeat: boolean;
   /** Who cancelled the learner (state `cancelled`), else null; `updatedAt` says when. */
   cancelledBy: string | null;
-  /** The organization id the learner was in before the transfer, when the tool read it from the list. */
+  /** The organization the learner was in before the transfer, when read from the list. */
   previousOrgId: number | null;
   history: { at: string; outcome: string; httpStatus: number | null; durationMs: number }[];
 }

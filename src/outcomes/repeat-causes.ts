@@ -1,7 +1,5 @@
-// Why a transfer is a possible repeat, in words: the audit stream keeps the causes as codes (field
-// repeatCause, written by finish-attempt.lua), the export and the learner page say them to a person.
-// A possible repeat is a learner found already in the organization after an attempt whose answer was
-// lost: the transfer may have been that attempt's, and the authorizations it revoked are not on record.
+// Why a transfer is a possible repeat (docs/outcomes.md), in words: the audit stream keeps the causes as
+// codes (field repeatCause), the export and the learner page say them to a person.
 
 export const REPEAT_CAUSES = {
   'lost-lease':
@@ -17,7 +15,7 @@ export type RepeatCause = keyof typeof REPEAT_CAUSES;
 /** Entries written before the causes were kept say only that an answer was lost. */
 const UNKNOWN_CAUSE = 'an earlier attempt lost its answer (the release that wrote this entry kept no more)';
 
-/** The causes of a possible repeat as kept in the audit stream (space-separated), in order, known ones only. */
+/** The known causes of a possible repeat, in order, from the stream's field. */
 export function parseRepeatCauses(field: string | undefined): RepeatCause[] {
   return (field ?? '').split(' ').filter((c): c is RepeatCause => c in REPEAT_CAUSES);
 }

@@ -15,33 +15,22 @@ export interface RunMeta {
   orgs: string[];
   /** A reconcile's drift report (the file of what differed). */
   driftReport?: string | undefined;
-  /**
-   * Set on a run compacted after RUN_RETENTION (ops/actions/run-retention.ts): when, and its per-organization
-   * counters as they were then. Its learners' records still name it.
-   */
+  /** A run compacted after RUN_RETENTION: when, and its counters then. */
   compacted?: { at: string; byOrg: Record<string, RunCounts> } | undefined;
-  /**
-   * The newest retry that re-queued learners of this run (they go back into their own run, so the run's
-   * counters stay whole): when, how many of its learners, by whom. Absent on runs never retried (and on
-   * every run written before this field existed).
-   */
+  /** The newest retry that re-queued this run's learners: when, how many, by whom. */
   retried?: RetryNote | undefined;
-  /**
-   * A canary run (`--canary N`): its first N learners per organization are sent, the others wait for
-   * approval (bucket `awaiting-approval`, no job). Absent on every other run, and on runs written before
-   * this field existed: those send every learner.
-   */
+  /** A canary run (`--canary N`, docs/canary.md); absent on others, which send every learner. */
   canary?: CanaryMeta | undefined;
 }
 
 export interface CanaryMeta {
   /** Learners sent first, per organization of the run. */
   size: number;
-  /** Released by the worker that records the canary's last final outcome, when within the error budget. */
+  /** Approved by the worker recording the canary's last outcome, when within the error budget. */
   autoApprove: boolean;
-  /** Per organization released: when, by whom (`cli:user@host`, `dashboard:...`, `auto-approve:...`). */
+  /** Per organization released: when, by whom. */
   approved: Record<string, ApprovalNote>;
-  /** Per organization whose auto-approval was refused: why, in words ("6 of 10 failed: ..."). */
+  /** Per organization whose auto-approval was refused: why, in words. */
   refused: Record<string, string>;
 }
 
@@ -57,7 +46,7 @@ export interface RetryNote {
   by: string;
 }
 
-/** The canary fields of a run's hash (`canary`, `canaryAuto`, `approved:<org>`, `canaryRefused:<org>`). */
+/** The canary fields of a run's hash. */
 function canaryOf(h: Record<string, string>): CanaryMeta {
   const approved: Record<string, ApprovalNote> = {};
   const refused: Record<string, string> = {};
@@ -92,7 +81,7 @@ export class Runs {
   }
 
   async create(meta: Omit<RunMeta, 'createdAt'>, now = new Date()): Promise<RunMeta> {
-    // The last guard: every entry point checks its run id first, with a message naming its flag or field.
+    // The last guard: every entry point checks its run id first.
     if (!isRunId(meta.id)) {
       throw new LearnerTransferError(
         'LT_USAGE',
@@ -100,8 +89,7 @@ export class Runs {
       );
     }
     const full: RunMeta = { ...meta, createdAt: now.toISOString() };
-    // Two keys in two slots (no MULTI on a cluster): the run first, then its place in the list, so a run
-    // that is listed can always be read. A crash between the two leaves an unlisted hash, nothing more.
+    // Two slots, no MULTI: the run first, then the list, so a listed run can always be read.
     await this.#redis.hset(this.#keys.run(meta.id), {
       createdAt: full.createdAt,
       kind: full.kind,
@@ -147,9 +135,8 @@ export class Runs {
   }
 
   /**
-   * Notes that a canary run was approved in an organization. `first`: only if it was not yet (the
-   * auto-approval: of two workers finishing the canary's last learners at once, one approves); returns
-   * whether this call wrote the note.
+   * Notes a canary run approved in an organization. `first`: only if not yet (of two workers
+   * auto-approving at once, one wins); returns whether this call wrote the note.
    */
   async noteApproved(runId: string, org: string, note: ApprovalNote, first = false): Promise<boolean> {
     const field = `approved:${org}`;
@@ -159,16 +146,12 @@ export class Runs {
     return true;
   }
 
-  /** Notes why a canary run's auto-approval was refused in an organization (it waits for a person). */
+  /** Notes why a canary run's auto-approval was refused in an organization. */
   async noteCanaryRefused(runId: string, org: string, why: string): Promise<void> {
     await this.#redis.hset(this.#keys.run(runId), `canaryRefused:${org}`, why);
   }
 
-  /**
-   * Notes a retry of `count` of this run's learners and brings the run to the top of the list (list()):
-   * a retry re-queues learners into their own runs, which may be weeks old and far down by creation.
-   * The counters are the outcome store's, untouched here.
-   */
+  /** Notes a retry of this run's learners and brings the run to the top of list(). */
   async noteRetry(runId: string, note: RetryNote): Promise<void> {
     if (!(await this.#redis.exists(this.#keys.run(runId)))) return; // compacted or unknown: nothing to mark
     await this.#redis.hset(this.#keys.run(runId), {
@@ -191,15 +174,12 @@ export class Runs {
     }
   }
 
-  /** Whether a run of this id is stored (a run of an earlier release may have any id: see isReadableRunId). */
+  /** Whether a run of this id is stored (see isReadableRunId). */
   async exists(runId: string): Promise<boolean> {
     return (await this.get(runId)) !== undefined;
   }
 
-  /**
-   * Newest first, by the later of its creation and its newest retry (noteRetry): a run an operator just
-   * retried is listed with the new ones. Without retries, simply by creation.
-   */
+  /** Newest first, by the later of its creation and its newest retry. */
   async list(limit = 50): Promise<RunMeta[]> {
     const [created, active] = await Promise.all([
       this.#redis.zrevrange(this.#keys.runs(), 0, limit - 1, 'WITHSCORES'),

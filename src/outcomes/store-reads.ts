@@ -1,6 +1,4 @@
-// The reads of the outcome store (store.ts holds the writes): a learner's record, with its story, the
-// counts per run and organization, the pages of an indexed bucket or a run's failures, and the audit
-// stream in order.
+// The reads of the outcome store (store.ts holds the writes).
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { toAuditEntry, type AuditEntry } from './audit-entry.ts';
@@ -88,7 +86,7 @@ export class OutcomeReader {
     return ids.map(Number);
   }
 
-  /** Count of a run's failed learners in an organization (learners since moved to another run included). */
+  /** Count of a run's failed learners in an organization. */
   async runFailureSize(org: string, runId: string): Promise<number> {
     return this.redis.zcard(this.keys.runFailures(org, runId));
   }
@@ -115,7 +113,7 @@ export class OutcomeReader {
     return scores.map((s) => s !== null);
   }
 
-  /** Every record of an organization, in batches (HSCAN: constant memory on the server and here). */
+  /** Every record of an organization, in batches (HSCAN: constant memory). */
   async *scan(org: string, count = 1000): AsyncGenerator<[number, OutcomeRecord]> {
     let cursor = '0';
     do {

@@ -1,6 +1,5 @@
-// The outcome store: where every learner stands, per organization, in Redis. The worker writes it, the
-// producer seeds it (`queued`), and reports, status, retry and the dashboard read it (store-reads.ts: the
-// reads; audit-entry.ts: an audit entry as read).
+// The outcome store's writes: where every learner stands, per organization, in Redis (store-reads.ts
+// holds the reads).
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/client.ts';
 import { loadScripts } from '../redis/scripts.ts';
@@ -21,8 +20,7 @@ import { OutcomeReader } from './store-reads.ts';
 
 export type { RunCounts } from './store-reads.ts';
 
-// The outcome store's scripts, beside this module; both include includes/record.lua (bucket moves, indexes,
-// counters), so a record moves the same way in either.
+// The outcome store's scripts; the record moves the same way in each (includes/record.lua).
 export const OUTCOME_SCRIPTS = loadScripts(new URL('./', import.meta.url), [
   'finish-attempt',
   'record-outcome',
@@ -48,7 +46,7 @@ export interface FinishArgs {
   at: number;
   /** Unique per call: merged once, however often it is replayed. */
   attemptId: string;
-  /** Absent: the attempt ended before a call (learner found done); only the permit and lease are freed. */
+  /** Absent: the attempt ended before a call; only the permit and lease are freed. */
   update?: {
     b: Bucket;
     c: string;
@@ -63,7 +61,7 @@ export interface FinishArgs {
     n: 0 | 1;
     /** 1 for a 200 that reads as a success */
     ok?: 0 | 1;
-    /** 1 when the lease was taken over from an attempt that never finished (possible-repeat detection) */
+    /** 1 when the lease was taken over from an attempt that never finished */
     lost?: 0 | 1;
   };
   permit?:
@@ -107,9 +105,8 @@ export interface QueueMark {
   runId: string;
   source: string;
   /**
-   * Re-open a learner whose record is final (retry, reconcile): true for any final record, or a time
-   * (ms): only records last updated before it (a reconcile passes the start of its walk, so a learner a
-   * worker moved after its page was read is not transferred again).
+   * Re-open a final record: true for any, or a time (ms): only records updated before it (a reconcile's
+   * walk start, so a learner a worker moved after its page was read is not transferred again).
    */
   force: boolean | number;
   /**
@@ -117,15 +114,9 @@ export interface QueueMark {
    * Without it a cancelled learner stays cancelled (a crawl's next pass does not undo a cancel).
    */
   reopenCancelled?: boolean | undefined;
-  /**
-   * The organization id the learner list showed for the learner (plan --check --apply, crawl, reconcile):
-   * kept in the record (`po`) for `report --reverse`. A waiting learner's record takes it too.
-   */
+  /** The organization the learner list showed: kept as `po` for `report --reverse`. */
   previousOrgId?: number | undefined;
-  /**
-   * The bucket of the new record: `queued` (default), or `awaiting-approval` for a canary run's learner
-   * past its canary (no job: docs/canary.md).
-   */
+  /** The new record's bucket: `queued`, or `awaiting-approval` past a canary (docs/canary.md). */
   bucket?: 'queued' | 'awaiting-approval' | undefined;
 }
 
@@ -160,10 +151,7 @@ export interface AttemptUpdate {
   countsAsAttempt: boolean;
 }
 
-/**
- * What cancel-learners.lua decided for one learner: withdrawn, left to its call in flight, no record, a
- * state that is not withdrawn (done, failed, cancelled already), or a run the call did not declare.
- */
+/** What cancel-learners.lua decided for one learner. */
 export type CancelDecision =
   | { kind: 'cancelled'; runId: string }
   | { kind: 'in-flight' }
@@ -176,9 +164,9 @@ export interface CancelArgs {
   who: string;
   /** Decide only: nothing written. */
   dryRun: boolean;
-  /** The lease grace of acquire.lua (config.leaseGraceMs): a lease is in flight until deadline + grace. */
+  /** The lease grace of acquire.lua: a lease is in flight until deadline + grace. */
   leaseGraceMs: number;
-  /** The runs the learners' records may name (their counters and failure indexes are declared keys). */
+  /** The runs the learners' records may name (declared keys). */
   runIds: readonly string[];
   now?: number;
 }
@@ -193,7 +181,7 @@ export class OutcomeStore extends OutcomeReader {
     this.#stream = new AuditStream(redis, keys);
   }
 
-  /** One script call for records of one organization and one run (a batch, or a single attempt). */
+  /** One script call for records of one organization and one run. */
   #call(
     pipeline: ChainableCommander,
     org: string,
@@ -291,9 +279,8 @@ export class OutcomeStore extends OutcomeReader {
   }
 
   /**
-   * Moves learners of a canary run from `awaiting-approval` to `queued` (the run approved), in one script
-   * call per 1000: only those still awaiting approval in this run move (a cancel or another approve
-   * meanwhile wins). Returns the ids that moved; their jobs are the caller's to add.
+   * Moves an approved canary run's learners still `awaiting-approval` to `queued` (a cancel or another
+   * approve meanwhile wins). Returns the ids that moved; their jobs are the caller's to add.
    */
   async approve(
     org: string,
@@ -305,7 +292,7 @@ export class OutcomeStore extends OutcomeReader {
     for (let i = 0; i < learnerIds.length; i += 1000) {
       const chunk = learnerIds.slice(i, i + 1000);
       const pipe = this.redis.pipeline();
-      // The record given is ignored by mode 'approve' (the script keeps the stored one): only its bucket counts.
+      // Mode 'approve' keeps the stored record: only this one's bucket counts.
       const records = chunk.map((learnerId) => ({
         learnerId,
         record: { b: 'queued', r: runId, q: now, t: now, a: 0 } satisfies OutcomeRecord,
@@ -320,10 +307,7 @@ export class OutcomeStore extends OutcomeReader {
     return moved;
   }
 
-  /**
-   * Withdraws learners of one organization before their call, each decided atomically against its lease
-   * and record (cancel-learners.lua). The jobs and claims are the caller's (ops/actions/cancel.ts).
-   */
+  /** Withdraws learners before their call; jobs and claims are the caller's. */
   async cancel(org: string, learnerIds: readonly number[], a: CancelArgs): Promise<CancelDecision[]> {
     if (learnerIds.length === 0) return [];
     const k = this.keys;
@@ -353,10 +337,7 @@ export class OutcomeStore extends OutcomeReader {
     });
   }
 
-  /**
-   * Compacts the final records among these learners that an earlier release wrote whole (the upgrade to
-   * state version 5); returns how many were. Records not final or already compact are left as they are.
-   */
+  /** Compacts final records an earlier release wrote whole (state version 5); returns how many. */
   async compactRecords(org: string, learnerIds: readonly number[]): Promise<number> {
     if (learnerIds.length === 0) return 0;
     const k = this.keys;
@@ -364,10 +345,7 @@ export class OutcomeStore extends OutcomeReader {
     return Number(await OUTCOME_SCRIPTS.run(this.redis, 'compact-records', keys, learnerIds.map(String)));
   }
 
-  /**
-   * Records an outcome that no call produced (a job BullMQ failed itself, a claim claimed elsewhere): merged
-   * into the learner's current record by the same script as a call's outcome.
-   */
+  /** Records an outcome no call produced (BullMQ failed the job, claimed elsewhere). */
   async recordAttempt(
     org: string,
     learnerId: number,
@@ -442,10 +420,8 @@ export class OutcomeStore extends OutcomeReader {
       a.audit?.body?.sha256 ?? '',
     ])) as unknown[];
     const [auditId, bucket, replayed, pr] = reply.map((v) => String(v));
-    // After the write, so an archiver that unmarked the organization before reading its stream is told again.
-    // The stream grew when an answer was audited or a record became final (its story entry); a replay
-    // wrote nothing. Best effort and not awaited (one more command, no wait on the transfer's path): a
-    // mark lost here is found by the archiver's sweep at start.
+    // After the write, so an archiver that unmarked the organization meanwhile is told again. Not
+    // awaited: a mark lost here is found by the archiver's sweep at start.
     if (auditId || (replayed !== '1' && isFinalBucket(bucket as Bucket))) this.#markUnarchived(org);
     return {
       auditId: auditId ? auditId : undefined,
@@ -487,7 +463,7 @@ export class OutcomeStore extends OutcomeReader {
     return id ?? '';
   }
 
-  /** The audit streams as the archive reads and trims them (entries verbatim, the archive's cursor). */
+  /** The audit streams as the archive reads and trims them. */
   auditStream(): AuditStream {
     return this.#stream;
   }

@@ -1,7 +1,5 @@
-// A finished learner's story (its attempt history and the ids of its audit entries) lives in the audit
-// stream, not in its record: finish-attempt.lua compacts a final record and writes the story as an entry
-// of kind 'record' (docs/redis-memory.md). Here it is read back for the dashboard's learner page; once the
-// archive has trimmed the stream, the story is in the archive files and the record says so.
+// A finished learner's story (its history and audit ids), read back from the audit stream or the archive
+// for the learner page: a final record keeps it in an entry of kind 'record' (docs/redis-memory.md).
 import type { RedisClient } from '../redis/client.ts';
 import { recordSchema, type AttemptEntry, type OutcomeRecord } from './record.ts';
 
@@ -14,7 +12,7 @@ export interface RecordStory {
   prev: string | undefined;
 }
 
-/** Reads a story entry that the archive trimmed from the stream (undefined: not found there either). */
+/** Reads a story entry the archive trimmed from the stream (undefined: not found there either). */
 export type StoryReader = (entryId: string) => Promise<RecordStory | undefined>;
 
 /** At most this many entries of one record are followed (each late attempt or retry adds one). */
@@ -42,9 +40,8 @@ export function recordStoryOf(f: Record<string, string>): RecordStory {
 }
 
 /**
- * The record with its whole story put back (h, au): from its story entries, oldest first, then what it
- * gathered since, each entry from the stream or else from `fromArchive`. `archived` is true when an
- * entry could be read from neither (the archive trimmed it, and its files were not given or lack it).
+ * The record with its story put back (h, au), each entry from the stream or else `fromArchive`.
+ * `archived`: an entry could be read from neither.
  */
 export async function withStory(
   redis: RedisClient,
@@ -63,7 +60,7 @@ export async function withStory(
       for (let i = 0; i + 1 < entry[1].length; i += 2) f[entry[1][i] as string] = entry[1][i + 1] as string;
       story = recordStoryOf(f);
     } else {
-      // Trimmed from the stream: the archive files (AUDIT_ARCHIVE_DIR) keep it, when the caller reads them.
+      // Trimmed from the stream: the archive files keep it.
       story = await fromArchive?.(id);
     }
     if (!story) {

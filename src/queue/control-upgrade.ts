@@ -1,6 +1,5 @@
-// Releases before cluster support kept scheduled reconciles in a control queue named `control`, without a
-// {hash tag}: BullMQ's scripts on it touch keys in many slots, which a Redis Cluster refuses. This release
-// names it `{control}` and moves the schedules (and any control job still waiting) across once, at start.
+// Moves the schedules of the old control queue `control` (no hash tag, which a Cluster refuses) to
+// `{control}`, once, at start.
 import { LanesDue } from './lanes-due.ts';
 import { Queue } from 'bullmq';
 import type { Keys } from '../core/keys.ts';
@@ -14,10 +13,8 @@ export interface ControlMove {
 }
 
 /**
- * Moves the schedules of the old control queue to the new one: each is created there under the same id
- * (same pattern or interval, same job data), then removed from the old queue. Idempotent: a schedule
- * created twice is replaced, and an empty old queue costs one read. A cluster never had the old queue
- * (nothing could connect to one before), so there is nothing to do there.
+ * Moves the schedules of the old control queue to the new one, same id and data, then removes them.
+ * Idempotent: a schedule created twice is replaced. A cluster never had the old queue.
  */
 export async function moveLegacyControlQueue(
   redis: RedisClient,
@@ -61,8 +58,7 @@ export async function moveLegacyControlQueue(
       await legacy.removeJobScheduler(s.key);
       moved.schedules++;
     }
-    // A reconcile that was due but not yet taken runs from the new queue instead. A schedule's own next
-    // job is not moved: the schedule made again above makes its own (moving it would run it twice).
+    // A reconcile due and not yet taken moves; a schedule's own next job does not (it would run twice).
     for (const job of await legacy.getJobs(['waiting', 'prioritized'], 0, -1)) {
       const data = controlJobSchema.safeParse(job.data);
       if (!data.success || !job.id) continue;

@@ -1,7 +1,5 @@
-// The control queue: scheduled work for the fleet (today a nightly reconcile), driven by BullMQ job
-// schedulers, so a running `work` fleet performs it without cron on a host. One queue for all
-// organizations (a reconcile may span several); every `work` process serves it, and BullMQ hands each
-// scheduled job to exactly one of them.
+// The control queue: the fleet's scheduled work (a nightly reconcile), as BullMQ job schedulers that
+// one of the `work` processes runs, without cron.
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Queue, type JobSchedulerJson } from 'bullmq';
@@ -14,18 +12,17 @@ import { CONTROL_LANE, type LanesDue } from './lanes-due.ts';
 export const controlJobSchema = z.object({
   kind: z.literal('reconcile'),
   scheduleId: z.string(),
-  /** Absolute path of the desired-state CSV: it must be readable by the worker hosts at this path. */
+  /** Absolute path of the desired-state CSV, readable by the worker hosts at this path. */
   desired: z.string(),
   defaultOrg: z.string().optional(),
-  /** Organization ids known when the schedule was made (Redis may know more by the time it runs). */
+  /** Organization ids known when the schedule was made. */
   orgIds: z.record(z.string(), z.number().int().positive()).default({}),
 });
 export type ControlJob = z.infer<typeof controlJobSchema>;
 
 /**
- * The real path of a scheduled reconcile's desired file, checked to lie inside SCHEDULE_DIR after every
- * symlink is resolved (of the file and of the directory). Refused when SCHEDULE_DIR is unset, or the file
- * is outside it or missing. The message names SCHEDULE_DIR and the path, never anything read from a file.
+ * The real path of a scheduled reconcile's desired file, refused unless inside SCHEDULE_DIR once every
+ * symlink is resolved. The message never quotes the file.
  */
 export async function resolveScheduleFile(scheduleDir: string | undefined, file: string): Promise<string> {
   if (!scheduleDir) {

@@ -1,5 +1,5 @@
-// enqueue --csv: CSV source -> validation and in-file dedupe -> producer, in batches, with a rejects
-// file that names every bad line and why. Valid rows always go through, whatever the bad ones are.
+// enqueue --csv: the CSV's valid rows, deduplicated, to the producer in batches; every bad line to a
+// rejects file with its reason.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { once } from 'node:events';
@@ -67,7 +67,7 @@ class RejectsWriter {
   get path(): string | null {
     return this.#out ? this.#path : null;
   }
-  /** `ok` false (the enqueue failed): the rejects so far are dropped, the target left as it was. */
+  /** `ok` false: the rejects so far are dropped, the target left as it was. */
   async close(ok: boolean): Promise<void> {
     if (ok) await this.#out?.commit();
     else await this.#out?.abort();

@@ -1,12 +1,6 @@
-// learner id -> first line number (and a small tag: the organization's index), for the in-file
-// duplicate check of a million-row CSV. A JS Map of a million entries costs ~60 MB of small objects and
-// makes V8 grow the heap far past that; this is open addressing over typed arrays: 8 bytes a slot (a
-// 32-bit id and its line), 2 more only once a tag other than 0 is set (a file naming several
-// organizations). Ids of 2^32 and more (allowed, up to 2^53, and rare) sit in a small Map. At most 3/4
-// full and growing by half, the table and its old one while it grows take about 22 bytes an id at their
-// peak, averaged over sizes from 100,000 to 3,000,000 ids (35 at most half full in powers of two); a
-// million ids take 10.5 MB, 17.5 MB while the table grows (before: 12 bytes a slot, at most half full,
-// 25 MB and 38 MB while it grew).
+// learner id -> first line number (and the organization's index), for a million-row CSV's duplicate
+// check: open addressing over typed arrays, as a JS Map costs ~60 MB (docs/benchmarks.md); ids of 2^32
+// and more sit in a small Map.
 
 const MAX_LOAD = 0.75;
 

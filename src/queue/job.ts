@@ -9,14 +9,12 @@ export const transferJobSchema = z.object({
   /** "jobs.csv:12", "checked:jobs.csv:12" (plan --check --apply), "crawl:page 7", "reconcile:desired.csv:4", "retry" */
   source: z.string(),
   /**
-   * 1: one of its run's canary learners (`--canary N`): the worker that records its final outcome looks
-   * whether the canary is over, for the run's auto-approval. Absent on every other job (and on jobs of
-   * earlier releases).
+   * 1: one of its run's canary learners, whose final outcome may end the canary (auto-approval).
    */
   canary: z.literal(1).optional(),
 });
 
-/** The sources whose learners the service's list showed: `plan --check --apply`, a crawl, a reconcile. */
+/** The sources whose learners the service's list showed. */
 const LISTED_SOURCE = /^(checked|crawl|reconcile):/;
 
 /**
@@ -27,7 +25,7 @@ export function shownByList(source: string): boolean {
   return LISTED_SOURCE.test(source);
 }
 
-/** The source of a learner `plan --check --apply` sends: its CSV line, marked as checked against the list. */
+/** The source of a learner `plan --check --apply` sends: its CSV line, marked checked. */
 export function checkedSource(source: string): string {
   return `checked:${source}`;
 }

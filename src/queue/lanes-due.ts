@@ -1,14 +1,6 @@
-// Which queues have work, and when each needs a worker: one sorted set for the whole prefix (lane -> ms
-// time), so that a `work` process serving 1,000 organizations learns where the work is from one read
-// instead of one blocking connection and one poll per organization (decision 12).
-//
-// - Everything that adds jobs marks the lane due now (markDue): the time is lowered, never raised, and a
-//   nudge on keys.lanesChannel() wakes every `work` process at once.
-// - A process that attaches a worker to a lane moves its time to a lease time (swap, only from the time it
-//   read); if the process dies, the lane comes due again when the lease ends and another process takes it.
-// - A lane detached for want of budget waits under the time its next permit frees; one with delayed jobs
-//   only, under the first one's time; a drained lane leaves the set. Each of those swaps only from the
-//   lease time: a producer's mark made meanwhile (the time lowered to now) is never lost.
+// Which queues have work, and when each needs a worker: one sorted set for the prefix (lane -> ms time),
+// read instead of one connection per organization (decision 12; docs/many-organizations.md). Every move
+// swaps only from the time read, so a producer's mark made meanwhile is never lost.
 import type { RedisClient } from '../redis/client.ts';
 import { QUEUE_SCRIPTS } from './scripts.ts';
 import type { Keys } from '../core/keys.ts';
@@ -45,7 +37,7 @@ export class LanesDue {
     this.#channel = keys.lanesChannel();
   }
 
-  /** Jobs were added to these lanes: due now (a later time is lowered), and every process is nudged. */
+  /** Jobs were added to these lanes: due now, and every process is nudged. */
   async markDue(lanes: Iterable<string>, at = Date.now()): Promise<void> {
     const list = [...new Set(lanes)];
     for (let i = 0; i < list.length; i += CHUNK) {

@@ -1,10 +1,5 @@
-// The numeric id of each organization key. The API never shows it (a learner's organizationId is a
-// number, our tokens are named by key), yet crawl must skip learners already in the target and
-// reconcile must compare owners. So the operator gives it once (--target-org-id N, --org-id KEY=N) and
-// it is remembered in Redis for later runs, scheduled ones included. A crawl with --from-org needs no id
-// to select and learns it from the list (crawl-org-id.ts): learn() never replaces an id already there.
-// Two keys must never name one organization: each key has its own daily budget, so the organization's
-// would be spent twice over. An id another key has is refused (checked and written in one Lua script).
+// The numeric id of each organization key, given once or learned from the list and remembered in Redis
+// (docs/crawl.md). No two keys may share an id: each would spend the organization's daily budget.
 import type { RedisClient } from '../redis/client.ts';
 import { QUEUE_SCRIPTS } from './scripts.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -43,9 +38,8 @@ export class OrgIds {
   }
 
   /**
-   * Remembers `id` for `org` when it has none (an id given or learned before stays: a disagreement is
-   * the caller's to report). Refuses (LT_ORG_ID_TAKEN) an id another key has. Returns the id `org` has
-   * now.
+   * Remembers `id` for `org` when it has none; refuses (LT_ORG_ID_TAKEN) an id another key has.
+   * Returns the id `org` has now.
    */
   async learn(org: string, id: number): Promise<number> {
     await this.#run('learn', { [org]: id });

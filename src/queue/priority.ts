@@ -1,31 +1,6 @@
-// Urgent learners: `enqueue --priority urgent` and the dashboard's "Move ahead of the
-// queue" put a learner ahead of its organization's bulk. The budget is untouched: an urgent learner goes
-// through the same limiter as every other, it is only taken from the queue sooner.
-//
-// Why the head of the wait list, and not BullMQ priorities. A BullMQ worker takes a job from the `wait`
-// list (RPOPLPUSH from its head) and looks at the `prioritized` set only when `wait` is empty: a job
-// without a priority goes BEFORE every job with one, whatever the number. So `priority: 1` on urgent jobs
-// would put them behind the whole bulk. Giving the bulk a priority too (bulk 2, urgent 1) would work for
-// new jobs only: the jobs enqueued by the previous release have none, sit in `wait`, and would still all
-// go first; and every bulk add would take the slower prioritized path (a sorted set and a counter) for
-// the sake of a few urgent learners. Instead:
-//   - the bulk is added exactly as before (no priority, `wait` list, FIFO): the bulk path is unchanged;
-//   - an urgent learner without a job is added with `lifo: true`, which BullMQ pushes on the HEAD of
-//     `wait` (RPUSH), so the next worker with a free slot takes it, ahead of every bulk job already
-//     waiting, old or new;
-//   - an urgent learner whose job already exists (queued, or retrying) is moved to the head with
-//     Job.changePriority({ priority: 0, lifo: true }): one BullMQ script that takes the job out of `wait`
-//     (or `prioritized`) and pushes it back on the head, with the same job id, data and attempts made;
-//     a job waiting out a backoff (`delayed`) is promoted first (Job.promote), then moved. The job keeps
-//     its id (job.ts jobIdOf), so the one-job-per-learner dedupe and the outcome record are untouched.
-// Consequences, documented for operators:
-//   - among urgent learners the latest request goes first (each one is pushed on the head); within one
-//     request (one producer batch) the input order is kept;
-//   - a job in a worker's hands (`active`) is not touched: it is already being transferred;
-//   - a job that leaves the queue and comes back through BullMQ's `delayed` set (a backoff after a failed
-//     attempt, a 429's wait) re-enters at the tail of `wait`, like every job: BullMQ promotes delayed
-//     jobs with LPUSH. A job sent back because the budget has no permit yet goes back to the head
-//     (BullMQ's rate-limit path RPUSHes it), so waiting for the budget does not lose the place.
+// Urgent learners (`enqueue --priority urgent`, the dashboard's "Move ahead of the queue"): put on the
+// head of their organization's wait list, not given a BullMQ priority (docs/urgent.md says why and what
+// operators see). The budget is untouched: only the order changes.
 import type { Job } from 'bullmq';
 import { jobIdOf, type TransferJob } from './job.ts';
 import type { TransferQueue } from './queues.ts';
@@ -66,8 +41,8 @@ export function aheadOf(b: UrgentBatch): number[] {
 }
 
 /**
- * Moves the existing jobs of these learners to the head of their queue's wait list (see the top of this
- * file). The last learner of the list ends on the head: callers pass them in reverse to keep their order.
+ * Moves these learners' existing jobs to the head of the wait list; the last one ends on the head
+ * (callers pass them in reverse to keep their order).
  */
 export async function moveAhead(
   queue: TransferQueue,
@@ -106,7 +81,7 @@ export async function moveAhead(
 /** Where a learner's job stands in its queue, for the learner page. */
 export interface QueuePlace {
   state: string;
-  /** 1 = the next job a worker takes; undefined when not waiting or further than `scan` from the head. */
+  /** 1 = the next job taken; undefined when not waiting or further than `scan` from the head. */
   position?: number;
   /** Jobs in the wait list. */
   waiting?: number;
@@ -134,7 +109,7 @@ export async function queuePlace(
   return index === null ? { state, waiting } : { state, waiting, position: waiting - index };
 }
 
-/** Most learner ids one change-log entry lists (a large urgent CSV writes one entry per batch anyway). */
+/** Most learner ids one change-log entry lists. */
 const MAX_IDS_PER_ENTRY = 1000;
 
 /**

@@ -1,9 +1,6 @@
-// The producer: every source (CSV, crawl, reconcile, retry) enqueues through here, so dedupe, run
-// records and outcome seeding are the same for all. A learner is marked `queued` in the outcome store
-// before its job is added: a crash between the two leaves a `queued` record whose job a re-run adds
-// again (job ids make that a no-op when the job exists), never a job without a record.
-// `priority: 'urgent'` puts the learners ahead of their organization's bulk: see priority.ts for why
-// that is the head of BullMQ's wait list and not a BullMQ priority. The normal (bulk) path is unchanged.
+// The producer: every source enqueues through here (dedupe, runs, outcome seeding alike). A learner is
+// marked `queued` before its job is added: a crash between leaves a record a re-run adds a job for,
+// never a job without a record.
 import { JOB_NAME, jobIdOf, type TransferJob } from './job.ts';
 import type { QueueSet, TransferQueue } from './queues.ts';
 import {
@@ -27,7 +24,7 @@ export interface ProducerItem {
   source: string;
   /** Line of the input file, for rejects. */
   line?: number;
-  /** The organization id the learner list showed for it (kept in its record for `report --reverse`). */
+  /** The organization id the learner list showed for it (for `report --reverse`). */
   previousOrgId?: number | undefined;
 }
 
@@ -40,7 +37,7 @@ export interface ProduceCounts {
   alreadyDone: Partial<Record<Bucket, number>>;
   /** Learners claimed by another organization, left where they are (by holding organization). */
   claimedElsewhere: Record<string, number>;
-  /** Learners moved here from another organization on purpose (--move, a reconcile's desired state). */
+  /** Learners moved here from another organization on purpose (--move, a reconcile). */
   moved: number;
   /** Learners past a canary (`canary`), recorded awaiting approval with no job (or already so). */
   awaitingApproval: number;
@@ -88,42 +85,28 @@ export function addCounts(into: ProduceCounts, more: ProduceCounts): void {
 }
 
 export interface AddOptions {
-  /** Re-open learners whose outcome is final (reconcile, retry): true, or only records older than a time. */
+  /** Re-open final learners (reconcile, retry): true, or only records older than a time. */
   force?: boolean | number;
-  /**
-   * Re-open learners an operator cancelled (a person names them again: enqueue --csv). A crawl or a
-   * plain add leaves them cancelled (counted in alreadyDone.cancelled), so its next pass does not undo
-   * a cancel. `force` re-opens them anyway, as every final record.
-   */
+  /** Re-open learners an operator cancelled (a person names them again); a crawl's next pass does not. */
   reopenCancelled?: boolean;
-  /**
-   * Move learners claimed by another organization here (an explicit act: `--move`, a reconcile's
-   * desired state). Only learners whose record there is final and with no call in flight move; the move
-   * is written in this organization's audit stream.
-   */
+  /** Move learners claimed by another organization here (`--move`, a reconcile), when final there. */
   move?: boolean;
   /** Hears each learner left where it is (the CSV producer writes it to the rejects file). */
   onClaimedElsewhere?: (held: ClaimedElsewhereItem) => void | Promise<void>;
-  /**
-   * `urgent`: put these learners ahead of their organization's bulk (priority.ts); learners already
-   * queued or retrying are moved ahead. Nothing else changes: the same claims, outcome seeding and
-   * dedupe, so a learner already done is still not re-queued unless `force`. Default `normal`.
-   */
+  /** `urgent`: put these learners ahead of their organization's bulk (priority.ts); nothing else changes. */
   priority?: Priority;
-  /** Hears what an urgent add did, per organization and batch (callers write the change log from it). */
+  /** Hears what an urgent add did, per organization and batch (for the change log). */
   onUrgent?: (batch: UrgentBatch) => void | Promise<void>;
   /**
-   * A canary run (docs/canary.md): only the run's first `canary` learners per organization get a job;
-   * the others are recorded `awaiting-approval`, with no job, until the run is approved (ops/actions/canary.ts).
-   * Learners kept as they were (done, queued elsewhere) do not count toward it. The run is a new one:
-   * what it holds in the organization besides those awaiting approval is its canary.
+   * A canary run (docs/canary.md): only the first `canary` learners per organization get a job, the
+   * others wait `awaiting-approval`. Learners kept as they were do not count toward it.
    */
   canary?: number | undefined;
 }
 
 type Entry = { item: ProducerItem; mark: MarkResult };
 
-/** A candidate's mark, and whether it was recorded awaiting approval (a canary run past its canary). */
+/** A candidate's mark, and whether it was recorded awaiting approval. */
 type Marked = { mark: MarkResult; awaiting: boolean };
 
 function jobData(org: string, item: ProducerItem, runId: string, canary: boolean): TransferJob {
@@ -235,12 +218,8 @@ export class Producer {
   }
 
   /**
-   * Puts an organization's urgent learners on the head of its wait list, keeping their input order:
-   * learners without a job are added with `lifo` (BullMQ pushes them on the head); learners whose job
-   * exists (queued, retrying) are moved there by moveAhead. Walking the list from its end in runs of the
-   * same kind, each run pushed on the head, leaves the first learner of the list next. Adding a learner
-   * whose job exists is a no-op (job ids), exactly as on the bulk path, so a missing job (a crash between
-   * the record and the add) is repaired here too.
+   * Puts an organization's urgent learners on the head of its wait list in input order: new jobs added
+   * with `lifo`, existing ones moved (moveAhead), walking the list from its end in runs of one kind.
    */
   async #addUrgent(
     queue: TransferQueue,

@@ -1,6 +1,5 @@
-// Admission of one transfer job, before any call: its data read, the learner's record checked, the permit
-// and the learner's lease taken in one step, then, under the lease, the record and the claim checked again.
-// Every way out after the permit gives the permit and the lease back.
+// Admission of one transfer job before any call: the permit and the learner's lease taken in one step,
+// then the record and the claim checked under the lease. Every way out gives both back.
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { TokenRef } from '../core/config.ts';
@@ -23,7 +22,7 @@ export interface TransferTarget {
   tokens: readonly TokenRef[];
 }
 
-/** A job admitted to its call: the permit and lease it holds (grant), the token chosen, the record as it was then. */
+/** A job admitted to its call: its grant, the token chosen, the record as it was then. */
 export interface Admitted extends TransferTarget {
   grant: AttemptPermit;
   token: TokenRef;
@@ -69,11 +68,8 @@ export async function admit(
 ): Promise<Admitted | ProcessResult> {
   const { deps } = ctx;
   const { org, learnerId, runId } = target;
-  // A job run again after its learner was done (a stall after the transfer was recorded, or a crash
-  // before BullMQ completed it) ends here without spending budget. A re-open on purpose (retry,
-  // reconcile) always sets the record back to queued first, so this never skips wanted work. A learner
-  // cancelled by an operator (its job was in this worker's hands, so `cancel` could not remove it) ends
-  // here too: no permit, no call.
+  // A job run again after its learner was done, or cancelled while in this worker's hands, ends here
+  // without a permit (a re-open on purpose sets the record back to queued first).
   const previous = await deps.store.get(org, learnerId);
   const done = doneResult(previous);
   if (done) {
@@ -159,12 +155,9 @@ async function waitForPermit(
     throw new DelayedError();
   }
   sayWhyNoPermit(ctx, target, permit);
-  // Sleep until a permit can exist, but never longer than the policy recheck bound: a resume, a raised
-  // limit, a smaller reserve or an unpaused token applies within seconds. While every token is refused
-  // (401) or the organization is paused, waitMs is only a sentinel and this bound is the recheck.
-  // The dispatcher detaches the organization's worker for the whole wait: it is woken when its permit
-  // frees, or at once by a policy change (its limiter event). Otherwise (a short wait, or no dispatcher)
-  // the queue sleeps, bounded: a resume, a raised limit or an unpaused token applies within seconds.
+  // The dispatcher detaches the worker for the whole wait (woken when its permit frees, or by a limiter
+  // event); otherwise the queue sleeps until a permit can exist, bounded by the policy recheck, so a
+  // resume or a raised limit applies within seconds (paused or all 401: waitMs is only a sentinel).
   const indefinite = permit.scope === 'paused' || permit.allBlockedIndefinitely;
   ctx.deps.onRefused?.(org, permit.scope, indefinite);
   if (ctx.deps.onBudgetWait?.(org, permit.waitMs, indefinite, askedAtMs)) throw Worker.RateLimitError();

@@ -1,5 +1,4 @@
-// The permit and the learner's lease one attempt holds from acquire to its record: the call counts against
-// them, and an attempt that ends without an answer gives them back in the one finish step.
+// The permit and the learner's lease one attempt holds from acquire to its record.
 import { randomUUID } from 'node:crypto';
 import type { Acquired } from '../limiter/index.ts';
 import type { FinishArgs, FinishResult } from '../outcomes/store.ts';

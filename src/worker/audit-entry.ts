@@ -1,7 +1,5 @@
-// The audit entry of one answer: every 200, and every body that could not be read, may have changed
-// something, so it goes to the audit stream through the spool. A readable body goes verbatim; a body that
-// is not a transfer result goes as its prefix, length and SHA-256, with the whole of it on disk beside the
-// spool (body-archive.ts), so a service that answers every attempt with a big page cannot fill Redis.
+// The audit entry of one answer that may have changed something (every 200, every unreadable body): a
+// readable body verbatim, another as its prefix, length and hash (body-archive.ts).
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Logger, Scrub } from '../core/log.ts';
 import { OUTCOMES } from '../outcomes/codes.ts';

@@ -1,11 +1,5 @@
-// What is kept of a 200 whose body is not a transfer result (cut, not JSON, refused by the schema): a
-// service, a proxy or a WAF can answer 200 with a big page that is nothing of the kind, on every attempt
-// of every learner, and Redis must not hold it whole each time (at 256 KiB an attempt, Redis fills up and
-// refuses writes). Redis keeps a prefix (at most UNREADABLE_PREFIX bytes, enough for any real transfer
-// result, cut or whole), the body's length and its SHA-256; a body longer than the prefix is kept whole
-// once on disk, beside the spool, named by its hash (so the same page met a thousand times is one file).
-// Its time (mtime) is that of the newest answer that carried it: AUDIT_PERSONAL_RETENTION deletes it once
-// that answer is past the retention (ops/audit/retention.ts), as the entries' own prefixes are removed then.
+// What is kept of a 200 whose body is not a transfer result: a prefix, length and SHA-256 in Redis, the
+// whole body once on disk beside the spool, named by its hash (docs/redis-memory.md, "Unreadable answers").
 import { createHash, randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { open, readdir, rename, stat, unlink, utimes } from 'node:fs/promises';

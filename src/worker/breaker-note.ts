@@ -1,7 +1,5 @@
-// Feeds the error budget (limiter/breaker.ts) with one recorded answer, on the outcome path: a final
-// outcome of an answered call goes into the organization's and the token's samples, judged in the same
-// step; a server error or a success also tells the 5xx storm. A halt is written by that step as a pause;
-// here it is only said (the log, and the notification through onHalt).
+// Feeds the error budget (limiter/breaker.ts, docs/guard-rails.md) with one recorded answer; a halt it
+// writes is only said here (the log, onHalt).
 import type { SampleKind } from '../limiter/breaker.ts';
 import { haltAdvice } from '../limiter/breaker.ts';
 import { OUTCOMES } from '../outcomes/codes.ts';

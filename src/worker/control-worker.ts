@@ -1,5 +1,4 @@
-// Serves the control queue (queue/control.ts) inside `work`: a scheduled reconcile runs here, in
-// whichever worker process BullMQ hands it to, one at a time per process.
+// Serves the control queue (queue/control.ts) inside `work`: scheduled reconciles, one at a time.
 import { basename } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { liveSecrets, type AppContext } from '../app/context.ts';

@@ -1,7 +1,5 @@
-// The pub/sub side of the lanes (lanes.ts): one subscription to the lanes channel (a producer's nudge) and
-// one per organization served to its limiter events (a resume, an unblock, budget released), followed as
-// the organizations served change. Not a pattern: an ACL's &PREFIX:* grants these channels (PSUBSCRIBE
-// would need its pattern granted literally). Idle, a subscription costs nothing.
+// The pub/sub side of the lanes (lanes.ts): the lanes channel (a producer's nudge) and each served
+// organization's limiter events. Channels, not a pattern: an ACL's &PREFIX:* grants them.
 import { subscribeReady, type RedisClient } from '../redis/client.ts';
 
 export interface LaneChannelsOptions {
@@ -44,7 +42,7 @@ export class LaneChannels {
     await this.follow(lanes);
   }
 
-  /** Subscribes to the limiter events of the lanes served, and no others (the control lane has none). */
+  /** Subscribes to the limiter events of the lanes served, and no others. */
   async follow(lanes: ReadonlySet<string>): Promise<void> {
     const next = new Map<string, string>();
     for (const lane of lanes) if (!lane.startsWith(':')) next.set(this.#o.limiterChannel(lane), lane);

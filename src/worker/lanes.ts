@@ -1,15 +1,6 @@
-// Workers only where there is work and budget (decision 12). Each organization keeps its own
-// queue (its pause, priorities, bull-board page and hash tag), but a `work` process attaches a BullMQ
-// Worker (and so a blocking Redis connection) only to the lanes that are due in LanesDue, at most
-// `maxAttached` at once, whatever the number of organizations:
-//
-// - a lane is attached when it comes due (a producer marked it, its budget frees, its delayed jobs come
-//   due, or the lease of a process that died ends), taken with a lease so that processes share the lanes;
-// - it is detached when its queue is drained, when the limiter says its budget is spent for a while (it
-//   waits in LanesDue under the time its next permit frees: woken once then, not polled), or to let a
-//   lane that waits for a slot have one (a fair rotation: the lane attached longest gives way first);
-// - with nothing due, a process sends nothing but one read of LanesDue per safety interval: a nudge on
-//   the lanes channel (a producer) or an organization's limiter events (a resume, an unblock) wakes it.
+// Workers only where there is work and budget (decision 12): a `work` process attaches a BullMQ Worker
+// only to lanes due in LanesDue, at most `maxAttached`, and detaches one drained, out of budget, or
+// giving way to a waiting lane (docs/many-organizations.md).
 import type { Worker } from 'bullmq';
 import type { Logger } from '../core/log.ts';
 import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';
@@ -229,7 +220,7 @@ export class LaneDispatcher {
     this.#timer.unref();
   }
 
-  /** The times of this process's lanes: the head of LanesDue, or (when others' lanes fill it) a read of them. */
+  /** The times of this process's lanes: the head of LanesDue, or a read of them. */
   async #times(): Promise<LaneTime[]> {
     const head = await this.#o.due.head(HEAD);
     const mine = head.filter((t) => this.#lanes.has(t.lane));
@@ -394,7 +385,7 @@ export class LaneDispatcher {
     }
   }
 
-  /** Renews the leases of the lanes held here; one taken back by a producer's mark is due, and taken again. */
+  /** Renews the leases of the lanes held here (one a producer marked is taken again). */
   async #renew(): Promise<void> {
     const held = [...this.#attached.values()].filter((l) => !l.closing);
     if (held.length === 0 || this.#stopped) return;
@@ -412,7 +403,7 @@ export class LaneDispatcher {
     }
   }
 
-  /** An organization's limiter event (a resume, an unblock, budget released): a lane that waits is due now. */
+  /** An organization's limiter event: a lane that waits is due now. */
   #limiterEvent(org: string): void {
     if (!this.#lanes.has(org)) return;
     const held = this.#attached.get(org);

@@ -1,6 +1,5 @@
-// What BullMQ does with a job once its answer is recorded, from the one outcome table: complete it, fail it
-// for good, retry it, or put it back without an attempt while the service or the token waits (a block
-// for an unreachable service, a 429 learned from, a token refused with 401).
+// What BullMQ does with a job once its answer is recorded, from the outcome table: complete, fail,
+// retry, or put it back without an attempt.
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { TransferOutcome } from '../api/outcome.ts';
 import { MAX_RETRY_AFTER_MS } from '../api/retry-after.ts';

@@ -1,6 +1,5 @@
-// One answer of the service, decided from the outcome table and recorded: its audit entry, the learner's
-// record, the permit and the lease in the one finish step (the response is written before anything else).
-// Everything that leaves for Redis is scrubbed of tokens.
+// One answer of the service, decided from the outcome table and recorded in the one finish step
+// (decision 9), scrubbed of tokens.
 import { randomUUID } from 'node:crypto';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Scrub } from '../core/log.ts';
@@ -126,7 +125,7 @@ function answerFields(outcome: TransferOutcome, scrub: Scrub): AnswerFields {
   return { status, error, message, transferId };
 }
 
-/** The audit entry (spooled first when it may have changed something), the record, the permit and the lease. */
+/** The audit entry, the record, the permit and the lease, spooled first when it may matter. */
 async function writeAnswer(
   ctx: ProcessorContext,
   admitted: Admitted,

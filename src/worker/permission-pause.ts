@@ -1,11 +1,5 @@
-// A Redis permission error (NOPERM: an ACL rule revoked while `work` runs) must not make a worker spin.
-// To BullMQ it is not a connection error, so its loop does not wait before the next fetch (its
-// runRetryDelay only applies to a lost connection): the fetch is sent again at once, thousands of refused
-// commands a second, and when the refusal is already in a rejected promise (a connection whose start
-// was refused) the loop never even yields to the event loop, so SIGINT and SIGTERM go unheard. A
-// worker that meets one pauses itself (pause() stops its loop at once), says which rule is missing, and
-// tries again after PERMISSION_RETRY_MS: one refused fetch per worker per interval, and a fixed ACL is
-// picked up without a restart.
+// A Redis permission error (NOPERM, an ACL rule revoked while `work` runs) pauses the worker and retries
+// after PERMISSION_RETRY_MS: BullMQ would re-fetch at once, in a loop that can starve SIGINT/SIGTERM.
 import type { Worker } from 'bullmq';
 import { permissionDenial, type PermissionDenial } from '../redis/permission-denial.ts';
 

@@ -1,8 +1,5 @@
-// What every step of a transfer shares within one process: its dependencies, the tokens in force by
-// organization, the scrubber of those tokens, what it knows of an unreachable service, and when it last
-// said that an organization waits. Tokens are looked up here by the non-secret id the limiter chose; the
-// job never carries one. Both follow the process's TokenBook: a token added by a reload is used by the
-// next job, a removed one by no new call (a call that has it already finishes with it).
+// What every step of a transfer shares within one process: its dependencies, the tokens in force (by
+// the non-secret id the limiter chose, following the TokenBook), their scrubber, and unreachable state.
 import type { LearnerApiClient } from '../api/client.ts';
 import type { TransferOutcome } from '../api/outcome.ts';
 import type { Config, TokenRef } from '../core/config.ts';
@@ -32,10 +29,10 @@ export interface ProcessorDeps {
   recorder: Recorder;
   /** Resolves when Redis takes writes (the write gate): no call is sent that could not be recorded. */
   waitWritable?: () => Promise<void>;
-  /** After the permit and lease are taken: WAIT for a replica (redis/durability.ts), so a failover keeps them. */
+  /** After the permit and lease are taken: WAIT for a replica, so a failover keeps them. */
   replicated?: (org: string) => Promise<unknown>;
   logger: Logger;
-  /** Where the whole of an unreadable body is kept, beside the spool (only its prefix goes to Redis). */
+  /** Where the whole of an unreadable body is kept, beside the spool. */
   archive?: BodyArchive;
   /**
    * The limiter refused a permit for `waitMs` (`indefinite`: paused, or every token refused): the
@@ -44,8 +41,8 @@ export interface ProcessorDeps {
    */
   onBudgetWait?: (org: string, waitMs: number, indefinite: boolean, askedAtMs: number) => boolean;
   /**
-   * The limiter refused a permit, and why (`indefinite`: paused, or every token refused): notifications
-   * learn here that an organization is held (ops/notify/notifier.ts). Called on the transfer path: no I/O.
+   * The limiter refused a permit (`indefinite`: paused, or every token refused), for notifications
+   * (ops/notify/notifier.ts). On the transfer path: no I/O.
    */
   onRefused?: (org: string, scope: RefusalScope, indefinite: boolean) => void;
   /**
@@ -56,8 +53,8 @@ export interface ProcessorDeps {
   /** Called after every recorded outcome (metrics, until-idle accounting, alerts). */
   onOutcome?: (event: OutcomeEvent) => void;
   /**
-   * Called, and awaited, after the final outcome of a canary learner is recorded (its job says so): the
-   * run's auto-approval looks whether the canary is over (ops/actions/canary.ts). On the outcome path, not polled.
+   * Awaited after a canary learner's final outcome is recorded: the run's auto-approval looks whether
+   * the canary is over (ops/actions/canary.ts).
    */
   onCanaryFinal?: (org: string, runId: string) => Promise<unknown>;
 }

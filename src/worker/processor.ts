@@ -1,9 +1,5 @@
-// One transfer, start to end: take the learner's lease with a permit (one step), check its record and
-// claim, call the API, spool the response, record it (audit, outcome, permit, lease: one step), and tell
-// BullMQ what to do next from the one outcome table. Each step is its own file: admission.ts (the job, the
-// permit, the lease, the claim), transfer-call.ts (the call), outcome-record.ts (decide and record) and
-// outcome-action.ts (what BullMQ does next). With tracing on, each attempt is a span with the permit, the
-// call and the record as its children (docs/tracing.md); off, the spans are the API's no-op ones.
+// One transfer, start to end: admission.ts, transfer-call.ts, outcome-record.ts, outcome-action.ts, each
+// attempt a span when tracing is on (docs/tracing.md).
 import type { Job } from 'bullmq';
 import { scrubError } from '../core/log.ts';
 import { inSpan, SPAN_ATTR, type Span } from '../core/tracing.ts';

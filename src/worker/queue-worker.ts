@@ -1,5 +1,4 @@
-// One BullMQ Worker for one organization's queue, and what it does with its events: a refused write closes
-// the write gate, a refusal by Redis's ACL pauses it, and a job BullMQ failed on its own is recorded.
+// One BullMQ Worker for one organization's queue, and what it does with its events.
 import { Worker, type Job, type Telemetry } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { scrubSecrets } from '../core/log.ts';
@@ -105,10 +104,8 @@ function onQueueWorkerEvents(
 }
 
 /**
- * BullMQ fails a job on its own when it stalled more than maxStalledCount times, or when the processor
- * threw something that is not a classified outcome (a Redis error inside the job, a bug) until its
- * attempts ran out. Its learner would stay `queued` or `retrying` with no job to move it: give it the
- * final state `worker-error`, which a person sees on the dashboard and can retry. Returns true when it did.
+ * A job BullMQ failed on its own (stalled too often, or an unclassified error until its attempts ran
+ * out) would leave its learner waiting with no job: it gets `worker-error`. Returns true when it did.
  */
 async function finalizeStranded(ctx: AppContext, job: Job<TransferJob>, err: Error): Promise<boolean> {
   const parsed = transferJobSchema.safeParse(job.data);

@@ -1,8 +1,5 @@
-// Records the end of every attempt, and never loses a response: a response that may have changed
-// something goes to the spool (fsynced) first, then the one atomic finish script writes its audit entry,
-// record, permit and lease. When Redis refuses the write (OOM, READONLY, MISCONF, NOREPLICAS) or the
-// connection drops, the attempt keeps trying, its lease held, while the gate stops new calls; a SIGKILL
-// leaves the entry in the spool for the next `work` to replay.
+// Records the end of every attempt without losing a response: spooled first, then the finish script
+// (decision 9). While Redis refuses writes the attempt keeps trying, its lease held (docs/guarantees.md).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../core/log.ts';
 import type { FinishArgs, FinishResult, OutcomeStore } from '../outcomes/store.ts';

@@ -1,7 +1,5 @@
-// `work`: the queue workers of this process, attached by the dispatcher (lanes.ts) only to the organizations
-// with work and budget now, sharing one limiter and one client. Any number of such processes on any hosts
-// share the queues, the lanes and the budget through Redis. This file wires the parts (write gate,
-// recorder, processor, dispatcher); work-session.ts runs them until they stop.
+// `work`: wires this process's parts (write gate, recorder, processor, dispatcher); work-session.ts runs
+// them until they stop.
 import type { Worker } from 'bullmq';
 import type { LearnerApiClient } from '../api/client.ts';
 import type { AppContext } from '../app/context.ts';
@@ -34,12 +32,12 @@ export interface WorkHandle {
   /** This process's spool: entries not yet in Redis and when the oldest was written, for metrics. */
   spoolState(): { entries: number; oldestAt: number | null };
   stop(): Promise<void>;
-  /** The queue workers attached now (lanes.ts attaches them only where there is work and budget). */
+  /** The queue workers attached now. */
   readonly workers: Worker[];
   lanes: LaneDispatcher;
 }
 
-/** Connections every `work` process holds whatever it does: ctx.redis, the workers' shared one, the subscriber. */
+/** Connections every `work` process holds whatever it does. */
 export const FIXED_CONNECTIONS = 3;
 
 type Gate = WriteGateLike & { waitOpen(): Promise<void> };
@@ -117,7 +115,7 @@ function transferProcessor(
   });
 }
 
-/** The dispatcher of this process's lanes: a queue worker attached only where there is work and budget. */
+/** The dispatcher of this process's lanes (lanes.ts). */
 function laneDispatcher(
   ctx: AppContext,
   options: WorkOptions,

@@ -1,7 +1,5 @@
-// The spool's side of `audit forget` (ops/audit/forget.ts, docs/personal-data.md): the spool files of
-// processes that are gone, rewritten without the person (taken as a replayer takes one, written whole
-// beside, fsynced, renamed over); those of running processes named, not touched; and the bodies kept
-// beside the spool (answers over 8 KiB) that name the person, deleted (the entry keeps length and hash).
+// The spool's side of `audit forget` (docs/personal-data.md): dead processes' spool files rewritten
+// without the person, running ones named, and the bodies beside the spool that name them deleted.
 import { randomUUID } from 'node:crypto';
 import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,12 +1,6 @@
-// The write-ahead spool: every response that may have changed something (every 200, every unreadable
-// body) is appended here and fsynced before the first Redis write about it, and leaves only when its
-// audit entry and outcome are in Redis. A Redis that refuses writes, a SIGKILL, a lost connection: the
-// response is on this disk, and the next `work` started with the same SPOOL_DIR and prefix replays it.
-//
-// One file per process (`<prefix>.<host>.<pid>.<start>.spool`), NDJSON: an entry line holds the finish
-// arguments (FinishArgs), a `{"done":id}` line retires one. Appends that arrive together share one
-// fsync (group commit), so the spool costs one fsync per batch of concurrent responses, not per learner.
-// Done lines need no fsync: losing one only means a replay, and a replay writes nothing twice.
+// The write-ahead spool (docs/guarantees.md): a response is fsynced here before its first Redis write,
+// and replayed by the next `work` if it never reached Redis. One NDJSON file per process; appends that
+// arrive together share one fsync. Done lines need no fsync: a lost one only means a harmless replay.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';

@@ -11,13 +11,9 @@ const HARD_MARGIN_MS = 250;
 export async function sendTransfer(ctx: ProcessorContext, admitted: Admitted): Promise<TransferOutcome> {
   const { client, budget } = ctx.deps;
   const { learnerId, grant, token, current } = admitted;
-  // However long this process stalls, the call ends while its permit and lease still count it, and it
-  // is sent only while they still have a whole REQUEST_TIMEOUT of it left: once written, a call is given
-  // its whole timeout (an abort then would throw its answer away, and could not take back the call the
-  // service already counts). A call whose time ran out before its first byte could be written (the
-  // process stalled between the permit and the call, or while the connection opened) is not sent at all:
-  // the permit goes back and the learner waits without using an attempt. The client checks this at the
-  // moment it writes (send-gate.ts).
+  // Decision 14: the call ends while its permit and lease still count it, and is sent only while a whole
+  // REQUEST_TIMEOUT of them is left (checked as it writes, send-gate.ts); once written, it gets its whole
+  // timeout. A call too late to send is not sent: the permit goes back, no attempt used.
   const hardMs = budget.options.inflightTtlMs - (performance.now() - grant.askedAt) - HARD_MARGIN_MS;
   const sendWithinMs = hardMs - ctx.deps.config.requestTimeoutMs;
   let outcome: TransferOutcome;

@@ -1,6 +1,4 @@
-// What `work --until-idle` reads to decide that the work is over: the queues' jobs, the runs with learners
-// waiting, the failures of the runs it served, organizations whose every token is refused (401), and
-// organizations the error budget halted (their learners wait for a person's resume).
+// What `work --until-idle` reads to decide that the work is over.
 import type { AppContext } from '../app/context.ts';
 import { BREAKER } from '../limiter/breaker.ts';
 import { progressOf } from '../outcomes/run-progress.ts';
@@ -8,7 +6,7 @@ import { hasJobs, laneJobs } from '../queue/lane-state.ts';
 import type { RunCounts } from '../outcomes/store.ts';
 import { canaryVerdict, DEFAULT_HALT_AT } from '../ops/actions/canary.ts';
 
-/** A canary run whose learners await a person's approval when `work --until-idle` found the work over. */
+/** A canary run whose learners await approval when `work --until-idle` found the work over. */
 export interface AwaitingApproval {
   runId: string;
   awaiting: number;
@@ -47,7 +45,7 @@ export async function failuresIn(
   return n;
 }
 
-/** Of these runs, those with learners awaiting approval in these organizations, with their canary in words. */
+/** Of these runs, those with learners awaiting approval in these organizations. */
 export async function approvalsIn(
   ctx: AppContext,
   runIds: readonly string[],
@@ -66,7 +64,7 @@ export async function approvalsIn(
   return out;
 }
 
-/** The organizations whose queue has a job waiting, active, delayed or prioritized, with their counts. */
+/** The organizations whose queue has jobs, with their counts. */
 export async function orgsWithJobs(
   ctx: AppContext,
   orgs: readonly string[],

@@ -16,7 +16,7 @@ export interface WorkOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   onOutcome?: (e: OutcomeEvent) => void;
-  /** Every refused permit, with its scope (ProcessorDeps.onRefused): notifications of held organizations. */
+  /** Every refused permit, with its scope, for notifications. */
   onRefused?: ProcessorDeps['onRefused'];
   /** The error budget halted an organization or paused a token in this process's step: notifications. */
   onHalt?: ProcessorDeps['onHalt'];

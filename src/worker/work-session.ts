@@ -1,6 +1,5 @@
-// A `work` process's queue workers from boot to stop: the spools of earlier processes replayed before any
-// job is taken, the repair sweeps, the write gate holding the workers, the until-idle check, and a stop
-// that lets the jobs in hand finish and record.
+// A `work` process's queue workers from boot (spools replayed, repair sweeps) to a stop that lets the
+// jobs in hand finish and record.
 import type { AppContext } from '../app/context.ts';
 import type { LogThrottle } from '../core/log-throttle.ts';
 import { formatRepair, repairOrg } from '../ops/actions/repair.ts';
@@ -104,9 +103,8 @@ export class WorkSession {
     if (this.#stopping) return;
     await this.#markLanesWithJobs();
     if (this.#stopping) return;
-    // While Redis refuses writes, BullMQ's loop would fail to fetch a job thousands of times a second
-    // (it does not back off on OOM or READONLY): the workers stop fetching until the gate opens, and
-    // nothing new is attached. The jobs in hand go on (their responses wait to be recorded).
+    // While Redis refuses writes, BullMQ would re-fetch without backoff: the workers stop fetching until
+    // the gate opens. The jobs in hand go on.
     ownGate?.onChange((next, prev) => {
       if (this.#stopping) return;
       if (prev.writable && !next.writable) lanes.pause();
@@ -157,7 +155,7 @@ export class WorkSession {
     for (const l of later) await due.markDue([l.lane], Math.max(now, l.firstDelayed ?? now));
   }
 
-  /** Entries of this process's spool not yet in Redis, and the time the oldest was written (null: none). */
+  /** Entries of this process's spool not yet in Redis, and when the oldest was written. */
   spoolState(): { entries: number; oldestAt: number | null } {
     return { entries: this.#spool?.outstanding ?? 0, oldestAt: this.#spool?.oldestAt ?? null };
   }

@@ -1,9 +1,6 @@
-// A canary that waits (docs/canary.md): a run made with `--canary N` sends its first N learners per
-// organization; the others are recorded `awaiting-approval`, with no job (no budget, no attempt), until
-// a person approves the run (`approve --run ID`, the run's card) or, with `--auto-approve`, the worker
-// that records the canary's last final outcome in an organization finds it within the error budget.
-// Approving moves those learners to `queued` (outcomes/record-outcome.lua, mode approve: only learners
-// still awaiting approval in that run move) and adds their jobs; it is written in the change log.
+// A canary that waits (docs/canary.md): approving a `--canary N` run, by a person or by the worker
+// that records the canary's last outcome within the error budget, moves its learners awaiting
+// approval to `queued` and adds their jobs.
 import type { AppContext } from '../../app/context.ts';
 import type { HaltAt } from '../../core/halt-rule.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
@@ -155,7 +152,7 @@ export async function approveRun(
   return summary;
 }
 
-/** The run's learners awaiting approval in one organization (the bucket's index, read by their records). */
+/** The run's learners awaiting approval in one organization. */
 async function awaitingOf(ctx: AppContext, org: string, runId: string): Promise<Map<number, string>> {
   const out = new Map<number, string>();
   const ids = await ctx.store.bucketPage(org, AWAITING_APPROVAL, 0, Number.MAX_SAFE_INTEGER - 1);

@@ -1,6 +1,5 @@
-// cancel --csv: the learners of a file read the way `enqueue --csv` reads them (the same CSV source: the
-// same header names, org column and checks), so the file that was enqueued by mistake is the file that
-// withdraws them. Bad rows are named by line and skipped; the valid ones are cancelled.
+// cancel --csv: the learners of a file read as `enqueue --csv` reads it, so the file enqueued by
+// mistake is the file that withdraws them.
 import { readCsv } from '../../queue/sources/csv.ts';
 import type { LearnerRef } from './cancel.ts';
 

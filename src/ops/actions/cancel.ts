@@ -1,8 +1,6 @@
-// cancel: withdraw learners before their call. Each learner is decided atomically against its lease and
-// record (outcomes/cancel-learners.lua): one not called yet becomes `cancelled` (who and when), one whose
-// call is in flight finishes and is reported as such. Then the cancelled learners' jobs leave the queues
-// and their claims are released. A job a worker holds cannot be removed, and needs not be: the worker
-// reads the record again under the learner's lease (worker/admission.ts) and ends the job with no call.
+// cancel: withdraw learners before their call (docs/cancel.md), each decided atomically against its
+// lease and record (outcomes/cancel-learners.lua); then their jobs leave the queues and their claims
+// are released.
 import type { AppContext } from '../../app/context.ts';
 import { AWAITING_APPROVAL, CANCELLED, isSuccessBucket, type Bucket } from '../../outcomes/record.ts';
 import type { CancelDecision } from '../../outcomes/store.ts';
@@ -15,7 +13,7 @@ export interface LearnerRef {
   learnerId: number;
 }
 
-/** Which learners: those of a run, or named (by id, or with their organization, as a CSV names them). */
+/** Which learners: those of a run, or named (by id, or with their organization). */
 export interface CancelFilter {
   /** The organizations looked in (a run's or a learner's outside them are left alone). */
   orgs: readonly string[];

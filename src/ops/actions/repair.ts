@@ -1,8 +1,5 @@
-// No learner without a way forward: a learner recorded `queued` or `retrying` must have a job that will
-// move it, and a job must have a record. A crash between the two writes (retry marks the record, then
-// adds the job), a job removed by hand, or a job BullMQ failed without the worker hearing of it leaves
-// one without the other. The sweep finds both and repairs them: a missing job is added again (the job id
-// makes that a no-op if the producer adds it meanwhile), a job without a record gets a `queued` record.
+// The repair sweep: a waiting learner without a job gets one again, a job without a record gets a
+// `queued` record (a crash between the two writes, a job removed by hand, leaves one without the other).
 import type { RedisClient } from '../../redis/client.ts';
 import { AWAITING_APPROVAL, isFinalBucket, type Bucket } from '../../outcomes/record.ts';
 import type { OutcomeStore } from '../../outcomes/store.ts';

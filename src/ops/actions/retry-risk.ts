@@ -1,14 +1,6 @@
-// What a retry can do for each failure bucket, for the confirmation an operator gives before a retry
-// (the dashboard's dialog, and the API's `confirmPermanent`). One table, from the outcome table's actions:
-//   transient  the failure may not repeat (a 5xx, a network error, a cut body, a worker that died): a
-//              retry is what the bucket waits for.
-//   permanent  the outcome table says `fail` (not-found, forbidden, invalid-request, unexpected-result):
-//              the service answered about this learner, and asked again it answers the same unless
-//              something changed on the service (the learner created, the token given the right).
-//   held       the pre-flight (`plan --check --apply`) held the learner on purpose (unknown to the list,
-//              or no user attached): a retry is the decision to send it anyway, not a repair.
-// `claimed-elsewhere` is transient: a plain retry is refused by the claim again (the learner is told
-// "claimed by ..." and not sent) unless the other organization let go, so it risks nothing.
+// What a retry can do for each failure bucket, for the operator's confirmation (`confirmPermanent`):
+// transient (may not repeat), permanent (the table says `fail`: the same answer unless the service
+// changed), held (the pre-flight's: sending it is a decision). `claimed-elsewhere` is transient.
 import { isOutcomeCode, OUTCOMES } from '../../outcomes/codes.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 

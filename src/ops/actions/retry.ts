@@ -1,9 +1,5 @@
-// retry: re-queue learners whose outcome is final and not a success, with fresh attempts. They keep
-// their run (so its counters show them moving back to waiting) unless the caller names a new one, and
-// the run is marked retried (who, when, how many), which lists it at the top of the runs.
-// Two steps, so a caller can show what a retry touches before it runs (the dashboard's dry run and its
-// confirmation): selectRetry reads what the filter matches, requeueSelected sends it and writes the change
-// log (one entry per organization and kind: `retry`, or `held.release` for learners the pre-flight held).
+// retry: re-queue final failures with fresh attempts, in their own run, which is marked retried. Two
+// steps so a caller can show what it touches first: selectRetry, then requeueSelected.
 import type { AppContext } from '../../app/context.ts';
 import { appendChange } from '../../limiter/control-log.ts';
 import { CANCELLED, FAILURE_BUCKETS, isFinalBucket, type Bucket } from '../../outcomes/record.ts';
@@ -59,7 +55,7 @@ export interface RetrySummary {
   confirm: string[];
   /** Re-queued learners per run. */
   runs: Record<string, number>;
-  /** Re-queued learners (`org:id`) with their attempts so far (the next is attempts + 1), at most LEARNERS_NAMED. */
+  /** Re-queued learners (`org:id`) with their attempts so far, at most LEARNERS_NAMED. */
   learners: { key: string; attempts: number }[];
   /** The change log entries written. */
   changeIds: string[];
@@ -71,7 +67,7 @@ export interface RequeueOptions {
   move?: boolean | undefined;
   /** The change log's author (cliActor, dashboard actorOf); without one nothing is logged (tests). */
   who?: string | undefined;
-  /** The filter as the operator gave it, for the change log (counts and filter, never per-learner lines). */
+  /** The filter as the operator gave it, for the change log. */
   filter?: Record<string, unknown> | undefined;
   /**
    * A canary (--canary N, docs/canary.md): the learners go into one new run of kind `retry`, not back

@@ -1,17 +1,6 @@
-// report --reverse DIR: what moving a run (or an organization's learners) back would take (docs/undo.md).
-//
-// For each organization the learners were in before their transfer (`po` of their records, kept where the
-// tool read the learner list: plan --check --apply, crawl, reconcile), a CSV `enqueue --csv FILE --move`
-// takes as it is: `learnerId,org`, the org the key whose token and remembered id (--org-id) name that
-// organization, or its numeric id when no key with a token does (configure one, then edit the column).
-// Beside them `regrant.csv`: every authorization the transfers of those learners revoked, read from the
-// audit (the archive files, then the stream), for that organization's administrators to grant again: the
-// service has no grant operation, and moving a learner back revokes nothing it had, and restores nothing.
-//
-// Listed apart, with why: learners whose previous organization was never read (unknown.csv), and those a
-// person must look at (check-by-hand.csv): a possible repeat (the transfer may have been ours, what it
-// revoked is unknown), an unreadable answer (the transfer may have happened), or a transfer whose audit
-// entry is nowhere to be read. Every file is private (0600): regrant.csv names people.
+// report --reverse DIR: what moving a run (or an organization's learners) back would take: a CSV per
+// previous organization for `enqueue --csv --move`, `regrant.csv`, and the learners listed apart
+// (docs/undo.md). Every file is private: regrant.csv names people.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppContext } from '../../app/context.ts';

@@ -1,12 +1,5 @@
-// Run retention: runs never expired, and each kept a counters hash and a failure index per organization
-// for ever. A run older than RUN_RETENTION is compacted: its metadata and per-organization counters are
-// folded into one summary (a field of `runs:compacted`), its own keys deleted (the failure index too: the
-// learners' records still name the run and their outcome) and it leaves the run list. `report --run` of
-// it still works from the records and says it was compacted.
-//
-// `work` does it on a timer, once per fleet: the process that takes the lock for this interval compacts,
-// the others skip. One SET per process per interval, whatever the number of organizations (issue 29's
-// idle figures stay flat).
+// Run retention (docs/redis-memory.md): a run older than RUN_RETENTION is folded into one summary and
+// its keys deleted. `work` does it on a timer, by the one process that takes the interval's lock.
 import type { Logger } from '../../core/log.ts';
 import type { Keys } from '../../core/keys.ts';
 import type { RedisClient } from '../../redis/client.ts';

@@ -1,10 +1,5 @@
-// The audit archive on disk: AUDIT_ARCHIVE_DIR/<org>/audit-YYYY-MM-DD.ndjson.gz, one file per organization
-// and UTC day of the entries (the day Redis wrote them), each a series of gzip members (a member per
-// archiver pass: concatenated members are one valid gzip file, which gunzip and zcat read whole). A line
-// is one stream entry with every field verbatim:
-//   {"org":"acme","auditId":"1764115200000-0","recordedAt":"2026-11-26T00:00:00.000Z","fields":{...}}
-// Files and directories are private (0600 / 0700: names and e-mails). A write is appended, fsynced (the
-// file, and the directory when the file is new), then read back before the stream is trimmed.
+// The audit archive's day files (docs/audit-archive.md, "The files"): one gzip member per archiver
+// pass, one stream entry a line, private; appended, fsynced and read back before the stream is trimmed.
 import { constants, createReadStream } from 'node:fs';
 import { mkdir, open, readdir, stat, truncate } from 'node:fs/promises';
 import { createInterface } from 'node:readline';

@@ -1,11 +1,5 @@
-// A write's note (ops/audit/archive.ts) left by a dead exporter: which file it is for, and whether this
-// process may cut that file back. The path alone does not say: hosts whose AUDIT_ARCHIVE_DIR is a disk of
-// their own have a different file at the same path, holding entries already archived and trimmed from
-// Redis. So a note names its disk (a random id kept in AUDIT_ARCHIVE_DIR/.archive-id: st_dev differs
-// between the hosts of one NFS volume, and inode numbers repeat between disks) and the file's inode.
-// A file is cut back only when it is the noted one and what follows the noted size is exactly the dead
-// write (entries after the cursor); a note for another disk is parked for that disk, whose next pass cuts
-// its own file back (a torn member left there would make the members after it unreadable).
+// A dead exporter's write note: which file it is for (disk id and inode, not the path: docs/audit-archive.md,
+// "Hosts and disks"), and whether this process may cut it back; a note for another disk is parked for it.
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';

@@ -1,16 +1,6 @@
-// The audit archiver of `work` (AUDIT_ARCHIVE_DIR): moves each organization's audit stream into day files
-// (audit/archive-file.ts) and trims it, so Redis holds only what is not archived yet (decision 13).
-// - One exporter at a time: a lease in Redis (audit-lease.lua), renewed before each write; a process
-//   without it skips its pass.
-// - Nothing trimmed before it is safe: appended, fsynced, read back; then the cursor and the trim in one
-//   script (audit-commit.lua), only while the write's note is still this process's.
-// - Nothing written twice: before a write the file (its disk and inode) and its size are noted beside the
-//   cursor; a process that dies between the write and the cursor leaves that note, and the next one cuts
-//   that file back to it before writing the same entries again. Never another file at the same path
-//   (another host's disk): audit/archive-note.ts.
-// - No polling per organization: a pass reads one set (organizations marked when an entry is written);
-//   the first pass of a process also sweeps its organizations (marks lost in a crash, the previous
-//   release's stream, which marked nothing).
+// The audit archiver of `work`: moves each organization's audit stream into day files and trims it
+// (decision 13; docs/audit-archive.md). One exporter at a time under a lease; a write is noted first, so
+// the next process cuts a dead write back; a pass reads only the organizations marked since.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../core/log.ts';
 import { isValidOrgKey, type Keys } from '../../core/keys.ts';

@@ -1,12 +1,6 @@
-// audit: the audit of every transfer, exported as NDJSON (one entry a line, oldest first, from the archive
-// files then the stream: audit/search.ts): the only record of the authorizations each transfer deleted,
-// for the operator to keep outside Redis. A line whose transfer may repeat one whose answer was lost says
-// so (possibleRepeat, with the reason).
-//
-// With trim (`audit --out FILE --trim`), the stream is then trimmed, and only once the file is safe: written
-// (0600, renamed into place), fsynced with its directory, read back and found to hold every exported entry
-// (the count and last id of each organization). Only the ids exported go: the export reads each stream up
-// to its newest entry when the export began, and a later entry has a greater id.
+// audit: every transfer's audit exported as NDJSON, oldest first (archive files, then the stream). With
+// `--trim`, the stream is trimmed once the file is written, fsynced and read back, and only up to the
+// ids exported (docs/audit-archive.md).
 import { createReadStream, mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';

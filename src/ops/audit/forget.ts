@@ -1,17 +1,6 @@
-// `audit forget --email ADDRESS | --user-id N`: erasure on request (docs/personal-data.md). Every audit
-// entry that names the person loses their e-mail address, name and user id, with a marker saying when and
-// why, wherever the tool keeps it:
-// - Redis: a stream entry cannot be edited, and a replacement would take a new id that the learners'
-//   records (their audit ids) do not name. So the streams are archived first (the archiver's own pass:
-//   nothing leaves Redis before it is in a day file, fsynced and read back), and the entries are rewritten
-//   there, under the same ids, in the same order.
-// - The archive: each day file that names the person is rewritten beside itself and renamed over
-//   (ops/audit/rewrite.ts), under the archiver's lease; a file a crash note names is skipped and said.
-// - Through deps.spool (worker/spool-forget.ts): the spool (answers not yet in Redis) of processes that are gone, rewritten the same way; the spool of
-//   a running process is not touched and is named (run forget again once it stops).
-// - The bodies kept beside the spool (answers over 8 KiB that could not be parsed): a body that names the
-//   person is deleted (the entry keeps its length and hash).
-// The change log says who asked and how many entries changed where, never the address or the id.
+// `audit forget`: erasure on request (docs/personal-data.md). The streams are archived first (a stream
+// entry cannot be edited in place), then every day file, dead process's spool and kept body naming the
+// person is rewritten or deleted; the change log never names them.
 import { LearnerTransferError } from '../../core/errors.ts';
 import type { Keys } from '../../core/keys.ts';
 import type { Logger } from '../../core/log.ts';

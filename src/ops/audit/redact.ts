@@ -1,11 +1,5 @@
-// Personal data in the audit: the e-mail address and name (and, for an erasure, the user id) of each
-// authorization a transfer revoked (`data.authorizations.revoked[]`, docs/learner-api.md). One place removes
-// them, for every reader and writer that must: the viewer's dashboard, `audit --out --redact`, the
-// regrant file, the retention pass and `audit forget` (docs/personal-data.md).
-// - What stays: the authorization itself (so every entry still counts what its transfer revoked), its
-//   role, when and by whom it was made; a stored removal leaves a marker saying when and why.
-// - Both stored formats: `raw` (the body verbatim) and the previous release's `result` (the parsed
-//   data). A body that could not be read is kept as a prefix that cannot be parsed: it is replaced whole.
+// The one place that removes personal data (e-mail, name, user id of each revoked authorization) from
+// an audit entry, in both stored formats, for every reader and writer that must (docs/personal-data.md).
 import { createHash } from 'node:crypto';
 
 /** The personal fields of a revoked authorization. */
@@ -88,7 +82,7 @@ export interface RedactOptions {
   person?: Person | undefined;
 }
 
-/** A transfer result's `data` without the personal fields of its revoked authorizations, and how many changed. */
+/** A transfer result's `data` without its personal fields, and how many changed. */
 export function redactResultData(data: unknown, options: RedactOptions): { data: unknown; changed: number } {
   const auth = isObject(data) ? data.authorizations : undefined;
   const revoked = isObject(auth) ? auth.revoked : undefined;

@@ -1,18 +1,6 @@
-// The retention of personal data in the audit (AUDIT_PERSONAL_RETENTION, docs/personal-data.md): past it,
-// the e-mail addresses and names of the revoked authorizations are replaced by a marker saying when and
-// why (ops/audit/redact.ts); ids, roles, times and counts stay, so every entry still says how many
-// authorizations its transfer revoked and of which role.
-// - `work` runs it like the run retention: now and every hour, once per archive directory (the turn is
-//   keyed by its .archive-id, so hosts sharing one directory do it once, hosts with a disk of their own
-//   each do theirs), under the archiver's lease.
-// - Nothing is lost before it is archived: the streams are archived first (the archiver's own pass), then
-//   the day files up to the cut-off day are rewritten (ops/audit/rewrite.ts: beside, fsynced, renamed;
-//   a file a crash note names is skipped until the next pass). An entry the archive could not take stays
-//   in Redis whole, is counted and logged, and is taken at a later pass.
-// - The bodies kept beside the spool (unreadable answers over 8 KiB, whole: worker/body-archive.ts) go
-//   too, once the newest answer that carried one is past the retention: whole, as the entries' prefixes
-//   of them go; the entries keep each body's length and hash. Each process sweeps its own SPOOL_DIR at
-//   each pass, whoever has the archive directory's turn (hosts may share the archive, not the spool).
+// The retention of personal data in the audit (AUDIT_PERSONAL_RETENTION, docs/personal-data.md): `work`
+// archives the streams, then redacts the day files past the cut-off, once per archive directory an
+// hour; each process also deletes its own old bodies beside the spool.
 import type { Keys } from '../../core/keys.ts';
 import type { Logger } from '../../core/log.ts';
 import type { RedisClient } from '../../redis/client.ts';

@@ -1,13 +1,6 @@
-// Rewriting the audit archive's day files in place of the old ones, for the retention of personal data
-// and `audit forget` (docs/personal-data.md): a day file is never edited, it is replaced.
-// - Under the archiver's lease only (no append can land in a file while it is rewritten).
-// - A file that a crash note still names (a write that a dead exporter may have left torn) is skipped:
-//   the next archiver pass settles it, and the next rewrite takes it.
-// - Read first without writing (a file with nothing to change is left alone, its inode and time kept);
-//   then written whole beside the old one (a new private file), fsynced, renamed over it, the directory
-//   fsynced. A crash leaves the old file or the new one, never half of either; a `.tmp` at most.
-// - Lines that do not change are written back byte for byte: only the changed entries differ.
-// - A file whose end is torn with no note naming it is skipped too (what follows the tear is unknown).
+// Replacing audit day files for retention and `audit forget`, under the archiver's lease: written whole
+// beside, fsynced, renamed over, so a crash leaves the old file or the new one. A file a crash note
+// names, or torn at its end, is skipped; unchanged lines are kept byte for byte.
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
@@ -58,7 +51,7 @@ async function countChanges(path: string, change: EntryChange): Promise<number> 
   return n;
 }
 
-/** Writes the changed file beside the old one (private, exclusive), fsyncs it, renames it over, fsyncs the directory. */
+/** Writes the changed file beside the old one, fsyncs it, renames it over, fsyncs the directory. */
 async function writeBeside(path: string, change: EntryChange): Promise<number> {
   const tmp = join(path, '..', `.${basename(path)}.${randomUUID()}.tmp`);
   let n = 0;

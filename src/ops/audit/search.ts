@@ -1,10 +1,6 @@
-// Reading the audit wherever it is: the archive files first (AUDIT_ARCHIVE_DIR), then the stream, each
-// entry once, so that trimming the stream loses no answer to an auditor's question (by organization,
-// learner, run or date), and a record whose audit ids point to trimmed entries still shows them.
-//
-// Each once: the stream never holds an entry at or before the archive's cursor (the trim and the cursor
-// move in one script, audit-commit.lua), and an archived entry after the cursor is a write not confirmed yet (under way, or
-// cut short by a crash and undone by the next pass): it is read from the stream instead.
+// Reading the audit wherever it is, the archive files then the stream, each entry once: the stream holds
+// nothing at or before the archive's cursor (audit-commit.lua), and an archived entry after it is an
+// unconfirmed write, read from the stream instead.
 import { compareIds, idTime, type AuditStream } from '../../outcomes/audit-stream.ts';
 import { toAuditEntry, type AuditEntry } from '../../outcomes/audit-entry.ts';
 import { repeatReason } from '../../outcomes/repeat-causes.ts';
@@ -117,7 +113,7 @@ export function auditLine(org: string, e: AuditEntry): Record<string, unknown> {
 export interface EntriesById {
   /** Found, in the order of the ids; `file` set for those read from the archive. */
   found: FoundAuditEntry[];
-  /** Ids found nowhere: trimmed from Redis, and not in the archive read here (none configured, or another). */
+  /** Ids found nowhere: trimmed from Redis, and not in the archive read here. */
   missing: string[];
 }
 

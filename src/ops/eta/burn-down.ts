@@ -1,11 +1,5 @@
-// Learners left over time, per organization and per run, for the overview's burn-down, and the finish
-// as a date. Nothing stores "learners left" per hour, so it is read backwards from what is known exactly:
-// the learners left now (queued + retrying) and, per hour, the learners whose work ended (the hourly
-// records' final counts, outcomes/hourly.ts). A run's learners left at t is its left now plus what it
-// finished after t (from its creation on); an organization's, its left now plus what it finished after t,
-// less the learners left at their creation of the runs created after t (they were not there yet). What
-// the records cannot see: a retry that keeps its run, or a pre-flight hold, between t and now (the line
-// before it is off by their count); and hours recorded before the final counts existed (`partial`).
+// Learners left over time, per organization and per run, for the overview's burn-down, read backwards
+// from the learners left now and the hourly final counts (docs/dashboard.md, "The burn-down").
 import { HOUR_MS, hourIndex, type HourBucket } from '../../outcomes/hourly.ts';
 import type { Eta } from './eta.ts';
 

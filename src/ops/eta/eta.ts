@@ -1,8 +1,5 @@
-// When the remaining work of one organization will be done, from the limiter's state in Redis (a peek:
-// the limits in force from the policy, learned limits and the reserve applied, pauses, blocks, and when
-// the permits counted now leave their windows), by simulating the limiter forward (limiter/simulate/).
-// `plan`, `status` and the dashboard all call etaOf, so they agree. The finish is the time the last
-// permit can be granted; its calls take their own latency on top (see docs/eta.md).
+// When one organization's remaining work will be done: the limiter simulated forward from its state in
+// Redis (docs/eta.md). `plan`, `status` and the dashboard all call etaOf, so they agree.
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
 import {
@@ -38,7 +35,7 @@ export interface Eta {
   finishUtc: string | null;
   /** "the organization's budget, 1000/1d" or "the tokens' budgets, 100/1h each"; '' for 'none'. */
   limitedBy: string;
-  /** The same as limitedBy, under its name of the previous release (JSON readers of it keep working). */
+  /** limitedBy under the previous release's name, for its JSON readers. */
   heldBy: string;
   /** Organization windows the work spans, the current one included (0: nothing left). */
   windows: number;
@@ -60,7 +57,7 @@ export function formatUtc(ms: number, seconds = false): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
 }
 
-/** The permits counted now by when they leave: peek's frees, or (a peek without them) all at a window's end. */
+/** The permits counted now by when they leave (without peek's frees: all at a window's end). */
 function framesOf(scope: ScopeView, frees: Frees | undefined): Frees {
   if (frees) return frees;
   const counted = scope.used + scope.inflight;

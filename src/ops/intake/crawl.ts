@@ -1,7 +1,5 @@
-// A crawl as an operator runs it (the crawl command, plan --crawl): the tokens bound to their
-// organizations, the target's numeric id resolved (given, remembered, or with --from-org learned from
-// the list as the crawl reads it), the list walked, and in a dry run the selection planned at the limits
-// and budget of now.
+// A crawl as an operator runs it (`crawl`, `plan --crawl`): tokens bound, the target's id resolved, the
+// list walked; a dry run plans the selection at today's limits.
 import type { AppContext } from '../../app/context.ts';
 import { tokensOf } from '../../core/config.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
@@ -42,7 +40,7 @@ export interface CrawlRun {
   summary: CrawlSummary;
   /** A dry run's plan of the selected learners. */
   plans: OrgPlan[] | undefined;
-  /** What the list said of the target's id, and what --target-org-id replaced, as lines for the operator. */
+  /** What the list said of the target's id, as lines for the operator. */
   notes: string[];
 }
 

@@ -1,9 +1,5 @@
-// plan: what a source would enqueue and how long it would take, with no queue writes and no transfer
-// calls. The learners come from a CSV, a dry-run crawl or a dry-run reconcile; each is classified the
-// way the producer would (new, already queued, already done; a forced reconcile re-opens the done),
-// and the ETA comes from eta.ts (a simulation of the limiter forward from its state now: the policy in
-// Redis, the permits in each window and when they leave, blocks, pauses), the same as status's. Jobs
-// already waiting in the organization's queue are spent first, so they count toward the ETA.
+// plan: what a source would enqueue, classified as the producer would, and how long it would take
+// (eta.ts, jobs already waiting counted first), with no queue writes and no transfer calls.
 import { Queue } from 'bullmq';
 import type { AppContext } from '../../app/context.ts';
 import { tokensOf } from '../../core/config.ts';

@@ -1,14 +1,6 @@
-// plan --check --apply: the checked cohort enqueued as `enqueue` would, except for what the list already
-// answered. In-target learners are recorded done (already-in-org, source `list:<read time>`) with no job
-// and no call; unknown and no-user learners are recorded `held` (the class as the message) for a
-// person's decision: `retry --status held` (or the dashboard's retry) sends them anyway.
-//
-// Both are written the way an attempt ends (store.finish, no permit, no lease, no transfer audit entry:
-// nothing was sent), after the learner is marked queued in the run: the run's and organization's counters
-// and the failure indexes stay consistent. A learner that already has a record (queued, done, failed)
-// keeps it: the check never overrides what a worker or an earlier run wrote. A crash between the two
-// writes leaves a queued record without a job: the repair sweep (ops/actions/repair.ts) gives it one, so at worst
-// that learner costs the call the check would have saved.
+// plan --check --apply (docs/preflight.md): the checked cohort enqueued, except in-target learners
+// (recorded done, no call) and unknown or no-user ones (recorded `held`). Both are written as an attempt
+// ends, after the queued mark, so counters stay whole; an existing record is never overridden.
 import { basename } from 'node:path';
 import type { AppContext } from '../../app/context.ts';
 import { newRunId } from '../../outcomes/runs.ts';

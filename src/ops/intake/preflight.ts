@@ -1,10 +1,5 @@
-// plan --check: a CSV cohort checked against the learner list before any budget is spent on it. Each
-// learner gets a class (list-check.ts): will-transfer, in-target, unknown, no-user, inactive. The classes
-// go to a file by line of the CSV, the counts and the read time to the operator, and the ETA is that of
-// what will really be sent (will-transfer + inactive). No queue writes, no transfer call, no permit.
-//
-// The list is a snapshot: a learner moved, created or deleted after the read is classified as it was.
-// The transfer stays the authority (an in-target learner the list missed still ends as already-in-org).
+// plan --check: a CSV cohort checked against the learner list before any budget is spent on it
+// (docs/preflight.md): each learner classed, the classes to a file, the ETA of what will be sent.
 import { mkdirSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import type { AppContext } from '../../app/context.ts';

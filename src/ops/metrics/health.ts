@@ -1,8 +1,5 @@
-// Readiness, shared by the dashboard (GET /readyz) and a worker's metrics port (`work --metrics-port`):
-// Redis answers PING and takes writes. Both answer without a token (orchestrators probe them bare), so a
-// probe's cost must not follow the request rate: one probe (PING, a probe write, INFO) at most per
-// READY_PROBE_INTERVAL_MS however many requests arrive, and requests during a probe share it. Liveness
-// (/healthz) needs nothing here: a process whose event loop runs answers it.
+// Readiness (/readyz, dashboard and `work --metrics-port`): Redis answers PING and takes writes. Open to
+// anyone, so at most one probe per READY_PROBE_INTERVAL_MS however many requests arrive.
 import type { RedisClient } from '../../redis/client.ts';
 import { checkRedisWrites, type WriteState } from '../../redis/writes.ts';
 import type { Logger } from '../../core/log.ts';

@@ -1,6 +1,5 @@
-// Prometheus metrics shared by the worker (`work --metrics-port`) and the dashboard: one registry per
-// process part (tests build several in one process, so never prom-client's global default), the transfer
-// request-duration histogram the worker feeds, and a tiny /metrics server for the worker.
+// Prometheus metrics of the worker and the dashboard: one registry per part (never prom-client's
+// global), the transfer-duration histogram, and the worker's /metrics server.
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { NotifyStats } from '../notify/send.ts';
@@ -91,7 +90,7 @@ export function redisWaitCounters(registry: Registry, stats: () => DurabilitySta
   });
 }
 
-/** Notifications of this process by result (ops/notify/send.ts): sent, failed after every try, skipped, dropped. */
+/** Notifications of this process by result (ops/notify/send.ts). */
 export function notifyCounters(registry: Registry, stats: () => NotifyStats): void {
   new Gauge({
     name: 'learner_transfer_notifications_total',

@@ -1,7 +1,5 @@
-// The `work` process's own gauges and counters beside the transfer-duration histogram
-// (prometheus.ts): its write-ahead spool (entries not yet in Redis, and how long the oldest has waited)
-// and what its repair sweeps find. All read from memory at scrape time or counted as they happen: no
-// Redis read, so an idle fleet costs nothing more (deploy/prometheus/alerts.yml alerts on them).
+// The `work` process's own metrics: its spool's backlog and what its repair sweeps find, all from
+// memory (no Redis read at scrape time).
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RepairReport } from '../actions/repair.ts';
 

@@ -1,6 +1,4 @@
-// What a notification says (docs/notifications.md). One JSON body for every receiver: Slack and Teams
-// incoming webhooks post its `text` and ignore the other fields; a plain receiver reads them all. A body
-// names organizations, runs and token ids (the limiter's non-secret ids), never a token.
+// What a notification says (docs/notifications.md): one JSON body for every receiver, never a token.
 import { checkAdvice } from '../../limiter/breaker.ts';
 import { progressOf, type RunProgress } from '../../outcomes/run-progress.ts';
 import type { RunCounts } from '../../outcomes/store.ts';
@@ -28,7 +26,7 @@ export interface NotifyBody {
   /** When this process saw it (ISO). */
   at: string;
   tokenId?: string;
-  /** A reconcile's drift report, the only report a run writes by itself (`report --run` writes others). */
+  /** A reconcile's drift report, the only report a run writes by itself. */
   report?: string | null;
   /** Since when the organization is paused, blocked or without progress (ISO). */
   since?: string;

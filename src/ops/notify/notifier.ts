@@ -1,13 +1,6 @@
-// Notifications for operators who run no Prometheus (docs/notifications.md): with NOTIFY_WEBHOOK_URL,
-// every `work` process runs one. Hooks where events happen, nothing polled per organization:
-// - a recorded outcome (noteOutcome, called on the transfer path: it only notes, in memory): a final one
-//   names its run, looked at a moment later (notify/runs.ts: finished, failures above the share); a 401
-//   is a token refused, said at once;
-// - a permit refused because the organization is paused or blocked (noteRefused, on the transfer path
-//   too: in memory), written at the next tick (notify/stuck.ts);
-// - the time-based events (paused or blocked too long, a stall) by one look per interval, taken by one
-//   process of the fleet, at the candidates only (notify/watch.ts).
-// Every event is claimed in Redis before it is sent (notify/send.ts): once for the fleet.
+// The notifier of a `work` process (docs/notifications.md): hooks on the transfer path only note in
+// memory (runs.ts, stuck.ts); time-based events come from one look per interval (watch.ts); every
+// event is sent once for the fleet (send.ts).
 import type { AppContext } from '../../app/context.ts';
 import type { RefusalScope } from '../../limiter/types.ts';
 import { orgHalted, tokenRefused } from './events.ts';
@@ -23,7 +16,7 @@ export interface NotifierOptions {
   runDelayMs?: number;
 }
 
-/** What the notifier reads of an outcome `work` recorded (worker/processor-context.ts's OutcomeEvent). */
+/** What the notifier reads of an outcome `work` recorded. */
 export interface NotedOutcome {
   org: string;
   runId: string;

@@ -1,11 +1,6 @@
-// The run events, from the hook where they happen: every final outcome `work` records names its run and
-// organization, and the runs named since the last look are read a moment later, together: a burst of
-// outcomes costs one look, an idle process none. A run with no learner waiting (for a worker, or for a
-// person's approval after its canary) has finished; one whose
-// finished learners fail at NOTIFY_FAILURE_SHARE or more is said once.
-// A run may span a thousand organizations: a look reads first the counters of the organizations that
-// recorded something (one pipeline), and the whole run only when those have nothing left waiting (it
-// may have finished) or, for the share of failures, at most every FULL_LOOK_MS.
+// The run events (finished, failures past NOTIFY_FAILURE_SHARE): the runs final outcomes named since the
+// last look, read together a moment later; the whole run only when the organizations read have nothing
+// waiting, or at most every FULL_LOOK_MS.
 import type { Logger } from '../../core/log.ts';
 import { progressOf } from '../../outcomes/run-progress.ts';
 import type { RunMeta, Runs } from '../../outcomes/runs.ts';
@@ -128,7 +123,7 @@ export class RunWatch {
     }
   }
 
-  /** The run's counters in these organizations, summed (all read at once: ioredis pipelines them). */
+  /** The run's counters in these organizations, summed. */
   async #sum(meta: RunMeta, orgs: readonly string[]): Promise<RunCounts> {
     if (meta.compacted) return (await this.#o.runs.counts(this.#o.store, meta)).total;
     const counts = await Promise.all(orgs.map((org) => this.#o.store.runCounts(org, meta.id)));

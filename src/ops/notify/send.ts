@@ -1,9 +1,5 @@
-// Posts notifications to NOTIFY_WEBHOOK_URL, off the transfer path: submit() only appends to a bounded
-// queue, and one loop of its own sends. Each event is claimed in Redis first (SET NX with an expiry under
-// keys.notified): whichever `work` process claims it sends it, so the fleet sends it once, whatever the
-// number of processes. A network error, a 5xx or a 429 is tried again after 1 s, 2 s, 4 s... (RETRY_MS);
-// a send that finally fails is logged once and counted, never retried by another process (the claim
-// stays): at most once, by design, so a flapping receiver is never flooded.
+// Posts notifications to NOTIFY_WEBHOOK_URL from a loop of its own: each event claimed in Redis first,
+// so the fleet sends it at most once, retried with backoff (docs/notifications.md, "How they are sent").
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
 import type { Keys } from '../../core/keys.ts';
 import type { Logger } from '../../core/log.ts';
@@ -14,7 +10,7 @@ import type { NotifyEvent } from './events.ts';
 
 /** Waits before the 2nd, 3rd... try: six tries over about half a minute, then the send has failed. */
 export const RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16000];
-/** Events waiting to be sent at most; more are dropped (and counted): a receiver down must not grow memory. */
+/** Events waiting to be sent at most; more are dropped and counted. */
 export const MAX_QUEUE = 200;
 /** Event ids remembered as submitted by this process. */
 const MAX_REMEMBERED = 10_000;

@@ -1,10 +1,6 @@
-// Which organizations are stuck (paused, blocked, every token refused or blocked), learned where it
-// happens: a worker asking the limiter for a permit (worker/admission.ts's onRefused). The hook only
-// notes it in memory; at each tick the process writes what it noted since (HSETNX on keys.notifyStuck():
-// the first process to see an episode sets its start, once), and removes the organizations whose
-// transfers it recorded meanwhile (one HDEL): an organization moving again is stuck no more. An idle
-// process writes nothing; one whose organizations wait for budget or a run window writes nothing either
-// (those refusals are not a hold).
+// Which organizations are stuck (paused, blocked, every token refused), noted in memory when a permit is
+// refused, and written at each tick (HSETNX: the first process sets an episode's start); an organization
+// whose transfers were recorded since is stuck no more.
 import { LASTING_SCOPES, type RefusalScope } from '../../limiter/kinds.ts';
 import type { RedisClient } from '../../redis/client.ts';
 

@@ -1,14 +1,5 @@
-// The time-based events: an organization paused or blocked longer than NOTIFY_BLOCKED_AFTER, and one
-// whose learners wait, with budget, and that no process has taken for NOTIFY_STALL_AFTER. No hook says
-// "still": a look every interval does, by ONE process of the fleet (the turn: SET NX with an expiry), and
-// it reads nothing per organization unless one is a candidate:
-// - stuck: the organizations the workers found paused or blocked (keys.notifyStuck(), written by
-//   notify/stuck.ts when a permit is refused so), stuck past the delay and not yet said;
-// - stalled: the lanes due since longer than the delay (keys.lanesDue(): a lane with work that a
-//   process takes moves to a lease time; one waiting for budget or a run window waits under a later
-//   time; a lane due long ago is one nobody took), at most MAX_CANDIDATES a look.
-// So a fleet of any size, idle or waiting for budget, costs per interval one command per process (the
-// turn) and two reads. The candidates' limiter state and counters are read in batches, as `status` does.
+// The time-based events (blocked too long, stalled), by one look per interval of one process of the
+// fleet, at the candidates only: organizations stuck.ts noted, and lanes due long ago that nobody took.
 import type { Keys } from '../../core/keys.ts';
 import type { Logger } from '../../core/log.ts';
 import type { TokenBook } from '../../core/token-book.ts';

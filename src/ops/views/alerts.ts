@@ -1,6 +1,5 @@
-// The alerts a person must act on: a token refused with 401, an organization or token paused with `pause`
-// or the Controls page, a block, and a Redis that does not take writes or is above its memory high-water
-// mark. The overview lists them, and an organization with one is ranked first (org-states.ts).
+// The alerts a person must act on (a refused or paused token, a pause, a block, a Redis that does not
+// take writes or is above its high-water mark), for the overview.
 import type { WriteState } from '../../redis/writes.ts';
 import type { OrgStatus } from './status.ts';
 

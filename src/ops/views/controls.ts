@@ -1,6 +1,4 @@
-// The controls of each organization as an operator sees them: its limits (ops/views/limits.ts), whether it is
-// paused, and its newest change-log entries in words. The dashboard's controls page and its JSON API
-// read this; the changes themselves go through limiter/policy-control.ts.
+// The controls of each organization as an operator sees them: limits, pause, newest changes in words.
 import type { AppContext } from '../../app/context.ts';
 import { readChanges, type ChangeEntry } from '../../limiter/control-log.ts';
 import { POLICY_RECHECK_MS } from '../../limiter/policy.ts';
@@ -43,7 +41,7 @@ const counted = (v: unknown) =>
     .map(([k, n]) => `${String(n)} ${k}`)
     .join(', ');
 
-/** A retry in words: "re-queued 37 (30 server-error, 7 network-error) of run R (37); filter code server-error". */
+/** A retry in words: "re-queued 37 (30 server-error, 7 network-error) of run R (37); filter ...". */
 function summarizeRetry(d: Record<string, unknown>): string {
   const filter = Object.entries((d.filter ?? {}) as Record<string, unknown>)
     .filter(([, v]) => v !== undefined && v !== null)

@@ -1,8 +1,5 @@
-// The failures table: learners in a failure bucket, read from sorted-set indexes, so a page costs a few
-// ZCARDs, one ZREVRANGE and one HMGET per organization whatever the number of failures.
-// Without a run: the organization's per-bucket indexes; order organization, outcome code, newest first
-// (failures grouped by reason). With a run: the run's own failure index (one per organization and run,
-// kept by the script that moves a record between buckets); order organization, newest first.
+// The failures table, read from the failure indexes (a page costs a few reads whatever their number):
+// per bucket without a run, the run's own index with one.
 import type { OutcomeStore } from '../../outcomes/store.ts';
 import {
   toLearnerOutcome,

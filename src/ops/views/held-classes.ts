@@ -1,7 +1,5 @@
-// Held learners by pre-flight class, for the overview: `plan --check --apply` records an unknown or
-// no-user learner `held` with its class as the first word of its message (preflight-apply.ts). Read for
-// the organizations of the page that hold some, at most HELD_READ of them (the newest), so a card costs
-// one index read and one HMGET whatever the cohort.
+// Held learners by pre-flight class (the first word of their message), for the overview; at most
+// HELD_READ read per organization.
 import type { AppContext } from '../../app/context.ts';
 
 export const HELD_READ = 500;

@@ -1,8 +1,5 @@
-// What a person looks at first in a fleet of organizations. Each organization is in one state, the most
-// urgent that applies: `alert` (paused, a token refused or paused, a block), `working` (learners or jobs
-// waiting), `failures` (final failures to look at, nothing waiting), else `idle`. `status` and the
-// overview list the first three in that order and summarize the idle ones in one line ("940
-// organizations idle, all done"); a fleet of SMALL_FLEET or fewer is shown whole, as before fleets.
+// Each organization's one state, the most urgent that applies (`alert`, `working`, `failures`, `idle`),
+// so `status` and the overview list a fleet by urgency and sum up the idle ones.
 import { progressOf } from '../../outcomes/run-progress.ts';
 import { alertsOf, type Alert } from './alerts.ts';
 import type { OrgStatus } from './status.ts';

@@ -1,8 +1,5 @@
-// The overview: per organization (learners, jobs, budget, ETA, outcomes per hour) and per run (progress
-// per organization), plus the alerts a person must act on (alerts.ts). At 1,000 organizations it is cut
-// from one snapshot of the fleet (every organization's status and state, read in one round trip per
-// Redis node) into a view: a filter (org key substring, state), ranked (org-states.ts), one page of it.
-// Only the page's organizations get their hours read, and only the hours that recorded something.
+// The overview: per organization and per run, plus the alerts. One snapshot of the fleet is filtered,
+// ranked (org-states.ts) and paged; only the page's organizations get their hours read.
 import type { AppContext } from '../../app/context.ts';
 import { HOUR_MS, HOURS_KEPT, readHourlyMany, type HourBucket } from '../../outcomes/hourly.ts';
 import { orgBurnDown, runBurnDown, runFinishOf, type BurnDown, type RunLeft } from '../eta/burn-down.ts';
@@ -84,7 +81,7 @@ export interface FleetSnapshot {
   redis: WriteState | null;
   orgs: ReadonlyMap<string, FleetOrg>;
   runs: RunOverview[];
-  /** Per organization, the runs read (every organization of each, untrimmed) with their learners left there. */
+  /** Per organization, the runs read with their learners left there. */
   runLefts: ReadonlyMap<string, RunLeft[]>;
 }
 

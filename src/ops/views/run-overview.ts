@@ -1,7 +1,5 @@
-// A run's progress, overall and per organization, from its per-organization counters. A nightly run of a
-// reseller spans 1,000 organizations: their counters are read in one call per organization (every run's
-// counters of it at once) and one pipeline per Redis node (redis/batch.ts), not one round trip per
-// organization and run.
+// A run's progress, overall and per organization, from its counters: one call per organization and one
+// pipeline per Redis node, not a round trip per organization and run.
 import type { AppContext } from '../../app/context.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 import { progressOf, type RunProgress } from '../../outcomes/run-progress.ts';
@@ -42,7 +40,7 @@ export function runOverviewsFrom(
   });
 }
 
-/** The runs' counters: one read-keys call per organization (all its runs' counters), one pipeline per node. */
+/** The runs' counters: one call per organization, one pipeline per node. */
 export async function runOverviews(ctx: AppContext, runs: readonly RunMeta[]): Promise<RunOverview[]> {
   const orgs = [...new Set(runs.flatMap((r) => r.orgs))];
   const read = await readBatched(

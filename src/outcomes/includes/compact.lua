@@ -1,14 +1,7 @@
 --[[
-  Compaction of a final record, shared by finish-attempt.lua (a record that ends final) and
-  compact-records.lua (the upgrade of records the previous release wrote whole).
-
-  A final record keeps what report, retry and the dashboard read; its story (history `h`, audit entry
-  ids `au`) goes to the audit stream as one entry of kind 'record' (archived with the stream), whose id
-  the record keeps (`f`; `prev` in the entry chains the entries of a record compacted again after a late
-  attempt or a retry). The merged attempt ids stay as short hashes (`ah`), so a replay of any of them
-  still merges nothing. `hc` keeps what the history said of lost answers (n: no answer, u: unreadable),
-  for the possible-repeat rule. The learner's audit dedupe keys (`ak`) are deleted: a replay is known by
-  its attempt before the dedupe is read, and a transfer's own entry by the record's `x`.
+  Compaction of a final record (finish-attempt.lua, compact-records.lua; docs/redis-memory.md): its story
+  (`h`, `au`) goes to one audit entry of kind 'record' whose id it keeps (`f`; `prev` chains them); merged
+  attempt ids stay as short hashes (`ah`), lost answers as `hc`; the dedupe keys (`ak`) are deleted.
 ]]
 
 local function lt_list(v)

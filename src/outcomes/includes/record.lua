@@ -1,7 +1,6 @@
 --[[
-  Shared by record-outcome.lua and finish-attempt.lua (each has `--- @include "record"`, where the
-  loader, src/redis/scripts.ts, splices this in), so the one way a record moves between buckets, indexes
-  and counters is written once.
+  How a record moves between buckets, indexes and counters, written once: record-outcome.lua and
+  finish-attempt.lua include it (`--- @include "record"`, redis/scripts.ts).
 ]]
 
 -- A record decoded from its JSON, or nil (absent or unreadable).

@@ -1,17 +1,11 @@
-// The resumable cursor of one crawl, in one Redis hash (keys.crawlCursor) beside the set of learners it
-// selected (keys.crawlSelected). A page's learners are enqueued first and the page is committed after,
-// in one MULTI with its selected ids and counters: a crash between the two re-reads that one page on
-// resume (its learners' jobs already exist, so the producer adds nothing twice), and a page is never
-// counted as done before its learners are in the queue.
-//
-// Bounded: the hash holds a fixed set of fields and the walker's marks as one short string of page ranges
-// (page-marks.ts), however many pages the crawl reads. An earlier release kept one field per page
-// ("p:<page>"); load() turns those into marks and removes them.
+// The resumable cursor of one crawl (one hash of bounded size, docs/crawl.md) and the set of learners it
+// selected. A page is committed only after its learners are enqueued: a crash re-reads it, and job ids
+// add nothing twice.
 import type { RedisClient } from '../../redis/client.ts';
 import type { Keys } from '../../core/keys.ts';
 import { decodeMarks, encodeMarks, marksFromPages, type WalkMarks } from './page-marks.ts';
 
-/** Counters kept per crawl; skip reasons are stored as `skip:<reason>`, learners already done as `done:<bucket>`. */
+/** Counters kept per crawl (`skip:<reason>`, `done:<bucket>`). */
 export const CURSOR_COUNTERS = ['seen', 'selected', 'enqueued', 'alreadyQueued'] as const;
 export type CursorCounter = (typeof CURSOR_COUNTERS)[number];
 
@@ -92,14 +86,14 @@ export class CrawlCursor {
       .exec();
   }
 
-  /** Learners of `ids` this crawl selected before (a re-read page, or a page read again after a kill). */
+  /** Learners of `ids` this crawl selected before (a re-read page, or one read again after a kill). */
   async selectedBefore(ids: readonly number[]): Promise<Set<number>> {
     if (ids.length === 0) return new Set();
     const flags = await this.#redis.smismember(this.selectedKey, ...ids.map(String));
     return new Set(ids.filter((_, i) => flags[i] === 1));
   }
 
-  /** Commits one handled page: the walker's marks, the new low-water page (pass 1), selected ids and counters. */
+  /** Commits one handled page: marks, low-water page, selected ids and counters. */
   async commitPage(p: {
     page: number;
     /** PageRead.marks: the walker's marks with this page counted. */

@@ -1,6 +1,5 @@
-// What a crawl is asked to do: its filters, why a learner is skipped, its default id, and the options,
-// dependencies and summary of crawl() (crawl.ts). Kept apart so the page handling (crawl-pages.ts) and
-// the walk (crawl.ts) share them without importing each other.
+// What a crawl is asked to do (filters, skip reasons, options, summary), shared by crawl.ts and
+// crawl-pages.ts.
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../../redis/client.ts';
 import { hasUser, isActiveLearner, type Learner } from '../../api/schemas.ts';
@@ -139,6 +138,6 @@ export interface CrawlSummary extends ProduceCounts {
   unsettledPages: number[];
   /** Dry run only: the learners that would be enqueued, in list order. */
   selectedIds?: number[];
-  /** The target's id at the end (learned during the crawl, or given); undefined if still unknown. */
+  /** The target's id at the end (learned or given); undefined if still unknown. */
   targetOrgId: number | undefined;
 }

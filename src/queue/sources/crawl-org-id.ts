@@ -1,10 +1,5 @@
-// The target organization's numeric id, learned from the list. The API never shows it, but a learner
-// this tool moved into the organization (its record here is a success: transferred, or already-in-org
-// from the 400 "already associated" or a 200 repeat) shows it as its organizationId on the list. A crawl
-// with --from-org selects without the id (a learner of that organization is not in the target), so it
-// watches the pages for such a learner and remembers the id the first time it sees one (OrgIds.learn:
-// an id given or learned before is never replaced). An id already known is checked once the same way: a
-// list that disagrees is reported, not obeyed, since a learner can have been moved on by someone else.
+// The target organization's numeric id, learned from the list: a learner this tool moved there shows it
+// as its organizationId (docs/crawl.md). A known id is checked the same way; a disagreement is reported.
 import type { Learner } from '../../api/schemas.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
 import { isSuccessBucket, type Bucket } from '../../outcomes/record.ts';

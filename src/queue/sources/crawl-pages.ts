@@ -1,12 +1,6 @@
-// The crawl's handling of the pages the walker hands on (a few at a time, in order): each learner
-// decided on its first sight, the new candidates selected (none selected before a kill, none past
-// --limit), enqueued in one batch, and the pages committed to the cursor after it.
-//
-// Enqueueing overlaps: a batch's learners go to the producer while the pages after it are read, and up
-// to MAX_BATCHES_IN_FLIGHT batches are enqueued at once. The commits stay in page order, and each waits
-// for its own batch and for the commit before it: the cursor passes only pages whose learners are all in
-// the queue, and a batch that fails commits nothing after it (a resume offers those learners again; job
-// ids add nothing twice).
+// The crawl's handling of the pages the walker hands on: each learner decided on first sight, the
+// selected ones enqueued in one batch, and the pages committed after it, in page order (docs/crawl.md,
+// "Read ahead").
 import type { Learner } from '../../api/schemas.ts';
 import type { Bucket } from '../../outcomes/record.ts';
 import { addCounts, emptyCounts, type ProduceCounts } from '../producer.ts';

@@ -1,20 +1,6 @@
-// crawl: finds the learners to move without a file. Walks the learner list (page-walker.ts), selects
-// learners by the filters, skips those already in the target organization, and enqueues the rest
-// through the producer (same dedupe and run records as a CSV), with a cursor in Redis so a crawl
-// stopped at page 400 of 1,000 resumes at 400.
-//
-// Without losing or doubling: the walker re-reads pages the list changed under (see page-walker.ts);
-// a learner is decided on its first sight and never offered twice: an in-process Set drops repeats
-// within a run, the crawl's selected set in Redis drops them across a kill, and job ids drop anything
-// left. A --limit counts selected learners exactly, across resumes.
-//
-// Fast without losing the cursor: the walker reads up to `readAhead` pages past the one being handled,
-// and hands the pages ready, in order, a few at a time to PageBatches (crawl-pages.ts): their learners
-// go to the producer in one batch while the next pages are read, and the pages to the cursor in one
-// commit after it, so the cursor only ever passes pages whose learners are all enqueued.
-//
-// The target's numeric id: with --from-org it is not needed to select (a learner of that organization
-// is not in the target), so a crawl can start without it and learn it from the list (crawl-org-id.ts).
+// crawl: walks the learner list, selects learners by the filters, skips those in the target, and
+// enqueues the rest, resumable from a cursor in Redis (docs/crawl.md). A learner is offered once: an
+// in-process Set, the crawl's selected set and job ids drop repeats.
 import { LearnerTransferError } from '../../core/errors.ts';
 import { newRunId } from '../../outcomes/runs.ts';
 import { CrawlCursor, type CursorState } from './crawl-cursor.ts';

@@ -1,10 +1,6 @@
-// The CSV source: streams a file of learner ids (never loads it whole) and yields valid rows and
-// rejects, each with its line number. It decides nothing about queues: the producer does that.
-//
-// Fast and small for a million rows: every line is one record once the line guard is through (below),
-// so lines are split here, and a line without a quote (every line of a list of ids) is cut at its commas
-// directly; only a line with a quote goes to csv-parse, on its own. A csv-parse stream over the whole
-// file built an info object per record and held the heap of `enqueue` 30 MB over raw addBulk's.
+// The CSV source: streams a file of learner ids and yields valid rows and rejects with their line
+// numbers. A line without a quote is cut at its commas here; only quoted lines go to csv-parse
+// (docs/benchmarks.md).
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -51,13 +47,13 @@ export function printable(text: string, max = 40): string {
 }
 const ORG_HEADERS = new Set(['org', 'organization', 'org_key', 'orgkey']);
 
-/** Checks one learner id cell (the one rule of src/core/ids.ts). Returns the id or the reason it is not one. */
+/** Checks one learner id cell (core/ids.ts): the id, or why it is not one. */
 function parseLearnerIdCell(cell: string | undefined): number | string {
   const text = (cell ?? '').trim();
   return parseLearnerId(text, printable(text));
 }
 
-/** Detects a UTF-16 byte order mark and decodes to UTF-8; UTF-8 (with or without BOM) passes through. */
+/** Decodes UTF-16 (by its byte order mark) to UTF-8; UTF-8 passes through. */
 class Utf16Decoder extends Transform {
   #decoder: TextDecoder | null | undefined = undefined;
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -79,17 +75,12 @@ class Utf16Decoder extends Transform {
 }
 
 /**
- * A learner-id file has one record per line, so each line is checked before the CSV parser sees it: a
- * line longer than `max` bytes (a 10 MB line), with a NUL byte (binary data, UTF-16 without a BOM), or
- * with a quote that opens a cell and never closes is replaced by a marker line that readCsv rejects on
- * its own. Without this, csv-parse reports one error per 64 KB of a long line and an unclosed quote
- * swallows every following line into one record: valid rows after it would be lost. (The cost: a quoted
- * cell spanning lines, which no learner-id file needs, is rejected.)
+ * One record per line, so each line is checked first: one longer than `max` bytes, with a NUL byte, or
+ * with an unclosed quote becomes a marker line readCsv rejects on its own (an unclosed quote would
+ * swallow every following line). A quoted cell spanning lines is rejected: no id file needs one.
  *
- * Every line leaves with a `\n` ending whatever it came with: `\r\n`, `\n`, or a bare `\r`, each one
- * line break, as a spreadsheet counts them. csv-parse takes its record delimiter from the first line
- * it sees, so a CRLF file with one `\n` in it (a marker, say) would merge two lines into one record and
- * lose a row; normalized, every line is one record and csv-parse's line count is the spreadsheet's.
+ * Every line leaves with a `\n`, whatever break it came with (as a spreadsheet counts them): csv-parse
+ * takes its delimiter from the first line, and a mixed file would merge two lines.
  */
 class LineGuard extends Transform {
   #parts: Buffer[] = [];
@@ -209,7 +200,7 @@ export async function fileSize(file: string): Promise<number> {
   }
 }
 
-/** Yields every row and reject of a CSV file in order. Throws only when the file cannot be read at all. */
+/** Yields every row and reject of a CSV file in order; throws only when it cannot be read at all. */
 export async function* readCsv(options: CsvSourceOptions): AsyncGenerator<CsvEvent> {
   const { file } = options;
   const size = await fileSize(file);

@@ -1,13 +1,5 @@
-// The pre-flight's read of the learner list: one walk over GET /1/learner through the crawl's page walker
-// (same concurrency, retries, re-reads of pages the list changed under), keeping only what the check
-// needs of the learners it was asked about. It takes no limiter permit: the spec limits transfers, not
-// the list, and a check must not spend the budget it is there to save.
-//
-// Resumable through a checkpoint file (optional): what was found so far, the next page and the walker's
-// marks (page-marks.ts, for its change detection), written at most every CHECKPOINT_EVERY_MS and when the
-// walk fails or is stopped. A check of the same learners resumes from it; one of other learners starts
-// over (pages already read may hold learners it did not look for). Kept small: one entry per learner
-// asked about, not per learner listed.
+// The pre-flight's read of the learner list through the crawl's page walker, keeping only the learners
+// asked about; no limiter permit, resumable from a checkpoint file (docs/preflight.md).
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { hasUser, isActiveLearner, type Learner } from '../../api/schemas.ts';

@@ -1,6 +1,5 @@
-// What the page walker (page-walker.ts) checks of each page before it believes it: that the service
-// answered the page asked for, and that what the page claims about the whole list holds together. A
-// check that fails stops the walk with an error naming the claim; retrying would not help.
+// What the page walker checks of each page before it believes it (docs/crawl.md): a failed check stops
+// the walk with an error naming the claim.
 import type { ListPage } from '../../api/schemas.ts';
 import { DEFAULT_CRAWL_MAX_PAGES } from '../../core/config.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
@@ -8,8 +7,7 @@ import { LearnerTransferError } from '../../core/errors.ts';
 /**
  * The page the service answered must be the page asked for. The spec: page N covers positions
  * (N-1)*per_page+1 to N*per_page, and current_page is the page requested. A service that ignores
- * ?page= (a proxy that drops the query, a changed parameter name) answers page 1 every time: read as
- * pages 2, 3, ... it would hand the same learners on again and never show the rest. Retrying does not
+ * ?page= answers page 1 every time: the same learners again, never the rest. Retrying does not
  * help; the walk stops with what came back. `from`/`to` are checked when given (the schema accepts
  * them absent or null, as on an empty page).
  */
@@ -40,11 +38,8 @@ export function checkPageAnswered(page: number, body: ListPage): void {
 }
 
 /**
- * What a page claims about the whole list must hold together, or the walk would believe it: last_page
- * must be ceil(total / per_page) (1 for an empty list, whose last_page 0 is accepted too), a page inside
- * the claimed total must hold learners, and the list may not be longer than `maxPages`. A service that
- * answered every page with {data: [], total: 0, last_page: 1000000000} was asked 46,000 pages in 18 s
- * and would never have been done. Retrying does not help; the walk stops with the claim.
+ * What a page claims about the whole list must hold together (the table of docs/crawl.md): a service
+ * once claimed a billion empty pages. Retrying does not help; the walk stops with the claim.
  */
 export function checkPageClaims(page: number, body: ListPage, maxPages = DEFAULT_CRAWL_MAX_PAGES): void {
   const p = body.pagination;

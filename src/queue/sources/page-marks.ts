@@ -1,11 +1,6 @@
-// What the page walker remembers of the pages it read, for change detection (page-walker.ts), in a size
-// that does not grow with the number of pages: a crawl's cursor once kept one hash field per page
-// ("p:<page>" = total:seq), and a service claiming a billion pages grew it by 46,481 fields in 18 s.
-// Only one fact about a page's latest read matters: whether it arrived before the last change
-// of the list's total (the page may be stale: a suspect) or not (fresh). A later change arrives after
-// every read handled so far, so it makes every read page a suspect at once; reading a suspect again makes
-// it fresh. So the marks are two sets of pages, kept as ranges (pass 1 reads pages in order: one range),
-// and the total and arrival number of the last change.
+// What the page walker remembers of the pages it read, in a size that does not grow with them: whether
+// each read arrived before the list's last change of total (a suspect) or not, as two sets of page
+// ranges, with that total and the change's arrival number.
 
 /** Sorted, disjoint, non-adjacent ranges of page numbers [from, to]. */
 export class PageRanges {

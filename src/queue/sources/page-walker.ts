@@ -1,20 +1,6 @@
-// Walks GET /1/learner page by page: bounded concurrency, pages handed on in page order, retries with
-// backoff on the client's classified failures, and re-reads that make a list changing under the walk
-// lose nobody.
-//
-// Why re-reads: the list is paged by position (page N = positions (N-1)*100+1..N*100). A learner
-// removed before a page that is not read yet moves every later learner one position back, so the
-// first learner of that page slides onto a page already read and no read would see it; an inserted
-// learner lands on a page already read, or pushes the last learner of a read page onto the next (seen
-// twice: callers dedupe by id). Every response carries `total`, so a change shows as a response whose
-// total differs from the one before it (in arrival order). Pages read before the last such change may
-// be stale: they are read again, and again while reads keep seeing changes, up to `maxPasses`. What
-// totals cannot show (a removal and an insertion between the same two reads) is left to reconcile.
-//
-// What the walk believes of the service is bounded (a lying service must not hold it; page-checks.ts):
-// a `last_page` that does not follow from `total` and `per_page`, an empty page inside the claimed
-// total, or more than `maxPages` pages stop it with an error naming the claim; what it remembers of the
-// pages read is a few ranges (page-marks.ts).
+// Walks GET /1/learner page by page: bounded concurrency, pages handed on in order, retries with
+// backoff, and re-reads of the pages read before the list's total changed, so a list changing under
+// the walk loses nobody (docs/crawl.md, "Why pages are read again").
 import { setTimeout as sleep } from 'node:timers/promises';
 import { capDelayMs } from '../../api/retry-after.ts';
 import type { ListResult } from '../../api/client.ts';
@@ -75,7 +61,7 @@ export interface WalkOptions {
   maxBackoffMs?: number | undefined;
   /** Pass-1 start (a resumed crawl); pages before it are known through `history`. */
   startPage?: number | undefined;
-  /** The marks of the pages already handled (a resumed crawl), for change detection; not changed. */
+  /** The marks of the pages already handled (a resumed crawl); not changed. */
   history?: WalkMarks | undefined;
   /** Most passes in all (default 4): a list that never stops changing must still end. */
   maxPasses?: number | undefined;
@@ -86,7 +72,7 @@ export interface WalkOptions {
    */
   maxPages?: number | undefined;
   signal?: AbortSignal | undefined;
-  /** Hears each page in order; or `onPages`, which hears the ready pages in order, a few at a time. */
+  /** Hears each page in order; or `onPages`, the ready pages in order, a few at a time. */
   onPage?: OnPage | undefined;
   /**
    * Pages handed on together (consecutive, in order, up to `batchPages`). Returns 'stop' to end the walk,

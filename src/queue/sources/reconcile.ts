@@ -1,12 +1,6 @@
-// reconcile: the desired state is a CSV of learner ids and organization keys (the same reader as
-// enqueue). The actual state is read by walking the learner list; the drift is every desired learner
-// that sits in another organization (enqueued, with force: an earlier run's final record is re-opened
-// on purpose, since the learner has moved away since) or is not in the list at all (reported only: a
-// transfer could only answer 404). A drift report (CSV + JSON summary) is written per run.
-//
-// Not resumable on purpose: it only reads until the walk ends, and enqueueing the drift is idempotent
-// (job ids), so a reconcile that died is simply run again. The walk keeps the latest sight of each
-// learner, so its re-reads (see page-walker.ts) also correct owners that changed during the walk.
+// reconcile: walks the learner list against a desired-state CSV; every learner in another organization
+// is enqueued (a final record re-opened), one not listed is only reported, in a drift report per run.
+// Not resumable: it is idempotent, so a reconcile that died is run again.
 import type { CanaryMeta } from '../../outcomes/runs.ts';
 import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -54,7 +48,7 @@ export interface ReconcileOptions {
   dryRun?: boolean | undefined;
   /** Run source text (the schedule names itself here). */
   sourceLabel?: string | undefined;
-  /** A canary run (--canary N, docs/canary.md): the new run is made with it (the producer given sends N). */
+  /** A canary run (--canary N, docs/canary.md) for the new run. */
   canary?: CanaryMeta | undefined;
   concurrency?: number | undefined;
   retries?: number | undefined;
@@ -291,7 +285,7 @@ function groupByOrg(toMove: readonly DriftRow[]): {
   return { byOrg, driftIds, rowsByOrg };
 }
 
-/** The state each learner had before, for the report (a re-opened `transferred` is the interesting one). */
+/** The state each learner had before, for the report. */
 async function fillStateBefore(
   store: OutcomeStore,
   driftIds: ReadonlyMap<string, number[]>,
