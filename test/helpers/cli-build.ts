@@ -1,28 +1,14 @@
-// The CLI the tests spawn, compiled once per run. Through bin/learner-transfer.js a spawned CLI runs the
-// TypeScript sources through tsx: each process pays tsx's loader for every module it imports, about twice
-// the CPU of the same modules as JavaScript (measured: `--help` 3.5 CPU-s through tsx, 1.7 from
-// JavaScript), and the suite spawns a few hundred. So vitest's globalSetup compiles src/ with esbuild (what
-// tsx itself uses, file for file, no bundling: every module keeps its own import.meta.url, so the Lua
-// scripts and the dashboard's files are found beside it) into .test-cli/, the tree `npm run build` makes
-// in dist/, and spawnCli runs .test-cli/cli/main.js. It is rebuilt whenever a source changed (a stamp of
-// their content), so a test never runs a stale build; outside vitest (npm run faults) nothing sets
-// LT_TEST_CLI and the binary runs as a user's does. Spawned CLIs add nothing to coverage either way:
-// coverage is taken in vitest's workers only.
-import { build } from 'esbuild';
+// The CLI the tests spawn, compiled once per run into .test-cli/ by the compiler `npm run build` uses for
+// dist/ (scripts/compile.mjs: the same tree, the same one-file entry), so a spawned CLI runs JavaScript as
+// a user's does, not the sources through tsx (about twice the CPU: `--help` 3.5 CPU-s through tsx, 1.7
+// from JavaScript; the suite spawns a few hundred). Rebuilt whenever a source changed (a stamp of their
+// content), so a test never runs a stale build; outside vitest (npm run faults) nothing sets LT_TEST_CLI
+// and the binary runs as a user's does. Spawned CLIs add nothing to coverage: it is taken in the workers.
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compileTree } from '../../scripts/compile.mjs';
 
 const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 /** One level under the root, as dist/ is: src/cli/demo.ts finds ../../jobs.example.csv from either. */
@@ -37,39 +23,6 @@ function sourceFiles(dir: string, found: string[] = []): string[] {
     else found.push(path);
   }
   return found;
-}
-
-/** Relative imports name the .ts file (allowImportingTsExtensions); the compiled tree has .js files. */
-function rewriteImports(code: string): string {
-  return code
-    .replace(/(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(\.\.?\/[^"']*)\.ts\2/g, '$1$2$3.js$2')
-    .replace(/(\bimport\s*\(\s*)`(\.\.?\/[^`]*)\.ts`/g, '$1`$2.js`');
-}
-
-async function compile(files: string[], src: string, out: string): Promise<void> {
-  const entryPoints = files.filter((f) => f.endsWith('.ts'));
-  const result = await build({
-    entryPoints,
-    outdir: out,
-    outbase: src,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    bundle: false,
-    write: false,
-    logLevel: 'silent',
-  });
-  for (const file of result.outputFiles) {
-    mkdirSync(dirname(file.path), { recursive: true });
-    writeFileSync(file.path, rewriteImports(file.text));
-  }
-  // What tsc does not compile, as scripts/copy-assets.mjs copies it for dist/: every other file of src/
-  // (the Lua scripts, the dashboard's public/ files).
-  for (const file of files.filter((f) => !f.endsWith('.ts'))) {
-    const target = join(out, relative(src, file));
-    mkdirSync(dirname(target), { recursive: true });
-    cpSync(file, target);
-  }
 }
 
 /**
@@ -93,7 +46,7 @@ async function buildOnce(): Promise<string> {
   // Built beside and renamed into place, so that another run in this checkout never spawns a half tree.
   const fresh = `${TEST_CLI_DIR}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const old = `${fresh}-old`;
-  await compile(files, src, fresh);
+  await compileTree(src, fresh);
   writeFileSync(join(fresh, STAMP), stamp);
   if (existsSync(TEST_CLI_DIR)) renameSync(TEST_CLI_DIR, old);
   renameSync(fresh, TEST_CLI_DIR);
