@@ -185,9 +185,8 @@ local function rate(field, max, window)
   local m, w = lt_rate(policy, field, max, window)
   return m, w
 end
--- A learned limit in force (see "Learned limits" above): `limit` lowered to the learned max plus the
--- probe steps since it was learned, or `limit` itself once the probe has reached it (the entry is then
--- forgotten here, lazily).
+-- A learned limit in force ("Learned limits" above): the learned max plus the probe steps
+-- since, or `limit` once reached (the entry then forgotten, lazily).
 local function learned(field, limit, configured, window)
   local value, m = lt_learned(policy, field, limit, configured, window, now)
   if m == nil and policy[field] and limit > 0 then
@@ -206,8 +205,8 @@ end
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 orgMax = learned('learned:org', orgMax - math.max(0, tonumber(policy['reserve']) or 0), orgMax, orgWindow)
--- The burst: the policy's, or the fallback when it has none or a malformed one (named in the reply, as a
--- malformed rate is).
+-- The burst: the policy's, or the fallback when it has none or a malformed one (named in the
+-- reply).
 local burstSpec = lt_burst_spec(policy, ARGV[11])
 local pace = {}
 if burstSpec ~= '' and burstSpec ~= '100%' then
@@ -281,13 +280,13 @@ if learner ~= '' then
   end
 end
 
--- A paused organization gets nothing until it is resumed (the resume is announced on the events channel).
+-- A paused organization gets nothing until it is resumed.
 if policy['paused'] then
   return reply({0, orgWindow, 'paused', 1, now})
 end
 
--- The run window (see "Run window" above): 0 when open now, else the ms until it opens (or until the
--- horizon, where the intervals must be computed again), or -1 when they are stale already.
+-- The run window: 0 when open now, else the ms until it opens (or to the horizon), -1 when
+-- stale.
 local function runWindowWait(open)
   local horizon, s
   for n in string.gmatch(open, '%d+') do
@@ -335,8 +334,8 @@ if learner ~= '' and redis.call('HEXISTS', breakerKey, 'storm') == 1 then
   probing = true
 end
 
--- A scope's bucket now: the ms until it allows a permit (0: now) and its tat after a grant (nil when the
--- scope is not paced).
+-- A scope's bucket now: ms until it allows a permit (0: now), tat after a grant (nil: not
+-- paced).
 local function paceOf(field, max, window)
   if burstSpec == '' or max <= 0 then
     return 0, nil
@@ -387,8 +386,7 @@ for i = 1, tokenCount do
 end
 
 if orgBlock == -2 and orgWait == 0 and orgPaceWait == 0 and best > 0 then
-  -- "<ms>.<µs of that ms>-<random>": the acquire time, fine enough to order the permits of one Redis
-  -- (learn.lua counts the ones acquired before a refused one).
+  -- "<ms>.<µs of that ms>-<random>": fine enough to order one Redis's permits (learn.lua).
   local permitId = string.format('%d.%03d-%s', now, nowMicros, ARGV[6])
   local deadline = now + inflightTtl
   local tokenKeyTtl = tokens[best][6]

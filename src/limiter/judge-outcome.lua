@@ -112,12 +112,10 @@ local function pause(name, reason)
   return false
 end
 
--- The 5xx storm (half-open): set by a server error answered while most of the sample's answers are,
--- cleared by any answer that is not one (a success, or a 4xx: the service is answering again, and a storm
--- kept by 4xx answers would hold the server errors' learners, whose probes use no attempt, for ever); the
--- probe this answer held is freed either way.
--- With the error budget off (HALT_AT off) there is no storm either: its probes use no attempt, so a service
--- that stays down would hold its learners for ever instead of failing them after their attempts.
+-- The 5xx storm (half-open): set by a server error while most of the sample's answers are,
+-- cleared by any other answer (a 4xx too: a storm kept by 4xx would hold learners whose probes
+-- use no attempt for ever); the probe is freed either way. With HALT_AT off there is no storm
+-- either: a service that stays down fails its learners after their attempts.
 local storm = redis.call('HGET', breakerKey, 'storm')
 if share == 'off' then
   if storm then
@@ -157,7 +155,8 @@ if ARGV[11] ~= '' then
 end
 local stormNow = storm and 1 or 0
 
--- A storm that does not end halts the organization (see the header): judged when a probe answers 5xx.
+-- A storm that does not end halts the organization (see the header), judged when a probe
+-- answers 5xx.
 local bound, minProbes = tonumber(ARGV[14]) or 0, tonumber(ARGV[15]) or 1
 local lasted = storm and (nowMs - (tonumber(storm) or nowMs)) or 0
 if stormProbes > 0 and bound > 0 and lasted >= bound and stormProbes >= minProbes

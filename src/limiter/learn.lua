@@ -81,7 +81,7 @@ tokenMax, tokenWindow = rate('tok:' .. tokenId, tokenMax, tokenWindow)
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 local orgUsable = orgMax - math.max(0, tonumber(policy['reserve']) or 0)
 
--- The learned limit in force (as acquire.lua computes it), and the learned max, or nil when none is.
+-- The learned limit in force (as acquire.lua computes it), and the learned max (nil: none).
 local function learned(field, limit, configured, window)
   local value, m, at = lt_learned(policy, field, limit, configured, window, now)
   return value, m, at
@@ -89,7 +89,7 @@ end
 local tokenLimit, tokenBase, tokenAt = learned('learned:tok:' .. tokenId, tokenMax, tokenMax, tokenWindow)
 local orgLimit, orgBase, orgAt = learned('learned:org', orgUsable, orgMax, orgWindow)
 
--- A permit id starts with its acquire time: "<ms>.<µs>-" (or "<ms>-", as earlier releases made them).
+-- A permit id starts with its acquire time: "<ms>.<µs>-" (or "<ms>-", from earlier releases).
 local function acquiredAt(id)
   local ms, us = string.match(id, '^(%d+)%.?(%d*)-')
   if not ms then
