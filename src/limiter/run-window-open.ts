@@ -1,6 +1,5 @@
-// The run window as the limiter sees it: the calendar fields turned into UTC instants (`open`)
-// that acquire.lua reads with Redis TIME; the Lua never sees a time zone. Past their horizon
-// acquire says 'run-window-stale' and they are written again.
+// The run window as the limiter sees it: the calendar fields turned into the UTC instants
+// (`open`) acquire.lua reads, and written again past their horizon (decision 15).
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
