@@ -1,9 +1,7 @@
 --[[
-  The error budget (docs/guard-rails.md): push one final outcome of an answered call into the
-  organization's sample and its token's sample (the last N, fleet-wide), judge both, and when a rule is
-  met write the pause in the same step: the organization's `paused` (author `breaker`, the reason with
-  the sample's counts), or the token's `paused:<id>`. A pause is what every worker of this release and
-  of the previous one already obeys (acquire.lua "Policy"). Also keeps the 5xx storm flag (half-open).
+  The error budget (docs/guard-rails.md): push one final outcome into the organization's and its
+  token's samples, judge both, and when a rule is met write the pause in the same step (`paused`, author
+  `breaker`, or `paused:<id>`). Also keeps the 5xx storm flag (half-open).
 
   Input:
     KEYS[1]  policy hash         keys.policy(org): haltAt ("P" percent or "off"), haltSample, paused...
@@ -22,15 +20,13 @@
     ARGV[13] the gap after a probe answered with a server error before the next one (ms)
     ARGV[14] the storm's bound (HALT_STORM, ms; 0 = none)    ARGV[15] the probes it needs at least
 
-  A storm that does not end: once it has lasted ARGV[14] and at least ARGV[15] probes in a row answered a
-  server error (no other answer came: any would have ended it), the organization halts like any halt (its
-  pause, author `breaker`, the reason in words), so that a person is told once instead of probes going on
-  for ever (a probe uses no attempt: nothing else would ever stop them).
+  A storm that lasted ARGV[14] with at least ARGV[15] probes in a row answered 5xx halts the
+  organization like any halt: a probe uses no attempt, so nothing else would ever stop them.
 
   Output: {what, reason, stormNow}
     what: 'org' the organization was halted by this step, 'token' the token was paused, '' neither
     stormNow: 1 when the 5xx storm flag is set after this step
-  The breaker hash also keeps `probes`: the probes answered with a server error since the storm began.
+  The breaker hash also keeps `probes`: the probes answered 5xx since the storm began.
 ]]
 --- @keys 2
 local policyKey, breakerKey = KEYS[1], KEYS[2]
