@@ -1,21 +1,21 @@
-// Turns an HTTP status + body (or a thrown network error) into a TransferOutcome. Pure functions, so the
-// table is tested exhaustively.
+// Turns an HTTP status + body (or a network error) into a TransferOutcome; pure, so the table
+// is tested exhaustively.
 import { transferArrayProblem, transferResultSchema } from './schemas.ts';
 import type { TransferOutcome } from './outcome.ts';
 import type { Scrub } from '../core/log.ts';
 
 const keep: Scrub = (text) => text;
 
-// The spec's 400: "Learner is already associated with the caller's organization". Only that wording:
-// a looser match ("already in progress") would turn a real failure into a silent success.
+// The spec's 400 for a learner already there. Only that wording: a looser match would turn a
+// failure into a silent success.
 const ALREADY_RE = /already associated with/i;
 
-/** The one transfer status the spec shows; any other is not a finished transfer we can count on. */
+/** The one transfer status the spec shows; any other is not a finished transfer. */
 const COMPLETED = 'completed';
 
 /**
- * The error body's text fields, each read on its own: a malformed `error` (a number, an object) must not
- * lose a valid `message`, nor the other way round. Only strings are kept, cut to a size fit for a record.
+ * The error body's text fields, each read on its own (a malformed `error` must not lose a valid
+ * `message`); strings only, cut to fit a record.
  */
 function errorFields(body: unknown, scrub: Scrub = keep): { error?: string; message?: string } {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return {};
@@ -35,18 +35,17 @@ function quoted(value: string): string {
 export interface ClassifyContext {
   durationMs: number;
   /**
-   * The learner the request named (a transfer). A 200 about another learner is not this learner's
-   * transfer, whatever it says.
+   * The learner the request named: a 200 about another learner is not this learner's transfer.
    */
   learnerId?: number | undefined;
   /** The transferId we recorded for this learner and organization earlier, if any. */
   previousTransferId?: string | undefined;
   retryAfterMs?: number | undefined;
-  /** Replaces secrets (the token sent) in the service's text before it is cut (the client passes it). */
+  /** Replaces secrets (the token sent) in the service's text before it is cut. */
   scrub?: Scrub | undefined;
 }
 
-/** Classifies a complete response. `body` is the parsed JSON, or `undefined` when it was not JSON. */
+/** Classifies a complete response; `body` is the parsed JSON, or `undefined` when not JSON. */
 export function classifyResponse(
   status: number,
   body: unknown,
@@ -80,8 +79,8 @@ export function classifyResponse(
       };
     }
     const result = parsed.data;
-    // Read strictly: a 200 that is not this learner's completed transfer is neither `transferred` nor
-    // `already-in-org`. Something may have happened (to this learner or another), so a person looks.
+    // Read strictly: a 200 that is not this learner's completed transfer is neither
+    // `transferred` nor `already-in-org`; a person looks.
     const mismatches: string[] = [];
     if (ctx.learnerId !== undefined && result.data.learnerId !== ctx.learnerId) {
       mismatches.push(`200 for learner ${result.data.learnerId}, asked for ${ctx.learnerId}`);
@@ -93,8 +92,8 @@ export function classifyResponse(
     if (mismatches.length > 0) {
       return { code: 'unexpected-result', status: 200, result, message: mismatches.join('; '), durationMs };
     }
-    // The spec: a repeated transfer to the same organization "returns success without creating a
-    // duplicate transfer". We see that as the transferId we already hold, or a message that says so.
+    // The spec: a repeated transfer "returns success without creating a duplicate": the
+    // transferId we hold, or a message saying so.
     const sameTransfer =
       ctx.previousTransferId !== undefined &&
       result.data.transferDetails.transferId === ctx.previousTransferId;
@@ -129,8 +128,8 @@ export function classifyResponse(
 }
 
 /** undici / Node error codes that mean the request never reached the server. */
-// EHOSTUNREACH / ENETUNREACH are left out: on a reused keep-alive socket they can follow a write that
-// already reached the server, and a released permit would let one call too many into the window.
+// EHOSTUNREACH / ENETUNREACH are left out: on a reused socket they can follow a write that
+// reached the server, and a released permit would let one call too many into the window.
 const NOT_SENT = new Set([
   'ECONNREFUSED',
   'UND_ERR_CONNECT_TIMEOUT',

@@ -1,7 +1,6 @@
-// The Learner API client: keep-alive connections to the base URL (through the egress proxy, if any:
-// egress-agent.ts), the spec's headers on every request, connect/header/body timeouts, and a classified
-// result for every transfer. The token is passed per call
-// and is only ever written into the Authorization header: never into an error, a log line or a result.
+// The Learner API client: keep-alive connections (through the egress proxy, if any), the spec's
+// headers, timeouts, and a classified result for every call. The token goes only into the
+// Authorization header.
 import type { Dispatcher } from 'undici';
 import { classifyNetworkError, classifyResponse } from './classify.ts';
 import { startDeadline, Stalls, type Deadline } from './deadline.ts';
@@ -15,7 +14,7 @@ import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
 import type { Egress } from '../core/egress.ts';
 import { injectTraceContext, inSpan, SPAN_ATTR, SpanKind } from '../core/tracing.ts';
 
-/** The transfer's path as a span names it (OpenTelemetry's url.template: no learner id in the name). */
+/** The transfer's path as a span names it (no learner id in the name). */
 const TRANSFER_TEMPLATE = '/1/learner/{id}/transfer';
 
 export interface ClientOptions {
@@ -27,24 +26,19 @@ export interface ClientOptions {
   connections?: number;
   /** The proxy and TLS settings (config.egress); none: direct, with the system's CAs. */
   egress?: Egress | undefined;
-  /**
-   * Called once per stall of this process (a VM pause, a long GC, SIGSTOP) that calls' timers saw, with
-   * how long it lasted at least: the calls were given their answers, not timed out (see deadline.ts).
-   */
+  /** Called once per stall that calls' timers saw, with its length (deadline.ts). */
   onStall?: (stalledMs: number) => void;
-  /** Called once, before this client's first request (a warning that belongs to calls of the service). */
+  /** Called once, before this client's first request. */
   onFirstCall?: (() => void) | undefined;
 }
 
 /**
- * Body caps, per operation, enforced while reading (nothing past the cap is buffered or parsed). A
- * transfer result is a few KB: 256 KiB is far more than any real one. A list page of 100 learners is
- * about 40 KB: 512 KiB leaves ten times the room for long names and unknown fields, and bounds the worst
- * JSON.parse (a page of 150k tiny objects) to tens of milliseconds. A body over its cap is `bad-response`.
+ * Body caps per operation, enforced while reading: far above any real result (a few KB) or list
+ * page (~40 KB), and bounding the worst JSON.parse. Over its cap a body is `bad-response`.
  */
 export const BODY_CAP = { transfer: 256 * 1024, list: 512 * 1024 } as const;
 
-/** The most of a 200's text kept for the audit (the worker's MAX_AUDIT_BODY): all of a body within the cap. */
+/** The most of a 200's text kept for the audit (the worker's MAX_AUDIT_BODY). */
 const MAX_KEPT_BODY = BODY_CAP.transfer;
 
 const TOO_LARGE: ErrorCode = 'LT_BODY_TOO_LARGE';
@@ -53,7 +47,7 @@ function capText(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
 }
 
-/** Tokens shorter than this are not looked for in responses: they cannot be told from ordinary text. */
+/** Tokens shorter than this are not looked for in responses: they look like ordinary text. */
 const MIN_SCRUBBED_TOKEN = 8;
 
 function notSent(message: string): LearnerTransferError {
@@ -65,11 +59,9 @@ const noConnectionIn = (ms: number): LearnerTransferError =>
   notSent(`no connection was ready within its request timeout (${ms} ms)`);
 
 /**
- * The send gate of one call (send-gate.ts: asked right before undici writes the request). It refuses, so
- * that nothing is written, when the call's own deadline already gave up on it, or when the call would
- * leave later than `sendWithinMs` from now or than the last moment its whole timeout still fits before
- * its hard bound (`hardMs`, the time its permit counts it in flight): once written, a call is waited for
- * a whole timeout. Letting it go starts that timeout (`deadline.sent()`).
+ * The send gate of one call (send-gate.ts): refuses when the call's deadline gave up, or when
+ * it would leave too late for its whole timeout to fit before `hardMs`. Letting it go starts
+ * that timeout.
  */
 function sendGateOf(deadline: Deadline, ms: number, hardMs: number, sendWithinMs = Infinity): SendGate {
   const start = performance.now();
@@ -90,9 +82,8 @@ function sendGateOf(deadline: Deadline, ms: number, hardMs: number, sendWithinMs
 }
 
 /**
- * The request, ended as not sent the moment its deadline runs out before it was written. undici sees an
- * abort only once the request has a connection (a connection that opens late, a pool whose sockets are
- * all busy), and then aborts it unwritten (the send gate refuses it too): nothing need wait for that.
+ * The request, ended as not sent the moment its deadline runs out unwritten (undici sees an
+ * abort only once the request has a connection).
  */
 function untilGivenUpUnsent<T>(
   request: Promise<T>,
@@ -107,7 +98,8 @@ function untilGivenUpUnsent<T>(
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });
-  // The request settles later (refused at its connection, or never connected): nobody waits for it then.
+  // The request settles later (refused at its connection, or never connected): nobody waits for
+  // it.
   request.catch(() => {});
   return Promise.race([request, givenUp]).finally(() => signal.removeEventListener('abort', onAbort));
 }
@@ -121,16 +113,13 @@ function scrubberFor(token: string): Scrub {
 export interface TransferCallOptions {
   previousTransferId?: string | undefined;
   /**
-   * However long this process stalls, the call is given up this many ms from now at the latest: the
-   * time its permit and lease count it in flight (the worker passes what is left of it). It is written
-   * only while its whole request timeout still fits before then, and once written it is waited for that
-   * long (counted from the write): a call with less time left is not sent (LT_NOT_SENT).
+   * The call is given up this many ms from now at the latest, however long the process stalls
+   * (its permit's in-flight time); written only while its whole timeout still fits before then.
    */
   hardMs?: number | undefined;
   /**
-   * The request's first byte must be written within this many ms from now, or it is not sent at all
-   * (a network-error with errorCode LT_NOT_SENT, maybeDelivered false): the worker's own check before
-   * the call, made again at the moment of writing (send-gate.ts).
+   * The request's first byte must be written within this many ms, or it is not sent
+   * (LT_NOT_SENT).
    */
   sendWithinMs?: number | undefined;
 }
@@ -200,7 +189,7 @@ export class LearnerApiClient {
       return refusal;
     });
     const headers = this.#headers(token, method === 'PATCH');
-    // The transfer carries its trace (W3C traceparent) to the service; nothing is added with tracing off.
+    // The transfer carries its trace (W3C traceparent); nothing is added with tracing off.
     if (method === 'PATCH') injectTraceContext(headers);
     try {
       const request = this.#dispatcher.request({
@@ -235,17 +224,18 @@ export class LearnerApiClient {
           chunks.push(buf);
         }
       } catch (err) {
-        // Keep what arrived of a cut body: for a 200 it is all that is left of the transfer's record.
+        // Keep what arrived of a cut body: for a 200 it is all that is left of the transfer's
+        // record.
         throw Object.assign(err as Error, {
           ltStatus: response.statusCode,
-          // Scrubbed of the token we sent before anything cuts or keeps it (a service may echo it).
+          // Scrubbed of the token we sent before anything cuts or keeps it.
           ltPartialBody: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
         });
       }
       return {
         status: response.statusCode,
         headers: response.headers,
-        // Every text of the service passes this scrub first: no cut below can keep part of the token.
+        // Every text of the service is scrubbed first: no cut below can keep part of the token.
         text: scrubResponseText(Buffer.concat(chunks).toString('utf8'), scrubberFor(token)),
       };
     } catch (err) {
@@ -327,15 +317,14 @@ export class LearnerApiClient {
       });
       // A 200 the schema refuses may still be a transfer that happened: keep its text for the audit.
       if (outcome.code === 'bad-response' && status === 200) outcome.body = text.slice(0, MAX_KEPT_BODY);
-      // Every 200 goes to the audit verbatim (unknown fields included): what the service said, not what
-      // our schema kept of it.
+      // Every 200 goes to the audit verbatim: what the service said, not what our schema kept.
       if (status === 200) return Object.assign(outcome, { raw: text });
       return outcome;
     } catch (err) {
       const durationMs = performance.now() - started;
       if (headersReceived) {
-        // The status line arrived and the body was cut: for a 200 the transfer happened and we lost its
-        // record; the retry will resolve to already-in-org.
+        // The body was cut after the status line: the transfer happened and its record is lost;
+        // the retry resolves to already-in-org.
         const cut = err as Error & { ltStatus?: number; ltPartialBody?: string; code?: unknown };
         return {
           code: 'bad-response',

@@ -1,28 +1,17 @@
-// The request timeout, made so that no timer throws away an answer that arrived (architecture, decision
-// 14). A process that was frozen (a VM stall, a long GC pause, SIGSTOP) wakes with its timers due and the
-// answers of its calls waiting in the sockets; libuv runs the timers phase before it polls the sockets, so
-// a plain AbortSignal.timeout (or undici's header and body timers) aborts calls whose answers had arrived.
-// Here the timer only starts a decision:
-// - it first lets pending I/O be read: it waits loop turns (setImmediate runs after the loop's poll
-//   phase) for as long as they bring the response forward, and aborts only after a few turns that read
-//   nothing (microseconds: it never waits for new bytes from a slow service, only for bytes already here);
-// - a timer that fires far later than it was due measured a stalled clock, not the service: the stall is
-//   reported (once per stall, by the caller's Stalls) and the call gets its timeout again from the wake,
-//   never past `hardMs`, the bound its permit and lease were granted for (the limiter's proof needs the
-//   server to have counted the call before the in-flight deadline, and the lease keeps one call in flight).
-// - it counts from the moment the request is written (`sent()`), not from the call: the time a call waits
-//   for a connection is not its answer's. A call is written only while its whole timeout still fits
-//   before `hardMs` (the client's send gate), so no timer gives up on a call on the wire before it had
-//   its full timeout, unless the process stalls past the hard bound.
+// The request timeout, made so that no timer throws away an answer that arrived (decision 14;
+// docs/guarantees.md, "A frozen worker"). libuv runs due timers before it polls the sockets, so
+// a woken process would abort calls whose answers are waiting. Here a due timer first lets a
+// few loop turns read what arrived; a timer far past its due time measured a stall, and the
+// call gets its timeout again, never past `hardMs` (its permit's in-flight bound). The timeout
+// counts from the write (`sent()`).
 import { LearnerTransferError, type ErrorCode } from '../core/errors.ts';
 
 /** A timer later than this past its due time means the process was stalled, not busy. */
 export const STALL_MS = 1_000;
 
 /**
- * Loop turns in a row that read nothing before a due timeout aborts. One turn reads what the socket holds;
- * the end of a cut answer (the socket's close, then undici's error on the body) lands a turn or two later
- * (close callbacks, then an immediate): aborting before would report our timeout instead of the cut.
+ * Loop turns in a row that read nothing before a due timeout aborts: the end of a cut answer
+ * lands a turn or two later, and aborting before would report our timeout, not the cut.
  */
 const QUIET_TURNS = 3;
 
@@ -31,11 +20,11 @@ export const TIMEOUT_CODE: ErrorCode = 'ABORT_ERR';
 
 export interface Deadline {
   signal: AbortSignal;
-  /** The response moved forward (headers, a body chunk): the pending decision waits one more turn. */
+  /** The response moved forward: the pending decision waits one more turn. */
   progress(): void;
   /**
-   * The request is being written (the send gate let it go): the answer gets the whole timeout from now,
-   * never past the hard bound, whatever of it the wait for a connection used.
+   * The request is being written: the answer gets the whole timeout from now, never past the
+   * hard bound.
    */
   sent(): void;
   /** The call ended (answered, cut or failed): no decision is needed any more. */
@@ -45,9 +34,8 @@ export interface Deadline {
 }
 
 /**
- * Reports each stall once, however many calls' timers see it: the first timer to fire after a wake is the
- * earliest due, so it sees the longest part of the stall; later ones whose late span lies inside an
- * already reported stall say nothing.
+ * Reports each stall once, however many timers see it: the first to fire after a wake sees the
+ * longest part; later ones inside a reported stall say nothing.
  */
 export class Stalls {
   #reportedUntil = -Infinity;
@@ -57,7 +45,7 @@ export class Stalls {
     this.#onStall = onStall;
   }
 
-  /** A timer due at `due` fired at `now` (performance.now() ms). Returns how late it was if a stall. */
+  /** A timer due at `due` fired at `now` (performance.now() ms): how late it was, if a stall. */
   note(due: number, now: number): number {
     const late = now - due;
     if (late < STALL_MS) return 0;
@@ -68,8 +56,8 @@ export class Stalls {
 }
 
 /**
- * The reason a call is aborted with when its deadline runs out: the name and code of Node's own timeout
- * abort, which the client's classifier branches on (network-error, errorCode ABORT_ERR).
+ * The abort reason when a deadline runs out: Node's own timeout abort (classify.ts branches on
+ * ABORT_ERR).
  */
 class RequestTimeoutError extends LearnerTransferError {
   constructor(message: string) {
@@ -88,8 +76,8 @@ function timeoutError(ms: number, stalledMs: number): Error {
 }
 
 /**
- * A deadline `ms` from now (at most `hardMs` from now, however long the process stalls). The caller
- * passes `signal` to the request, calls `progress()` as the answer arrives and `clear()` when it ends.
+ * A deadline `ms` from now (never past `hardMs`). The caller passes `signal` to the request,
+ * calls `progress()` as the answer arrives and `clear()` when it ends.
  */
 export function startDeadline(ms: number, stalls: Stalls, hardMs = 2 * ms): Deadline {
   const controller = new AbortController();
@@ -107,7 +95,7 @@ export function startDeadline(ms: number, stalls: Stalls, hardMs = 2 * ms): Dead
   const decide = (): void => {
     immediate = undefined;
     if (done) return;
-    // A turn that read some of the answer starts the count again: read on while it comes from the socket.
+    // A turn that read some of the answer starts the count again.
     quiet = progressed ? 0 : quiet + 1;
     progressed = false;
     if (quiet < QUIET_TURNS) {

@@ -1,7 +1,5 @@
-// The dispatcher every call to the Learner API goes through: undici's EnvHttpProxyAgent, given the proxy
-// and TLS settings of the config (core/egress.ts) rather than left to read process.env on its own, so the
-// environment loadConfig validated is the one used. With no proxy it is one keep-alive pool per origin,
-// as before; through a proxy, each new connection is a CONNECT tunnel and then TLS to the service inside it.
+// The dispatcher of every call to the Learner API: undici's EnvHttpProxyAgent, given the
+// validated egress settings (core/egress.ts) instead of reading process.env itself.
 import { EnvHttpProxyAgent, Pool, type Dispatcher } from 'undici';
 import { bypassesProxy, maskProxyUrl, type Egress } from '../core/egress.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -16,37 +14,33 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const tls = options.egress?.tls ?? {};
   const timeout = options.connectTimeoutMs;
   return new EnvHttpProxyAgent({
-    // '' (not undefined): undici would fall back to process.env, which may not be what was validated.
+    // '' (not undefined): undici would fall back to process.env.
     httpProxy: options.egress?.httpProxy ?? '',
     httpsProxy: options.egress?.httpsProxy ?? '',
     noProxy: options.egress?.noProxy ?? '',
     connections: options.connections,
     pipelining: 1,
     keepAliveTimeout: 10_000,
-    // Direct connections (no proxy, or a NO_PROXY host): the connect timeout and the service's TLS.
+    // Direct (no proxy, or a NO_PROXY host): the connect timeout and the service's TLS.
     connect: { timeout, ...tls },
-    // Through the proxy: the timeout of the TCP connection to the proxy, and of its answer to CONNECT (undici
-    // waits 300 s for it by default, and a call queued for a connection does not see its abort signal until
-    // it has one: a proxy that never answers would hold every call for five minutes)...
+    // Through the proxy: the TCP connect and its answer to CONNECT are bounded (undici waits
+    // 300 s, and a queued call sees no abort until it has a connection).
     proxyTls: { timeout },
     clientFactory: (origin: URL, opts: object) => new Pool(origin, { ...opts, headersTimeout: timeout }),
-    // ...and the TLS to the service inside the tunnel: the private CA and the client certificate are the
-    // service's, not the proxy's.
+    // ...and the TLS to the service inside the tunnel (the CA and client certificate are the
+    // service's).
     requestTls: { timeout, ...tls },
-    // undici's header and body timers fire before a woken process reads its sockets: off. The request's
-    // own deadline (deadline.ts) bounds both phases, and reads what arrived before it gives up.
+    // undici's header and body timers fire before a woken process reads its sockets: off
+    // (deadline.ts bounds both).
     headersTimeout: 0,
     bodyTimeout: 0,
   });
 }
 
-/** undici's error for a tunnel the proxy refused: "Proxy response (407) !== 200 when HTTP Tunneling". */
+/** undici's error for a tunnel the proxy refused ("Proxy response (407) !== 200 ..."). */
 const REFUSED = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling/;
 
-/**
- * The proxy's CONNECT unanswered within the connect timeout. Only the tunnel's request can time out on its
- * headers: the service's own header timer is off (the call's deadline bounds it).
- */
+/** The proxy's CONNECT unanswered within the connect timeout (the only header timer left on). */
 const UNANSWERED = 'UND_ERR_HEADERS_TIMEOUT';
 
 const REASONS: Record<string, string> = {
@@ -58,8 +52,8 @@ const REASONS: Record<string, string> = {
 };
 
 /**
- * A tunnel the proxy did not open, said for a person (which proxy, masked, and which variable to fix), as
- * LT_PROXY_TUNNEL: nothing reached the service (classify.ts counts it as not sent). Other errors pass.
+ * A tunnel the proxy did not open, said for a person as LT_PROXY_TUNNEL (never sent); other
+ * errors pass.
  */
 export function explainProxyRefusal(
   err: unknown,

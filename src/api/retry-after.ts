@@ -1,21 +1,20 @@
 // Retry-After is either delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
 
 /**
- * The longest wait any Retry-After (or other delay named by the service) may set: one day. Every sleep,
- * block and timer that takes a value from outside is capped here, so a huge value never sleeps for weeks
- * nor overflows Node's timers (beyond 2^31-1 ms a timer fires after 1 ms).
+ * The longest wait any delay from outside may set: one day, so nothing sleeps for weeks or
+ * overflows Node's timers (past 2^31-1 ms a timer fires at once).
  */
 export const MAX_RETRY_AFTER_MS = 86_400_000;
 
-/** A delay from outside, made safe for a timer: a finite number of ms from 0 to MAX_RETRY_AFTER_MS. */
+/** A delay from outside, made safe for a timer: finite ms from 0 to MAX_RETRY_AFTER_MS. */
 export function capDelayMs(ms: number): number {
   if (Number.isNaN(ms)) return 0;
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms));
 }
 
 /**
- * Milliseconds to wait from `now` (at most MAX_RETRY_AFTER_MS), or undefined when the header is absent
- * or unreadable.
+ * Milliseconds to wait from `now` (at most MAX_RETRY_AFTER_MS), or undefined when absent or
+ * unreadable.
  */
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;

@@ -1,15 +1,13 @@
-// Response shapes from the spec, validated with zod. Unknown fields are tolerated (zod objects strip them
-// by default); nulls are accepted wherever the spec shows null; current_page may be a number or a string.
+// Response shapes from the spec, validated with zod: unknown fields are stripped, nulls
+// accepted where the spec shows null.
 import { z } from 'zod';
 
 /**
- * The most elements each response array may hold. They are checked on the parsed JSON before zod runs
- * (`arrayBoundProblem`), and again by `.max()` in the schemas: zod builds one issue per bad element, so
- * an unbounded array of 2M wrong values would cost seconds and gigabytes before a single issue is read.
- * Generous: the spec shows a handful in each; a list page holds at most per_page (100) learners.
+ * The most elements each response array may hold, checked before zod runs (which builds one
+ * issue per bad element: 2M would cost seconds and gigabytes) and again by `.max()`.
  */
 export const MAX_ITEMS = {
-  /** data of a list page: 5 x the spec's per_page of 100 (the page walker then holds it to per_page). */
+  /** data of a list page: 5 x the spec's per_page of 100. */
   listData: 500,
   assessmentIds: 10_000,
   learnerGroups: 1_000,
@@ -31,19 +29,19 @@ export const learnerSchema = z.object({
   updatedAt: z.string().nullable().optional(),
   organizationId: z.number().int(),
   parent: z.unknown().optional(),
-  // The spec shows null only; an attached user's id type is not shown, so accept a number or a string.
+  // The spec shows null only; an attached user's id type is not shown: a number or a string.
   userId: z.union([z.number(), z.string()]).nullable().optional(),
   reportsGenerated: z.number().int().nullable().optional(),
   v2id: z.unknown().optional(),
 });
 export type Learner = z.infer<typeof learnerSchema>;
 
-/** The spec: a transfer is meant only for learners created with a user attached (userId set). */
+/** The spec: a transfer is only for learners created with a user attached. */
 export function hasUser(l: Learner): boolean {
   return l.userId !== null && l.userId !== undefined && l.userId !== '';
 }
 
-/** The spec shows isActive 1 for an active learner; other values are not shown, so only 1 is active. */
+/** The spec shows isActive 1 for an active learner; only 1 is active. */
 export function isActiveLearner(l: Learner): boolean {
   return l.isActive === 1;
 }
@@ -117,8 +115,8 @@ function tooLong(value: unknown, max: number, name: string): string | undefined 
 }
 
 /**
- * The arrays of a transfer result, measured before zod sees them: a short message naming the first array
- * over its cap, or undefined. Costs a few property reads whatever the body holds.
+ * The arrays of a transfer result, measured before zod: a message naming the first over its
+ * cap, or undefined.
  */
 export function transferArrayProblem(body: unknown): string | undefined {
   const data = field(body, 'data');

@@ -1,10 +1,7 @@
-// The last check before a call's first byte is written. A worker checks that its permit still counts the
-// call in flight before it calls; but a process can stall (a VM pause, a long GC, SIGSTOP) after that
-// check and before undici writes the request: while a new connection is opened, or between the call and
-// the write. Woken past the permit's in-flight time, it would send a call the limiter no longer counts,
-// and the service could count one call too many in its window (a 429). undici asks the request's handler
-// right before it writes the request (onRequestStart, at connect): this interceptor asks the call's gate
-// there, and a gate that refuses aborts the request with nothing written, provably never sent.
+// The last check before a call's first byte is written (decision 14): a process stalled after
+// its permit check could send a call the limiter no longer counts in flight. undici asks the
+// handler right before it writes (onRequestStart); a gate that refuses aborts the request
+// unwritten.
 import { DecoratorHandler, type Dispatcher } from 'undici';
 
 /** Returns the error to abort with when the call may no longer be sent, else undefined. */

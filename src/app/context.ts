@@ -1,5 +1,5 @@
-// The pieces a command needs, built once from a Config: one Redis connection, keys, store, queues,
-// producer, limiter, and (for commands that call the API) the client.
+// The pieces a command needs, built once from a Config: one Redis connection, keys, store,
+// queues, producer, limiter, and the API client.
 import type { RedisClient } from '../redis/client.ts';
 import { LearnerApiClient } from '../api/client.ts';
 import { fixedSecretsOf, type Config } from '../core/config.ts';
@@ -28,8 +28,8 @@ import { startTracing } from '../core/tracing-start.ts';
 export interface AppContext {
   config: Readonly<Config>;
   /**
-   * The tokens in force: config.tokens at start; `work` replaces them when LEARNER_API_TOKENS_FILE
-   * changes (app/token-reload.ts). Whatever picks a token or scrubs secrets asks this, not the config.
+   * The tokens in force, replaced by `work` when the token file changes: ask this, not the
+   * config.
    */
   tokens: TokenBook;
   logger: Logger;
@@ -53,15 +53,15 @@ export interface ContextOptions {
   logger?: Logger;
   redis?: RedisClient;
   redisTimeoutMs?: number;
-  /** CLIENT SETNAME of the connection made here (`work` adds its pid: CLIENT LIST tells processes apart). */
+  /** CLIENT SETNAME of the connection made here (`work` adds its pid). */
   connectionName?: string;
   /** Where the logger built here writes (default: stderr). */
   logDestination?: DestinationStream | undefined;
   /** How the logger built here writes: JSON lines (default) or plain sentences (LOG_FORMAT). */
   logFormat?: LogFormat;
-  /** With logFormat text: lines to leave out (work's progress line says each learner's outcome). */
+  /** With logFormat text: lines to leave out. */
   logText?: TextLogOptions;
-  /** Where spans go instead of the configured exporters (a test's in-memory exporter): tracing on. */
+  /** Where spans go instead of the configured exporters (a test's): tracing on. */
   traceExporter?: SpanExporter;
 }
 
@@ -69,8 +69,7 @@ export async function createContext(
   config: Readonly<Config>,
   options: ContextOptions = {},
 ): Promise<AppContext> {
-  // The logger scrubs the book's secrets, and the book reports a failing listener to the logger (only
-  // ever after start, when the logger is there).
+  // The logger scrubs the book's secrets; the book reports a failing listener to the logger.
   const tokens = new TokenBook(config.tokens, {
     onListenerError: (err) =>
       logger.error({ err: (err as Error)?.message ?? String(err) }, 'a listener of the token changes failed'),
@@ -91,38 +90,38 @@ export async function createContext(
       timeoutMs: options.redisTimeoutMs ?? config.redisConnectTimeoutMs,
       ...(options.connectionName ? { name: options.connectionName } : {}),
     }));
-  // A user without a rule the tool needs stops here, with the rule named (exit 7), not on first use.
+  // A user without a rule the tool needs stops here, naming the rule (exit 7).
   await checkRedisPermissions(redis, config.redis, config.queuePrefix, config.orgs).catch(
     async (err: unknown) => {
       if (!options.redis) await closeRedis(redis);
       throw err;
     },
   );
-  // Before the queues (BullMQ's telemetry is fixed when a Queue is made); off, it loads nothing.
+  // Before the queues: BullMQ's telemetry is fixed when a Queue is made.
   const tracing = await startTracing(config.tracing, options.traceExporter);
   const keys = createKeys(config.queuePrefix);
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);
-  // A Redis that refuses writes makes every queue say so on every call: one line per interval, counted.
+  // A Redis refusing writes makes every queue say so on every call: one line per interval.
   const queueErrors = new LogThrottle(logger);
   const queues = new QueueSet(redis, keys, config, (org, err) =>
     queueErrors.warn({ org, err: err.message }, 'queue redis connection error'),
   );
   const claims = new Claims(redis, keys);
   const producer = new Producer(queues, store, claims, keys);
-  // The fleet's limits live in Redis: seeded from LIMIT_* the first time a process works for an organization
-  // (its first acquire), followed from then on; a process whose LIMIT_* differ says so, once.
+  // The fleet's limits live in Redis (decision 10): seeded from LIMIT_* at an organization's
+  // first acquire; differing LIMIT_* are said once.
   const limitsWarned = new Set<string>();
-  // A malformed stored limit is ignored by every acquire: an error line at once, then one a minute
-  // (with the count) while acquires keep meeting it, per organization, field and value.
+  // A malformed stored limit is ignored by every acquire: logged at once, then once a minute
+  // with a count.
   const policyErrors = new LogThrottle(logger, { intervalMs: 60_000 });
   const budget = createBudget(redis, keys, config, logger, limitsWarned, policyErrors);
   const client = config.apiBaseUrl ? createApiClient(config, config.apiBaseUrl, logger) : undefined;
   const ownsRedis = !options.redis;
   const durability = new Durability(redis, config.redisWaitTimeoutMs, logger);
-  // State written by an earlier release is brought up to this one's layout once (claims from records).
+  // State of an earlier release is brought up to this one's layout once.
   await upgradeState({ redis, keys, logger, orgs: config.orgs });
-  // Read-only: a command whose LIMIT_* differ from the limits in Redis says so (every process follows Redis).
+  // Read-only: a command whose LIMIT_* differ from the limits in Redis says so.
   await warnIfLimitsDiffer(redis, keys, config.orgs, config, logger, limitsWarned);
   return {
     config,
@@ -151,9 +150,8 @@ export async function createContext(
 }
 
 /**
- * Every token secret of the book (removed ones too), the dashboard's token and `more` (the webhook URL's
- * forms): one array until the book changes, so the logger works out the forms to scrub once per change,
- * not per line.
+ * Every token secret of the book (removed ones too), the dashboard's token and `more`: one
+ * array until the book changes, so the logger works out the forms once per change.
  */
 export function liveSecrets(
   tokens: TokenBook,
@@ -208,9 +206,9 @@ export function userAgentUnset(sent: string): string {
   );
 }
 
-/** The Learner API client: a stall of this process is logged as such, not blamed on the service. */
+/** The Learner API client: a stall of this process is logged as such. */
 function createApiClient(config: Readonly<Config>, baseUrl: string, logger: Logger): LearnerApiClient {
-  // Once per process: the way out to the service, when it is not the plain direct one (core/egress.ts).
+  // Once per process: the way out to the service, when it is not the plain direct one.
   if (config.egress && egressIsSet(config.egress)) {
     logger.info({ egress: describeEgress(baseUrl, config.egress) }, 'learner api egress');
   }
@@ -220,7 +218,7 @@ function createApiClient(config: Readonly<Config>, baseUrl: string, logger: Logg
     userAgent: config.userAgent,
     requestTimeoutMs: config.requestTimeoutMs,
     connectTimeoutMs: config.connectTimeoutMs,
-    // Once, at the first call of the service: a command that never calls it has nothing to warn about.
+    // Once, at the first call of the service: a command that never calls it says nothing.
     onFirstCall:
       config.userAgentSet === false
         ? () => logger.warn({ userAgent: config.userAgent }, userAgentUnset(config.userAgent))

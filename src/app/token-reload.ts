@@ -1,13 +1,6 @@
-// `work` follows LEARNER_API_TOKENS_FILE without a restart: the file is read again on SIGHUP and every
-// TOKENS_RELOAD_INTERVAL (a mounted Kubernetes Secret changes with no signal), and what it now says
-// replaces the tokens in force (ctx.tokens). A token can be added, rotated or removed:
-// - a new token is bound to its organization in Redis first, as at start (limiter/token-orgs.ts); one
-//   that Redis binds to another organization is refused, logged, and not used; the others are taken;
-// - a file that cannot be read or has a bad line changes nothing: the tokens in force stay, and the
-//   error (file and line, never a token) is logged once per distinct error, and again at each SIGHUP;
-// - a file with no token at all is taken for a mistake (a half-written edit), not as "stop everything";
-// - each change is written to the change log (action `tokens.reload`, one entry per organization, token
-//   ids only).
+// `work` follows LEARNER_API_TOKENS_FILE without a restart (on SIGHUP and every
+// TOKENS_RELOAD_INTERVAL): new tokens are bound first, as at start; a bad file changes nothing;
+// each change goes to the change log (docs/configuration.md, "Tokens in a file").
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import type { TokenBook, TokenChange } from '../core/token-book.ts';
@@ -40,7 +33,7 @@ export interface TokenReloadOptions {
   intervalMs: number;
 }
 
-/** One signature per set of tokens: the same tokens in another order, or with other comments, are the same. */
+/** One signature per set of tokens, whatever their order or comments. */
 const signature = (tokens: readonly TokenRef[]) =>
   tokens
     .map((t) => `${t.org}\u0000${t.id}`)
@@ -50,13 +43,14 @@ const signature = (tokens: readonly TokenRef[]) =>
 export class TokenReloader {
   readonly #deps: TokenReloadDeps;
   readonly #options: TokenReloadOptions;
-  /** The file's tokens at the last reload that got through (refused ones included): an interval that
-   * finds the same tokens does nothing, so a refusal is not logged again every interval. */
+  /**
+   * The file's tokens at the last reload that got through: the same again does nothing (and
+   * logs nothing).
+   */
   #applied: string;
   /**
-   * The text last read to an end (applied, or refused for a bad line): an interval that reads the same
-   * text stops there. Parsing fingerprints every line, 130 ms of CPU for 20,000 tokens, which an idle
-   * process must not spend every 30 s.
+   * The text last read to an end: an interval that reads the same text stops there (parsing
+   * 20,000 tokens costs 130 ms).
    */
   #lastText: string | undefined;
   /** The last error logged: the same error is not logged again at each interval. */
@@ -135,7 +129,8 @@ export class TokenReloader {
     const fresh = wanted.filter((t) => !inForce.has(`${t.org}\u0000${t.id}`));
     let refused: BindConflict[];
     try {
-      // Bound before use, as at start: a token given to another organization would spend its hour twice.
+      // Bound before use, as at start: a token of another organization would spend its hour
+      // twice.
       refused = await bindEach(this.#deps.redis, this.#deps.keys.prefix, fresh, {
         logger,
         source: TOKENS_FILE_VAR,
@@ -177,7 +172,7 @@ export class TokenReloader {
     return { status: 'failed', problems };
   }
 
-  /** The change in the log line and in the change log: organizations and token ids, never a token. */
+  /** The change in the log line and the change log: organizations and token ids only. */
   async #record(trigger: ReloadTrigger, change: TokenChange, refused: BindConflict[]): Promise<void> {
     const { logger, redis, keys } = this.#deps;
     const ids = (list: readonly TokenRef[], org?: string) =>
@@ -194,7 +189,7 @@ export class TokenReloader {
       `tokens reloaded from ${this.#options.path}: ${change.added.length} added, ${change.removed.length} removed`,
     );
     const who = workActor();
-    // One entry per organization, so that the change log of an organization shows its own tokens' changes.
+    // One entry per organization, so an organization's change log shows its own tokens.
     const writes = change.orgsChanged.map((org) =>
       appendChange(redis, keys, {
         who,

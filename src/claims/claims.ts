@@ -1,7 +1,5 @@
-// One claim per learner across organizations (decision 8): under one prefix a learner
-// belongs to at most one organization's work, queued, in progress or done. Producers claim before they
-// mark a learner queued; the worker checks the claim after it took the learner's lease and before it
-// sends, so a learner moved elsewhere on purpose is never called for by its old organization.
+// One claim per learner across organizations (decision 8): producers claim before they mark a
+// learner queued; the worker checks the claim after taking the lease, before it sends.
 import type { RedisClient } from '../redis/client.ts';
 import { loadScripts } from '../redis/scripts.ts';
 import type { Keys } from '../core/keys.ts';
@@ -23,9 +21,8 @@ export class Claims {
   }
 
   /**
-   * Claims each learner for its organization, first claim wins, atomically per chunk (so two producers
-   * racing cannot both win). 'move' gives learners claimed elsewhere to the new organization: the caller
-   * has checked that nothing is in flight for them there.
+   * Claims each learner for its organization, first claim wins, atomically per chunk. 'move'
+   * takes learners claimed elsewhere: the caller checked none is in flight there.
    */
   async claim(
     items: readonly { org: string; learnerId: number }[],
@@ -44,10 +41,7 @@ export class Claims {
     return out;
   }
 
-  /**
-   * Releases each learner's claim while its organization still holds it (a cancelled learner: `cancel`).
-   * Returns how many were released.
-   */
+  /** Releases each learner's claim its organization still holds (`cancel`); returns how many. */
   async release(items: readonly { org: string; learnerId: number }[]): Promise<number> {
     let released = 0;
     for (let i = 0; i < items.length; i += CHUNK) {
@@ -71,7 +65,7 @@ export class Claims {
 }
 
 function parseClaim(text: string): ClaimResult {
-  // The script says 'held:' (its reply's word since the first release); the code calls it claimed elsewhere.
+  // The script says 'held:' (its reply's word since the first release): claimed elsewhere.
   if (text.startsWith('held:')) return { kind: 'elsewhere', holder: text.slice(5) };
   if (text.startsWith('moved:')) return { kind: 'moved', from: text.slice(6) };
   return { kind: 'ok' };

@@ -1,7 +1,6 @@
 --[[
-  Releases learners' claims, each only while the organization named still holds it: a learner cancelled
-  there (src/ops/actions/cancel.ts) belongs to no organization's work any more, and may be enqueued anywhere. A
-  claim another organization took meanwhile stays its own.
+  Releases learners' claims, each only while the organization named still holds it (a learner
+  cancelled there: src/ops/actions/cancel.ts); a claim another organization took stays its own.
 
   KEYS[1]  claims hash (learner id -> org key)
   ARGV[1..] pairs: learner id, org key

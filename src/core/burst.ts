@@ -1,29 +1,24 @@
-// The pacing burst (acquire.lua "Pacing"): how many permits a token's or the organization's bucket holds,
-// as a count ("10") or a share of the scope's limit ("10%"). The same forms includes/policy.lua's
-// lt_burst reads; a burst as large as the limit is no pacing.
+// The pacing burst: how many permits a token's or the organization's bucket holds, as a count
+// ("10") or a share of the scope's limit ("10%"), the forms includes/policy.lua's lt_burst
+// reads.
 
 export type Burst = { count: number } | { percent: number };
 
 /** Bursts above this count are refused (lt_burst's LT_BURST_MAX_COUNT). */
 export const BURST_MAX_COUNT = 1_000_000;
 
-/**
- * The default: a tenth of each limit. A reseller's token is often shared with its live integration: at
- * 100/1h a token sends 10 at once, then one every 36 s, so the integration still finds budget within the
- * hour; over the hour the migration still gets its 100. `100%` turns pacing off (the windows alone).
- */
+/** The default: a tenth of each limit (docs/pacing.md). `100%` turns pacing off. */
 export const DEFAULT_BURST = '10%';
 
-/** "10" or "10%" as a person writes it (spaces, any case; "off" and "none" mean 100%); undefined otherwise. */
+/** "10" or "10%" as a person writes it ("off" and "none" mean 100%); undefined otherwise. */
 export function parseBurst(text: string): Burst | undefined {
   const v = text.trim().toLowerCase();
   return v === 'off' || v === 'none' ? { percent: 100 } : decodeBurst(v);
 }
 
 /**
- * A burst as stored in the policy hash: exactly the forms includes/policy.lua's lt_burst reads ("N" or
- * "P%", digits only, no spaces, no "off"), so what a display shows is what the limiter applies.
- * Undefined for anything else (the limiter names it and falls back to LIMIT_BURST).
+ * A burst as stored in the policy hash: exactly the forms lt_burst reads ("N" or "P%"), so a
+ * display shows what the limiter applies; undefined otherwise.
  */
 export function decodeBurst(text: string): Burst | undefined {
   const share = /^(\d+)%$/.exec(text);

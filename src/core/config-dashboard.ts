@@ -1,5 +1,5 @@
-// The dashboard's settings that only make sense together: its TLS files in pairs, and a viewer token that
-// needs the operator's beside it and must differ from it. The messages never show a token.
+// The dashboard's settings that only make sense together: TLS files in pairs, a viewer token
+// beside the operator's. The messages never show a token.
 import type { EnvValues } from './config-schema.ts';
 
 /** The dashboard's TLS files come in pairs; its tokens follow dashboardTokenProblems. */
@@ -12,12 +12,7 @@ export function dashboardProblems(e: EnvValues, problems: string[]): void {
   dashboardTokenProblems(e.DASHBOARD_TOKEN, e.DASHBOARD_READ_TOKEN, problems);
 }
 
-/**
- * The viewer token beside the operator's: it needs DASHBOARD_TOKEN (without it the dashboard has no
- * authentication at all, and every local caller may act: a viewer token would protect nothing), and it
- * must differ from it (the same value would make every operator a viewer, or every viewer an operator).
- * The messages never show either value.
- */
+/** The viewer token needs DASHBOARD_TOKEN beside it, and must differ from it. */
 function dashboardTokenProblems(
   operator: string | undefined,
   viewer: string | undefined,

@@ -1,5 +1,5 @@
-// The field builders of the environment's schema (config-schema.ts): each parses one variable and names
-// it, its expected form and the bad value in its error, except for secrets, which are never echoed.
+// The field builders of the environment's schema (config-schema.ts): each parses one variable;
+// its error names the variable, its form and the bad value (never a secret's).
 import { z } from 'zod';
 import { parseDuration, rateMessage, readRate } from './duration.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
@@ -173,7 +173,7 @@ export const pathField = (name: string) =>
     error: (iss) => `${name}: expected a file path, got ${shown(String(iss.input))}`,
   });
 
-/** A dashboard token: 16+ characters without spaces, not weak; errors name the variable, never the value. */
+/** A dashboard token: 16+ characters, no spaces, not weak; errors never show the value. */
 export function dashboardTokenField(name: string) {
   return z
     .string()

@@ -1,4 +1,4 @@
-// The environment's schema: every variable the tool reads, its default and its parser, in one zod object.
+// The environment's schema: every variable the tool reads, its default and its parser.
 // loadConfig (config.ts) parses it once, at the edge.
 import { z } from 'zod';
 import { burstMessage, DEFAULT_BURST, parseBurst } from './burst.ts';
@@ -37,17 +37,17 @@ export const DEFAULT_CRAWL_MAX_PAGES = 10_000;
 
 export const envSchema = z.object({
   REDIS_URL: urlField('REDIS_URL', ['redis:', 'rediss:'], REDIS_URL_FORM).default('redis://127.0.0.1:6379'),
-  // Redis Cluster (seed nodes) or Sentinel: either one replaces REDIS_URL (checked in core/redis-target.ts).
+  // Redis Cluster (seed nodes) or Sentinel: either replaces REDIS_URL (core/redis-target.ts).
   REDIS_CLUSTER_NODES: z.string().optional(),
   REDIS_SENTINELS: z.string().optional(),
   REDIS_SENTINEL_MASTER: z.string().optional(),
-  // Credentials of the data nodes in cluster and Sentinel modes (a REDIS_URL carries its own); secrets.
+  // Credentials of the data nodes in cluster and Sentinel modes; secrets.
   REDIS_USERNAME: z.string().optional(),
   REDIS_PASSWORD: z.string().optional(),
   REDIS_SENTINEL_PASSWORD: z.string().optional(),
   REDIS_TLS: boolField('REDIS_TLS'),
   REDIS_TLS_CA: z.string().optional(),
-  // How long a permit or a finished attempt waits for a replica's acknowledgement (WAIT 1); 0 turns it off.
+  // How long a permit or a finished attempt waits for a replica (WAIT 1); 0 turns it off.
   REDIS_WAIT_TIMEOUT: durationField('REDIS_WAIT_TIMEOUT', '1s', true),
   QUEUE_PREFIX: z
     .string()
@@ -66,7 +66,7 @@ export const envSchema = z.object({
   LEARNER_API_TOKENS: tokensField,
   // The tokens as a file of ORG:TOKEN lines (core/token-file.ts), instead of LEARNER_API_TOKENS.
   LEARNER_API_TOKENS_FILE: pathField(TOKENS_FILE_VAR).optional(),
-  // How often `work` reads LEARNER_API_TOKENS_FILE again: a mounted Kubernetes Secret changes with no signal.
+  // How often `work` reads the token file again: a mounted Secret changes with no signal.
   TOKENS_RELOAD_INTERVAL: durationField('TOKENS_RELOAD_INTERVAL', '30s', true),
   LIMIT_PER_TOKEN: rateField('LIMIT_PER_TOKEN', '100/1h'),
   LIMIT_PER_ORG: rateField('LIMIT_PER_ORG', '1000/1d'),
@@ -157,7 +157,7 @@ export const envSchema = z.object({
   // operator's rules (it reads every page, so it is as worth guessing).
   DASHBOARD_TOKEN: dashboardTokenField('DASHBOARD_TOKEN'),
   DASHBOARD_READ_TOKEN: dashboardTokenField('DASHBOARD_READ_TOKEN'),
-  // Paths of a PEM certificate (chain) and its private key: set both and the dashboard serves HTTPS.
+  // A PEM certificate (chain) and its private key: with both, the dashboard serves HTTPS.
   DASHBOARD_TLS_CERT: z.string().optional(),
   DASHBOARD_TLS_KEY: z.string().optional(),
   AUDIT_ARCHIVE_DIR: z
@@ -168,12 +168,12 @@ export const envSchema = z.object({
     .optional(),
   AUDIT_ARCHIVE_INTERVAL: durationField('AUDIT_ARCHIVE_INTERVAL', '5m'),
   AUDIT_PERSONAL_RETENTION: durationField('AUDIT_PERSONAL_RETENTION', '0', true),
-  // Paths of PEM files for the Learner API: a private CA to trust, and a client certificate with its key
-  // (mutual TLS; set both or neither). Read once at start (core/egress.ts), through a proxy too.
+  // PEM files for the Learner API: a private CA, a client certificate and its key (both or
+  // neither).
   LEARNER_API_TLS_CA: pathField('LEARNER_API_TLS_CA').optional(),
   LEARNER_API_TLS_CERT: pathField('LEARNER_API_TLS_CERT').optional(),
   LEARNER_API_TLS_KEY: pathField('LEARNER_API_TLS_KEY').optional(),
-  // A secret as a whole (a Slack or Teams webhook's path is its key): the message never shows the value.
+  // A secret as a whole (a webhook's path is its key): the message never shows the value.
   NOTIFY_WEBHOOK_URL: z
     .string()
     .refine((text) => /^https?:$/.test(urlProtocol(text)) && !/\s/.test(text), {
@@ -241,11 +241,11 @@ export const envSchema = z.object({
       return ms;
     }),
   NOTIFY_STALL_AFTER: durationField('NOTIFY_STALL_AFTER', '30m', true),
-  // OpenTelemetry's standard variables that turn tracing on (core/tracing-config.ts, docs/tracing.md).
+  // OpenTelemetry's standard variables that turn tracing on (docs/tracing.md).
   ...tracingEnvFields,
 });
 
-/** Every environment variable the tool reads (the README's configuration table is tested against it). */
+/** Every environment variable the tool reads (the README's table is tested against it). */
 export const ENV_VARIABLES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
 
 export type EnvValues = z.infer<typeof envSchema>;

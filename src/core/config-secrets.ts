@@ -1,11 +1,11 @@
-// The secrets of a config: the tokens and what else an error or a log line must never show (the proxy's
-// password, the webhook URL, the dashboard's tokens), and how a JSON dump of the config keeps them out.
+// The secrets of a config (tokens, the proxy's password, the webhook URL, the dashboard's
+// tokens), and how a JSON dump of the config keeps them out.
 import type { Config } from './config-type.ts';
 import type { EnvValues } from './config-schema.ts';
 import { proxySecrets, type Egress } from './egress.ts';
 import { webhookSecrets } from './webhook-url.ts';
 
-/** Secrets and what holds them, kept out of a JSON dump of the config (a log line, `status --json`). */
+/** Secrets and what holds them, kept out of a JSON dump of the config. */
 export function withHiddenSecrets(config: Config, e: EnvValues, egress: Egress): Config {
   for (const [key, value] of [
     ['dashboardToken', e.DASHBOARD_TOKEN],
@@ -19,14 +19,13 @@ export function withHiddenSecrets(config: Config, e: EnvValues, egress: Egress):
 
 /** Every token secret of a config, for redaction and for tests that prove none leaked. */
 export function secretsOf(config: Config): string[] {
-  // And the secrets fixed for the process's life (the proxy's password, the webhook URL...): an error
-  // may quote any of them, and none may reach a log.
+  // And the secrets fixed for the process's life: an error may quote any of them.
   return [...config.tokens.map((t) => t.secret), ...fixedSecretsOf(config)];
 }
 
 /**
- * Secrets fixed for the process's life that every log line is scrubbed of, beside the tokens and
- * DASHBOARD_TOKEN: the proxy's password, the notifications' webhook URL and the dashboard's viewer token.
+ * Secrets fixed for the process's life, beside the tokens and DASHBOARD_TOKEN, scrubbed from
+ * every log line.
  */
 export function fixedSecretsOf(config: Config): string[] {
   return [

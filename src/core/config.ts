@@ -1,7 +1,6 @@
-// One zod schema turns the environment into a frozen Config, once, at the edge. Every error names the
-// variable, the expected form and the bad value, except for token values, which are never echoed.
-// The Config's shape is config-type.ts, the schema config-schema.ts (its fields config-fields.ts), the
-// secrets config-secrets.ts and the dashboard's paired settings config-dashboard.ts.
+// The environment into a frozen Config, once, at the edge. Every error names the variable, the
+// expected form and the bad value (never a token's). Shape: config-type.ts; schema:
+// config-schema.ts.
 import { z } from 'zod';
 import { dashboardProblems } from './config-dashboard.ts';
 import { envSchema, type EnvValues } from './config-schema.ts';
@@ -34,7 +33,7 @@ export interface LoadOptions {
 }
 
 /** Parses the environment once. Throws ConfigError naming every bad variable at once. */
-/** The variables of the schema that are set: empty strings mean "not set", as in most twelve-factor tools. */
+/** The variables of the schema that are set: an empty string is "not set". */
 function setVariables(env: Env): Env {
   const cleaned: Env = {};
   for (const key of Object.keys(envSchema.shape)) {
@@ -90,8 +89,8 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): R
         'cannot be edited in place)',
     );
   const redis = redisTargetFrom(e, problems);
-  // HTTPS_PROXY and friends are read from `env` as given (both cases): they are not in the schema, since
-  // they belong to every tool of the host, not to this one.
+  // HTTPS_PROXY and friends are read from `env` as given: they belong to every tool of the
+  // host.
   const egress = readEgress(env, e, problems);
   if (problems.length > 0 || !redis) throw new ConfigError(problems);
 
@@ -158,10 +157,8 @@ function notifySettings(e: EnvValues) {
 }
 
 /**
- * The tokens of LEARNER_API_TOKENS or of LEARNER_API_TOKENS_FILE. Both set is refused, as the `*_FILE`
- * convention of container images does (the official postgres and mysql images stop on it): an operator
- * who moves the tokens into a file and forgets the variable would otherwise run with tokens they believe
- * removed, and tokens of the variable could not follow the file's reloads.
+ * The tokens of LEARNER_API_TOKENS or of LEARNER_API_TOKENS_FILE; both set is refused
+ * (docs/configuration.md).
  */
 function tokensFrom(fromEnv: TokenRef[], file: string | undefined, problems: string[]): TokenRef[] {
   if (file === undefined) return fromEnv;

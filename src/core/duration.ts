@@ -1,4 +1,4 @@
-// Limits are written N/DURATION ("100/1h", "1000/1d", "100/4s") so tests and the demo can compress time.
+// Limits are written N/DURATION ("100/1h", "100/4s"), so tests and the demo can compress time.
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -10,7 +10,7 @@ export interface Rate {
 
 const DURATION_RE = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
-/** Parses "1h", "250ms", "1.5s" into milliseconds; returns undefined when the text is not a duration. */
+/** Parses "1h", "250ms", "1.5s" into milliseconds; undefined when the text is not a duration. */
 export function parseDuration(text: string): number | undefined {
   const m = DURATION_RE.exec(text.trim());
   if (!m || m[1] === undefined || m[2] === undefined) return undefined;
@@ -20,13 +20,9 @@ export function parseDuration(text: string): number | undefined {
 }
 
 /**
- * The bounds of a limit: a policy outside them is refused where it is written (LIMIT_*,
- * `limits set`, the dashboard) and where it is read (decodeRate in limiter/policy.ts, lt_rate in
- * limiter/includes/policy.lua, which repeats these two numbers). A window is a whole number of ms:
- * the limiter's logs are scored in whole ms, and "5/0.4ms" once rounded to a stored window of 0, which
- * the limiter treats as no limit stored at all. A year bounds the window (a longer one is a typo, and
- * 99999999999999d was stored as 8.64e+21, which no script reads back); a million permits per window
- * bounds the count (each permit is one entry of a sorted set in Redis while it is in the window).
+ * The bounds of a limit, checked where it is written and where it is read (limiter/policy.ts,
+ * and limiter/includes/policy.lua, which repeats the two numbers): a window of whole ms up to a
+ * year, at most a million permits per window (docs/limits.md).
  */
 export const RATE_MAX_COUNT = 1_000_000;
 export const RATE_MAX_WINDOW_MS = 365 * UNIT_MS.d;
@@ -43,13 +39,12 @@ export function rateInBounds(rate: Rate): boolean {
   );
 }
 
-/** A limit as read from text: the rate, or why it is refused (undefined when it is not N/DURATION at all). */
+/** A limit read from text: the rate, or why it is refused (undefined: not N/DURATION at all). */
 export type RateReading = { ok: true; rate: Rate } | { ok: false; why: string | undefined };
 
 /**
- * THE parser of a limit, for every place a person writes one: "100/1h", "20/250ms", "5/1.5s" (a bare
- * unit means one of it: "100/h"). Decimal arithmetic is exact (BigInt), so "5/0.0005s" is refused as
- * half a millisecond instead of rounding to something nobody wrote.
+ * THE parser of a limit, wherever a person writes one: "100/1h", "20/250ms", "5/1.5s", "100/h".
+ * Decimal arithmetic is exact (BigInt): "5/0.0005s" is refused, not rounded.
  */
 export function readRate(text: string): RateReading {
   const m = /^\s*(\d+)\s*\/\s*(?:(\d+)(?:\.(\d+))?)?(ms|s|m|h|d)\s*$/.exec(text);
@@ -76,10 +71,7 @@ export function parseRate(text: string): Rate | undefined {
   return r.ok ? r.rate : undefined;
 }
 
-/**
- * The one message for a refused limit, naming the field (a variable, a flag, a JSON field) and the value
- * given, then why when it has the form but not the bounds.
- */
+/** The one message for a refused limit, naming the field and the value, then why. */
 export function rateMessage(field: string, text: string, why: string | undefined): string {
   const shown = text.length > 60 ? `${text.slice(0, 57)}...` : text;
   return (

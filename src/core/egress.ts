@@ -1,15 +1,11 @@
-// The way out to the Learner API: the proxy of the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, in either
-// case, as curl and every Node tool read them) and the TLS material of LEARNER_API_TLS_CA / _CERT / _KEY.
-// Read once, at start, from the environment loadConfig is given: the files' contents are kept, so a
-// certificate rotated on disk needs a restart, and a path that cannot be read stops the command at once
-// instead of every call failing later. Messages name the variable and the path, never a file's contents,
-// and a proxy URL is only ever shown with its password masked.
+// The way out to the Learner API: the proxy variables and LEARNER_API_TLS_CA / _CERT / _KEY, read
+// once at start. Messages never show a file's contents or a proxy's password.
 import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-/** The environment as loadConfig is given it (config.ts's Env; not imported: config.ts imports this file). */
+/** The environment as loadConfig is given it (not imported: config.ts imports this file). */
 type Env = Record<string, string | undefined>;
 
-/** The proxy variables, lower case first: the order undici's EnvHttpProxyAgent (and curl) read them in. */
+/** The proxy variables, lower case first, the order undici (and curl) read them in. */
 export const PROXY_VARIABLES = [
   'https_proxy',
   'HTTPS_PROXY',
@@ -19,17 +15,17 @@ export const PROXY_VARIABLES = [
   'NO_PROXY',
 ] as const;
 
-/** A PEM file larger than this is not a certificate or a key (a bundle of every public CA is ~220 KB). */
+/** A PEM file larger than this is no certificate or key (every public CA is ~220 KB). */
 const MAX_PEM_BYTES = 1024 * 1024;
 
 export interface Egress {
-  /** The proxy for https:// URLs (https_proxy, else HTTPS_PROXY, else the HTTP one, as undici does). */
+  /** The proxy for https:// URLs (https_proxy, HTTPS_PROXY, then the HTTP one, as undici does). */
   httpsProxy: string | undefined;
   /** The proxy for http:// URLs (http_proxy, else HTTP_PROXY). */
   httpProxy: string | undefined;
   /** NO_PROXY as given: host names (a leading `.` or `*.` for a domain), `host:port`, or `*`. */
   noProxy: string | undefined;
-  /** The PEM contents of LEARNER_API_TLS_CA / _CERT / _KEY, for the connections to the service itself. */
+  /** The PEM contents of LEARNER_API_TLS_CA / _CERT / _KEY. */
   tls: { ca?: Buffer; cert?: Buffer; key?: Buffer };
   /** The files they came from, for messages. */
   tlsFiles: { ca?: string; cert?: string; key?: string };
@@ -41,7 +37,7 @@ export interface EgressVariables {
   LEARNER_API_TLS_KEY?: string | undefined;
 }
 
-/** The first of the two spellings that is set (empty means unset), with the name it was read under. */
+/** The first of the two spellings that is set (empty is unset), with its name. */
 function either(env: Env, lower: string, upper: string): { name: string; value: string } | undefined {
   for (const name of [lower, upper]) {
     const value = env[name]?.trim();
@@ -51,9 +47,8 @@ function either(env: Env, lower: string, upper: string): { name: string; value: 
 }
 
 /**
- * The user part of a URL-like text, by position rather than by a parser's reading: everything between the
- * scheme's `//` (or the start) and the last `@`. `user:pw@` parses as a URL of scheme `user:`, so a parser
- * would find no password in it and show it whole.
+ * The user part of a URL-like text, by position: between the scheme's `//` (or the start) and the
+ * last `@`. A parser reads `user:pw@` as a URL of scheme `user:` and would show the password.
  */
 function userinfoOf(text: string): { from: number; at: number } | undefined {
   const at = text.lastIndexOf('@');
@@ -62,7 +57,7 @@ function userinfoOf(text: string): { from: number; at: number } | undefined {
   return { from: slashes >= 0 && slashes < at ? slashes + 2 : 0, at };
 }
 
-/** A proxy URL with its credentials masked: `http://user:***@proxy:3128` (all of a lone user part). */
+/** A proxy URL with its credentials masked: `http://user:***@proxy:3128`. */
 export function maskProxyUrl(text: string): string {
   const info = userinfoOf(text);
   const masked = info
@@ -97,7 +92,7 @@ function proxyUrl(
   return found.value;
 }
 
-/** Reads one PEM file; a problem names the variable and the path, and what is wrong, never the contents. */
+/** Reads one PEM file; a problem names the variable and the path, never the contents. */
 function readPem(name: string, path: string, what: RegExp, problems: string[]): Buffer | undefined {
   try {
     const stat = statSync(path);
@@ -124,7 +119,7 @@ function readPem(name: string, path: string, what: RegExp, problems: string[]): 
 const CERT_LINE = /-----BEGIN CERTIFICATE-----/;
 const KEY_LINE = /-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/;
 
-/** The egress of `env` (proxy variables are read from it directly: they are not in the config's schema). */
+/** The egress of `env` (the proxy variables are not in the config's schema). */
 export function readEgress(env: Env, vars: EgressVariables, problems: string[]): Egress {
   const before = problems.length;
   const httpProxy = proxyUrl(either(env, 'http_proxy', 'HTTP_PROXY'), problems);
@@ -156,7 +151,7 @@ export function readEgress(env: Env, vars: EgressVariables, problems: string[]):
   return { httpProxy, httpsProxy, noProxy, tls, tlsFiles };
 }
 
-/** OpenSSL's own check of the material (a key that is not the certificate's, a CA that does not parse). */
+/** OpenSSL's own check of the material (a key not the certificate's, a CA that does not parse). */
 function checkTls(tls: Egress['tls'], files: Egress['tlsFiles'], problems: string[]): void {
   if (!tls.ca && !tls.cert) return;
   try {
@@ -173,9 +168,8 @@ function checkTls(tls: Egress['tls'], files: Egress['tlsFiles'], problems: strin
 }
 
 /**
- * Whether a request to `url` bypasses the proxy under `noProxy`: undici's EnvHttpProxyAgent's own rule
- * (an entry matches the host or any subdomain of it, `.x` and `*.x` as `x`, an entry's port if it has one,
- * `*` every host), so the start-up line says what the agent will do.
+ * Whether a request to `url` bypasses the proxy under `noProxy`, by undici's rule,
+ * so the start-up line says what the agent will do.
  */
 export function bypassesProxy(url: string, noProxy: string | undefined): boolean {
   if (!noProxy) return false;
@@ -193,7 +187,7 @@ export function bypassesProxy(url: string, noProxy: string | undefined): boolean
   return false;
 }
 
-/** The passwords (and lone user parts) of the proxy URLs in `env`, as written and decoded: secrets to scrub. */
+/** The passwords (and lone user parts) of the proxy URLs in `env`: secrets to scrub. */
 export function proxySecrets(env: Env): string[] {
   const out: string[] = [];
   for (const name of PROXY_VARIABLES) {
@@ -217,7 +211,7 @@ function safeDecode(text: string): string {
   }
 }
 
-/** One line for the log at start: the proxy used for `baseUrl` (masked) or none, what bypasses it, TLS. */
+/** One line for the log at start: the proxy for `baseUrl` (masked), what bypasses it, TLS. */
 export function describeEgress(baseUrl: string, egress: Egress): string {
   const https = new URL(baseUrl).protocol === 'https:';
   const proxy = https ? egress.httpsProxy : egress.httpProxy;

@@ -1,14 +1,13 @@
-// The one catalogue of error codes (fastify's lib/errors.js, undici's lib/core/errors.js): every code an
-// error of ours carries, with its kind, the exit status of a command it ends, the HTTP answer where an
-// HTTP surface of ours sends it, and one line on what it means. The table is a Record over the codes, so a
-// code without an exit status does not compile; docs/errors.md documents each (test/unit/errors.test.ts).
+// The one catalogue of error codes: each code's kind, exit status, HTTP answer where one of
+// ours sends it, and one line on what it means; docs/errors.md documents each
+// (test/unit/errors.test.ts).
 
 /** Exit statuses of the CLI, documented in the README and in docs/errors.md. */
 export const EXIT = {
   ok: 0,
   /** Some learners ended in a failure outcome (not-found, forbidden, retries exhausted...). */
   failures: 1,
-  /** An internal error (a bug), or an error that is not in the catalogue: the same status as failures. */
+  /** An internal error (a bug), or an error not in the catalogue: the same status as failures. */
   internal: 1,
   usage: 2,
   config: 3,
@@ -18,15 +17,9 @@ export const EXIT = {
   unauthorized: 6,
   /** The Redis ACL user may not run a command, or use a key or channel, that the tool needs. */
   redisPermission: 7,
-  /**
-   * `work --until-idle`: nothing is left for a worker, but learners of a canary run it worked on await a
-   * person's approval (`approve --run ID`): the work is neither done nor failed.
-   */
+  /** `work --until-idle`: only learners of a canary run awaiting approval are left. */
   awaitingApproval: 8,
-  /**
-   * `work --until-idle`: the work left is only that of organizations the error budget halted (their pause
-   * by `breaker`): their learners wait for a person's `resume --org KEY`, so the process ends instead.
-   */
+  /** `work --until-idle`: only organizations the error budget halted have work left. */
   halted: 9,
   interrupted: 130,
 } as const;
@@ -47,27 +40,20 @@ export type ErrorCode =
   | 'LT_ORG_ID_TAKEN'
   /** A token is bound to another organization key in Redis (two hourly windows for one token). */
   | 'LT_TOKEN_BOUND'
-  /** An output file's path is a symbolic link or not a regular file: nothing is written through it. */
+  /** An output path is a symbolic link or not a regular file: nothing is written through it. */
   | 'LT_OUTPUT_UNSAFE'
   /** The Redis ACL user lacks a command, key or channel rule the tool needs (docs/redis-acl.md). */
   | 'LT_REDIS_PERMISSION'
-  /** A response of the Learner API over its body cap: read no further, recorded as bad-response. */
+  /** A Learner API response over its body cap: read no further, recorded as bad-response. */
   | 'LT_BODY_TOO_LARGE'
-  /**
-   * A call or a wait aborted before it finished. The code is Node's and undici's own for an abort: the
-   * client's classifier branches on it (a network-error whose errorCode is ABORT_ERR).
-   */
+  /** A call or a wait aborted before it finished (Node's and undici's own code for an abort). */
   | 'ABORT_ERR'
   /**
-   * A transfer call given up before its first byte was written: the process stalled past the time its
-   * permit counts it in flight. Provably never sent, so the permit goes back.
+   * A transfer call given up before its first byte was written: never sent, the permit goes
+   * back.
    */
   | 'LT_NOT_SENT'
-  /**
-   * The egress proxy did not open the tunnel to the Learner API: its answer to CONNECT was not 200 (a 407
-   * for credentials it does not accept, a 403 for a host it does not allow, a 502 when it cannot reach it),
-   * or no answer came within CONNECT_TIMEOUT. Nothing reached the service.
-   */
+  /** The egress proxy did not open the tunnel (CONNECT answered non-200, or not in time). */
   | 'LT_PROXY_TUNNEL'
   /** A transfer attempt that BullMQ retries: its message is the job's failedReason. */
   | 'LT_ATTEMPT_FAILED'
@@ -75,7 +61,8 @@ export type ErrorCode =
   | 'LT_SIMULATOR_OPTIONS'
   /** The simulator's answer to a request body that is not JSON. */
   | 'LT_SIMULATOR_BAD_JSON'
-  // The answers of the dashboard's JSON API (docs/dashboard-api.md): the `error` strings are its contract.
+  // The dashboard's JSON API answers (docs/dashboard-api.md): the `error` strings are a
+  // contract.
   | 'LT_HTTP_BAD_REQUEST'
   | 'LT_HTTP_UNAUTHORIZED'
   | 'LT_HTTP_CSRF'
@@ -112,7 +99,7 @@ export interface ErrorInfo {
   readonly description: string;
 }
 
-// HTTP answers never end a command: were one to escape to the CLI, it would be a bug (EXIT.internal).
+// HTTP answers never end a command: one escaping to the CLI is a bug (EXIT.internal).
 const CATALOGUE = {
   LT_CONFIG_INVALID: {
     kind: 'config',

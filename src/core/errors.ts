@@ -1,5 +1,5 @@
-// Errors carry a stable `code` to branch on (undici's and fastify's style), a `cause`, and never a token.
-// Every code is in one catalogue (error-codes.ts): its kind, its exit status, its HTTP answer.
+// Errors carry a stable `code` to branch on, a `cause`, and never a token; every code is in
+// error-codes.ts.
 import { ERRORS, type ErrorCode } from './error-codes.ts';
 
 export { ERRORS, EXIT, httpAnswer } from './error-codes.ts';
@@ -14,7 +14,7 @@ export type {
 
 export class LearnerTransferError extends Error {
   readonly code: ErrorCode;
-  /** The HTTP status an HTTP surface answers this error with (fastify reads it); none for most codes. */
+  /** The HTTP status an HTTP surface answers this error with; none for most codes. */
   readonly statusCode: number | undefined;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);

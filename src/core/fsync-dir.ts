@@ -1,9 +1,8 @@
-// One directory fsync for every layer that renames or creates a file it must find again after a crash
-// (the audit archive and its rewrites, the spool's forget): a new entry or a rename is on disk only once
-// its directory is synced.
+// One directory fsync for every layer that renames or creates a file it must find after a
+// crash.
 import { open } from 'node:fs/promises';
 
-/** Fsyncs a directory (a rename or a new file in it is then on disk), where the file system can. */
+/** Fsyncs a directory, so a rename or a new file in it is on disk, where the file system can. */
 export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {

@@ -1,26 +1,25 @@
-// The error budget's rule (docs/guard-rails.md): an organization halts when at least `share` percent of
-// its last `sample` final outcomes are failures. One parser for HALT_AT / HALT_SAMPLE (config.ts), the
-// `limits set --halt-at / --halt-sample` flags and the stored policy fields, so the three cannot drift.
+// The error budget's rule (docs/guard-rails.md), one parser for HALT_AT / HALT_SAMPLE, the
+// `limits set` flags and the stored policy fields.
 
 /** Defaults when neither the environment nor the policy says otherwise. */
 export const DEFAULT_HALT_AT = 50;
 export const DEFAULT_HALT_SAMPLE = 20;
-/**
- * HALT_STORM: how long a 5xx storm may last (only server errors answered, one probe at a time) before it
- * halts the organization; 0 is never (its probes then go on until the service answers otherwise).
- */
+/** HALT_STORM: how long a 5xx storm may last before it halts the organization; 0 is never. */
 export const DEFAULT_HALT_STORM = '30m';
-/** The probes in a row a storm needs besides its time, so that a storm flag left over a stop is not enough. */
+/**
+ * The probes in a row a storm needs besides its time (a storm flag left over a stop is not
+ * enough).
+ */
 export const HALT_STORM_MIN_PROBES = 5;
 
-/** The sample's bounds: below 2 a part-full sample (half of it) is one call; above, memory for nothing. */
+/** The sample's bounds: below 2 a part-full sample is one call; above, memory for nothing. */
 export const HALT_SAMPLE_MIN = 2;
 export const HALT_SAMPLE_MAX = 1000;
 
 /** The halt share: a percent 1..100, or 'off' (the organization never halts on its sample). */
 export type HaltAt = number | 'off';
 
-/** "50%", "50", "0.5" or "off"; undefined when it is none of these (each caller words its error). */
+/** "50%", "50", "0.5" or "off"; undefined otherwise (each caller words its error). */
 export function parseHaltAt(text: string): HaltAt | undefined {
   const t = text.trim().toLowerCase();
   if (t === 'off') return 'off';

@@ -1,6 +1,5 @@
-// Who may reach an HTTP surface (the dashboard, bull-board, the worker's /metrics): the credential a
-// request presents, compared in constant time, and the Host rule against DNS rebinding. In core so that
-// every surface applies the same rule without importing another's code.
+// Who may reach an HTTP surface (the dashboard, bull-board, the worker's /metrics): the
+// credential, compared in constant time, and the Host rule against DNS rebinding.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { httpAnswer } from './errors.ts';
 
@@ -15,7 +14,7 @@ export function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** The credential a request presents: the Bearer token or the basic-auth password (any user name). */
+/** The credential a request presents: the Bearer token or the basic-auth password. */
 export function presentedCredential(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const space = header.indexOf(' ');
@@ -34,9 +33,8 @@ export function presentedCredential(header: string | undefined): string | undefi
 const LOOPBACK_HOSTS = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
 
 /**
- * Without a token the server only listens on loopback; a page from another site could still reach it
- * through DNS rebinding (its own name resolving to 127.0.0.1). Such requests carry that site's name in
- * Host, so without a token only loopback Host names are served.
+ * Without a token the server listens on loopback only, but a page from another site could reach
+ * it by DNS rebinding; such requests carry that site's name in Host.
  */
 export function isLoopbackHost(host: string | undefined): boolean {
   return host !== undefined && LOOPBACK_HOSTS.test(host);
@@ -49,10 +47,8 @@ export const FORBIDDEN_HOST = {
 } as const;
 
 /**
- * The Host rule of every HTTP surface (the dashboard, bull-board, the worker's /metrics): with a token
- * the token decides (any name; the credential is checked next), without one only loopback names are
- * served (DNS rebinding, above). The health probes are exempt: they reveal nothing, and orchestrators
- * probe them by address.
+ * The Host rule of every HTTP surface: with a token the token decides; without one only
+ * loopback names are served (DNS rebinding, above). The health probes are exempt.
  */
 export function isHostAllowed(path: string, host: string | undefined, token: string | undefined): boolean {
   return token !== undefined || PUBLIC_PATHS.has(path) || isLoopbackHost(host);

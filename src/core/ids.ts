@@ -1,12 +1,10 @@
-// Learner ids and run ids: one rule each, for every door they come in by (a CSV cell, a CLI flag, the
-// dashboard's URLs, query strings and bodies). A learner one door takes, every other door must serve: the
-// dashboard once refused ids past 15 digits that the CSV had queued, so those learners could not be
-// seen, retried or moved ahead.
+// Learner ids and run ids: one rule each, for every door they come in by (a CSV cell, a CLI
+// flag, the dashboard), so a learner one door takes, every other door serves.
 
 /**
- * A learner id is a whole number from 1 to 2^53-1 (Number.MAX_SAFE_INTEGER): the largest a JS number, and
- * so a job's data, a JSON body and a sorted-set member read back as a number, holds exactly. This is what
- * a message says is expected: "--learner expects ${LEARNER_ID_EXPECTED}, got '...'".
+ * A learner id is a whole number from 1 to 2^53-1, the largest a JS number (a job's data, a
+ * JSON body, a sorted-set member) holds exactly. Messages say: "--learner expects
+ * ${LEARNER_ID_EXPECTED}".
  */
 export const LEARNER_ID_EXPECTED = `a learner id (a whole number from 1 to ${Number.MAX_SAFE_INTEGER})`;
 
@@ -15,8 +13,8 @@ export function isLearnerId(value: unknown): value is number {
 }
 
 /**
- * A learner id from text (surrounding spaces allowed), or why the text is not one. `shown` is the text
- * as the reason may quote it (a CSV's cell made printable, say).
+ * A learner id from text (spaces around allowed), or why not; `shown` is the text a reason
+ * quotes.
  */
 export function parseLearnerId(text: string, shown = text.trim()): number | string {
   const t = text.trim();
@@ -33,14 +31,16 @@ export function parseLearnerId(text: string, shown = text.trim()): number | stri
 }
 
 /**
- * A run id is 1 to 64 letters, digits, `-` and `_`. It becomes part of Redis keys (`run:<id>`, beside
- * `run:<id>:fail`, so no `:`), of a directory (`out/<id>/`, so no `/`, `.` or space) and of the
- * dashboard's links. The ids the tool makes (newRunId: 20261122T015153-3f9a) fit.
+ * A run id is 1 to 64 letters, digits, `-` and `_`: it becomes part of Redis keys (no `:`), of a
+ * directory (no `/`, `.` or space) and of the dashboard's links.
  */
 const RUN_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** What a message says is expected: "--run expects ${RUN_ID_EXPECTED}, got '...'". */
 export const RUN_ID_EXPECTED = "a run id (1 to 64 letters, digits, '-' and '_')";
-/** The same for a run to read, which may be a stored run of an earlier release (isReadableRunId). */
+/**
+ * The same for a run to read, which may be a stored run of an earlier release
+ * (isReadableRunId).
+ */
 export const READABLE_RUN_ID_EXPECTED = `${RUN_ID_EXPECTED} or the id of a stored run`;
 
 export function isRunId(value: string): boolean {
@@ -48,10 +48,9 @@ export function isRunId(value: string): boolean {
 }
 
 /**
- * Whether `value` may name a run to read (report, audit, retry, the dashboard's run filter): any id that
- * fits the rule, and the stored id of a run from an earlier release, which took any text for
- * `enqueue --run`, so that those runs stay readable. New runs take only ids that fit (Runs.create).
- * `stored` tells whether a run of that id exists.
+ * Whether `value` may name a run to read: an id that fits the rule, or a stored run of an
+ * earlier release (which took any text for `enqueue --run`). `stored` tells whether a run of
+ * that id exists.
  */
 export async function isReadableRunId(
   value: string,

@@ -1,9 +1,8 @@
-// Logs for a person at a terminal: one plain sentence a line ("warning: Redis keeps nothing on disk ..."),
-// instead of pino's JSON. The JSON line pino serialized (redacted and scrubbed) is read back and said
-// plainly; files, services and pipes keep the JSON (LOG_FORMAT=auto), and LOG_FORMAT chooses either.
+// Logs for a person at a terminal: one plain sentence a line instead of pino's JSON, read back
+// from the line pino serialized (redacted and scrubbed). LOG_FORMAT chooses.
 import { forTerminal } from './terminal-safe.ts';
 
-/** LOG_FORMAT as configured: `auto` is text when the log's stream is a terminal, JSON otherwise. */
+/** LOG_FORMAT as configured: `auto` is text at a terminal, JSON otherwise. */
 export type LogFormatSetting = 'auto' | 'json' | 'text';
 export type LogFormat = 'json' | 'text';
 
@@ -74,8 +73,8 @@ export interface TextLogOptions {
 }
 
 /**
- * A serialized pino line (JSON, ending with a newline) as a plain line, or '' to write nothing. A line
- * that does not read as JSON is passed on as it is (it was scrubbed all the same).
+ * A serialized pino line as a plain line, or '' to write nothing; a line not JSON passes as it
+ * is.
  */
 export function textLine(json: string, options: TextLogOptions = {}): string {
   let entry: LogEntry;

@@ -1,6 +1,5 @@
-// A repeated error is logged as one. While Redis is down, every worker, queue and connection reports the
-// same error many times a second; the log must show it once, then how often it came back, not bury
-// everything else under thousands of copies.
+// A repeated error is logged as one: while Redis is down, every worker and connection reports
+// it many times a second; the log shows it once, then how often it came back.
 import type { Logger } from './log.ts';
 
 export type ThrottledLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -13,7 +12,7 @@ export interface LogThrottleOptions {
 interface Entry {
   level: ThrottledLevel;
   msg: string;
-  /** Fields of the first occurrence; those a repeat gave another value are left out of the summary. */
+  /** Fields of the first occurrence; those a repeat changed are left out of the summary. */
   fields: Record<string, unknown>;
   varied: Set<string>;
   repeats: number;
@@ -21,7 +20,7 @@ interface Entry {
   timer: NodeJS.Timeout;
 }
 
-/** Digits vary between copies of one error (ports, ids, counts, times): they do not make it another. */
+/** Digits vary between copies of one error (ports, ids, counts): they do not make it another. */
 export function stripNumbers(text: string): string {
   return text.replace(/\d+/g, '#');
 }
@@ -38,9 +37,8 @@ function elapsedText(ms: number): string {
 }
 
 /**
- * Logs the first occurrence of a key at once, then counts its repeats and logs one line per interval
- * ("... (repeated 2,311 times in the last 10 s)"); a key quiet for a whole interval is forgotten, so its
- * next occurrence is logged at once again. flush() and stop() sum up what is counted so far.
+ * Logs the first occurrence of a key at once, then one line per interval with its repeats; a
+ * key quiet for a whole interval is forgotten. flush() and stop() sum up.
  */
 export class LogThrottle {
   readonly #logger: Logger;

@@ -1,5 +1,5 @@
-// pino, with two layers against leaking a token: path redaction of the usual places (Authorization
-// headers, token fields), and a last-resort scrub of every known secret from the serialized line.
+// pino, with two layers against leaking a token: redaction of the usual paths, and a
+// last-resort scrub of every known secret from the serialized line.
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { LearnerTransferError } from './errors.ts';
 import { textLine, type LogFormat, type TextLogOptions } from './log-text.ts';
@@ -22,9 +22,8 @@ const REDACT_PATHS = [
 ];
 
 /**
- * The secrets to scrub: a list, or a getter asked at each use, for secrets that change while the process
- * runs (tokens added by a reload of the token file). A getter should return the same array until its
- * secrets change: their forms are worked out again only when it returns another one.
+ * The secrets to scrub: a list, or a getter for secrets that change (a token file's reload). A
+ * getter returns the same array until they change: forms are worked out again only then.
  */
 export type Secrets = readonly string[] | (() => readonly string[]);
 
@@ -35,13 +34,13 @@ export interface LogOptions {
   /** Where lines go (default: stderr, so stdout stays for a command's own output). */
   destination?: DestinationStream;
   name?: string;
-  /** json (default): pino's lines; text: one plain sentence a line, for a person (core/log-text.ts). */
+  /** json (default): pino's lines; text: one plain sentence a line (core/log-text.ts). */
   format?: LogFormat;
   /** With format text: lines to leave out. */
   text?: TextLogOptions;
 }
 
-/** Every form a secret can take in text we write: as is, and JSON-escaped (inside a serialized line). */
+/** Every form a secret can take in text we write: as is, and JSON-escaped. */
 function secretForms(secrets: readonly string[]): string[] {
   const forms = new Set<string>();
   for (const s of secrets) {
@@ -57,7 +56,7 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   return redactForms(text, secretForms(secrets));
 }
 
-/** scrubSecrets for many texts: the forms of the secrets are worked out once (per change of a getter's list). */
+/** scrubSecrets for many texts: the secrets' forms are worked out once. */
 export function secretScrubber(secrets: Secrets): (text: string) => string {
   const forms = liveForms(secrets);
   return (text) => redactForms(text, forms());
@@ -95,8 +94,8 @@ function scrubbing(dest: DestinationStream, secrets: Secrets): DestinationStream
 }
 
 /**
- * A destination that says each serialized line plainly. The line it is given is scrubbed already; the
- * sentence is scrubbed again (a secret behind an escape of the JSON would be plain in it).
+ * A destination that says each serialized line plainly. The sentence is scrubbed again: a secret
+ * behind a JSON escape would be plain in it.
  */
 function plainText(dest: DestinationStream, secrets: Secrets, options: TextLogOptions): DestinationStream {
   const forms = liveForms(secrets);
@@ -126,10 +125,9 @@ export function createLogger(options: LogOptions = {}): Logger {
 export type Scrub = (text: string) => string;
 
 /**
- * Text from outside (a response body) with every secret replaced, before anything reads, cuts or keeps
- * it. The plain and JSON-escaped forms are replaced in the text itself; a JSON body that could still
- * hide a secret behind escapes (`\u0041`, `\/`) is decoded and checked string by string, and when one
- * is found the body is re-serialized from the scrubbed value (it is then no longer verbatim).
+ * Text from outside (a response body) with every secret replaced, before anything reads or
+ * keeps it. A JSON body that could hide one behind escapes (`\u0041`) is decoded, checked, and
+ * re-serialized.
  */
 export function scrubResponseText(text: string, scrub: Scrub): string {
   const plain = scrub(text);
@@ -162,9 +160,8 @@ export function scrubResponseText(text: string, scrub: Scrub): string {
 }
 
 /**
- * The error to throw to BullMQ (which keeps `message` as failedReason and `stack` as stacktrace) with
- * every secret replaced. The error is changed in place, so its class (UnrecoverableError, DelayedError)
- * still tells BullMQ what to do; the stack keeps its frames (code locations) under the scrubbed message.
+ * The error to throw to BullMQ with every secret replaced in `message` and `stack`. Changed in
+ * place, so its class (UnrecoverableError, DelayedError) still tells BullMQ what to do.
  */
 export function scrubError(err: unknown, scrub: Scrub): Error {
   if (!(err instanceof Error)) return new LearnerTransferError('LT_INTERNAL', scrub(String(err)));

@@ -1,13 +1,7 @@
-// Files that hold people's names and e-mails (reports, result files, audit exports, rejects, drift
-// reports) are private, and a planted link cannot redirect them:
-// - written to a new temporary file beside the target, created with O_EXCL|O_NOFOLLOW (never an existing
-//   file, never through a link) and mode 0600 whatever the umask, then renamed over the target: the
-//   target is a new file of ours, so an old wider mode or a hard link to someone else's file does not
-//   carry over, and rename replaces a link rather than following it;
-// - a target that is a symbolic link (or not a regular file) is refused, naming the path: whoever asked
-//   for that path should know that something else stands there;
-// - a write that fails (or a process interrupted) leaves the target as it was: the temporary file is
-//   removed, and only a complete, fsynced file is renamed into place.
+// Private files (reports, result files, exports, rejects, drift reports): written to a new 0600
+// temporary file beside the target (O_EXCL|O_NOFOLLOW), fsynced, then renamed over it; a target
+// that is a link or not a regular file is refused. A failed write leaves the target as it was
+// (docs/exports.md).
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
@@ -27,7 +21,7 @@ import { LearnerTransferError } from './errors.ts';
 
 export const PRIVATE_FILE_MODE = 0o600;
 
-// O_NOFOLLOW is redundant beside O_CREAT|O_EXCL on Linux (an existing link fails EEXIST), said anyway.
+// O_NOFOLLOW is redundant beside O_CREAT|O_EXCL on Linux (a link fails EEXIST), said anyway.
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
 /** Refuses a target that is a symbolic link or not a regular file (LT_OUTPUT_UNSAFE, exit 2). */
@@ -67,7 +61,9 @@ function openTemp(path: string): { tmp: string; fd: number } {
   return { tmp, fd };
 }
 
-/** Renames the finished temporary file over `path` (checked again), then syncs the directory entry. */
+/**
+ * Renames the finished temporary file over `path` (checked again), then syncs the directory.
+ */
 function moveIntoPlace(tmp: string, path: string): void {
   assertPrivateTarget(path);
   renameSync(tmp, path);
@@ -92,8 +88,9 @@ function removeQuietly(tmp: string): void {
 }
 
 /**
- * A private file being written: write to `stream`, then `commit()` (the target appears, complete) or
- * `abort()` (the target is untouched). The constructor refuses an unsafe target before creating anything.
+ * A private file being written: write to `stream`, then `commit()` (the target appears,
+ * complete) or `abort()` (the target is untouched). An unsafe target is refused before anything
+ * is created.
  */
 export class PrivateOutput {
   readonly path: string;
@@ -110,8 +107,8 @@ export class PrivateOutput {
     this.#fd = fd;
     // Not closed when the stream finishes: it is synced first. Destroying the stream closes it.
     this.stream = createWriteStream(tmp, { fd, autoClose: false });
-    // A failed write is kept by the stream (`errored`) and refused by commit(); a write still under way
-    // when abort() destroys the stream ends in an error too. Neither may crash the process.
+    // A failed write is kept by the stream (`errored`) and refused by commit(); an abort mid-write
+    // errors too. Neither may crash the process.
     this.stream.on('error', () => {});
   }
 

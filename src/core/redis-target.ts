@@ -1,6 +1,5 @@
-// Which Redis the tool talks to: one server (REDIS_URL), a Redis Cluster (REDIS_CLUSTER_NODES) or a master
-// found through Sentinel (REDIS_SENTINELS + REDIS_SENTINEL_MASTER). Parsed once from the environment;
-// every message names the variable and the bad value, never a password.
+// Which Redis the tool talks to: one server (REDIS_URL), a Cluster (REDIS_CLUSTER_NODES) or
+// Sentinel (REDIS_SENTINELS + REDIS_SENTINEL_MASTER). Messages never show a password.
 
 export interface HostPort {
   host: string;
@@ -12,7 +11,7 @@ export interface RedisAuth {
   username?: string | undefined;
   /** Not enumerable: JSON.stringify or a log of the target never carries it. */
   readonly password?: string | undefined;
-  /** TLS to the data nodes (REDIS_TLS), with an optional private CA (REDIS_TLS_CA, PEM file path). */
+  /** TLS to the data nodes (REDIS_TLS), with an optional private CA (REDIS_TLS_CA). */
   tls: boolean;
   tlsCaFile?: string | undefined;
 }
@@ -69,8 +68,8 @@ export function parseHostPorts(name: string, value: string): HostPort[] | string
 }
 
 /**
- * The target the environment selects. A cluster or Sentinel wins over REDIS_URL (which then is not used);
- * both at once is an error. Problems are pushed to `problems`, each naming its variable.
+ * The target the environment selects: a cluster or Sentinel wins over REDIS_URL; both is an
+ * error.
  */
 export function redisTargetFrom(env: RedisTargetEnv, problems: string[]): RedisTarget | undefined {
   const auth: RedisAuth = {

@@ -1,8 +1,6 @@
-// Text from outside (the service's messages, a CSV's cells, Redis's errors) on its way to a terminal.
-// A terminal runs what it is sent: ESC ] 52 writes the clipboard (OSC 52), ESC [ 2J clears the screen,
-// a CR or backspace overwrites what was printed, a bidi override reorders it. So every control character
-// goes, whole escape sequences first (their printable tail would be noise): C0 but \n and \t, DEL, C1
-// (U+0080-U+009F, which some terminals read as 8-bit ESC sequences) and the Unicode bidi controls.
+// Text from outside (the service's messages, a CSV's cells, Redis's errors) on its way to a
+// terminal, which runs what it is sent (OSC 52, a CR, a bidi override): escape sequences go
+// whole, then C0 but \n and \t, DEL, C1 and the bidi controls.
 
 /** ESC-led sequences: OSC (to BEL or ST), CSI (parameters to a final byte), and two-byte ESC x. */
 const ESCAPE_SEQUENCE =
@@ -14,10 +12,7 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u20
 // eslint-disable-next-line no-control-regex
 const CONTROL_OR_LAYOUT = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
-/**
- * `text` safe to print: escape sequences and control characters removed. `\n` and `\t` stay unless
- * `singleLine` is set, for text that must stay on its line (a reason after a label).
- */
+/** `text` safe to print; `\n` and `\t` stay unless `singleLine` is set. */
 export function forTerminal(text: string, options: { singleLine?: boolean } = {}): string {
   const stripped = text.replace(ESCAPE_SEQUENCE, '');
   return options.singleLine ? stripped.replace(CONTROL_OR_LAYOUT, ' ') : stripped.replace(CONTROL, '');
@@ -26,9 +21,8 @@ export function forTerminal(text: string, options: { singleLine?: boolean } = {}
 const JSON_UNSAFE = /[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
- * JSON text (a line of NDJSON) safe to print, losslessly: JSON.stringify already escapes C0 (ESC becomes
- * `\u001b`), but passes DEL, C1 and the bidi controls through raw. Those can only stand inside strings,
- * so they are written as `\uXXXX` escapes: the parsed value is unchanged.
+ * JSON text (a line of NDJSON) safe to print, losslessly: DEL, C1 and the bidi controls, which
+ * JSON.stringify passes raw, become `\uXXXX` escapes.
  */
 export function jsonForTerminal(json: string): string {
   return json.replace(JSON_UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

@@ -1,9 +1,8 @@
-// The live set of this process's tokens. It starts as the config's and changes when `work` reads the token
-// file again (app/token-reload.ts); whoever picks a token, scrubs secrets or serves organizations asks it
-// at the time, or listens to its changes, instead of keeping a copy made at start.
+// The live set of this process's tokens: the config's, then each reload of the token file
+// (app/token-reload.ts). Ask it at the time or listen to it; never keep a copy.
 import type { TokenRef } from './token-ref.ts';
 
-/** What one replace changed. A token is its organization and its id: a token moved to another org is both. */
+/** What one replace changed; a token moved to another org is both removed and added. */
 export interface TokenChange {
   added: readonly TokenRef[];
   removed: readonly TokenRef[];
@@ -23,16 +22,13 @@ export class TokenBook {
   #byOrg: ReadonlyMap<string, readonly TokenRef[]> = new Map();
   #orgs: readonly string[] = [];
   #secrets: readonly string[] = [];
-  /** Secrets removed since start: still scrubbed, as a call in flight or a late log line may hold them. */
+  /** Secrets removed since start: still scrubbed (a call in flight may hold them). */
   readonly #retired = new Set<string>();
   readonly #listeners = new Set<TokenListener>();
   readonly #onListenerError: ((err: unknown) => void) | undefined;
   #version = 0;
 
-  /**
-   * `onListenerError` hears a listener's failure (the others are told all the same); without it, replace
-   * throws the first failure once every listener was told.
-   */
+  /** Hears a listener's failure; without it, replace throws the first once all were told. */
   constructor(tokens: readonly TokenRef[], options: { onListenerError?: (err: unknown) => void } = {}) {
     this.#onListenerError = options.onListenerError;
     this.#set(tokens);
@@ -51,7 +47,7 @@ export class TokenBook {
     return this.#byOrg.get(org) ?? [];
   }
 
-  /** The tokens by organization: one map per version, so a caller may keep it until the next change. */
+  /** The tokens by organization: one map per version, kept until the next change. */
   byOrg(): ReadonlyMap<string, readonly TokenRef[]> {
     return this.#byOrg;
   }
@@ -62,14 +58,14 @@ export class TokenBook {
   }
 
   /**
-   * Every secret this process has held since it started, the removed ones too: a call sent with a
-   * rotated token may still answer with it, and what it answers must be scrubbed. One array per version.
+   * Every secret held since start, the removed ones too: a rotated token's call may still
+   * answer.
    */
   secrets(): readonly string[] {
     return this.#secrets;
   }
 
-  /** Makes `next` the tokens in force; returns what changed and tells the listeners (not when nothing did). */
+  /** Makes `next` the tokens in force; returns what changed and tells the listeners. */
   replace(next: readonly TokenRef[]): TokenChange {
     const before = new Map(this.#tokens.map((t) => [keyOf(t), t]));
     const after = new Map(next.map((t) => [keyOf(t), t]));

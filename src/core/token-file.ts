@@ -1,14 +1,11 @@
-// LEARNER_API_TOKENS_FILE: the tokens as operators hand secrets to containers (the `*_FILE` convention of
-// Docker and Kubernetes secrets), one `ORG:TOKEN` per line, each line an entry of LEARNER_API_TOKENS.
-// `#` starts a comment line; blank lines, surrounding spaces, a BOM and any line ending (\n, \r\n, \r)
-// are allowed, so a file saved on any system reads the same. Every message names the file and the line,
-// never the line's text: it holds a token.
+// LEARNER_API_TOKENS_FILE: one `ORG:TOKEN` a line, as a container's secret
+// (docs/configuration.md). Messages name the file and the line, never its text.
 import { readFileSync, statSync } from 'node:fs';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
 
 export const TOKENS_FILE_VAR = 'LEARNER_API_TOKENS_FILE';
 
-/** Larger than any real token file (10,000 organizations of a few tokens fit in 2 MB): not one of them. */
+/** Larger than any real token file (10,000 organizations fit in 2 MB). */
 export const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
 /** A corrupt file could have a problem on every line: the first few say enough. */
@@ -16,7 +13,7 @@ const MAX_PROBLEMS = 10;
 
 export type TokenFileRead = { ok: true; tokens: TokenRef[] } | { ok: false; problems: string[] };
 
-/** The tokens of a file's text, or every problem (up to MAX_PROBLEMS), each naming `path` and its line. */
+/** The tokens of a file's text, or every problem (up to MAX_PROBLEMS), each naming its line. */
 export function parseTokenFile(text: string, path: string): TokenFileRead {
   const where = (line: number) => `${TOKENS_FILE_VAR} ${path} line ${line}`;
   const tokens: TokenRef[] = [];
@@ -36,9 +33,8 @@ export function parseTokenFile(text: string, path: string): TokenFileRead {
       );
       return;
     }
-    // A line is one entry of LEARNER_API_TOKENS, which never holds a comma; a space or tab inside the
-    // token is most likely a comment written after it (`acme:TOKEN # main`), which would be sent as part
-    // of the token: both are refused rather than read into a token the service would refuse.
+    // A comma never stands in an entry; a space or tab is most likely a comment after the token
+    // (`acme:TOKEN # main`): both are refused.
     if (/[,\s]/.test(entry.secret)) {
       problems.push(
         `${where(n)}: org '${entry.org}': the token contains a comma, space or tab ` +
@@ -68,9 +64,8 @@ export function readTokenFile(path: string): TokenFileRead {
 }
 
 /**
- * The file's text. A path that cannot be read names the path and the system's code (ENOENT, EACCES...);
- * one that is not a regular file (a directory, a FIFO that would block the read) is refused. Links are
- * followed: a mounted Kubernetes Secret is a chain of them, swapped at each update.
+ * The file's text; an unreadable path names its system code, a non-regular file is refused.
+ * Links are followed: a mounted Kubernetes Secret is a chain of them.
  */
 export function readTokenText(path: string): { ok: true; text: string } | { ok: false; problems: string[] } {
   try {
@@ -90,10 +85,7 @@ function fail(path: string, why: string): { ok: false; problems: string[] } {
   return { ok: false, problems: [`${TOKENS_FILE_VAR} ${path}: ${why}`] };
 }
 
-/**
- * A warning when users other than the owner may read the file, else undefined. Only a warning: a
- * container's secret is often mounted 0444 or 0644 with nobody else in the container to read it.
- */
+/** A warning when others may read the file (only a warning: secrets are often mounted 0444). */
 export function tokenFileModeWarning(path: string): string | undefined {
   let mode: number;
   try {

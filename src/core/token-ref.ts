@@ -1,6 +1,5 @@
-// One token of this process: its organization, its non-secret id and the secret itself. An entry is read
-// the same way wherever it is written (an item of LEARNER_API_TOKENS, a line of LEARNER_API_TOKENS_FILE),
-// so the two forms cannot drift apart.
+// One token of this process: its organization, its non-secret id and the secret, read alike
+// from LEARNER_API_TOKENS and from its file.
 import { createHash } from 'node:crypto';
 import { isValidOrgKey } from './keys.ts';
 
@@ -8,8 +7,7 @@ export interface TokenRef {
   /** Organization key the token belongs to: transfers made with it land in this organization. */
   org: string;
   /**
-   * Stable, non-secret identity of the token: a short SHA-256 fingerprint. It survives reordering of
-   * LEARNER_API_TOKENS (so a token keeps its own hourly window) and is what Redis, logs and reports see.
+   * Non-secret id of the token (a short SHA-256 fingerprint): what Redis, logs and reports see.
    */
   id: string;
   /** The secret. Lives only in this process's memory: never in Redis, logs, reports or errors. */
@@ -23,10 +21,7 @@ export function tokenFingerprint(secret: string): string {
 /** The form of an entry, for messages (the example shows the form, never a real token). */
 export const TOKEN_ENTRY_FORM = 'ORG:TOKEN with ORG made of letters, digits, _ or -';
 
-/**
- * One `ORG:TOKEN` entry read. A refusal says why without the entry's text, which holds the secret: only
- * a valid org key may be named.
- */
+/** One `ORG:TOKEN` entry read. A refusal never quotes the entry (it holds the secret). */
 export type TokenEntry =
   | { ok: true; org: string; secret: string }
   | { ok: false; why: 'not-a-pair' }

@@ -1,8 +1,5 @@
-// OpenTelemetry's own variables, the ones that decide whether this program traces at all: either
-// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER turns tracing on (docs/tracing.md). They are read
-// here, validated once at the edge like every variable, so a typo is an error at start and not traces
-// silently lost. The OTLP exporter reads the rest of its own variables (OTEL_EXPORTER_OTLP_HEADERS,
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ...) from the environment itself, as every OpenTelemetry SDK does.
+// OpenTelemetry's variables that turn tracing on (docs/tracing.md), checked at start like every
+// variable; the exporter reads its other OTEL_* itself.
 import { z } from 'zod';
 
 export const TRACE_EXPORTERS = ['otlp', 'console', 'none'] as const;
@@ -62,8 +59,8 @@ export const tracingEnvFields = {
 };
 
 /**
- * Tracing on when either variable is set, as OpenTelemetry's own SDKs read them: OTEL_TRACES_EXPORTER
- * names the exporters (`none`: off, whatever else is set); set alone, the endpoint means `otlp`.
+ * Tracing on when either variable is set: OTEL_TRACES_EXPORTER names the exporters (`none`:
+ * off); the endpoint alone means `otlp`.
  */
 export function tracingSettings(e: {
   OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined;

@@ -1,7 +1,5 @@
-// The OpenTelemetry SDK, started when tracing is on, and only then loaded: tracing.ts imports this file
-// dynamically, so a process with tracing off never loads the SDK, the exporter or bullmq-otel. register()
-// makes the provider global with an AsyncLocalStorage context (a span stays the active one across
-// awaits) and W3C trace context propagation (the `traceparent` header of the PATCH).
+// The OpenTelemetry SDK, loaded only when tracing is on (tracing.ts imports it dynamically),
+// with an AsyncLocalStorage context and W3C trace context propagation.
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -40,8 +38,8 @@ export function startSdk(settings: TracingSettings, exporter?: SpanExporter): Tr
   );
   const provider = new NodeTracerProvider({ resource, spanProcessors: processors(settings, exporter) });
   provider.register();
-  // BullMQ's own spans (add, process, ...): the enqueue's context travels in the job, so the job's
-  // process span, and the transfer attempt under it, are in the enqueue's trace.
+  // BullMQ's own spans: the enqueue's context travels in the job, so the transfer is in its
+  // trace.
   setQueueTelemetry(new BullMQOtel({ tracerName: 'bullmq' }));
   return {
     async shutdown() {

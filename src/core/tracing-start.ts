@@ -1,6 +1,5 @@
-// Starts tracing for a process when its configuration turns it on (tracing-config.ts), loading the SDK
-// then and only then. One SDK per process however many contexts it opens (the demo's dashboard and
-// workers, a test's harnesses): the first start loads it, the last stop shuts it down.
+// Starts tracing when the configuration turns it on: one SDK per process however many contexts
+// it opens (the first start loads it, the last stop shuts it down).
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { TracingSettings } from './tracing-config.ts';
 
@@ -14,10 +13,7 @@ const OFF: Tracing = { on: false, stop: async () => {} };
 
 let shared: { started: Promise<{ shutdown(): Promise<void> }>; users: number } | undefined;
 
-/**
- * Tracing as configured. `exporter` (a test's in-memory one) turns it on whatever the settings, and
- * replaces the configured exporters.
- */
+/** Tracing as configured; `exporter` (a test's) turns it on and replaces the configured ones. */
 export async function startTracing(
   settings: TracingSettings | undefined,
   exporter?: SpanExporter,

@@ -1,8 +1,5 @@
-// Traces, as the hot path sees them: spans through @opentelemetry/api only. With tracing off (no
-// OTEL_EXPORTER_OTLP_ENDPOINT, no OTEL_TRACES_EXPORTER) no SDK is loaded and the API's tracer is its no-op
-// one: a span is one small object and no context is kept. The SDK is started by tracing-sdk.ts, loaded
-// only when tracing is on. Nothing here ever puts a token in a span: callers pass ids (org, learner, run,
-// token id), never a secret.
+// Spans through @opentelemetry/api only: with tracing off no SDK is loaded and a span costs one
+// small object. Callers pass ids, never a secret.
 import {
   context,
   propagation,
@@ -16,7 +13,7 @@ import {
 /** The instrumentation scope of every span of this program. */
 export const TRACER_NAME = 'learner-transfer';
 
-/** Attribute names of this program's spans (the HTTP ones are OpenTelemetry's semantic conventions). */
+/** Attribute names of this program's spans (the HTTP ones are OpenTelemetry's). */
 export const SPAN_ATTR = {
   org: 'learner_transfer.org',
   learnerId: 'learner_transfer.learner_id',
@@ -36,18 +33,18 @@ export const SPAN_ATTR = {
 } as const;
 
 /**
- * BullMQ's ways of ending a job that are not failures (wait for budget, come back later): a span they end
- * says which wait it was, and keeps an unset status.
+ * BullMQ's ways of ending a job that are not failures: a span they end says which, status
+ * unset.
  */
 const WAITS = new Set(['RateLimitError', 'DelayedError', 'WaitingChildrenError', 'WaitingError']);
 
 export { SpanKind };
 export type { Span };
 
-/** BullMQ's telemetry (bullmq-otel), set by tracing-sdk.ts while tracing is on; undefined when off. */
+/** BullMQ's telemetry, set by tracing-sdk.ts while tracing is on. */
 let bullmqTelemetry: unknown;
 
-/** The `telemetry` option of a BullMQ Queue or Worker: undefined (none at all) while tracing is off. */
+/** The `telemetry` option of a BullMQ Queue or Worker: undefined while tracing is off. */
 export function queueTelemetry<T>(): T | undefined {
   return bullmqTelemetry as T | undefined;
 }
@@ -58,8 +55,8 @@ export function setQueueTelemetry(telemetry: unknown): void {
 }
 
 /**
- * Runs `fn` in a span that is the active one for everything `fn` awaits (its child spans, the traceparent
- * of its HTTP calls). A throw ends the span as an error, unless it is one of BullMQ's waits.
+ * Runs `fn` in a span active for everything it awaits. A throw ends the span as an error,
+ * unless it is one of BullMQ's waits.
  */
 export function inSpan<T>(
   name: string,
@@ -77,7 +74,7 @@ export function inSpan<T>(
         const { name = 'Error', message = String(err) } = (err ?? {}) as Partial<Error>;
         if (WAITS.has(name)) span.setAttribute(SPAN_ATTR.wait, name);
         else {
-          // Only the name and the scrubbed message: a stack or a cause could carry what a log would not.
+          // Only the name and the scrubbed message: a stack or a cause could carry a secret.
           span.recordException({ name, message: scrub(message) });
           span.setStatus({ code: SpanStatusCode.ERROR, message: scrub(message) });
         }
@@ -88,7 +85,7 @@ export function inSpan<T>(
     });
 }
 
-/** Adds W3C trace context (`traceparent`, `tracestate`) of the active span to outgoing request headers. */
+/** Adds the active span's W3C trace context to outgoing request headers. */
 export function injectTraceContext(headers: Record<string, string>): void {
   propagation.inject(context.active(), headers);
 }

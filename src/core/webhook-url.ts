@@ -1,7 +1,5 @@
-// NOTIFY_WEBHOOK_URL is a secret as a whole: a Slack or Teams incoming webhook's path is its key (anyone
-// who has it can post to the channel). It is never logged or echoed: messages show its scheme and host
-// only, and the logger scrubs every part of it that could name it (the URL, its path and query, a
-// password in it).
+// NOTIFY_WEBHOOK_URL is a secret as a whole (a webhook's path is its key): messages show its
+// scheme and host only, and the logger scrubs every part that could name it.
 
 /** What a message may show of the webhook: `https://hooks.slack.com/***`. */
 export function maskWebhookUrl(url: string): string {
@@ -13,7 +11,7 @@ export function maskWebhookUrl(url: string): string {
   }
 }
 
-/** The forms of the webhook URL to scrub from logs and messages: the URL, its path + query, a password. */
+/** The forms of the webhook URL to scrub: the URL, its path + query, a password. */
 export function webhookSecrets(url: string | undefined): string[] {
   if (!url) return [];
   const out = new Set<string>([url]);

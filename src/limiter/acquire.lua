@@ -50,76 +50,37 @@
       every policy change). When every token (or the org) is blocked until an unblock or paused, waitMs
       is a sentinel (one window) and allBlockedIndefinitely is 1.
 
-  Policy (hash, written by `limits set`, `limits reset`, `pause`, `resume` and the first process of the
-  organization, which seeds it from LIMIT_*; src/limiter/policy.ts):
-    org = "max/windowMs"         the organization's limit          token = "max/windowMs"   per token
-    tok:<id> = "max/windowMs"    one token's own limit (overrides `token`)
-    burst = "N" | "P%"           the buckets' size (see Pacing below)
-    open = "horizon s1 e1 ..."   the run window as UTC instants (see Run window below)
-    reserve = N                  permits of each org window left to the organization's other clients:
-                                 the org scope grants at most org max - N (none when that is <= 0)
-    paused = JSON                the organization is paused: nothing is granted ('paused', for good)
-    paused:<id> = JSON           one token is paused: it is skipped (all paused: 'paused', for good)
-    learned:tok:<id> = "max at"  a limit learned from the service's 429s for one token (learn.lua)
-    learned:org = "max at"       idem for the organization (applies to its limit less the reserve)
-    429:<id>, refused:<id>       the token's 429 count, and when it was last refuted (learn.lua only)
-  A field that is absent falls back to ARGV (a hash never seeded: benchmarks, tests); so does a rate
-  field that is malformed (outside the parser's bounds: it is named in the reply, and the worker logs it
-  as an error). Every process reads
-  the same hash in the same step as the budget, so the whole fleet enforces one policy, and a change
-  holds for every acquire after it, with no restart and no cache.
+  Policy: the organization's hash (src/limiter/policy.ts; its fields: docs/limits.md, "The policy
+  hash"), read in the same step as the budget, so the fleet enforces one policy and a change holds for
+  every acquire after it. `reserve` = N: the org scope grants at most org max - N. `paused` grants
+  nothing, `paused:<id>` skips a token ('paused' when all are). An absent field falls back to ARGV; so
+  does a malformed rate, named in the reply.
 
-  Learned limits. The service has the last word: a 429 that arrives while our count is below the limit
-  teaches learn.lua an effective limit for the token or the organization, stored as "max at" (at: Redis
-  ms). Every acquire applies it with no background job and no cache:
-      limit in force = min(configured, max + step * floor((now - at) / probeEvery))
-      step       = max(1, floor(configured max / 20))          (5% of the configured limit, at least 1)
-      probeEvery = max(window, min(4 * window, 1 h))           (4 windows, at most an hour unless the
-                                                               window is longer: then one window)
-  where configured is the scope's limit from the policy or the fallback (for the organization: less the
-  reserve). So the limit climbs back one step every probeEvery; the first step that is too high brings
-  a 429, and learn.lua sets the entry again from what the service accepted (never higher than the limit
-  in force: learning never raises a limit). Once the probe reaches the configured limit the entry is
-  deleted here. A learned limit only ever lowers what this script grants, so it keeps every guarantee
-  below; the proof's "When the policy changes" covers it being written or probing up.
+  Learned limits (docs/budget.md): a 429 below our count teaches learn.lua a limit "max at"; in force
+      limit = min(configured, max + step * floor((now - at) / probeEvery))
+      step = max(1, floor(configured / 20)),  probeEvery = max(window, min(4 * window, 1 h))
+  (configured: for the organization, less the reserve). Once it reaches the configured limit the entry
+  is deleted here. It only lowers what is granted: the proof below covers it.
 
-  Lease. At most one transfer call in flight per learner, whatever happens to job locks: a permit for a
-  learner is granted only with its lease, written here in the same step. A job whose BullMQ lock is no
-  longer its own ('lost-lock': the stalled check gave the job to another worker) gets nothing. A lease
-  held by another holder refuses ('lease', wait = until its deadline). A lease past its deadline is first
-  marked contested and refused for the grace; only a lease still expired and contested after the grace
-  is taken over. Its holder, if alive, records its response within the grace (that write frees the
-  lease), so a takeover means the holder died: its response, if any, is in its spool or lost with it.
-  The lease is freed by finish-attempt.lua together with the record of the call.
+  Lease: one call in flight per learner, taken here with the permit, only by a job that still holds its
+  BullMQ lock ('lost-lock'). Another holder's lease refuses ('lease', until its deadline); an expired
+  one is marked contested and taken over only after the grace (a live holder records within it, which
+  frees the lease). finish-attempt.lua frees it with the record of the call.
 
-  Pacing. The windows are the law; inside them a token bucket per token and per organization spreads the
-  permits, so a token shared with a live integration does not spend its hour in its first second. The
-  bucket holds `burst` permits (a count, or a share of the scope's limit in force) and refills at the
-  window's rate, one every T = window / max ms. It is kept in GCRA form, one number per scope in the pace
-  hash: tat, the theoretical arrival time. A permit is granted only when now >= tat - (burst - 1) * T
-  (with tat = max(tat, now)), and the grant sets tat = max(tat, now) + T: so `burst` at once from a full
-  bucket, then one every T. A refusal waits until that holds. The bucket only ever refuses more than the
-  windows do, so every guarantee below holds with it; it is not the law alone because a bucket grants up
-  to twice its limit inside one server window (a full bucket at the window's end, refilled by its start).
-  A burst as large as the limit is no pacing (lt_burst), and no pace state is written. The pace hash
-  expires when every bucket in it is full again. A released permit does not refill its bucket.
+  Pacing (docs/pacing.md): a bucket per scope in GCRA form, `tat` in the pace hash, T = window / max.
+  Granted when now >= tat - (burst - 1) * T (tat = max(tat, now)); the grant sets tat += T. It only
+  refuses more than the windows, so every guarantee holds with it; a burst as large as the limit is no
+  pacing. The hash expires when every bucket is full; a released permit does not refill.
 
-  Run window. The calendar (days, hours, time zone, blackouts) is computed in TypeScript
-  (src/limiter/run-window.ts); this script sees only the policy's `open` field: a horizon and the open
-  intervals [s, e) before it, in Redis-clock ms. Outside them nothing is granted ('run-window', wait
-  until the next s: the workers sleep until it opens, no polling); past the horizon the intervals are
-  stale ('run-window-stale'): the caller writes them again from the calendar and asks again. No `open`
-  field: no run window, always open.
+  Run window (decision 15): the policy's `open` = "horizon s1 e1 ...", intervals [s, e) in Redis ms.
+  Outside them: 'run-window', wait until the next s; past the horizon: 'run-window-stale'. No field:
+  always open.
 
-  Probe. During a 5xx storm (judge-outcome.lua sets `storm` in the breaker hash while most of the
-  organization's recent answers are server errors, and a success clears it), the fleet sends one call at a
-  time (half-open): a learner's permit is granted only with the `probe` field, "holder deadline" (the
-  in-flight deadline, or after a failed probe the end of the gap before the next one); while another
-  holder has it, 'probe' is refused until its deadline. judge-outcome.lua frees it with the probe's
-  answer and announces that on the events channel, so the lanes waiting for it wake.
+  Probe (docs/guard-rails.md, "A 5xx storm"): while the breaker hash has `storm`, a learner's permit is
+  granted only with `probe` = "holder deadline"; another holder's refuses 'probe' until its deadline.
+  judge-outcome.lua frees it with the answer and announces it.
 
-  Clock: Redis TIME only (ms), one clock for every process; the host must slew, not step, its clock.
-  It is read in one place, includes/clock.lua, shared with settle.lua, learn.lua and peek.lua.
+  Clock: Redis TIME only (includes/clock.lua), one clock for every process; hosts slew, never step.
 
   Counting. A scope's count at `now` = log entries with score >= now - window (inclusive: see below)
   + every in-flight entry. An in-flight entry whose deadline has passed (holder died or hung) is moved
@@ -185,9 +146,8 @@ local function rate(field, max, window)
   local m, w = lt_rate(policy, field, max, window)
   return m, w
 end
--- A learned limit in force (see "Learned limits" above): `limit` lowered to the learned max plus the
--- probe steps since it was learned, or `limit` itself once the probe has reached it (the entry is then
--- forgotten here, lazily).
+-- A learned limit in force ("Learned limits" above): the learned max plus the probe steps
+-- since, or `limit` once reached (the entry then forgotten, lazily).
 local function learned(field, limit, configured, window)
   local value, m = lt_learned(policy, field, limit, configured, window, now)
   if m == nil and policy[field] and limit > 0 then
@@ -206,8 +166,8 @@ end
 local tokenMax, tokenWindow = rate('token', tonumber(ARGV[1]), tonumber(ARGV[2]))
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 orgMax = learned('learned:org', orgMax - math.max(0, tonumber(policy['reserve']) or 0), orgMax, orgWindow)
--- The burst: the policy's, or the fallback when it has none or a malformed one (named in the reply, as a
--- malformed rate is).
+-- The burst: the policy's, or the fallback when it has none or a malformed one (named in the
+-- reply).
 local burstSpec = lt_burst_spec(policy, ARGV[11])
 local pace = {}
 if burstSpec ~= '' and burstSpec ~= '100%' then
@@ -281,13 +241,13 @@ if learner ~= '' then
   end
 end
 
--- A paused organization gets nothing until it is resumed (the resume is announced on the events channel).
+-- A paused organization gets nothing until it is resumed.
 if policy['paused'] then
   return reply({0, orgWindow, 'paused', 1, now})
 end
 
--- The run window (see "Run window" above): 0 when open now, else the ms until it opens (or until the
--- horizon, where the intervals must be computed again), or -1 when they are stale already.
+-- The run window: 0 when open now, else the ms until it opens (or to the horizon), -1 when
+-- stale.
 local function runWindowWait(open)
   local horizon, s
   for n in string.gmatch(open, '%d+') do
@@ -335,8 +295,8 @@ if learner ~= '' and redis.call('HEXISTS', breakerKey, 'storm') == 1 then
   probing = true
 end
 
--- A scope's bucket now: the ms until it allows a permit (0: now) and its tat after a grant (nil when the
--- scope is not paced).
+-- A scope's bucket now: ms until it allows a permit (0: now), tat after a grant (nil: not
+-- paced).
 local function paceOf(field, max, window)
   if burstSpec == '' or max <= 0 then
     return 0, nil
@@ -387,8 +347,7 @@ for i = 1, tokenCount do
 end
 
 if orgBlock == -2 and orgWait == 0 and orgPaceWait == 0 and best > 0 then
-  -- "<ms>.<µs of that ms>-<random>": the acquire time, fine enough to order the permits of one Redis
-  -- (learn.lua counts the ones acquired before a refused one).
+  -- "<ms>.<µs of that ms>-<random>": fine enough to order one Redis's permits (learn.lua).
   local permitId = string.format('%d.%03d-%s', now, nowMicros, ARGV[6])
   local deadline = now + inflightTtl
   local tokenKeyTtl = tokens[best][6]

@@ -1,9 +1,6 @@
-// The error budget that halts an organization (docs/guard-rails.md). Every `work` process feeds one
-// fleet-wide sample per organization and per token with the final outcomes of answered calls, on the
-// outcome path (nothing is polled); judge-outcome.lua pushes, trims, counts and, when a rule is met,
-// writes the pause in the same step: the organization's (author `breaker`, the reason with the counts) or
-// one token's. A halt IS a pause: every worker (of this release or the previous one) obeys it, `status`,
-// `limits show`, the dashboard and `changes` show it, and `resume` lifts it (and clears the sample).
+// The error budget that halts an organization (docs/guard-rails.md): one fleet-wide sample per
+// organization and per token, fed on the outcome path; judge-outcome.lua writes the pause when
+// a rule is met. A halt IS a pause: `resume` lifts it.
 import { HALT_STORM_MIN_PROBES, type HaltAt } from '../core/halt-rule.ts';
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
@@ -15,9 +12,8 @@ import type { BudgetEvent } from './types.ts';
 export const BREAKER = 'breaker';
 
 /**
- * How one answer feeds the sample: a success, a failure that will fail for the next learner too, a
- * not-found of a learner no list showed (stale ids are normal: only its own rule, 90%), a failure that
- * halts at once, or nothing (not a final outcome of an answered call: only the 5xx storm hears it).
+ * How one answer feeds the sample: a success, a failure that will repeat, a not-found (its own
+ * rule, 90%), a failure that halts at once, or nothing (only the 5xx storm hears it).
  */
 export type SampleKind = 'success' | 'failure' | 'stale' | 'at-once' | null;
 
@@ -63,14 +59,14 @@ export interface JudgeResult {
 export interface BreakerDefaults {
   haltAt: HaltAt;
   haltSample: number;
-  /** HALT_STORM (ms): a 5xx storm this long, with HALT_STORM_MIN_PROBES probes, halts; 0 never; absent: 30 min. */
+  /** HALT_STORM (ms): a 5xx storm this long, with its probes, halts; 0 never; absent: 30 min. */
   haltStormMs?: number;
 }
 
-/** The default of haltStormMs (HALT_STORM's 30m), for a budget made without the config (benchmarks, tests). */
+/** The default of haltStormMs (30m), for a budget made without the config. */
 const DEFAULT_HALT_STORM_MS = 30 * 60_000;
 
-/** The words that begin the reason of a halt by a 5xx storm that does not end (judge-outcome.lua). */
+/** The words that begin the reason of a halt by an endless 5xx storm (judge-outcome.lua). */
 const STORM_REASON = 'a 5xx storm that does not end';
 
 /** A halt by a storm: the service's to fix; any other, ours to check. */
@@ -92,14 +88,16 @@ export function haltAdvice(org: string, reason: string, tokenId: string | null):
   );
 }
 
-/** What to check before a resume: the service for a storm, else the token, the ids and the address. */
+/**
+ * What to check before a resume: the service for a storm, else the token, the ids, the address.
+ */
 export function checkAdvice(reason: string): string {
   return isStormHalt(reason)
     ? `Check that the service answers again (its status, its operators)`
     : `Check the token, the CSV's id column and the base address ('learner-transfer plan --check')`;
 }
 
-/** Pushes one answer into the samples and judges them (one atomic step); logs a halt in `changes`. */
+/** Pushes one answer into the samples and judges them, in one step; logs a halt in `changes`. */
 export async function judgeOutcome(
   redis: RedisClient,
   keys: Keys,
@@ -151,8 +149,8 @@ export async function judgeOutcome(
 }
 
 /**
- * Forgets the sample of an organization (its tokens' too, the storm and its probe) or of one token: a
- * resume starts the budget afresh, or the outcomes that halted it would halt it again at the next one.
+ * Forgets the sample of an organization (its tokens', the storm and its probe) or of one token:
+ * a resume starts afresh.
  */
 export async function clearSample(
   redis: RedisClient,

@@ -1,11 +1,9 @@
-// When the permits counted now leave their windows: what the ETA's forward simulation starts from
-// (src/limiter/simulate/). peek-frees.lua reports them, after a peek, bucketed into a fixed number of
-// steps per window, so a full window of 1,000 permits costs what one of 10 does.
+// When the permits counted now leave their windows, bucketed per step (peek-frees.lua): what
+// the ETA's simulation starts from.
 
 /**
- * Steps per window peek-frees.lua buckets the frees into: a day's window in 2-hour steps, an hour's in 5 min.
- * A permit is said to leave at the end of its step (never earlier than it does), so the ETA starts at
- * most one step late; fewer steps make the peek and the simulation cheaper (bench/eta.ts).
+ * Steps per window for the frees: a day's window in 2-hour steps, an hour's in 5 min. A permit
+ * is said to leave at its step's end, so the ETA starts at most one step late (bench/eta.ts).
  */
 export const FREE_STEPS = 12;
 
@@ -29,7 +27,7 @@ function steps(raw: unknown): FreeStep[] {
   return out;
 }
 
-/** peek.lua's frees element: {org steps, token 1 steps, ...}; undefined when the reply has none. */
+/** peek.lua's frees element: {org steps, token 1 steps, ...}; undefined when absent. */
 export function parseFrees(raw: unknown, tokenCount: number): BudgetFrees | undefined {
   if (!Array.isArray(raw)) return undefined;
   return {

@@ -1,5 +1,5 @@
-// Small calendar helpers of the run windows (run-window.ts): day numbers, weekdays, clock text, and the
-// usage error a person's bad text gets, with that text shown safely.
+// Small calendar helpers of the run windows: day numbers, weekdays, clock text, and the usage
+// error a person's bad text gets.
 import { LearnerTransferError } from '../core/errors.ts';
 import { jsonForTerminal } from '../core/terminal-safe.ts';
 
@@ -12,8 +12,8 @@ export function usage(message: string): never {
 }
 
 /**
- * A person's text inside a message, with every control character written as an escape (\u001b): it
- * sends the terminal nothing to run, and the bad piece stays visible (removed, "M<ESC>on" would read "Mon").
+ * A person's text inside a message, control characters written as escapes (\u001b): visible,
+ * never run.
  */
 export const shown = (text: string): string => jsonForTerminal(JSON.stringify(text).slice(1, -1));
 
@@ -23,7 +23,8 @@ export function dayNumber(ymd: string): number | undefined {
   if (!m) return undefined;
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   const date = new Date(Date.UTC(y, mo - 1, d));
-  // Date.UTC rolls 02-30 over into March (and years below 100 into the 1900s): a real date reads back.
+  // Date.UTC rolls 02-30 into March (and years below 100 into the 1900s): a real date reads
+  // back.
   if (date.getUTCFullYear() !== y || date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d)
     return undefined;
   return date.getTime() / DAY;

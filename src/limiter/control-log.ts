@@ -1,7 +1,5 @@
-// The change log: every change made through the live controls (limits, pause and resume, urgent
-// learners) and every change of tokens a `work` process took from its token file, who made it and when,
-// appended to one Redis stream (keys.changes()). Append-only: nothing here edits or trims it. Who: the
-// CLI's user and host, the dashboard's user and client address, or the `work` process.
+// The change log: every change made through the live controls and every token file change
+// `work` applied, who and when, in one append-only Redis stream (keys.changes()).
 import { hostname, userInfo } from 'node:os';
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
@@ -11,11 +9,11 @@ export interface ChangeEntry {
   id: string;
   /** ISO time of the change. */
   at: string;
-  /** `cli:user@host`, `dashboard:operator[/user]@address` (dashboardActor) or `work:user@host:pid`. */
+  /** `cli:user@host`, `dashboard:operator[/user]@address` or `work:user@host:pid`. */
   who: string;
   /**
-   * What was done: `limits.set`, `limits.reset`, `pause`, `resume`, `priority.urgent`, `tokens.reload`,
-   * `retry`, `held.release`, `cancel`, ...
+   * What was done: `limits.set`, `limits.reset`, `pause`, `resume`, `tokens.reload`, `retry`,
+   * ...
    */
   action: string;
   org: string | null;
@@ -32,8 +30,8 @@ export function cliActor(): string {
 }
 
 /**
- * A `work` process that changed something on its own (a reload of the token file): the person who edited
- * the file is not known, the process that applied it is, by its user, host and pid.
+ * A `work` process that changed something on its own (a token file's reload), by user, host and
+ * pid.
  */
 export function workActor(): string {
   return `work:${osUser()}@${hostname()}:${process.pid}`;
@@ -48,11 +46,9 @@ function osUser(): string {
 }
 
 /**
- * The dashboard's author: the id of the credential it came with (`operator` for DASHBOARD_TOKEN, `local`
- * on a dashboard without a token: loopback only), the basic-auth user name when one was given and it
- * says more than the id (a browser's prompt asks for one; it is the person's own word, not checked), and
- * the client's address: `dashboard:operator@10.0.0.7`, `dashboard:operator/alice@10.0.0.7`. Never the
- * token, nor anything derived from it.
+ * The dashboard's author: the credential's id (`operator`, or `local` without a token), the
+ * basic-auth user name when given (unchecked), and the client's address:
+ * `dashboard:operator/alice@10.0.0.7`. Never the token.
  */
 export function dashboardActor(user: string | undefined, address: string, tokenId = 'operator'): string {
   const named = user && user.length > 0 && user !== tokenId ? `/${user}` : '';

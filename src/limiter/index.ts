@@ -1,5 +1,5 @@
-// The transfer budget: an exact, shared Redis limiter per token and per organization: it
-// holds under rolling and fixed server windows alike (the spec does not say which the service uses).
+// The transfer budget: an exact, shared Redis limiter per token and per organization (decision
+// 1).
 export { TransferBudget, inflightTtlFor } from './transfer-budget.ts';
 export type {
   Acquired,

@@ -1,9 +1,7 @@
 --[[
-  The error budget (docs/guard-rails.md): push one final outcome of an answered call into the
-  organization's sample and its token's sample (the last N, fleet-wide), judge both, and when a rule is
-  met write the pause in the same step: the organization's `paused` (author `breaker`, the reason with
-  the sample's counts), or the token's `paused:<id>`. A pause is what every worker of this release and
-  of the previous one already obeys (acquire.lua "Policy"). Also keeps the 5xx storm flag (half-open).
+  The error budget (docs/guard-rails.md): push one final outcome into the organization's and its
+  token's samples, judge both, and when a rule is met write the pause in the same step (`paused`, author
+  `breaker`, or `paused:<id>`). Also keeps the 5xx storm flag (half-open).
 
   Input:
     KEYS[1]  policy hash         keys.policy(org): haltAt ("P" percent or "off"), haltSample, paused...
@@ -22,15 +20,13 @@
     ARGV[13] the gap after a probe answered with a server error before the next one (ms)
     ARGV[14] the storm's bound (HALT_STORM, ms; 0 = none)    ARGV[15] the probes it needs at least
 
-  A storm that does not end: once it has lasted ARGV[14] and at least ARGV[15] probes in a row answered a
-  server error (no other answer came: any would have ended it), the organization halts like any halt (its
-  pause, author `breaker`, the reason in words), so that a person is told once instead of probes going on
-  for ever (a probe uses no attempt: nothing else would ever stop them).
+  A storm that lasted ARGV[14] with at least ARGV[15] probes in a row answered 5xx halts the
+  organization like any halt: a probe uses no attempt, so nothing else would ever stop them.
 
   Output: {what, reason, stormNow}
     what: 'org' the organization was halted by this step, 'token' the token was paused, '' neither
     stormNow: 1 when the 5xx storm flag is set after this step
-  The breaker hash also keeps `probes`: the probes answered with a server error since the storm began.
+  The breaker hash also keeps `probes`: the probes answered 5xx since the storm began.
 ]]
 --- @keys 2
 local policyKey, breakerKey = KEYS[1], KEYS[2]
@@ -112,12 +108,10 @@ local function pause(name, reason)
   return false
 end
 
--- The 5xx storm (half-open): set by a server error answered while most of the sample's answers are,
--- cleared by any answer that is not one (a success, or a 4xx: the service is answering again, and a storm
--- kept by 4xx answers would hold the server errors' learners, whose probes use no attempt, for ever); the
--- probe this answer held is freed either way.
--- With the error budget off (HALT_AT off) there is no storm either: its probes use no attempt, so a service
--- that stays down would hold its learners for ever instead of failing them after their attempts.
+-- The 5xx storm (half-open): set by a server error while most of the sample's answers are,
+-- cleared by any other answer (a 4xx too: a storm kept by 4xx would hold learners whose probes
+-- use no attempt for ever); the probe is freed either way. With HALT_AT off there is no storm
+-- either: a service that stays down fails its learners after their attempts.
 local storm = redis.call('HGET', breakerKey, 'storm')
 if share == 'off' then
   if storm then
@@ -157,7 +151,8 @@ if ARGV[11] ~= '' then
 end
 local stormNow = storm and 1 or 0
 
--- A storm that does not end halts the organization (see the header): judged when a probe answers 5xx.
+-- A storm that does not end halts the organization (see the header), judged when a probe
+-- answers 5xx.
 local bound, minProbes = tonumber(ARGV[14]) or 0, tonumber(ARGV[15]) or 1
 local lasted = storm and (nowMs - (tonumber(storm) or nowMs)) or 0
 if stormProbes > 0 and bound > 0 and lasted >= bound and stormProbes >= minProbes

@@ -1,9 +1,7 @@
 --[[
-  Learn from a 429: the service refused a request we had a permit for, so its real limit for that token
-  (or for the organization) is lower than ours. One atomic step in the organization's slot: count what the
-  service had accepted from us in the window, lower the limit in force when that count is below it, and
-  count the 429. Every process reads the result from the policy hash in its next acquire (acquire.lua,
-  "Learned limits", has the probe formula); nothing runs in the background.
+  Learn from a 429 (docs/budget.md, "Learned limits"): in one step in the organization's slot, count
+  what the service had accepted from us in the window, lower the limit in force when that is below it,
+  and count the 429. Every acquire reads the result from the policy hash.
 
   Input:
     KEYS[1]  token log        KEYS[2]  token inflight     KEYS[3]  token refused
@@ -28,33 +26,20 @@
     cause          'token' | 'org' (the token was refuted, see below) | 'repeat' (this permit was
                    already learned from: nothing changed)
 
-  Counting. accepted = permits of the scope acquired before the refused one (permit ids start with their
-  acquire time) that are counted in the window (log score >= now - window) or still in flight, less those
-  the service answered 429. A request acquired before the refused one was sent before it, so the service
-  counted it first; one acquired later was not part of what the service had when it refused. The count
-  can be one short at the window's edge (a permit counted by the service early in its window whose log
-  score is a little older than now - window): learning errs low, and the probe gives it back.
+  Counting. accepted = the scope's permits acquired before the refused one (acquired before, so sent
+  and counted before) that are in the window or in flight, less those answered 429. It can be one short
+  at the window's edge: learning errs low, and the probe gives it back.
 
-  Token or organization. The service does not say which of its limits refused, so:
-  - A 429 is put down to the token first: when tokenAccepted is below the token's limit in force,
-    learned:tok:<id> = "max(1, tokenAccepted) now". Never raised: only a count below the limit in force
-    is written, and a later 429 that finds more accepted changes nothing (not even the time).
-  - A token refused well below a limit it has already learned (tokenAccepted < learned - margin,
-    margin = max(2, ceil(learned / 10))), on a request granted under that limit (acquired after it was
-    learned: the rest of the burst that taught it does not count), is "refuted": the token is not the
-    cause. It keeps its limit and refuted:<id> = now is written.
-  - The organization is learned from a refuted token's 429 only, when the evidence points to it: the
-    caller's pool has one token; or another token of the organization was refuted within one
-    organization window; or the organization already has a learned limit and orgAccepted is at it
-    (>= learned - margin, for a request acquired after it was learned: its probe was too high). Then
-    learned:org = "max(1, orgAccepted) now", if below the organization's limit in force.
-  A service that limits each token refuses all of them at about the same time (they fill together):
-  learning the organization from "two tokens refused within one window while below their own limits"
-  would then take the tokens' sum over a part of the organization's window for its limit. Measured
-  (test/integration/learn-limits.test.ts, 10/2s per token, configured 25/2s and 60/4s): that rule
-  learned 21/4s for the organization and the run took 62 s at 0.52 of the service's limit; this one
-  learns 10/2s per token, nothing for the organization, 35-38 s at 0.88-0.94. A service that limits the
-  organization (12/2s, tokens free) is met by the tokens' limits summing to it (about 5% 429s, 0.88 of its limit).
+  Token or organization (the service does not say which refused; why: docs/budget.md):
+  - A 429 is put down to the token first: learned:tok:<id> = "max(1, tokenAccepted) now" when below
+    the token's limit in force. Never raised.
+  - A token refused below a limit it learned (tokenAccepted < learned - margin, margin =
+    max(2, ceil(learned / 10))), on a request acquired after it was learned, is "refuted": it keeps its
+    limit, and refuted:<id> = now.
+  - The organization is learned from a refuted token's 429 only, when the pool has one token, another
+    token was refuted within one organization window, or orgAccepted is at the organization's learned
+    limit (>= learned - margin, acquired after it): learned:org = "max(1, orgAccepted) now", if below
+    its limit in force.
 ]]
 --- @keys 7
 --- @include "policy"
@@ -81,7 +66,7 @@ tokenMax, tokenWindow = rate('tok:' .. tokenId, tokenMax, tokenWindow)
 local orgMax, orgWindow = rate('org', tonumber(ARGV[3]), tonumber(ARGV[4]))
 local orgUsable = orgMax - math.max(0, tonumber(policy['reserve']) or 0)
 
--- The learned limit in force (as acquire.lua computes it), and the learned max, or nil when none is.
+-- The learned limit in force (as acquire.lua computes it), and the learned max (nil: none).
 local function learned(field, limit, configured, window)
   local value, m, at = lt_learned(policy, field, limit, configured, window, now)
   return value, m, at
@@ -89,7 +74,7 @@ end
 local tokenLimit, tokenBase, tokenAt = learned('learned:tok:' .. tokenId, tokenMax, tokenMax, tokenWindow)
 local orgLimit, orgBase, orgAt = learned('learned:org', orgUsable, orgMax, orgWindow)
 
--- A permit id starts with its acquire time: "<ms>.<µs>-" (or "<ms>-", as earlier releases made them).
+-- A permit id starts with its acquire time: "<ms>.<µs>-" (or "<ms>-", from earlier releases).
 local function acquiredAt(id)
   local ms, us = string.match(id, '^(%d+)%.?(%d*)-')
   if not ms then

@@ -1,8 +1,7 @@
 #!lua flags=no-writes
 --[[
-  When the permits counted in an organization's window and in each of its tokens' windows leave them,
-  read-only: what peek.lua returns with its steps argument, without the rest of the peek. `status` reads
-  the budgets of every organization first, then this for the ones with work left and permits counted.
+  When the permits counted in an organization's and its tokens' windows leave them, read-only: peek.lua's
+  frees alone, for the organizations `status` must simulate.
 
   Input:
     KEYS[1]  org log         KEYS[2]  org inflight

@@ -46,8 +46,8 @@ local pace = {}
 if burstSpec ~= '' and burstSpec ~= '100%' then
   pace = lt_policy(KEYS[#KEYS])
 end
--- A scope's bucket as acquire.lua would see it: {burst, permits it allows now, ms until it allows one,
--- tat less now}; {-1, -1, 0, 0} when not paced.
+-- A scope's bucket as acquire.lua sees it: {burst, allowed now, ms until one, tat less now};
+-- {-1, -1, 0, 0} when not paced.
 local function bucket(field, max, window)
   local b = (burstSpec ~= '' and max > 0) and lt_burst(burstSpec, nil, max) or nil
   if b == nil then
@@ -63,7 +63,7 @@ local function rate(field, max, window)
   return lt_rate(policy, field, max, window)
 end
 
--- As acquire.lua's learned(), without forgetting anything: {limit in force, max, at, next probe in ms}.
+-- As acquire.lua's learned(), forgetting nothing: {limit in force, max, at, next probe in ms}.
 local function learned(field, limit, configured, window)
   local value, m, at, probe = lt_learned(policy, field, limit, configured, window, now)
   if m == nil then

@@ -1,7 +1,6 @@
-// The live controls of an organization's policy: limits set / reset, pause and resume. Each change is
-// one atomic script on the policy hash (change-policy.lua) that also announces it on the limiter events
-// channel; then it is appended to the change log (limiter/control-log.ts) with who made it and the values
-// before and after. The CLI and the dashboard both call these.
+// The live controls of an organization's policy (limits set / reset, pause, resume), for the
+// CLI and the dashboard: one atomic change-policy.lua each, announced on the events channel,
+// then written to the change log.
 import { appendChange } from './control-log.ts';
 import { formatRate, rateInBounds, rateMessage } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -102,7 +101,7 @@ async function apply(
   return { before: parsePolicy(flatToHash(before)), after: parsePolicy(flatToHash(after)) };
 }
 
-/** Throws (LT_USAGE, naming the flag) when a `limits set` makes no sense, before anything is written. */
+/** Throws (LT_USAGE, naming the flag) when a `limits set` makes no sense, before any write. */
 export function checkLimitChange(org: string, change: LimitChange): void {
   check(org, change.tokenId);
   if (change.tokenId !== undefined && change.perToken === undefined) {
@@ -116,8 +115,8 @@ export function checkLimitChange(org: string, change: LimitChange): void {
   if (change.haltSample !== undefined && parseHaltSample(String(change.haltSample)) === undefined) {
     throw invalid(`--halt-sample expects ${HALT_SAMPLE_EXPECTED}, got '${String(change.haltSample)}'`);
   }
-  // Rates come from readRate (duration.ts) in the CLI and the dashboard; one built in code is held to
-  // the same bounds, or it would be stored and then ignored by every worker (includes/policy.lua).
+  // Rates built in code are held to readRate's bounds, or every worker would ignore them
+  // (includes/policy.lua).
   for (const [flag, rate] of [
     ['--per-org', change.perOrg],
     ['--per-token', change.perToken],
@@ -143,10 +142,11 @@ export async function setLimits(
   const del: string[] = [];
   let share: number | null = null;
   for (const kind of LIMIT_KINDS) kind.store?.(change, set, del);
-  // A reserve given as a share is resolved against the organization's limit in the same step (change-policy.lua).
+  // A reserve given as a share is resolved against the organization's limit in the same step.
   if (change.reserve && 'share' in change.reserve) share = change.reserve.share;
   if (change.runWindow) {
-    // The calendar given over the one stored, turned into the instants acquire.lua reads in the same step.
+    // The calendar given over the one stored, turned into acquire.lua's instants in the same
+    // step.
     const stored = parsePolicy(await redis.hgetall(keys.policy(org))).runWindow;
     const texts = {
       windows: change.runWindow.windows ?? stored?.windows ?? '',
@@ -193,9 +193,8 @@ export async function setLimits(
 }
 
 /**
- * `limits reset`: back to LIMIT_* (this process's), with no token limits of their own, no reserve and no
- * learned limits (the 429 counts stay: they are history). A service still stricter than LIMIT_* is
- * learned again from its next 429.
+ * `limits reset`: back to this process's LIMIT_*, with no token limits, reserve or learned
+ * limits (the 429 counts stay: history).
  */
 export async function resetLimits(
   redis: RedisClient,
@@ -223,8 +222,8 @@ export async function resetLimits(
 }
 
 /**
- * `limits reset --run-window`: transfers may run at any hour again (the window and its blackouts are
- * removed; a plain `limits reset` keeps them, so resetting the limits never opens the school day).
+ * `limits reset --run-window`: transfers may run at any hour again (a plain reset keeps the
+ * window).
  */
 export async function resetRunWindow(
   redis: RedisClient,
@@ -264,7 +263,8 @@ export async function setPaused(
     action,
     paused ? { setnx: { [field]: JSON.stringify(info) } } : { del: [field] },
   );
-  // A resume starts the error budget afresh: the outcomes that halted it would halt it again at once.
+  // A resume starts the error budget afresh, or the outcomes that halted it would halt it
+  // again.
   if (!paused) await clearSample(redis, keys, org, tokenId);
   const details = {
     before: { paused: describePause(before, tokenId) },

@@ -1,15 +1,5 @@
-// The fleet's limits live in Redis: one hash per organization (keys.policy(org)), in the organization's
-// slot so acquire.lua reads it in the same atomic step as the budget. LIMIT_PER_TOKEN / LIMIT_PER_ORG
-// only seed it, the first time a process runs for the organization; after that every process on every
-// host follows the hash, and `limits set`, `limits reset`, `pause` and `resume` change it live
-// (policy-control.ts). Fields (all optional; an absent one falls back to the process's LIMIT_*): each kind
-// of limit's, as kinds.ts LIMIT_KINDS lists them (org, token, tok:<id>, ...), and
-//   paused = JSON {who, at}    the organization is paused;  paused:<id> = JSON: one token is
-//   seededFrom = JSON          the LIMIT_* values the limits were seeded (or last reset) from
-// and, written by the limiter itself from the service's 429s (learn.lua; acquire.lua "Learned limits"):
-//   learned:tok:<id> = "max at"  a token's learned limit (at: Redis ms)   learned:org = "max at"
-//   429:<id> = N                 the 429s answered on a token              refused:<id> = ms  (learn.lua)
-// A hash that holds only these is not a stored policy (`stored` is false: LIMIT_* still apply).
+// The fleet's limits, one hash per organization (decision 10): its fields are listed in
+// docs/limits.md, "The policy hash". Seeded from LIMIT_*, changed live by policy-control.ts.
 import { formatRate, RATE_MAX_COUNT, RATE_MAX_WINDOW_MS, type Rate } from '../core/duration.ts';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
@@ -21,24 +11,23 @@ import { LearnerTransferError } from '../core/errors.ts';
 import { encodeBurst, type Burst } from '../core/burst.ts';
 
 /**
- * The longest a worker sleeps on a refusal. The limits, the reserve and the pauses change live
- * (`limits set`, `resume`): a worker asleep on a wait computed under the old policy must ask again soon
- * enough to apply a change within 5 s. BullMQ has no public way to cut a worker's rate-limit sleep short
- * from outside (a message on the events channel cannot wake it), so the sleep is bounded instead: one
- * refused acquire per organization per process every 3 s while its budget is spent or it is paused.
+ * The longest a worker sleeps on a refusal, so a live change (`limits set`, `resume`) applies
+ * within 5 s: BullMQ offers no way to cut a rate-limit sleep short from outside.
  */
 export const POLICY_RECHECK_MS = 3_000;
 
-/** The policy stored for an organization: every kind's values (kinds.ts), pauses, seeds, what 429s taught. */
+/**
+ * The policy stored for an organization: every kind's values, pauses, seeds, what 429s taught.
+ */
 export interface LimitPolicy extends PolicyValues {
-  /** A policy hash exists for the organization (false: each process enforces its own LIMIT_*). */
+  /** A policy hash exists (false: each process enforces its own LIMIT_*). */
   stored: boolean;
   paused: PauseInfo | null;
   /** Paused tokens (token id -> who and when). */
   pausedTokens: Record<string, PauseInfo>;
   /**
-   * The LIMIT_* values the limits were seeded or last reset from; `set`: which of the two the environment
-   * set (the others were built-in defaults), absent when the record does not say (an earlier release's).
+   * The LIMIT_* values the limits were seeded or last reset from; `set`: those the environment
+   * set.
    */
   seededFrom: {
     LIMIT_PER_TOKEN: string;
@@ -46,9 +35,8 @@ export interface LimitPolicy extends PolicyValues {
     set?: ('LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG')[];
   } | null;
   /**
-   * Limits learned from the service's 429s as stored (the max and when; the limit in force is what peek
-   * reports, probed up since): per token, and the organization's. A stored entry may have probed back up
-   * already (acquire forgets it then).
+   * Limits learned from 429s as stored (max and when); peek reports the one in force, probed up
+   * since.
    */
   learned: { tokens: Record<string, LearnedEntry>; org: LearnedEntry | null };
   /** The 429s answered per token (token id -> count), every process together. */
@@ -78,10 +66,7 @@ export interface FallbackLimits {
   limitPerOrg: Rate;
   /** LIMIT_BURST (absent: no pacing unless the policy sets one). */
   burst?: Burst | null;
-  /**
-   * The LIMIT_* the environment sets (the others are built-in defaults): only these are said to differ
-   * from Redis. Absent: all of them (a caller that builds its own limits).
-   */
+  /** The LIMIT_* the environment sets: only these are said to differ from Redis (absent: all). */
   limitVariablesSet?: readonly LimitVariable[] | undefined;
 }
 
@@ -170,9 +155,8 @@ export function effectiveLimits(policy: LimitPolicy, fallback: FallbackLimits): 
 }
 
 /**
- * The error a worker logs when the limiter ignored a malformed rate field of the stored policy (acquire.lua
- * names it): the organization, the field, the value stored, what applies instead, and how to fix it.
- * A worker never applies such a value; it falls back to its own LIMIT_*, which other hosts may not share.
+ * The error a worker logs when acquire.lua ignored a malformed stored rate: the organization,
+ * the field, the value, what applies instead (its own LIMIT_*), and the fix.
  */
 export function malformedPolicyError(
   org: string,
@@ -229,8 +213,7 @@ export function malformedPolicyError(
 const SEED_VARIABLES = ['LIMIT_PER_TOKEN', 'LIMIT_PER_ORG'] as const;
 
 /**
- * How LIMIT_* are recorded in `seededFrom`, with those the environment set (`set`; the others were the
- * built-in defaults) when the caller knows them. A release that reads only the two values ignores `set`.
+ * How LIMIT_* are recorded in `seededFrom`, with those the environment set (`set`) when known.
  */
 export function seedRecord(limits: FallbackLimits): string {
   const set = limits.limitVariablesSet;
@@ -242,9 +225,8 @@ export function seedRecord(limits: FallbackLimits): string {
 }
 
 /**
- * Seeds the organization's limits from LIMIT_* when none are stored (field by field, HSETNX, in one
- * MULTI: never overwrites what is there, so the first process wins and later ones follow it). Returns
- * the stored policy after the seed, and whether this call wrote anything.
+ * Seeds the organization's limits from LIMIT_* when none are stored (HSETNX per field in one
+ * MULTI: the first process wins). Returns the stored policy and whether this call wrote.
  */
 export async function seedPolicy(
   redis: RedisClient,
@@ -258,7 +240,7 @@ export async function seedPolicy(
     .hsetnx(key, 'org', encodeRate(limits.limitPerOrg))
     .hsetnx(key, 'token', encodeRate(limits.limitPerToken))
     .hsetnx(key, 'seededFrom', seedRecord(limits));
-  // A policy of the previous release has no burst: it gets this process's, so the fleet agrees.
+  // A policy of the previous release has no burst: it gets this process's.
   if (limits.burst) multi.hsetnx(key, 'burst', encodeBurst(limits.burst));
   const replies = await multi.hgetall(key).exec();
   if (!replies) throw new LearnerTransferError('LT_INTERNAL', 'limits: the seed transaction was aborted');
@@ -270,10 +252,8 @@ export async function seedPolicy(
 const sameRate = (a: Rate | null, b: Rate) => a !== null && a.max === b.max && a.windowMs === b.windowMs;
 
 /**
- * The LIMIT_* variables set in the environment whose values differ from the limits stored in Redis (which
- * the process follows), each with the environment's and the stored value; empty when they agree, nothing
- * is stored, or the environment sets none (a built-in default is nobody's setting: `limits set` changing
- * it is no disagreement).
+ * The LIMIT_* set in the environment whose values differ from the stored limits, each with both
+ * values; empty when they agree or nothing is stored (a built-in default is nobody's setting).
  */
 export function envDifferences(
   policy: LimitPolicy,
@@ -308,7 +288,9 @@ function allDifferences(
   return out;
 }
 
-/** The warning a process gives when its LIMIT_* differ from the stored limits (null when they agree). */
+/**
+ * The warning when this process's LIMIT_* differ from the stored limits (null when they agree).
+ */
 export function envMismatchWarning(org: string, policy: LimitPolicy, limits: FallbackLimits): string | null {
   const diffs = envDifferences(policy, limits);
   if (diffs.length === 0) return null;
@@ -340,9 +322,8 @@ function warnIfDifferent(
 }
 
 /**
- * Warns, once per organization (`warned` remembers), when this process's LIMIT_* differ from the limits
- * stored in Redis. Read-only: every command runs it at start (createContext), and read-only commands
- * (status, plan, report...) write nothing. A failed read is not fatal (one debug line).
+ * Warns, once per organization (`warned`), when this process's LIMIT_* differ from Redis's.
+ * Read-only, run by every command at start; a failed read is one debug line.
  */
 export async function warnIfLimitsDiffer(
   redis: RedisClient,
@@ -352,8 +333,7 @@ export async function warnIfLimitsDiffer(
   logger: Logger,
   warned: Set<string> = new Set(),
 ): Promise<void> {
-  // Every organization's policy in one pipeline per node: a command for 1,000 organizations would
-  // otherwise start with 1,000 round trips.
+  // Every organization's policy in one pipeline per node, not one round trip each.
   let policies: LimitPolicy[];
   try {
     policies = await readBatched(
@@ -375,10 +355,9 @@ export async function warnIfLimitsDiffer(
 }
 
 /**
- * Seeds an organization's policy (see seedPolicy), the first time this process works for it (before its
- * first acquire), and warns when this process's LIMIT_* differ from what Redis holds (once, with
- * `warned`). A Redis that refuses the write (out of memory, a read-only replica) is not fatal here:
- * acquire then falls back to LIMIT_* until the seed succeeds (the next process, or `limits reset`).
+ * Seeds an organization's policy the first time this process works for it, and warns once when
+ * its LIMIT_* differ. A refused write is not fatal: acquire falls back to LIMIT_* until a seed
+ * succeeds.
  */
 export async function seedPolicies(
   redis: RedisClient,
@@ -403,8 +382,8 @@ export async function seedPolicies(
 }
 
 /**
- * Policies read at most every `maxAgeMs` per organization, for display paths and the 429 fallback
- * block (acquire itself always reads the hash in its own step: it never uses this).
+ * Policies read at most every `maxAgeMs` per organization, for display and the 429 fallback
+ * block (never acquire).
  */
 export class PolicyCache {
   private readonly entries = new Map<string, { at: number; value: Promise<LimitPolicy> }>();

@@ -1,9 +1,5 @@
-// The run window as the limiter sees it: the policy's calendar fields (runWindow, tz, blackout: texts a
-// person wrote, kept in the canonical form of run-window.ts) turned into UTC instants, the `open` field
-// that acquire.lua reads with Redis TIME. The calendar is computed here, in TypeScript, and only here;
-// the Lua never sees a time zone. The instants cover OPEN_HORIZON_MS from when they were computed: past
-// that acquire answers 'run-window-stale' and TransferBudget writes them again (refreshOpen), so an
-// organization waiting for a window far away wakes once at the horizon, not on a poll.
+// The run window as the limiter sees it: the calendar fields turned into the UTC instants
+// (`open`) acquire.lua reads, and written again past their horizon (decision 15).
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
@@ -16,9 +12,9 @@ import {
   type RunSchedule,
 } from './run-window.ts';
 
-/** How far ahead the stored instants reach: a fortnight (at most a few dozen intervals to scan). */
+/** How far ahead the stored instants reach: a fortnight (a few dozen intervals at most). */
 export const OPEN_HORIZON_MS = 14 * 86_400_000;
-/** The instants start this long before they were computed, so a Redis clock a little behind still sees the window open. */
+/** The instants start this long before they were computed (a Redis clock a little behind). */
 const OPEN_LOOKBACK_MS = 60_000;
 
 /** The calendar texts of a policy ('' when absent), as stored. */
@@ -28,7 +24,10 @@ export interface RunWindowTexts {
   blackout: string;
 }
 
-/** The schedule of stored texts, or null when none is set. A blackout alone means every day else is open. */
+/**
+ * The schedule of stored texts, or null when none; a blackout alone leaves every other day
+ * open.
+ */
 export function scheduleOf(texts: RunWindowTexts): RunSchedule | null {
   if (texts.windows === '' && texts.blackout === '') return null;
   return {
@@ -51,11 +50,9 @@ export function encodeOpen(schedule: RunSchedule, fromMs: number): string {
 const UNREADABLE_RECHECK_MS = 3_600_000;
 
 /**
- * Writes the organization's `open` field again from its calendar fields, as of `nowMs` (Redis's clock,
- * from the acquire that found it stale), unless they changed meanwhile (refresh-open.lua). A calendar
- * this host cannot read (a time zone its ICU lacks, a hand edit) closes the organization for an hour, and
- * is read again then: nothing is sent at an hour nobody chose. Returns the reason it was unreadable,
- * for the caller to say, or null.
+ * Writes the `open` field again from the calendar as of `nowMs` (Redis's clock), unless it
+ * changed meanwhile (refresh-open.lua). An unreadable calendar closes the organization for an
+ * hour; returns why, or null.
  */
 export async function refreshOpen(
   redis: RedisClient,
@@ -80,10 +77,9 @@ export async function refreshOpen(
 }
 
 /**
- * When the limiter is open, as the ETA must see it: the stored instants up to their horizon (exactly what
- * acquire.lua reads), the calendar after it (what the next refresh will write). Returns, for an instant t
- * (ms since the epoch), the open interval containing t or the next one; null when it never opens. null
- * itself when no run window is set.
+ * When the limiter is open, as the ETA must see it: the stored instants to their horizon, the
+ * calendar after. For t, the open interval holding it or the next; null when never (or no run
+ * window).
  */
 export function openLookup(
   stored: RunWindowTexts & { open: string },

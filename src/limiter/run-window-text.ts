@@ -15,7 +15,7 @@ export interface RunWindowRule {
   days: number[];
   /** Minutes after local midnight, 0..1439. */
   start: number;
-  /** Minutes after local midnight, 1..1440; end <= start means on the next day (the window is its start day's). */
+  /** Minutes after local midnight, 1..1440; end <= start is on the next day. */
   end: number;
   /** Written `all`: the whole local day (start 0, end 1440). */
   all: boolean;
@@ -35,7 +35,7 @@ const WINDOW_EXAMPLE = '"Mon-Fri 18:00-07:00, Sat-Sun all"';
 const DAYS_EXPECTED = 'expected Mon..Sun, a range like Mon-Fri, or all';
 const BLACKOUT_EXPECTED = 'expected YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD, like 2026-12-21..2027-01-06';
 
-/** `Mon-Fri 18:00-07:00, Sat-Sun all`: one rule per comma-separated entry, in the order written. */
+/** `Mon-Fri 18:00-07:00, Sat-Sun all`: one rule per comma-separated entry, in order. */
 export function parseRunWindow(text: string): RunWindowRule[] {
   if (text.trim() === '') usage(`run window is empty (expected entries like ${WINDOW_EXAMPLE})`);
   return text.split(',').map((entry) => parseWindowEntry(entry.trim()));
@@ -93,9 +93,8 @@ function clockMinutes(text: string, where: string): number {
 }
 
 /**
- * The canonical text of rules: parseRunWindow reads it back to equal rules. A rule built in code whose
- * days are not one run of the week (Mon and Wed) has no one-entry text: it is written as one entry per
- * run, the same schedule in more rules.
+ * The canonical text of rules, which parseRunWindow reads back to equal rules; days not one run
+ * of the week (Mon and Wed) become one entry per run.
  */
 export function formatRunWindow(rules: RunWindowRule[]): string {
   return rules.flatMap((rule) => dayRuns(rule.days).map((days) => `${days} ${hoursText(rule)}`)).join(', ');
@@ -121,7 +120,7 @@ function hoursText(rule: RunWindowRule): string {
   return whole ? 'all' : `${hhmm(rule.start)}-${hhmm(rule.end)}`;
 }
 
-/** `2026-12-21..2027-01-06, 2027-04-02`: local dates of the schedule's zone, ranges inclusive, as written. */
+/** `2026-12-21..2027-01-06, 2027-04-02`: local dates, ranges inclusive, as written. */
 export function parseBlackouts(text: string): DateRange[] {
   if (text.trim() === '') usage(`blackout is empty (${BLACKOUT_EXPECTED})`);
   return text.split(',').map((piece) => {

@@ -1,18 +1,7 @@
-// The run-window calendar: when, in an organization's own time zone, transfers may run. Operators keep
-// transfers out of the school day (`limits set --run-window "Mon-Fri 18:00-07:00, Sat-Sun all"
-// --tz Europe/Berlin --blackout 2026-12-21..2027-01-06`); this module reads and writes that text and turns
-// it into open intervals of UTC time. Pure: every instant comes in as a parameter. Its only state is a
-// cache of each zone's UTC offsets, a fact of the zone's rules and not of the clock.
-//
-// Local wall time to UTC across a DST change (localToUtc): a wall time that does not exist (the spring
-// gap, 02:30 on 2026-03-29 in Europe/Berlin) is the first instant after the gap (03:00 local); one that
-// happens twice (the autumn repeat) is its EARLIER instant, for a window's start and its end alike. So a
-// window's end and the next window's start at the same wall time are the same instant (nothing lost or
-// doubled), an 18:00-07:00 window across the change lasts its real 12 or 14 hours, a window wholly in
-// the gap is empty (and dropped), and Berlin's 02:00-03:00 on the autumn day lasts 2 hours.
-//
-// Split by concern: the text of windows and blackouts is run-window-text.ts, the time-zone engine
-// time-zone.ts, small calendar helpers calendar.ts; this file turns a schedule into open intervals.
+// The run-window calendar: when, in an organization's time zone, transfers may run
+// (docs/run-windows.md); this file turns a schedule into open UTC intervals. Pure: every
+// instant is a parameter. The text is run-window-text.ts, the time-zone engine time-zone.ts,
+// the helpers calendar.ts.
 import { DAY, DAY_NAMES, MINUTE, dayNumber, hhmm, shown, usage, weekday, ymdOf } from './calendar.ts';
 import { formatBlackouts, type DateRange, type RunSchedule, type RunWindowRule } from './run-window-text.ts';
 import { localOf, timeline, wallToUtc, zoneOf, type Timeline } from './time-zone.ts';
@@ -45,7 +34,8 @@ export function openIntervals(s: RunSchedule, fromMs: number, untilMs: number): 
   }
   if (untilMs <= fromMs) return [];
   const tl = timeline(zoneOf(s.tz), fromMs, untilMs);
-  // A window belongs to the day it starts on and ends by the next midnight: the day before fromMs's counts.
+  // A window belongs to the day it starts on and ends by the next midnight: the day before
+  // counts.
   const days: DaySpan = [localOf(tl, fromMs).day - 1, localOf(tl, untilMs).day];
   const open = s.windows.length === 0 ? [[fromMs, untilMs] as Interval] : windowTimes(tl, s.windows, days);
   const closed = blackoutTimes(tl, s.blackouts, days);
@@ -78,10 +68,7 @@ function windowTimes(tl: Timeline, rules: RunWindowRule[], [firstDay, lastDay]: 
   return out;
 }
 
-/**
- * Blackout days as UTC intervals, from local midnight to the local midnight after the last day. Each is
- * cut to `days` widened by one (still wider than any window there), so its edges stay on the timeline.
- */
+/** Blackout days as UTC intervals, local midnight to midnight, cut to `days` widened by one. */
 function blackoutTimes(tl: Timeline, ranges: DateRange[], [firstDay, lastDay]: DaySpan): Interval[] {
   const out: Interval[] = [];
   for (const range of ranges) {
@@ -130,15 +117,14 @@ function subtract(open: Interval[], closed: Interval[]): Interval[] {
 }
 
 /**
- * The open interval containing t, or else the next one starting after t, searching at most `horizonMs`
- * ahead (default 400 days); null if none. Not clipped at t: the start may be < t when t is inside. The
- * search also looks at most `horizonMs` back, so an interval open all along is [t - horizonMs, ...),
- * and its end is clipped at t + horizonMs.
+ * The open interval containing t (its start may be < t), or else the next, within `horizonMs`
+ * (400 days) either way; null if none.
  */
 export function openAt(s: RunSchedule, t: number, horizonMs: number = HORIZON_MS): [number, number] | null {
   if (!(horizonMs > 0) || !Number.isFinite(horizonMs))
     throw new RangeError(`openAt needs a horizon > 0, got ${horizonMs}`);
-  // Most answers lie within days: look 8 days each way, and widen only while the answer touches an edge.
+  // Most answers lie within days: look 8 days each way, widening only while the answer is at an
+  // edge.
   let back = Math.min(8 * DAY, horizonMs);
   let ahead = back;
   for (;;) {
@@ -152,9 +138,8 @@ export function openAt(s: RunSchedule, t: number, horizonMs: number = HORIZON_MS
 }
 
 /**
- * Human text at `nowMs`: "open until Tue 07:00 Europe/Berlin", "opens Mon 18:00 Europe/Berlin" (with the
- * date when more than 6 days away: "opens Mon 2027-01-11 18:00 Europe/Berlin"), or
- * "never opens (no open time in the next 400 days)".
+ * Human text at `nowMs`: "open until Tue 07:00 Europe/Berlin", "opens Mon 18:00 ..." (with the
+ * date past 6 days), or "never opens (no open time in the next 400 days)".
  */
 export function describeRunWindow(s: RunSchedule, nowMs: number): string {
   if (s.windows.length === 0 && s.blackouts.length === 0) return 'always open (no run window set)';

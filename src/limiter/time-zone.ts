@@ -1,10 +1,10 @@
-// The time-zone engine of the run windows (run-window.ts): a zone's UTC offsets read from Intl and kept,
-// and local wall time to UTC across a DST change by the rule run-window.ts states (a wall time in the
-// spring gap is the first instant after it; a repeated one is its earlier instant).
+// The time-zone engine of the run windows: a zone's offsets from Intl, and wall time to UTC
+// across a DST change (a wall time in the gap is the first instant after it; a repeated one,
+// its earlier instant).
 import { LearnerTransferError } from '../core/errors.ts';
 import { DAY, MINUTE, dayNumber, shown, usage } from './calendar.ts';
 
-/** The canonical IANA name of a time zone Intl knows ('utc' is UTC, 'US/Eastern' America/New_York). */
+/** The canonical IANA name of a zone Intl knows ('utc' is UTC, 'US/Eastern' America/New_York). */
 export function checkTimeZone(tz: string): string {
   return formatterFor(tz.trim()).resolvedOptions().timeZone;
 }
@@ -33,10 +33,8 @@ function formatterFor(tz: string): Intl.DateTimeFormat {
 }
 
 /**
- * A zone's UTC offsets, read from Intl once per UTC day touched and kept: a 400-day question costs about
- * 400 reads of Intl (1 ms) the first time and none after. A day whose two ends have different offsets has
- * its change found to the second (tzdata's precision). Two changes inside one UTC day are assumed away
- * (no zone's rules have them).
+ * A zone's UTC offsets, read from Intl once per UTC day touched and kept; a change is found to
+ * the second. Two changes in one UTC day are assumed away (no zone has them).
  */
 interface Zone {
   format: Intl.DateTimeFormat;
@@ -59,7 +57,10 @@ export function zoneOf(tz: string): Zone {
   return zone;
 }
 
-/** Local minus UTC at `seconds` after the epoch, from Intl (format, not formatToParts: 3x faster). */
+/**
+ * Local minus UTC at `seconds` after the epoch, from Intl (format: 3x faster than
+ * formatToParts).
+ */
 function readOffset(zone: Zone, seconds: number): number {
   const text = zone.format.format(seconds * 1000);
   const m = /(\d+)\D+(\d+)\D+(\d+)\D+(\d+)\D+(\d+)\D+(\d+)/.exec(text);
@@ -99,8 +100,7 @@ function changeIn(zone: Zone, day: number, before: number): number {
 }
 
 /**
- * A zone's offsets over a span of UTC time, as the offset at its start and each change after: a handful
- * of entries for a year, so converting a day's windows is arithmetic, not a lookup per instant.
+ * A zone's offsets over a span: the one at its start and each change after (a handful a year).
  */
 export interface Timeline {
   first: number;
@@ -108,9 +108,8 @@ export interface Timeline {
 }
 
 /**
- * The timeline over [fromMs, untilMs], widened by 5 days: a window starts up to a day before fromMs's
- * local day and ends up to 2 days after, a wall time is within 14 h of its instant, and its conversion
- * reads the offsets a day either side.
+ * The timeline over [fromMs, untilMs], widened by 5 days: a window reaches a day before and 2
+ * days after, and a conversion reads a day either side.
  */
 export function timeline(zone: Zone, fromMs: number, untilMs: number): Timeline {
   const firstDay = Math.floor(fromMs / DAY) - 5;
@@ -137,7 +136,7 @@ function offsetAt(tl: Timeline, t: number): number {
   return offset;
 }
 
-/** The UTC instant of a wall time (ms as if the local clock were UTC), by the rule in the header. */
+/** The UTC instant of a wall time (ms as if the local clock were UTC), by the header's rule. */
 export function wallToUtc(tl: Timeline, wall: number): number {
   // No zone is more than a day from UTC, so the offsets a day either side are the two in play.
   const before = offsetAt(tl, wall - DAY);
@@ -150,16 +149,15 @@ export function wallToUtc(tl: Timeline, wall: number): number {
   if (aReal && bReal) return Math.min(a, b); // the earlier of a repeated wall time
   if (aReal) return a;
   if (bReal) return b;
-  // In the gap: the change itself, the first instant after the gap (it lies between the two readings).
+  // In the gap: the change itself, the first instant after the gap.
   const lo = Math.min(a, b);
   const hi = Math.max(a, b);
   return tl.changes.find(([at]) => at > lo && at <= hi)?.[0] ?? hi;
 }
 
 /**
- * The UTC instant (epoch ms) of local `minutes` after midnight of local date `dateYmd` in `tz`; 1440 is the
- * next midnight. A wall time in a spring gap is the first instant after the gap; a repeated one is its
- * earlier instant.
+ * The UTC instant of local `minutes` after midnight of `dateYmd` in `tz` (1440: the next
+ * midnight), by the rule in the header.
  */
 export function localToUtc(dateYmd: string, minutes: number, tz: string): number {
   const day = dayNumber(dateYmd);

@@ -1,8 +1,5 @@
-// One token, one organization. The hourly budget is the token's, and the limiter keeps a token's window
-// under its organization key: a token given to two keys (on two hosts, or after an edit of
-// LEARNER_API_TOKENS) would have two windows and spend its hour twice over. So each token id (a
-// fingerprint, not a secret) is bound in Redis to the first org key that used it, and a process whose
-// environment gives it to another key refuses to start.
+// One token, one organization: each token id is bound in Redis to the first org key that used
+// it, so a token given to two keys cannot have two windows and spend its hour twice.
 import type { RedisClient } from '../redis/client.ts';
 import type { TokenRef } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -28,9 +25,8 @@ export interface BindConflict {
 }
 
 /**
- * Binds each token to its organization key (HSETNX: the first binding stays) and refuses, with
- * LT_TOKEN_BOUND, when one is bound to another key. Redis refusing the write (out of memory, a replica)
- * does not stop the check: the bindings already there are still compared.
+ * Binds each token to its organization key (HSETNX: the first stays); LT_TOKEN_BOUND when one
+ * is bound elsewhere. A refused write still compares the bindings there.
  */
 export async function bindTokens(
   redis: RedisClient,
@@ -43,8 +39,8 @@ export async function bindTokens(
 }
 
 /**
- * bindTokens without the refusal: binds what it can and returns the tokens bound to another key, so that
- * a reload can refuse those alone and take the others.
+ * bindTokens without the refusal: returns the tokens bound to another key, so a reload refuses
+ * those alone.
  */
 export async function bindEach(
   redis: RedisClient,
@@ -82,7 +78,7 @@ export async function bindEach(
   return conflicts;
 }
 
-/** One sentence per conflict: the token's id (never the token), the key Redis binds it to, the one given. */
+/** One sentence per conflict: the token's id, the key Redis binds it to, the one given. */
 export function conflictSentence(c: BindConflict, source = 'LEARNER_API_TOKENS'): string {
   return (
     `token ${c.token.id} is bound to organization '${c.boundTo}' in Redis but ${source} gives it to ` +

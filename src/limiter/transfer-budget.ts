@@ -1,8 +1,6 @@
-// The transfer budget: one exact sliding-window log per token and per organization in Redis, shared by
-// every worker process, under the organization's live policy in Redis (policy.ts: limits, reserve,
-// pauses; the options' limits are only the fallback where none is stored). The reasoning that makes it
-// exact is in acquire.lua's header; this class only checks its inputs, builds the keys and reads the
-// scripts' replies.
+// The transfer budget (decision 1): exact sliding-window logs per token and per organization in
+// Redis, under the organization's live policy (policy.ts). The exactness argument is
+// acquire.lua's header; this class checks inputs, builds keys and reads the scripts' replies.
 import { judgeOutcome, type JudgeInput, type JudgeResult } from './breaker.ts';
 import { DEFAULT_HALT_AT, DEFAULT_HALT_SAMPLE } from '../core/halt-rule.ts';
 import { randomBytes } from 'node:crypto';
@@ -40,7 +38,7 @@ import type {
 /** Token ids are fingerprints (config.ts tokenFingerprint): short, safe inside a key. */
 const TOKEN_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 const REASON_RE = /^[\x20-\x7e]{1,64}$/;
-/** Keys outlive their last write by window + in-flight TTL + this slack (acquire.lua uses the same). */
+/** Keys outlive their last write by window + in-flight TTL + this slack (as in acquire.lua). */
 const KEY_SLACK_MS = 1000;
 
 function invalid(message: string): LearnerTransferError {
@@ -93,7 +91,7 @@ function runWindowOf(tail: unknown[]): Pick<BudgetView, 'runWindow'> {
   return windows || blackout ? { runWindow: { windows, tz, blackout, open } } : {};
 }
 
-/** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s) for a late count. */
+/** Suggested in-flight TTL: the request timeout plus as much again (at least 1 s). */
 export function inflightTtlFor(requestTimeoutMs: number): number {
   return requestTimeoutMs + Math.max(1000, requestTimeoutMs);
 }
@@ -127,17 +125,16 @@ export class TransferBudget {
   }
 
   /**
-   * Key TTLs of the token and org logs, for a script that settles a permit elsewhere (finish-attempt):
-   * the longest any acquire of this process computed from the windows in effect (the policy's), and at
-   * least the fallback's. Scripts only ever extend a TTL, so a longer one costs memory, never a count.
+   * Key TTLs of the logs, for a script that settles a permit elsewhere (finish-attempt): the
+   * longest any acquire here computed, at least the fallback's. Scripts only extend a TTL.
    */
   get keyTtls(): { tokenMs: number; orgMs: number } {
     return { tokenMs: this.tokenKeyTtlMs, orgMs: this.orgKeyTtlMs };
   }
 
   /**
-   * The error budget (breaker.ts): one answer pushed into the organization's and its token's samples and
-   * judged in one step; a rule met writes the pause there and then.
+   * The error budget (breaker.ts): one answer judged in the org's and token's samples, in one
+   * step.
    */
   judge(input: JudgeInput): Promise<JudgeResult> {
     checkOrg(input.org);
@@ -152,8 +149,8 @@ export class TransferBudget {
   }
 
   /**
-   * The limits in effect for an organization, read at most every 2 s (display paths, the 429 fallback
-   * block). acquire never uses this: it reads the policy in its own atomic step.
+   * The limits in effect for an organization, read at most every 2 s (display, the 429 fallback
+   * block; never acquire).
    */
   async limits(org: string): Promise<EffectiveLimits> {
     checkOrg(org);
@@ -161,9 +158,9 @@ export class TransferBudget {
   }
 
   /**
-   * One permit for one transfer request of `org`, on the token of `tokenIds` with the most room left,
-   * and with `lease` the learner's lease in the same step. Call it right before sending; on refusal,
-   * sleep `waitMs` (nothing is gained by asking earlier).
+   * One permit for one request of `org`, on the token of `tokenIds` with the most room, and
+   * `lease` the learner's lease in the same step. Call it right before sending; refused, sleep
+   * `waitMs`.
    */
   async acquire(org: string, tokenIds: readonly string[], lease?: LeaseRequest): Promise<Acquired | Refused> {
     const pool = this.pool(org, tokenIds);
@@ -171,8 +168,7 @@ export class TransferBudget {
     if (seed) {
       let seeding = this.seeded.get(org);
       if (!seeding) {
-        // A seed that rejects is tried again by the next acquire. (seedPolicies never rejects: it logs a
-        // refused write and acquire falls back to LIMIT_*, so this process does not try again.)
+        // A seed that rejects is tried again by the next acquire.
         seeding = seed(org).catch((err: unknown) => {
           this.seeded.delete(org);
           throw err;
@@ -186,9 +182,8 @@ export class TransferBudget {
     }
     const first = await this.acquireOnce(org, pool, lease);
     if (!('stale' in first)) return first;
-    // The run window's instants end before now: written again from the calendar as of Redis's clock,
-    // then asked again (a second 'stale' would mean the instants were written for another clock: said
-    // as an error, never a loop).
+    // Stale run-window instants: written again from the calendar as of Redis's clock, then
+    // asked again (a second 'stale' is an error, never a loop).
     const unreadable = await refreshOpen(this.redis, this.keys, org, first.stale);
     if (unreadable) this.options.onMalformedPolicy?.(org, [{ field: 'runWindow', value: unreadable }]);
     const second = await this.acquireOnce(org, pool, lease);
@@ -262,25 +257,24 @@ export class TransferBudget {
   }
 
   /**
-   * The request got a response, whatever its status (2xx, 4xx, 5xx, a 200 with a bad body): the permit
-   * is stamped with the time now, after the server counted it, and frees one window later.
+   * The request got a response, whatever it is: the permit is stamped now and frees one window
+   * later.
    */
   async settle(org: string, tokenId: string, permitId: string): Promise<void> {
     await this.finish(org, tokenId, permitId, 'response');
   }
 
   /**
-   * The request may have reached the server but no response will come (timeout, connection reset after
-   * sending): the server may still count it until the permit's in-flight deadline, so it is stamped
-   * with that deadline (or now, if later). Same effect as letting the permit expire, but at once.
+   * The request may have reached the server but no response will come: the permit is stamped
+   * with its in-flight deadline (or now, if later), as if it expired, but at once.
    */
   async abandon(org: string, tokenId: string, permitId: string): Promise<void> {
     await this.finish(org, tokenId, permitId, 'abandon');
   }
 
   /**
-   * The request provably never reached the server (connection refused, DNS failure, aborted before a
-   * byte was written): the budget is returned at once. Only when sure: when in doubt, abandon.
+   * The request provably never reached the server: the budget is returned at once. Only when
+   * sure: when in doubt, abandon.
    */
   async release(org: string, tokenId: string, permitId: string): Promise<void> {
     checkOrg(org);
@@ -295,9 +289,9 @@ export class TransferBudget {
   }
 
   /**
-   * Blocks one token (or, with null, the whole organization): for `durationMs` after a 429 (its
-   * Retry-After), or 'indefinite' after a 401 until unblock(). A longer block in place is kept.
-   * `reason` is shown by peek: a status code or a short word, never a secret.
+   * Blocks one token (or, with null, the organization) for `durationMs` after a 429, or
+   * 'indefinite' after a 401 until unblock(). A longer block in place is kept. `reason` is
+   * never a secret.
    */
   async block(
     org: string,
@@ -320,12 +314,10 @@ export class TransferBudget {
   }
 
   /**
-   * The service answered 429 to the request of `permitId` on `tokenId` (call it after the permit was
-   * settled with the response): learn.lua counts what the service had accepted in its window and, when
-   * that is below the limit in force, stores it as the token's (or the organization's) learned limit for
-   * every process; it also counts the token's 429. `poolSize` is how many tokens the caller has for the
-   * organization (with one, the token stands for the organization). Calling it twice for one permit
-   * changes nothing the second time.
+   * The service answered 429 to `permitId` on `tokenId` (after the settle): learn.lua stores
+   * what the service had accepted in its window, when below the limit in force, as the learned
+   * limit, and counts the 429. `poolSize`: the caller's tokens for the org (one: it stands for
+   * the org). Idempotent per permit.
    */
   async learn(org: string, tokenId: string, permitId: string, poolSize: number): Promise<LearnResult> {
     checkOrg(org);
@@ -382,10 +374,7 @@ export class TransferBudget {
     await this.redis.multi().del(key).publish(this.keys.limiterEvents(org), JSON.stringify(event)).exec();
   }
 
-  /**
-   * The budget as acquire would see it now, under the same policy, read-only (the script runs with the
-   * no-writes flag).
-   */
+  /** The budget as acquire would see it now, read-only (no-writes). */
   async peek(org: string, tokenIds: readonly string[]): Promise<BudgetView> {
     const call = this.peekCall(org, tokenIds);
     return this.peekView(await LIMITER_SCRIPTS.run(this.redis, 'peek', call.keys, call.args), call.pool);
@@ -398,10 +387,7 @@ export class TransferBudget {
     return { ...view, frees };
   }
 
-  /**
-   * peek() of many organizations, one pipeline per Redis node (redis/batch.ts), not one round trip
-   * each: `status` and the overview read every organization of a fleet at once.
-   */
+  /** peek() of many organizations, one pipeline per Redis node (redis/batch.ts). */
   async peekMany(scopes: readonly { org: string; tokenIds: readonly string[] }[]): Promise<BudgetView[]> {
     const calls = scopes.map(({ org, tokenIds }) => ({ org, ...this.peekCall(org, tokenIds) }));
     // A pipeline takes the commands its client had when it was made.
@@ -417,9 +403,8 @@ export class TransferBudget {
   }
 
   /**
-   * When the permits counted in each organization's windows leave them (BudgetView.frees), alone, read
-   * with the windows a peek just gave (`view`): status reads them only for the organizations it must
-   * simulate, after one peek of all. One pipeline per Redis node.
+   * When the permits counted in each organization's windows leave them, read with the windows a
+   * peek gave (`view`): for the organizations status must simulate. One pipeline per node.
    */
   async peekFreesMany(
     scopes: readonly { org: string; tokenIds: readonly string[]; view: BudgetView }[],

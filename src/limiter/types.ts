@@ -1,5 +1,5 @@
-// The transfer budget's public shapes. Times are Redis TIME in ms since the epoch; token ids are the
-// non-secret fingerprints of config.ts (TokenRef.id), never a token.
+// The transfer budget's public shapes. Times are Redis TIME in ms; token ids are non-secret
+// fingerprints (TokenRef.id).
 import type { Rate } from '../core/duration.ts';
 import type { BudgetFrees } from './budget-schedule.ts';
 import type { Burst } from '../core/burst.ts';
@@ -9,36 +9,28 @@ import type { RefusalScope } from './kinds.ts';
 export interface BudgetOptions {
   /** Key prefix (config.queuePrefix): every key comes from createKeys(prefix). */
   prefix: string;
-  /**
-   * The fallback limits (LIMIT_*): used only where the organization's policy in Redis has no value
-   * (a policy never seeded: benchmarks, tests). Everything else follows the policy (policy.ts).
-   */
+  /** The fallback limits (LIMIT_*), where the policy in Redis has no value. */
   limitPerToken: Rate;
   limitPerOrg: Rate;
   /**
-   * Called once per organization before this budget's first acquire for it: createContext seeds the
-   * organization's policy from LIMIT_* there (the first time a process works for it), so that commands
-   * that only read write nothing. Absent: nothing is seeded (benchmarks, tests of the fallback).
+   * Called once per organization before its first acquire: createContext seeds the policy
+   * there, so read-only commands write nothing. Absent: nothing is seeded.
    */
   seed?: (org: string) => Promise<void>;
   /**
-   * How long a permit stays in flight when its holder never settles it (crash, hang): the request
-   * timeout plus a margin for a server that counts a request after the client gave up on it. Must be
-   * at least the request timeout, or a slow answer could be counted after its permit left the window.
+   * How long a permit stays in flight when never settled: the request timeout plus a margin. At
+   * least the request timeout, or a slow answer could be counted after its permit left the
+   * window.
    */
   inflightTtlMs: number;
-  /** The error budget's defaults (HALT_AT, HALT_SAMPLE, HALT_STORM) where the policy has none; absent: 50% of 20. */
+  /** The error budget's defaults (HALT_*) where the policy has none; absent: 50% of 20. */
   halt?: { haltAt: HaltAt; haltSample: number; haltStormMs?: number };
   /**
-   * Called after an acquire that met rate fields of the stored policy it had to ignore (malformed:
-   * outside the bounds of duration.ts readRate, e.g. "5/0" or "7/8.64e+21"), with each field and its
-   * stored value; the acquire used the fallback (LIMIT_*) for them. createContext logs them as errors.
+   * Called after an acquire that ignored malformed rate fields of the stored policy ("5/0"),
+   * with each field and value; the acquire used LIMIT_* for them.
    */
   onMalformedPolicy?: (org: string, fields: ReadonlyArray<{ field: string; value: string }>) => void;
-  /**
-   * The fallback burst (LIMIT_BURST): the pacing buckets' size where the policy has no `burst`. Absent or
-   * null: no pacing unless the policy sets one (benchmarks, tests of the windows alone).
-   */
+  /** The fallback burst (LIMIT_BURST) where the policy has none; absent or null: no pacing. */
   burst?: Burst | null;
 }
 
@@ -47,20 +39,22 @@ export type Acquired = {
   permitId: string;
   tokenId: string;
   now: number;
-  /** The learner's lease was taken over from an attempt that never finished: its call may have happened. */
+  /**
+   * The learner's lease was taken over from an unfinished attempt: its call may have happened.
+   */
   tookOver: boolean;
   /**
-   * Key TTLs computed by this acquire from the windows in effect (token's and organization's): the
-   * settle of this permit passes them on, so its log entry is kept as long as its window needs.
+   * Key TTLs from the windows in effect: the settle passes them on, so the log entry lives as
+   * long as needed.
    */
   keyTtls: { tokenMs: number; orgMs: number };
-  /** The one probe of a 5xx storm (acquire.lua "Probe"): a server error answered to it uses no attempt. */
+  /** The one probe of a 5xx storm: a server error answered to it uses no attempt. */
   probe?: boolean;
 };
 
 /**
- * The learner a permit is for: its lease is taken in the same step (one call in flight per learner),
- * and the asking job must still hold its BullMQ lock.
+ * The learner a permit is for: its lease is taken in the same step, and the job must hold its
+ * BullMQ lock.
  */
 export interface LeaseRequest {
   learnerId: number;
@@ -78,12 +72,12 @@ export type { RefusalScope };
 
 export type Refused = {
   ok: false;
-  /** No permit can be granted before now + waitMs (short of a release or an unblock). Always >= 1. */
+  /** No permit can be granted before now + waitMs (short of a release or unblock); >= 1. */
   waitMs: number;
   scope: RefusalScope;
   /**
-   * Every token of the pool (or the organization) is blocked until someone unblocks it, or the pool is
-   * empty: waitMs is then only a sentinel (one window), and the caller should pause and alert.
+   * Every token of the pool (or the organization) is blocked until unblocked, or the pool is
+   * empty: waitMs is a sentinel, and the caller should pause and alert.
    */
   allBlockedIndefinitely: boolean;
   now: number;
@@ -96,7 +90,9 @@ export interface BlockView {
   remainingMs: number | null;
 }
 
-/** Who paused an organization or a token, and when (ISO time): `cli:user@host` or `dashboard:...`. */
+/**
+ * Who paused an organization or a token, and when (ISO time): `cli:user@host`, `dashboard:...`.
+ */
 export interface PauseInfo {
   who: string;
   at: string;
@@ -105,8 +101,8 @@ export interface PauseInfo {
 }
 
 /**
- * A limit learned from the service's 429s (learn.lua), in force now: it climbs back toward `configured`
- * by one step every probe period (acquire.lua, "Learned limits") and is forgotten once it gets there.
+ * A limit learned from the service's 429s (learn.lua), in force now: it climbs back toward
+ * `configured` one step every probe period, and is forgotten there.
  */
 export interface LearnedView {
   /** What the service had accepted in its window when it answered 429: the limit learned. */
@@ -126,8 +122,7 @@ export interface ScopeView {
   inflight: number;
   remaining: number;
   /**
-   * The limit acquire enforces now, from the policy in Redis (or the fallback): for the organization,
-   * its configured limit less the reserve (see BudgetView.reserve).
+   * The limit acquire enforces now (for the organization: the configured one less the reserve).
    */
   limit: number;
   windowMs: number;
@@ -136,7 +131,7 @@ export interface ScopeView {
   blocked: BlockView | null;
   /** Paused by `learner-transfer pause` (null when not). */
   paused: PauseInfo | null;
-  /** A limit learned from the service's 429s that holds `limit` below the configured one (absent: none). */
+  /** A limit learned from 429s that holds `limit` below the configured one (absent: none). */
   learned?: LearnedView;
   /** The scope's pacing bucket (acquire.lua "Pacing"); absent when it does not pace. */
   pace?: PaceView;
@@ -168,7 +163,9 @@ export interface TokenView extends ScopeView {
 export interface LearnResult {
   /** The token's 429s so far. */
   rateLimited: number;
-  /** 'repeat': this permit was already learned from; 'org': the token was refuted (see learn.lua). */
+  /**
+   * 'repeat': this permit was already learned from; 'org': the token was refuted (learn.lua).
+   */
   cause: 'token' | 'org' | 'repeat';
   token: {
     /** What the service had accepted on the token in its window when it refused. */
@@ -190,23 +187,22 @@ export interface BudgetView {
   now: number;
   org: ScopeView;
   tokens: TokenView[];
-  /** Permits of each org window kept for the organization's other clients (org.limit excludes them). */
+  /** Permits of each org window kept for the organization's other clients. */
   reserve: number;
   /** Whether a policy is stored in Redis for the organization (false: the fallback limits apply). */
   policyStored: boolean;
-  /** When the permits counted now leave their windows (peekWithFrees, or peekFreesMany after a peek). */
+  /** When the permits counted now leave their windows (peekWithFrees, or peekFreesMany). */
   frees?: BudgetFrees | undefined;
   /**
-   * The run window as stored (absent: none): the calendar's texts (src/limiter/run-window.ts reads them)
-   * and the instants acquire.lua reads ("horizon s1 e1 ..."; '' when not written yet).
+   * The run window as stored (absent: none): the calendar's texts (run-window.ts) and
+   * acquire.lua's instants.
    */
   runWindow?: { windows: string; tz: string; blackout: string; open: string };
 }
 
 /**
- * Published on keys.limiterEvents(org) when budget comes back earlier than a refusal predicted
- * ('release', 'unblock'), and on every change of the organization's policy ('policy': limits set or
- * reset, pause, resume), so that a subscriber can ask again at once.
+ * Published on keys.limiterEvents(org) when budget comes back early ('release', 'unblock') and
+ * on each policy change ('policy'), so a subscriber asks again at once.
  */
 export interface BudgetEvent {
   event: 'release' | 'unblock' | 'policy';

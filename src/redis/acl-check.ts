@@ -1,12 +1,6 @@
-// What the tool needs of a Redis ACL user (docs/redis-acl.md), checked once at start of every command,
-// so that a user without a rule stops with one sentence that names it (exit 7), instead of "unexpected
-// error" with a stack trace on first use, or, without INFO, a worker whose BullMQ connection never
-// starts and whose loop then fails every fetch at once, for ever.
-//
-// Redis answers the question itself: redis.acl_check_cmd (Redis 7), called from one small script, says
-// for each command with its keys and channel whether this user may send it. ACL DRYRUN would say the
-// same, but it is an @admin command that a least-privilege user does not have; the script needs only
-// EVAL, which the tool needs anyway. A Redis without acl_check_cmd is probed with harmless commands.
+// What the tool needs of a Redis ACL user, checked at the start of every command, so a missing
+// rule stops it with one sentence (exit 7). Redis answers through redis.acl_check_cmd in
+// check-acl.lua (docs/redis-acl.md).
 import type { Redis } from 'ioredis';
 import { createKeys } from '../core/keys.ts';
 import { isCluster, masters, type RedisClient } from './client.ts';
@@ -26,9 +20,8 @@ interface Check {
 }
 
 /**
- * The commands the tool sends on a key, directly or from a Lua script (its own and BullMQ's), each with
- * the arguments that follow the key. A key rule that does not cover them, or a command rule that leaves
- * one out, fails on first use somewhere; the check finds it at start.
+ * The commands the tool sends on a key (its own Lua's and BullMQ's), with the arguments after
+ * the key.
  */
 const KEYED: Record<string, string[]> = {
   // read
@@ -101,8 +94,7 @@ const KEYED: Record<string, string[]> = {
 export function neededChecks(prefix: string, org: string, cluster: boolean): Check[] {
   const keys = createKeys(prefix);
   const queueKey = keys.queueKey(keys.queueName(org), 'wait');
-  // One key of each family (BullMQ's, the organization's, the cross-organization ones, the control
-  // queue's): a key rule narrower than PREFIX:* fails on one of them.
+  // One key of each family: a key rule narrower than PREFIX:* fails on one of them.
   const everyKind = [
     queueKey,
     keys.outcomes(org),
@@ -132,15 +124,14 @@ export function neededChecks(prefix: string, org: string, cluster: boolean): Che
     // Every `work` listens to the producers' nudges and the limiter's events (worker/lanes.ts).
     { argv: ['subscribe', keys.lanesChannel()], name: 1, args: 'channels' },
   ];
-  // ioredis learns which node serves which slot with CLUSTER SLOTS, and waits for CLUSTER INFO to say ok.
+  // ioredis learns the slots with CLUSTER SLOTS, and waits for CLUSTER INFO to say ok.
   if (cluster) checks.push({ argv: ['cluster', 'slots'], name: 2 }, { argv: ['cluster', 'info'], name: 2 });
   return checks;
 }
 
 /**
- * Checks that the ACL user may send every command the tool needs, on each master (a cluster's nodes
- * each have their own ACL); throws LT_REDIS_PERMISSION (exit 7) naming the missing rules. One round trip
- * per master. Errors that are not a refusal (a script error on a Redis before 7, say) lead to probing.
+ * Checks on each master that the ACL user may send every command the tool needs; throws
+ * LT_REDIS_PERMISSION (exit 7) naming the missing rules. Other errors lead to probing.
  */
 export async function checkRedisPermissions(
   redis: RedisClient,
@@ -163,8 +154,7 @@ export async function checkRedisPermissions(
 async function refusedOn(node: Redis, checks: Check[]): Promise<PermissionDenial[]> {
   let reply: unknown;
   try {
-    // EVAL of the text, not a command defined on the node: the check runs once per master at start, and
-    // a refusal must name EVAL, the rule the header above says the check needs.
+    // EVAL of the text: a refusal must name EVAL, the rule the check needs.
     reply = await ACL_CHECK_SCRIPTS.eval(node, 'check-acl', [], [JSON.stringify(checks)]);
   } catch (err) {
     // EVAL itself refused: that is the rule to name (the tool's scripts need it too).
@@ -183,9 +173,8 @@ async function refusedOn(node: Redis, checks: Check[]): Promise<PermissionDenial
 }
 
 /**
- * Without acl_check_cmd (Redis before 7), the commands whose refusal would hurt first, sent for real:
- * all harmless (EVALSHA of a script that does not exist answers NOSCRIPT when it is allowed; nothing
- * listens on the probe's channel). Anything else is caught when it is refused (permissionDenial).
+ * Without acl_check_cmd (Redis before 7), the commands whose refusal would hurt first, sent for
+ * real; all harmless (EVALSHA of no script answers NOSCRIPT).
  */
 async function probe(node: Redis, checks: Check[]): Promise<PermissionDenial[]> {
   const argvOf = (command: string) => checks.find((c) => c.argv[0] === command)?.argv.slice(1) ?? [];

@@ -1,9 +1,6 @@
-// Reads of many organizations in one round trip per Redis node, not one per organization: at 1,000
-// organizations the overview and `status` would otherwise wait on 7,000 round trips. Each item is the
-// reads of one organization, all under its {hash tag}, so any one item's commands share a slot. A
-// pipeline on a Redis Cluster must stay on one node (ioredis refuses one whose keys span nodes), so
-// items are grouped by the node that serves their slot, and the groups go out at once. No MULTI and no
-// multi-key command across items: nothing here crosses a slot.
+// Reads of many organizations in one round trip per Redis node, not one per organization. An
+// item's reads share its {hash tag}'s slot; items are grouped by the node serving it, and
+// nothing crosses a slot.
 import calculateSlot from 'cluster-key-slot';
 import type { ChainableCommander } from 'ioredis';
 import { isCluster, type RedisClient } from './client.ts';
@@ -21,8 +18,8 @@ export interface BatchRead<T> {
 export type KeyRead = 'hgetall' | 'llen' | 'zcard';
 
 /**
- * Adds one read-keys.lua call to the pipeline: every read of one item (keys of one slot) in one command.
- * Its reply is a list, one entry per read: a hash as a flat list (hashOf), or a count.
+ * Adds one read-keys.lua call: every read of one item in one command; its reply, one entry a
+ * read.
  */
 export function addReads(pipe: ChainableCommander, reads: readonly (readonly [string, KeyRead])[]): void {
   if (reads.length === 0) return;
@@ -46,8 +43,8 @@ export function hashOf(flat: unknown): Record<string, string> {
 const CHUNK_ITEMS = 2_000;
 
 function nodeGroup(redis: RedisClient, key: string): string {
-  // The slot map as ioredis routes by it; unknown while the cluster is not ready (one group: the
-  // fallback below then reads item by item).
+  // The slot map as ioredis routes by it; unknown while the cluster is not ready (then item by
+  // item).
   return isCluster(redis) ? (redis.slots[calculateSlot(key)]?.join(',') ?? '') : '';
 }
 
@@ -74,9 +71,8 @@ async function runPipeline<T>(redis: RedisClient, items: readonly BatchRead<T>[]
 }
 
 /**
- * The items' values, in their order, from one pipeline per node (and per CHUNK_ITEMS items). A
- * Cluster whose slots moved under the batch refuses the node's pipeline; its items are then read one
- * pipeline each, which ioredis routes and redirects itself.
+ * The items' values, in order, from one pipeline per node (and per CHUNK_ITEMS). A Cluster
+ * whose slots moved refuses a node's pipeline: its items are then read one pipeline each.
  */
 export async function readBatched<T>(redis: RedisClient, items: readonly BatchRead<T>[]): Promise<T[]> {
   // A pipeline takes the commands its client had when it was made.

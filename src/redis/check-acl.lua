@@ -1,9 +1,7 @@
 #!lua flags=no-writes
 --[[
-  Which of the commands the tool sends the current ACL user may not run (acl-check.ts), answered by
-  Redis itself (redis.acl_check_cmd, Redis 7) in one round trip, with no side effect: the check must
-  work for a user without ACL DRYRUN (an @admin command a least-privilege user does not have) and on a
-  Redis that refuses writes (hence no-writes).
+  Which commands the tool sends the current ACL user may not run (acl-check.ts), asked of
+  redis.acl_check_cmd (Redis 7): no ACL DRYRUN needed (it is @admin), and no write.
 
   Input:
     KEYS     none (the keys below are only named to the check, never read)
@@ -11,10 +9,9 @@
              strings of argv name the command (2 for a subcommand such as CLIENT SETNAME), the rest
              are its arguments (keys and channels under the tool's prefix)
 
-  Output: one entry per refused check, in input order: { index (1-based), 0 | 1 }, 1 when the command
-  itself is allowed (so its keys or its channel are what is refused), 0 when the command is not. A
-  command this Redis does not know is skipped (acl_check_cmd raises an error for it). A Redis before 7
-  fails to compile the script (the #!lua line): the caller then probes instead.
+  Output: one entry per refused check, in input order: { index (1-based), 0 | 1 }, 1 when the
+  command is allowed (its keys or channel are refused), 0 when it is not. A command Redis does not
+  know is skipped; a Redis before 7 fails to compile the script, and the caller probes instead.
 ]]
 --- @keys 0
 local checks = cjson.decode(ARGV[1])

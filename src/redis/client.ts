@@ -1,6 +1,5 @@
-// Redis connections: one server, a Redis Cluster or a Sentinel-managed master (core/redis-target.ts). A clear
-// error when Redis does not answer at start, a warning when its eviction policy could drop queued jobs
-// (BullMQ needs noeviction), and one when it keeps nothing on disk.
+// Redis connections (core/redis-target.ts): a clear error when Redis does not answer at start,
+// and warnings when it could evict queued jobs or keeps nothing on disk.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { LearnerTransferError } from '../core/errors.ts';
@@ -20,7 +19,7 @@ export function isCluster(redis: RedisClient): redis is Cluster {
   return (redis as { isCluster?: boolean }).isCluster === true;
 }
 
-/** READONLY: the node we write to was demoted by a failover; reconnect (and resend) to find the master. */
+/** READONLY: the node we write to was demoted by a failover; reconnect to find the master. */
 function reconnectOnReadonly(err: Error): boolean | 1 | 2 {
   return err.message.startsWith('READONLY') ? 2 : false;
 }
@@ -39,18 +38,16 @@ function tlsOptions(target: RedisTarget): RedisOptions['tls'] {
 }
 
 /**
- * A connection for BullMQ and our scripts: maxRetriesPerRequest null (BullMQ's requirement, so commands
- * wait through a Redis restart or a failover instead of failing), reconnecting with a capped backoff.
+ * A connection for BullMQ and our scripts: maxRetriesPerRequest null (BullMQ's requirement:
+ * commands wait through a restart or a failover), with a capped backoff.
  */
 export function createRedis(target: RedisTarget, name = 'learner-transfer'): RedisClient {
   const common: RedisOptions = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     connectionName: name,
-    // ioredis 5.8.2 and later may send the ready check's INFO after a subscriber's SUBSCRIBE when the
-    // handshake's CLIENT SETINFO is in between (redis/ioredis#2037): the subscriber then fails with
-    // "Can't execute 'info' ... in this context" (seen with Sentinel and TLS). The library name is only
-    // shown by CLIENT LIST: not worth that.
+    // ioredis 5.8.2+ may send the ready check's INFO after a subscriber's SUBSCRIBE when CLIENT
+    // SETINFO is in between (redis/ioredis#2037): not worth a library name in CLIENT LIST.
     disableClientInfo: true,
     retryStrategy: (times) => Math.min(times * 200, 2000),
     reconnectOnError: reconnectOnReadonly,
@@ -69,8 +66,8 @@ export function createRedis(target: RedisTarget, name = 'learner-transfer'): Red
         // Reads go to masters too: a replica may lag behind the limiter's log.
         scaleReads: 'master',
         clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
-        // A failover takes the cluster a few seconds (cluster-node-timeout plus the election): commands
-        // retry through it instead of failing after a handful of redirections.
+        // A failover takes a few seconds: commands retry through it, not fail after a few
+        // redirections.
         retryDelayOnFailover: 300,
         retryDelayOnClusterDown: 300,
         retryDelayOnTryAgain: 300,
@@ -87,26 +84,21 @@ export function createRedis(target: RedisTarget, name = 'learner-transfer'): Red
         sentinels: target.sentinels,
         name: target.masterName,
         ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
-        // tls + enableTLSForSentinelMode: TLS to the master; sentinelTLS: TLS to the sentinels themselves
-        // (ioredis connects to them with sentinelTLS only, never with tls).
+        // tls: TLS to the master; sentinelTLS: to the sentinels (ioredis uses only that one for
+        // them).
         ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
         sentinelRetryStrategy: (times) => Math.min(times * 200, 2000),
-        // No failoverDetector: its +switch-master handler disconnects the connector even while that is
-        // retrying the sentinels after the master died, and ioredis then ends the connection for good
-        // ("Connection is closed." for ever; seen in bench/ha.ts). Without it, a dead master's closed
-        // socket sends the client back to the sentinels, and a master demoted alive answers READONLY,
-        // which reconnects (reconnectOnReadonly).
+        // No failoverDetector: its +switch-master handler can end the connection for good
+        // mid-retry (seen in bench/ha.ts). Without it, a dead master's socket sends the client
+        // back to the sentinels, and a demoted one answers READONLY (reconnectOnReadonly).
       });
   }
 }
 
 /**
- * Resolves when a SUBSCRIBE sent now cannot come before the connection's ready check. Between the socket's
- * connect and ready, ioredis writes a command that Redis allows while loading (SUBSCRIBE is one) at once,
- * while its ready check's INFO waits for the handshake's CLIENT SETNAME answer: the INFO then falls in
- * subscriber mode and fails, the connection is dropped, and the subscription is lost with it
- * (redis/ioredis#2037; test/integration/redis-subscribe-handshake.test.ts). Outside that window a command
- * is either sent on a ready connection or queued until the ready check is done.
+ * Resolves when a SUBSCRIBE sent now cannot come before the ready check's INFO, which would
+ * then fail in subscriber mode and drop the subscription (redis/ioredis#2037;
+ * test/integration/redis-subscribe-handshake.test.ts).
  */
 export function subscribeReady(redis: RedisClient): Promise<void> {
   if (redis.status !== 'connect') return Promise.resolve();
@@ -119,14 +111,13 @@ export function subscribeReady(redis: RedisClient): Promise<void> {
   });
 }
 
-/** The connections to every master: one for a single server or Sentinel, each master of a cluster. */
+/** The connections to every master: one for a single server or Sentinel, each of a cluster. */
 export function masters(redis: RedisClient): Redis[] {
   return isCluster(redis) ? redis.nodes('master') : [redis];
 }
 
 /**
- * Every key matching `pattern`, with SCAN on every master (never KEYS), in batches. On a cluster a key is
- * found on the master that serves its slot; a replica is never asked, so nothing is found twice.
+ * Every key matching `pattern`, by SCAN on every master (never KEYS or a replica), in batches.
  */
 export async function* scanKeys(redis: RedisClient, pattern: string, count = 1000): AsyncGenerator<string[]> {
   for (const node of masters(redis)) {
@@ -140,9 +131,8 @@ export async function* scanKeys(redis: RedisClient, pattern: string, count = 100
 }
 
 /**
- * Closes a connection: QUIT (so Redis sees a clean goodbye), but never waits more than `ms` for it. A
- * connection that is reconnecting (after a failover, say) would hold QUIT in its offline queue forever
- * and keep the process from exiting.
+ * Closes a connection: QUIT, but never waits more than `ms` for it (a reconnecting connection
+ * would hold QUIT in its offline queue forever).
  */
 export async function closeRedis(redis: RedisClient, ms = 2000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -162,10 +152,8 @@ export async function closeRedis(redis: RedisClient, ms = 2000): Promise<void> {
 }
 
 /**
- * Redis's words when it refused our credentials (WRONGPASS, NOAUTH, a sentinel's own refusal), else
- * undefined. A cluster reports "Failed to refresh slots cache." and keeps the node's answer in
- * `lastNodeError`; Sentinel mode reports a sentinel's refusal as "All sentinels are unreachable... Last
- * error: WRONGPASS ...".
+ * Redis's words when it refused our credentials (WRONGPASS, NOAUTH, a sentinel's refusal), else
+ * undefined; a cluster keeps them in `lastNodeError`, Sentinel in its "Last error".
  */
 export function credentialRefusal(err: unknown): string | undefined {
   if (!err || typeof err !== 'object') return undefined;
@@ -196,8 +184,8 @@ function credentialVariable(target: RedisTarget, redisWords: string): string {
 }
 
 /**
- * Waits until Redis answers, retrying for `timeoutMs`, then fails with a message an operator can act on
- * (not a stack trace). Warns when maxmemory-policy is not noeviction, and when Redis persists nothing.
+ * Waits until Redis answers for `timeoutMs`, then fails with a message an operator can act on.
+ * Warns when maxmemory-policy is not noeviction, and when Redis persists nothing.
  */
 export async function connectRedis(
   target: RedisTarget,
@@ -208,15 +196,14 @@ export async function connectRedis(
   let lastError = '';
   let refused: ((err: Error) => void) | undefined;
   const onError = (err: Error) => {
-    // Refused credentials, or an ACL user that may not PING (or, on a cluster, CLUSTER SLOTS): no wait
-    // makes them right. Stop now, naming the variable or the rule.
+    // Refused credentials, or an ACL that refuses PING (or CLUSTER SLOTS): no wait helps. Stop,
+    // naming the variable or the rule.
     if (credentialRefusal(err) || permissionDenial(err)) {
       lastError = err.message;
       refused?.(err);
       return;
     }
-    // A cluster says only "Failed to refresh slots cache."; the node's own answer says why (a TLS or
-    // certificate error, say).
+    // A cluster says only "Failed to refresh slots cache."; the node's answer says why.
     const node = (err as { lastNodeError?: { message?: unknown } | null }).lastNodeError?.message;
     const text = typeof node === 'string' && node ? `${err.message} ${node}` : err.message;
     // Say once that we are waiting, so an operator sees why nothing happens yet (ioredis retries).
@@ -229,8 +216,8 @@ export async function connectRedis(
     lastError = text;
   };
   redis.on('error', onError);
-  // ioredis retries a cluster whose ready check (CLUSTER INFO) the ACL refuses without a word: a cluster
-  // not ready after a moment has a seed node asked directly, once, so that the missing rule is named.
+  // ioredis retries a cluster whose ready check the ACL refuses without a word: after a moment
+  // a seed node is asked once, so the missing rule is named.
   const diagnosis =
     target.mode === 'cluster'
       ? setTimeout(() => {
@@ -257,8 +244,8 @@ export async function connectRedis(
         },
         (err: Error) => {
           clearTimeout(timer);
-          // Redis answered, refusing writes (MISCONF refuses even PING): it is there. The worker's write
-          // gate holds the transfers back until it takes writes again.
+          // Redis answered, refusing writes (MISCONF refuses even PING): it is there; the write
+          // gate holds transfers back.
           const refusal = isWriteRefusal(err);
           if (refusal && refusal.cause !== 'connection') resolve();
           else reject(err);
@@ -282,7 +269,7 @@ function seconds(ms: number): string {
   return ms < 60_000 ? `${Number((ms / 1000).toFixed(1))} s` : humanizeMs(ms);
 }
 
-/** Why the connection failed, for an operator: the rule or the variable to fix, or Redis is not there. */
+/** Why the connection failed: the rule or the variable to fix, or Redis is not there. */
 function connectError(target: RedisTarget, timeoutMs: number, err: unknown): LearnerTransferError {
   const denial = permissionDenial(err);
   if (denial) return permissionError(redisUser(target), [denial], 'QUEUE_PREFIX', { cause: err });
@@ -304,8 +291,8 @@ function connectError(target: RedisTarget, timeoutMs: number, err: unknown): Lea
 }
 
 /**
- * Later errors (a restart mid-run) are reconnected by ioredis; log them rather than crash, and once per
- * interval rather than at every reconnection attempt.
+ * Later errors (a restart mid-run) are reconnected by ioredis: logged once per interval, not
+ * thrown.
  */
 function keepLoggingErrors(redis: RedisClient, logger: Logger | undefined): void {
   if (logger) {
@@ -317,7 +304,7 @@ function keepLoggingErrors(redis: RedisClient, logger: Logger | undefined): void
   }
 }
 
-/** Warns when Redis may evict queued jobs (maxmemory-policy), and when it keeps nothing on disk. */
+/** Warns when Redis may evict queued jobs, and when it keeps nothing on disk. */
 async function warnIfNotDurable(redis: RedisClient, logger: Logger | undefined): Promise<void> {
   const policy = await evictionPolicy(redis);
   if (policy !== undefined && policy !== 'noeviction') {
@@ -337,10 +324,10 @@ async function warnIfNotDurable(redis: RedisClient, logger: Logger | undefined):
   }
 }
 
-/** How long a cluster may take to become ready before a seed node is asked why (clusterRefusal). */
+/** How long a cluster may take to become ready before a seed node is asked why. */
 const CLUSTER_DIAGNOSIS_MS = 2000;
 
-/** The ACL's refusal of CLUSTER INFO or CLUSTER SLOTS on a seed node, if that is what it answers. */
+/** The ACL's refusal of CLUSTER INFO or CLUSTER SLOTS on a seed node, if that is its answer. */
 async function clusterRefusal(target: Extract<RedisTarget, { mode: 'cluster' }>): Promise<Error | undefined> {
   const seed = target.nodes[0];
   if (!seed) return undefined;
@@ -376,12 +363,12 @@ async function clusterRefusal(target: Extract<RedisTarget, { mode: 'cluster' }>)
   }
 }
 
-/** How the warning for a Redis without persistence begins (tests against such a Redis look for it). */
+/** How the no-persistence warning begins (tests look for it). */
 export const NO_PERSISTENCE_WARNING = 'Redis keeps nothing on disk';
 
 /**
- * Whether Redis writes anything to disk: 'none' when AOF is off and no RDB snapshot is scheduled,
- * 'some' otherwise, undefined when CONFIG is not allowed (managed Redis, which persists on its own terms).
+ * Whether Redis writes anything to disk: 'none' (no AOF, no RDB schedule), 'some', or undefined
+ * when CONFIG is not allowed (managed Redis).
  */
 export async function persistence(client: RedisClient): Promise<'none' | 'some' | undefined> {
   // On a cluster, one master that keeps nothing is enough to lose part of the state.
@@ -420,8 +407,8 @@ export async function evictionPolicy(client: RedisClient): Promise<string | unde
 }
 
 /**
- * Deletes every key under a prefix (ours and BullMQ's share it), with SCAN and UNLINK: never KEYS, never
- * FLUSHDB. Returns how many keys it deleted.
+ * Deletes every key under a prefix (ours and BullMQ's) with SCAN and UNLINK, never KEYS or
+ * FLUSHDB; returns the count.
  */
 export async function deleteKeysUnder(redis: RedisClient, prefix: string): Promise<number> {
   let deleted = 0;
@@ -435,7 +422,7 @@ export async function deleteKeysUnder(redis: RedisClient, prefix: string): Promi
         deleted += await node.unlink(...keys);
         continue;
       }
-      // Keys of one node may sit in different slots: one UNLINK each (pipelined on the node that has them).
+      // Keys of one node may sit in different slots: one UNLINK each, pipelined.
       const pipe = node.pipeline();
       for (const k of keys) pipe.unlink(k);
       for (const [err, n] of (await pipe.exec()) ?? []) if (!err) deleted += Number(n);

@@ -1,25 +1,20 @@
-// Replication is asynchronous: a write a master acknowledged can vanish with it when a replica is promoted
-// in its place. The writes that must survive a failover (the permit and lease taken before a call, the
-// finished attempt with its audit entry) are followed by WAIT 1 on the master that took them, when that
-// master has a replica. WAIT covers every earlier write of the connection, so one call covers them all.
-//
-// Group commit: Redis processes nothing else from a client while its WAIT blocks, so a write whose reply
-// arrived while a WAIT of the same connection is under way was processed before that WAIT, and that WAIT
-// covers it. A caller then joins the WAIT under way instead of sending its own: under a worker's
-// concurrency, one WAIT per round trip serves every attempt that wrote in it.
+// WAIT 1 after the writes that must survive a failover (permit and lease, the finished
+// attempt), on a master that has a replica (docs/high-availability.md). Group commit: Redis
+// runs nothing else from a client while its WAIT blocks, so a write answered during a WAIT is
+// covered by it, and a caller joins that WAIT instead of sending its own.
 import calculateSlot from 'cluster-key-slot';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../core/log.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
 import { isCluster, type RedisClient } from './client.ts';
 
-/** How long the number of replicas of a master is trusted before it is read again (INFO replication). */
+/** How long a master's replica count is trusted before INFO replication is read again. */
 const REPLICAS_TTL_MS = 5000;
 
 export interface DurabilityStats {
   /** WAITs sent (writes that had a replica to wait for). */
   waits: number;
-  /** Callers that joined a WAIT already under way on the same connection (it covers their writes). */
+  /** Callers that joined a WAIT already under way on the same connection. */
   joined: number;
   /** WAITs that timed out with no replica acknowledging: those writes live on the master alone. */
   unacknowledged: number;
@@ -44,9 +39,8 @@ export class Durability {
   }
 
   /**
-   * Waits until a replica of the master serving `key` has every write this process sent it so far, for
-   * at most REDIS_WAIT_TIMEOUT. True when a replica acknowledged them or there is none to wait for; false
-   * when the wait timed out (logged, counted): the caller goes on, as Redis itself would.
+   * Waits until a replica of the master serving `key` has this process's writes, for at most
+   * REDIS_WAIT_TIMEOUT. False when it timed out (logged, counted): the caller goes on.
    */
   async replicated(key: string): Promise<boolean> {
     if (this.#timeoutMs <= 0) return true;
@@ -63,14 +57,14 @@ export class Durability {
       return (await underWay) >= 1;
     }
     this.stats.waits++;
-    // The entry is dropped in the first reaction to WAIT's reply: ioredis resolves replies in order, so
-    // that reaction runs before any caller learns of a write answered after the WAIT (and not covered).
+    // Dropped in the first reaction to WAIT's reply: ioredis resolves replies in order, so no
+    // caller sees a write answered after this WAIT and joins it.
     const done = (n: number): number => {
       if (this.#inflight.get(address) === sent) this.#inflight.delete(address);
       return n;
     };
     const sent: Promise<number> = node.wait(1, this.#timeoutMs).then(done, () => done(0));
-    // (A rejection: the master is gone, a failover under way; the caller's next write finds the new one.)
+    // (A rejection: the master is gone; the caller's next write finds the new one.)
     this.#inflight.set(address, sent);
     const acked = await sent;
     if (acked >= 1) return true;

@@ -1,6 +1,5 @@
-// What a Redis ACL refusal (NOPERM) means, in one sentence that names the missing rule and the command
-// that grants it. Used by the check at start (redis/acl-check.ts), by the workers when a rule is revoked while
-// they run, and by the CLI for a refusal met later in a command.
+// What a Redis ACL refusal (NOPERM) means, in one sentence naming the missing rule and the
+// command that grants it: at start (acl-check.ts), in the workers, and in the CLI.
 import { LearnerTransferError } from '../core/errors.ts';
 import type { RedisTarget } from '../core/redis-target.ts';
 
@@ -8,21 +7,18 @@ import type { RedisTarget } from '../core/redis-target.ts';
 export const ACL_DOC = 'docs/redis-acl.md';
 
 export type PermissionDenial =
-  /** A command (a subcommand as `client|setname`), or undefined when Redis's words do not name it. */
+  /** A command (a subcommand as `client|setname`), or undefined when Redis's words name none. */
   { kind: 'command'; command: string | undefined } | { kind: 'keys' } | { kind: 'channels' };
 
 /**
- * Redis's words for a refusal by the ACL. Redis 7.0 says "NOPERM this user has no permissions to run the
- * 'info' command" (or "... to access one of the keys / channels used as arguments"), and, for a command a
- * script calls, "The user executing the script can't run this command or subcommand" (or "can't access at
- * least one of the keys", "can't publish to the channel"); 7.2 and later "NOPERM User lt has no
- * permissions to run the 'info' command", "No permissions to access a key".
+ * Redis's words for an ACL refusal: NOPERM from commands, and a script's own wording (7.0 and
+ * 7.2+).
  */
 const REFUSAL = /\bNOPERM\b|The user executing the script can't|ACL failure in script/;
 
 /**
- * The refusal `err` carries, else undefined. A cluster reports a node's refusal in `lastNodeError`, a
- * refused MULTI in `previousErrors`.
+ * The refusal `err` carries (a cluster's in `lastNodeError`, a MULTI's in `previousErrors`),
+ * else undefined.
  */
 export function permissionDenial(err: unknown): PermissionDenial | undefined {
   if (!err || typeof err !== 'object') return undefined;
@@ -66,9 +62,8 @@ function either(parts: string[]): string {
 }
 
 /**
- * One sentence: what the user may not do, the ACL SETUSER rules that grant it, and the document that
- * lists every rule. `prefix` is QUEUE_PREFIX (the keys and channels are under it); `node` names the
- * node of a cluster that refused.
+ * One sentence: what the user may not do, the ACL SETUSER rules that grant it, and the document
+ * listing every rule. `node` names a cluster's refusing node.
  */
 export function permissionSentence(
   user: string,

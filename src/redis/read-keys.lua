@@ -1,8 +1,7 @@
 #!lua flags=no-writes
 --[[
-  Reads several keys of one slot in one call: the batched reads of many organizations (batch.ts) send
-  one call per organization, not one command per key. At 1,000 organizations that is 1,000 commands to
-  build, send and parse instead of 7,000, which is most of what a read of the whole fleet costs.
+  Reads several keys of one slot in one call: one call per organization for batch.ts, not one
+  command per key.
 
   Input:
     KEYS[1]     a key

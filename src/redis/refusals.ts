@@ -1,11 +1,10 @@
-// Whether an error is Redis refusing a write (out of memory, a read-only replica, unable to persist,
-// short of replicas, loading) or a connection lost under a command. Apart from the client and the write
-// gate so that both can ask it, and neither has to import the other.
+// Whether an error is Redis refusing a write (OOM, READONLY, MISCONF, NOREPLICAS, LOADING) or a
+// connection lost under a command; shared by the client and the write gate.
 
 export type RefusalCause = 'OOM' | 'READONLY' | 'MISCONF' | 'NOREPLICAS' | 'LOADING' | 'connection';
 
-// The error code opens Redis's reply ("OOM command not allowed ..."); Redis 6 and older wrap a script's
-// refused call as "... @user_script: 1: -OOM command not allowed ...", hence the " -" form.
+// The error code opens Redis's reply; Redis 6 and older wrap a script's refused call ("... -OOM
+// ..."), hence the " -" form.
 const REPLY_CODES: readonly (readonly [Exclude<RefusalCause, 'connection'>, RegExp])[] = [
   ['OOM', /(?:^|\s-)OOM command not allowed/],
   ['READONLY', /(?:^|\s-)READONLY\b/],
@@ -23,13 +22,13 @@ const CONNECTION_CODES = new Set([
   'ENOTCONN',
   'EHOSTUNREACH',
 ]);
-/** ioredis's own texts for a command that a lost connection failed (with maxRetriesPerRequest set). */
+/** ioredis's own texts for a command a lost connection failed. */
 const CONNECTION_TEXTS =
   /^(?:Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|Command timed out|(?:connect|read|write) (?:ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT))/;
 
 /**
- * The cause when `err` says that Redis refused a write (or that the connection was lost under it), else
- * undefined. A MULTI refused as a whole (EXECABORT) is judged by the errors of its commands.
+ * The cause when `err` is Redis refusing a write (or a lost connection), else undefined;
+ * EXECABORT is judged by its commands.
  */
 export function isWriteRefusal(err: unknown): { cause: RefusalCause } | undefined {
   if (!err || typeof err !== 'object') return undefined;

@@ -1,25 +1,6 @@
-// The one Lua loader. Every script of the tool is read, spliced and defined here, the same way, so that
-// what Redis runs is exactly the file a reader sees plus its declared includes, and every script's keys
-// are declared (Redis Cluster routes a script by its declared keys, and refuses a key it was not given).
-// BullMQ's ScriptLoader is the model: includes named in the script, spliced once, loops refused.
-//
-// The naming rule, in every folder that has Lua (each domain keeps its scripts beside the code that calls
-// them and hands its folder to loadScripts; this layer imports none of them):
-//
-//   <verb>[-<noun>].lua   a command, kebab-case: claim.lua, finish-attempt.lua, change-policy.lua. ioredis
-//                         knows it as `lt` + the name in PascalCase (ltClaim, ltFinishAttempt).
-//   includes/<noun>.lua   a shared part (functions, constants), never run alone. A command (or another
-//                         part) takes it with a line `--- @include "<noun>"`, which is replaced by the
-//                         part's text. Each part is spliced once per script (a second include of it adds
-//                         nothing); a loop or a missing part is refused when the folder is loaded.
-//
-// Every command's header (the --[[ ]] block listing KEYS, ARGV and the reply) is followed by its key count:
-//
-//   --- @keys N    exactly N keys: ioredis is told N, and the keys are passed alone
-//   --- @keys N+   N or more, as the call needs (one triple per token, one index per bucket): the count
-//                  is passed with each call
-//
-// run() takes the keys as a list for both, and refuses a list of another length than the header's.
+// The one Lua loader: every script is read, its includes spliced, its keys declared and
+// checked, the same way (docs/architecture.md, "Lua": naming, `--- @include`, `--- @keys N` /
+// `N+`).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -62,10 +43,7 @@ export function commandName(name: string): string {
     .join('')}`;
 }
 
-/**
- * Which file each command name came from, across the process: two folders with a script of the same
- * name would otherwise define one command twice, and a client would keep whichever came first.
- */
+/** Which file each command name came from: two folders' scripts of one name would clash. */
 const OWNERS = new Map<string, string>();
 
 interface Splice {
@@ -129,7 +107,8 @@ function splice(dir: string, file: string, text: string, state: Splice, part: bo
           `${file}: includes "${name}", but there is no ${partFile}`,
         );
       }
-      // A `#!lua` line must be the script's first line; a part spliced below the header cannot carry one.
+      // A `#!lua` line must be a script's first line: a part spliced below the header cannot
+      // carry one.
       if (partText.startsWith('#!'))
         throw new LearnerTransferError('LT_INTERNAL', `${partFile}: an include cannot have a #! line`);
       state.stack.push(name);
@@ -193,9 +172,8 @@ export class ScriptSet<Name extends string> {
   }
 
   /**
-   * Defines every command of the folder on the client, once: a client that has a command keeps it (one
-   * client serves the limiter, the outcome store and the claims, each of which defines its own). A pipeline
-   * takes the commands its client had when it was made, so define before making one.
+   * Defines every command of the folder on the client, once (a client that has a command keeps
+   * it). A pipeline takes the commands its client had when made: define first.
    */
   define(client: RedisClient): void {
     for (const script of this.#scripts.values()) defineOn(client, script);
@@ -231,8 +209,8 @@ export class ScriptSet<Name extends string> {
   }
 
   /**
-   * Sends the script's text with EVAL on one node, defining nothing: for a check that runs once per node
-   * and must be refused as EVAL (acl-check.ts), not routed by key.
+   * Sends the script with EVAL on one node, defining nothing: for a per-node check
+   * (acl-check.ts).
    */
   eval(node: Redis, name: Name, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
     const script = this.get(name);
@@ -270,8 +248,8 @@ function defineOn(client: RedisClient, script: LuaScript): void {
 }
 
 /**
- * Reads the commands of a folder (a domain's folder: `new URL('./', import.meta.url)`), which must be
- * exactly `names`: a .lua file no code names would never be defined, so it is refused too.
+ * Reads the commands of a folder, which must be exactly `names` (a .lua file no code names is
+ * refused).
  */
 export function loadScripts<const Name extends string>(
   folder: string | URL,

@@ -1,7 +1,5 @@
-// Whether Redis takes writes. A worker that cannot write must not call the API: a transfer whose outcome
-// cannot be recorded is an irreversible effect with no record. Redis refuses writes when it is out of
-// memory (noeviction), a read-only replica (after a failover), unable to persist (MISCONF) or short of
-// replicas (min-replicas-to-write); each has its own fix, so each is named, with the fix.
+// Whether Redis takes writes: a worker that cannot record an outcome must not call the API.
+// Each refusal (OOM, READONLY, MISCONF, NOREPLICAS) is named with its fix.
 import type { Cluster, Redis } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { isCluster, type RedisClient } from './client.ts';
@@ -93,16 +91,13 @@ export function memoryRatioOf(info: string): number | null {
 
 type ProbeReplies = [PromiseSettledResult<string>, PromiseSettledResult<unknown>];
 
-/**
- * The probe in flight on each connection. While Redis does not answer (ioredis queues commands until it
- * reconnects), later checks wait on the same two commands instead of queueing two more each time.
- */
+/** The probe in flight per connection: while Redis does not answer, later checks wait on it. */
 const unanswered = new WeakMap<RedisClient, Promise<ProbeReplies>>();
 
 function probe(redis: RedisClient, probeKey: string): Promise<ProbeReplies> {
   let replies = unanswered.get(redis);
   if (!replies) {
-    // Both in flight at once: one round trip. INFO failing (LOADING answers both) does not skip the probe.
+    // Both in flight at once; INFO failing (LOADING) does not skip the probe.
     const sent = Promise.allSettled([
       redis.info('memory'),
       redis.set(probeKey, String(Date.now()), 'PX', 60_000),
@@ -117,16 +112,14 @@ function probe(redis: RedisClient, probeKey: string): Promise<ProbeReplies> {
 }
 
 /**
- * Reads INFO memory and makes one tiny probe write (SET with a 60 s expiry: Redis refuses SET under OOM,
- * READONLY, MISCONF and NOREPLICAS alike). Above the high-water mark it says not writable even though the
- * probe went through: the headroom is for the outcomes of transfers already made. No answer within the
- * timeout is 'connection'. Errors that are not a refusal (an ACL without SET, say) are thrown.
+ * Reads INFO memory and makes one tiny probe write (SET, 60 s expiry: refused under OOM,
+ * READONLY, MISCONF and NOREPLICAS alike). Above the high-water mark it is not writable even
+ * when the probe went through: the headroom is for outcomes of calls already made.
  */
 export async function checkRedisWrites(redis: RedisClient, options: CheckOptions): Promise<WriteState> {
   if (!isCluster(redis)) return checkNode(redis, options.probeKey, options);
-  // A cluster takes our writes only when every master does (an organization's keys may live on any of
-  // them): each master is probed with a key of a slot it serves, and the worst state wins.
-  // A node whose slots the client does not know yet (just connected) is checked through the cluster.
+  // A cluster takes our writes only when every master does: each master is probed with a key of
+  // one of its slots, and the worst state wins.
   const targets = redis
     .nodes('master')
     .map((node) => ({ node, key: probeKeyFor(redis, node, options.probeKey) }));
@@ -140,8 +133,8 @@ export async function checkRedisWrites(redis: RedisClient, options: CheckOptions
 }
 
 /**
- * A probe key that a cluster serves from `node`: the probe key with a {hash tag} chosen so that its slot
- * is one of that node's; undefined while the client does not know the node's slots.
+ * A probe key with a {hash tag} whose slot `node` serves; undefined while its slots are
+ * unknown.
  */
 function probeKeyFor(cluster: Cluster, node: Redis, probeKey: string): string | undefined {
   const address = `${node.options.host ?? ''}:${node.options.port ?? ''}`;
@@ -181,13 +174,13 @@ async function checkNode(redis: RedisClient, probeKey: string, options: CheckOpt
 export interface WriteGateOptions extends CheckOptions {
   /** Interval of the checks while Redis takes writes (default 2000 ms). */
   pollMs?: number;
-  /** Interval of the checks while it does not, so the gate reopens soon after the fix (default 400 ms). */
+  /** Interval of the checks while it does not (default 400 ms). */
   closedPollMs?: number;
   /** Interval of the checks while no worker is attached (setIdle; default 30000 ms). */
   idlePollMs?: number;
   /**
-   * After closing for the high-water mark, the gate reopens only below the mark minus this (default
-   * 0.02), so a Redis hovering at the mark does not open and close it at every check.
+   * Hysteresis: closed at the high-water mark, the gate reopens only below the mark minus this
+   * (0.02).
    */
   hysteresis?: number;
   logger?: Logger;
@@ -204,9 +197,8 @@ class AbortedWait extends LearnerTransferError {
 }
 
 /**
- * For `work` processes: knows, within a poll, whether Redis takes writes, and lets a job wait until it
- * does instead of failing (and spending an attempt) on a refused write. A refused write seen by a job
- * (noteError) closes it at once. It logs once per transition, never once per job.
+ * For `work` processes: knows, within a poll, whether Redis takes writes, so a job waits
+ * instead of spending an attempt on a refused write. Logs once per transition.
  */
 export class WriteGate {
   readonly #redis: RedisClient;
@@ -263,25 +255,22 @@ export class WriteGate {
     this.#timer = undefined;
   }
 
-  /**
-   * Idle (no worker attached): Redis is checked every idlePollMs, not every pollMs, so that a process with
-   * nothing to do costs Redis next to nothing. Leaving idle checks at once: the first call waits for it.
-   */
+  /** Idle (no worker attached): checked every idlePollMs; leaving idle checks at once. */
   setIdle(idle: boolean): void {
     if (idle === this.#idle) return;
     this.#idle = idle;
     if (!idle && this.#running && this.#state.writable) this.#schedule(0);
   }
 
-  /** Listens to every change of the state (writable, cause or memory ratio); returns the unsubscribe. */
+  /** Listens to every change of the state; returns the unsubscribe. */
   onChange(listener: WriteGateListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
   /**
-   * Tells the gate about an error a command met. True when it was a refused write (or a lost
-   * connection): the gate is then closed with that cause, at once.
+   * Tells the gate about an error a command met; true (and the gate closed) for a refused write
+   * or a lost connection.
    */
   noteError(err: unknown): boolean {
     const refusal = isWriteRefusal(err);

@@ -1,15 +1,13 @@
 --[[
-  Used by peek-frees.lua (`--- @include "frees"`), which reads after a peek, for every caller:
-  when the permits counted in one window leave it, for the ETA's simulation (src/limiter/simulate/).
+  When the permits counted in one window leave it, for the ETA's simulation (peek-frees.lua).
   A permit in the log (or in flight past its deadline) at score s leaves at s + window + 1 (acquire.lua,
   "Counting"); its inMs is that time less now, rounded UP to a multiple of ceil((window + 1) / steps), so
   no permit is said to leave earlier than it does. A permit still in flight is counted as settled now.
   At most 2 * steps + 2 ZCOUNTs, however full the window is.
 ]]
 
--- The frees of one scope at `now`: {inMs, count, ...}, ascending. Few entries: read and bucketed here;
--- many: one count per step, so a window of 1,000 permits costs what one of 100 does. `inflight`: the
--- scope's entries still in flight (deadline after now), said to leave at window + 1.
+-- The frees of one scope at `now`: {inMs, count, ...}, ascending; one count per step when many.
+-- `inflight`: the scope's entries still in flight, said to leave at window + 1.
 local function lt_frees(now, logKey, inflightKey, window, inflight, steps)
   local from = now - window
   local step = math.ceil((window + 1) / steps)

@@ -1,7 +1,6 @@
 --[[
-  Shared by acquire.lua, learn.lua and peek.lua (each has `--- @include "policy"`, where the loader,
-  src/redis/scripts.ts, splices this in): how the organization's live policy hash is read. One copy, so
-  the three scripts cannot drift apart on what a limit is.
+  How the organization's live policy hash is read, one copy for acquire.lua, learn.lua and peek.lua
+  (`--- @include "policy"`).
 ]]
 
 -- The policy hash at `key` as a table (field -> value); empty when absent.
@@ -14,19 +13,17 @@ local function lt_policy(key)
   return policy
 end
 
--- The bounds of a stored rate: duration.ts RATE_MAX_COUNT and RATE_MAX_WINDOW_MS (365 days), the same
--- numbers, so this refuses exactly what the parser and decodeRate refuse (test/integration/limit-rule).
+-- The bounds of a stored rate: duration.ts's RATE_MAX_COUNT and RATE_MAX_WINDOW_MS, so this
+-- refuses exactly what the parser refuses (test/integration/limit-rule).
 local LT_RATE_MAX_COUNT = 1000000
 local LT_RATE_MAX_WINDOW_MS = 31536000000
 
--- Rate fields found malformed by lt_rate in this run of the script, as {field, value, field, value, ...}:
--- acquire.lua returns them, so the worker says which stored value it ignored instead of falling back
--- in silence.
+-- Rate fields lt_rate found malformed in this run, {field, value, ...}: acquire.lua returns
+-- them, so the worker names what it ignored.
 local lt_malformed = {}
 
--- A rate field of the policy ("max/windowMs", max 1..LT_RATE_MAX_COUNT, windowMs 1..LT_RATE_MAX_WINDOW_MS):
--- max, window, true; or the fallback max, window, false when the field is absent or malformed (then it
--- is also noted in lt_malformed).
+-- A rate field ("max/windowMs", within the bounds above): max, window, true; or the fallback
+-- max, window, false when absent or malformed (then noted in lt_malformed).
 local function lt_rate(policy, field, max, window)
   local v = policy[field]
   if v then
@@ -41,11 +38,10 @@ local function lt_rate(policy, field, max, window)
   return max, window, false
 end
 
--- A learned limit ("max at", see "Learned limits" in acquire.lua) applied under `limit` at `now`: the
--- learned max plus one probe step (5% of `configured`, at least 1) per probe interval since it was
--- learned (four windows, at most an hour unless the window itself is longer). Returns the limit in
--- force, the learned max, when it was learned and the ms to the next probe step; or `limit`, nil, nil,
--- nil when none holds (absent, malformed, or probed back up to `limit`).
+-- A learned limit ("max at"; acquire.lua "Learned limits") under `limit` at `now`: the learned
+-- max plus one probe step (5% of `configured`, at least 1) per probe interval since (four
+-- windows, at most an hour unless the window is longer). Returns the limit in force, the max,
+-- when learned and the ms to the next step; or `limit`, nil, nil, nil when none holds.
 local function lt_learned(policy, field, limit, configured, window, now)
   local v = policy[field]
   if not v or limit <= 0 then
@@ -66,12 +62,10 @@ local function lt_learned(policy, field, limit, configured, window, now)
   return math.max(1, value), m, at, at + (steps + 1) * every - now
 end
 
--- Pacing (acquire.lua "Pacing"): a burst stored as "N" (permits) or "P%" (a share of the scope's limit,
--- P 1..100), the same forms src/core/burst.ts parses and writes. Returns the bucket size for a scope
--- whose limit in force is `max` (1..max), or nil for no pacing: no burst set, or one as large as the
--- limit (a bucket of the whole limit refilled at the window's rate never refuses what the window grants:
--- any window holds at most max, and any span of L ms at most max + L * max / window). `field` names the
--- value in lt_malformed when it is neither form; a malformed value means no pacing, never a guess.
+-- Pacing (acquire.lua "Pacing"): a burst stored as "N" or "P%" (P 1..100), as core/burst.ts
+-- writes it. Returns the bucket size for a limit in force of `max`, or nil for no pacing: no
+-- burst, or one as large as the limit (such a bucket never refuses what the window grants). A
+-- malformed value, noted as `field`, means no pacing, never a guess.
 local LT_BURST_MAX_COUNT = 1000000
 local function lt_burst(spec, field, max)
   if spec == nil or spec == '' then
@@ -103,8 +97,8 @@ local function lt_burst(spec, field, max)
   return b
 end
 
--- The burst in force: the policy's, or `fallback` (ARGV) when it has none or a malformed one (then named
--- in lt_malformed, as a malformed rate is).
+-- The burst in force: the policy's, or `fallback` (ARGV) when it has none or a malformed one
+-- (noted in lt_malformed).
 local function lt_burst_spec(policy, fallback)
   local stored = policy['burst']
   if stored == '' then
@@ -121,12 +115,11 @@ local function lt_burst_spec(policy, fallback)
   return fallback
 end
 
--- A scope's bucket in GCRA form (acquire.lua "Pacing"): `tat` (the theoretical arrival time, ms, as
--- stored; nil when none) for a limit of `max` per `window` and a bucket of `burst`. Returns the ms until
--- the bucket allows one permit (0: now) and the tat after granting it now. T = window / max is a
--- float: the stored tat keeps its fraction, so a long run paces at exactly max per window. The epsilon
--- is a millisecond's thousandth, not smaller: near 1.8e12 ms adjacent doubles are 2.4e-4 apart, and a tat
--- stored as "%.3f" may be up to 5e-4 late, which must not cost a full bucket its last permit.
+-- A scope's bucket in GCRA form: `tat` (ms, as stored; nil when none) for `max` per `window`
+-- and a bucket of `burst`. Returns the ms until it allows one permit (0: now) and the tat after
+-- granting it now. T = window / max is a float, so a long run paces at exactly max per window.
+-- The epsilon is a thousandth of a ms: near 1.8e12 adjacent doubles are 2.4e-4 apart, and a
+-- "%.3f" tat may be 5e-4 late.
 local LT_PACE_EPSILON = 1e-3
 local function lt_pace(tat, now, max, window, burst)
   local interval = window / max

@@ -1,7 +1,10 @@
 // A pacing bucket in the simulation, in GCRA form, with acquire.lua's comparison.
 import type { SimPace } from './input.ts';
 
-/** acquire.lua's tolerance on a bucket's float arithmetic (LT_PACE_EPSILON): allowed iff now + EPS >= tat - tau. */
+/**
+ * acquire.lua's tolerance on a bucket's floats (LT_PACE_EPSILON): allowed iff now + EPS >= tat
+ * - tau.
+ */
 export const PACE_EPSILON = 1e-3;
 
 /** A pacing bucket in GCRA form, with acquire.lua's comparison (lt_pace). */

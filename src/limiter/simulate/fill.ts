@@ -1,10 +1,9 @@
 // How one instant's permits are spread over the tokens, as acquire.lua grants them one at a time.
 
 /**
- * Spreads n permits over the tokens as acquire.lua grants them one at a time: each to the usable token
- * with the most window room left (first on a tie), a token being usable while its bucket allows (at most
- * caps[i] more) and it has room. Water-fill: every usable token comes down to a level L + 1 (or its cap),
- * then the first ones still at L + 1 take one more.
+ * Each permit to the usable token with the most window room left (first on a tie); usable while
+ * its bucket allows (at most caps[i] more) and it has room. Water-fill: every usable token
+ * comes down to a level L + 1 (or its cap), then the first ones at L + 1 take one more.
  */
 export function fill(rooms: readonly number[], caps: readonly number[], n: number, takes: number[]): void {
   const k = rooms.length;

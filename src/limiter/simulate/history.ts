@@ -1,9 +1,15 @@
 // The batches the simulation granted, one row per batch (columns below): what a leap reads back.
 
-/** A history buffer kept between calls (simulate runs to the end synchronously; a nested call makes its own). */
+/**
+ * A history buffer kept between calls (simulate runs synchronously; a nested call makes its
+ * own).
+ */
 let idleRows: Float64Array | undefined;
 
-/** Columns of a History row (then per token what it took and how many since the start, per scope its window's count, its bucket's rel and reset). */
+/**
+ * Columns of a History row; then per token its take and total, per scope its window's count,
+ * bucket rel and reset.
+ */
 export const TIME = 0;
 export const SIZE = 1;
 export const LEFT = 2;
@@ -12,20 +18,22 @@ export const WAITS = 3;
 /** The open interval that held the batch. */
 export const OPEN_START = 7;
 export const OPEN_END = 8;
-/** After a leap of COUNT periods of PERIOD that repeated rows (ANCHOR, this row - 1], what it loosened. */
+/**
+ * After a leap of COUNT periods of PERIOD repeating rows (ANCHOR, this row - 1], what it
+ * loosened.
+ */
 export const ANCHOR = 9;
 export const PERIOD = 10;
 export const COUNT = 11;
 export const LOOSENED = 12;
-/** The clauses of the row's decisions (of its leap's, after a leap) in History.clauses [from, to). */
+/** The clauses of the row's decisions (its leap's, after one) in History.clauses [from, to). */
 export const CLAUSES_FROM = 13;
 export const CLAUSES_TO = 14;
 export const COLUMNS = 15;
 
 /**
- * The batches granted, with the state after each, one row per batch. The batches of a leap are not rows:
- * the row after it says which rows they repeated, and holds what is read through them (the clauses of
- * their decisions, what each token took, each bucket's tat from an empty start).
+ * The batches granted, one row per batch with the state after it. A leap's batches are not
+ * rows: the row after it names the rows they repeated, and holds what is read through them.
  */
 export class History {
   rows: Float64Array;
@@ -88,8 +96,8 @@ export class History {
   }
 
   /**
-   * Batches i and j look alike: the same size and spread, after the same time since the row before, or
-   * after the same leap (a stretch with a hiccup every so often repeats as leaps and a few batches).
+   * Batches i and j look alike: the same size and spread, after the same time since the row
+   * before, or after the same leap.
    */
   alike(i: number, j: number): boolean {
     if (j < 1 || this.leapt(i) !== this.leapt(j) || !this.same(i, j)) return false;
@@ -112,8 +120,8 @@ export class History {
   }
 
   /**
-   * Every decision of the batches after row j up to row i (the leapt ones included) keeps a constraint as
-   * tight as it outside `loosened` (a bit set of constraints): loosening those changes none of them.
+   * Every decision of the batches after row j up to row i (leapt ones included) keeps a
+   * constraint as tight as it outside `loosened`, so loosening those changes none.
    */
   holds(j: number, i: number, loosened: number): boolean {
     const to = this.get(i, CLAUSES_TO);
@@ -122,10 +130,7 @@ export class History {
     return true;
   }
 
-  /**
-   * The clauses of a leap repeating rows (j, i] that loosened `loosened`: theirs, less what it loosened
-   * (what stays tight in each repeat), once each.
-   */
+  /** The clauses of a leap repeating rows (j, i]: theirs less what it loosened, once each. */
   leapClauses(j: number, i: number, loosened: number): void {
     const from = this.clauses.length;
     const to = this.get(i, CLAUSES_TO);
@@ -144,9 +149,10 @@ export class History {
   }
 
   /**
-   * A bucket's tat (interval T) after the grants to scope s of the batches after row j up to row i, from
-   * tat x: a grant of n at y sets tat = max(tat, y) + n T. Over a leap of m periods p repeating grants that
-   * take K T and leave `reset` from an empty bucket, tat = max(x + m K T, reset + p + (m - 1) max(p, K T)).
+   * A bucket's tat (interval T) after scope s's grants of the batches after row j up to row i,
+   * from tat x: a grant of n at y sets tat = max(tat, y) + n T. Over m periods p of grants
+   * taking K T and leaving `reset` from empty, tat = max(x + m K T, reset + p + (m - 1) max(p,
+   * K T)).
    */
   replay(s: number, j: number, i: number, x: number, interval: number): number {
     for (let q = j + 1; q <= i; q++) {

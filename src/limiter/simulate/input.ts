@@ -1,5 +1,5 @@
-// The simulation's input and answer: the limiter's state now (windows, buckets, blocks, the run window)
-// and when the last of the remaining permits is granted. The simulation itself: index.ts.
+// The simulation's input (the limiter's state now) and answer (when the last remaining permit
+// is granted).
 import type { FreeStep } from '../budget-schedule.ts';
 import type { EtaBound } from '../kinds.ts';
 
@@ -36,14 +36,13 @@ export interface SimInput {
   org: PacedScope;
   tokens: readonly PacedScope[];
   /**
-   * The run window: the open interval [start, end) (ms from now) that holds t, or else the next one that
-   * starts after t; null: it never opens again. Absent: always open.
+   * The run window: the open interval [start, end) (ms from now) holding t, else the next;
+   * null: never again.
    */
   open?: ((t: number) => readonly [number, number] | null) | undefined;
   /**
-   * open(t + P) is open(t) shifted by P for every t >= openPeriodFromMs (a weekly calendar without
-   * blackouts: a week). Lets a leap cross from one open interval to another; without it only the stretches
-   * inside one open interval are leapt over, and the intervals are simulated one after the other.
+   * open(t + P) is open(t) shifted by P for every t >= openPeriodFromMs: lets a leap cross from
+   * one open interval to the next.
    */
   openPeriodMs?: number | undefined;
   /** From when open() repeats with openPeriodMs (after the last blackout, say); default 0. */
@@ -54,13 +53,15 @@ export interface SimResult {
   /** Ms from now until the last permit is granted; Infinity: never at these limits. */
   finishMs: number;
   /**
-   * Time spent waiting: for the organization's window (its block included), for the tokens' (blocks
-   * included), for a bucket (the organization's or a token's: when it allows later than the window, a tie
-   * goes to the window), and for the run window to open once all else allowed. They add up to finishMs
-   * (but past MAX_STEPS, where the rest is extrapolated).
+   * Time spent waiting: for the organization's window (its block included), the tokens' (blocks
+   * included), a bucket (when it allows later than the window), and the run window. They add up
+   * to finishMs, but past MAX_STEPS.
    */
   waited: { org: number; token: number; pace: number; closed: number };
-  /** The longest of those waits, in the order of ETA_BOUNDS on a tie ('none': it fits the budget left now). */
+  /**
+   * The longest of those waits, ETA_BOUNDS's order on a tie ('none': it fits the budget left
+   * now).
+   */
   boundBy: EtaBound;
   /** Batches simulated (not leapt over), for the bench. */
   steps: number;

@@ -1,12 +1,14 @@
-// The simulation's leaps: once the schedule repeats itself, whole periods are leapt over at once (a paced
-// stretch of one grant every T costs a few batches, not one per grant). Sim adds them to the step
-// (step.ts); leapFrom says when a leap is exact.
+// The simulation's leaps: once the schedule repeats, whole periods are leapt over at once (a
+// paced stretch costs a few batches, not one per grant); leapFrom says when a leap is exact.
 import { PACE_EPSILON } from './bucket.ts';
 import { ANCHOR, COUNT, OPEN_END, OPEN_START, PERIOD, SIZE, WAITS } from './history.ts';
 import { differenceExtent, FULL, Log } from './log.ts';
 import { Stepper } from './step.ts';
 
-/** Two bucket states closer than this (ms) are the same state (their tats went through different sums). */
+/**
+ * Two bucket states closer than this (ms) are the same (their tats went through different
+ * sums).
+ */
 const SAME_TAT = 1e-7;
 /** Batches looked back at for a short period (a paced stretch repeats within a few grants). */
 const LOOKBACK = 8;
@@ -24,7 +26,10 @@ const DONE = 2;
 
 /** The simulation: the step (step.ts) with leaps over repeating periods. */
 export class Sim extends Stepper {
-  /** What a leap being checked loosens (clause bits), does to each log (SHIFT, APPEND, 0), and sharedLeaps (-1: not yet). */
+  /**
+   * A leap being checked: what it loosens (clause bits), does to each log, and sharedLeaps (-1:
+   * not yet).
+   */
   private loosened = 0;
   private readonly mode = this.scopes.map(() => 0);
   private shared = -1;
@@ -35,7 +40,10 @@ export class Sim extends Stepper {
   private readonly backoff = [...this.periods, ...this.periods, 0].map(() => 1);
   /** Per window period, the first row at or after the current batch's time less the period. */
   private readonly anchors = this.periods.map(() => 0);
-  /** History.grants of the period being checked, per scope (NaN: not yet), and the periods it can use. */
+  /**
+   * History.grants of the period being checked, per scope (NaN: not yet), and its usable
+   * periods.
+   */
   private readonly taken = this.scopes.map(() => NaN);
   private most = 0;
   /** Set by locate. */
@@ -43,15 +51,14 @@ export class Sim extends Stepper {
   private readonly found = [0, 0, 0, 0];
 
   /**
-   * Leaps over whole periods once the schedule repeats; true when that finished the work. A period p ends
-   * at this batch (t) and starts after the batch at t - p (anchor), which is one of (slots, in order):
-   * - a window + 1 ms or the run window's period back (tried at every batch that has one there): a permit
-   *   comes back a window + 1 ms after its grant;
-   * - the latest batch alike this one at least that far back: grants every g ms find their permits back
-   *   at the first multiple of g past the window (a paced stretch drifting against the window);
-   * - the latest of the last few batches alike this one: a paced stretch repeats within a few grants.
-   * leapFrom says whether, and for how many periods, what follows t repeats what followed t - p. The last
-   * two kinds are tried again after a failure only after twice as many batches as the last time.
+   * Leaps over whole periods once the schedule repeats; true when that finished the work. A
+   * period p ends at this batch (t) and starts after an anchor batch at t - p, one of (slots,
+   * in order):
+   * - a window + 1 ms, or the run window's period, back (a permit returns a window + 1 ms after);
+   * - the latest batch alike this one at least that far back (grants every g ms drifting);
+   * - the latest of the last few batches alike this one (a paced stretch).
+   * The last two back off after a failure. leapFrom says whether, and for how many periods, it
+   * repeats.
    */
   protected override leap(): boolean {
     const slots = 2 * this.periods.length + 1;
@@ -81,12 +88,12 @@ export class Sim extends Stepper {
     const periods = this.periods;
     const p = periods[x % periods.length] ?? 0;
     if (x < 2 * periods.length) {
-      // The first row at or after t - p (times only grow: the search goes on from where it stopped).
+      // The first row at or after t - p (times only grow: the search resumes where it stopped).
       let row = this.anchors[x % periods.length] ?? 0;
       while (row < i && h.time(row) < this.t - p) row++;
       this.anchors[x % periods.length] = row;
       if (x < periods.length) return h.time(row) === this.t - p && h.same(i, row) ? row : -1;
-      // Strictly further back than p (p itself is the slot before), the first alike within a few rows.
+      // Strictly further back than p, the first alike within a few rows.
       for (let j = row - 1; j >= 0 && j > row - 5; j--) if (h.alike(i, j)) return j;
       return -1;
     }
@@ -98,15 +105,12 @@ export class Sim extends Stepper {
   }
 
   /**
-   * The decisions after t repeat those after t - p (batch j) for m periods when, by induction over the
-   * batches, every input to them does: the blocks are behind; each bucket is in the same state relative
-   * to now, or is loosened (more slack, or less by the same amount each period while it still allows one
-   * more after each batch); the run window repeats with p, or is loosened (every batch shifted stays inside
-   * its interval); each window counts as many permits and those leaving it next leave as they did a period
-   * before (Log.extent: for good, or for m periods), or is loosened: it keeps a permit of room through m
-   * periods of grants (when the tokens' rooms chose who took what, they must also keep their differences).
-   * The loosened ones must have decided nothing alone in the period (History.holds). The period that
-   * finishes the work is read off the last one.
+   * The decisions after t repeat those after t - p (batch j) for m periods when, by induction
+   * over the batches, every input does: the blocks are behind; each bucket is in the same state
+   * relative to now, or loosened; the run window repeats with p, or is loosened; each window
+   * counts as many permits and those leaving it next leave as a period before (Log.extent), or
+   * is loosened (a permit of room through m periods). The loosened ones must have decided
+   * nothing alone in the period (History.holds).
    */
   private leapFrom(j: number, p: number): number {
     const h = this.history;
@@ -148,8 +152,8 @@ export class Sim extends Stepper {
       if (Math.abs(now - then) <= SAME_TAT) continue;
       this.loosened |= this.bucket(s);
       if (now < then) continue;
-      // Its tat gains (now - then) on the clock each period: it still allows one more after a batch while
-      // its rel there stays within tau (read from the rows: none may be missing).
+      // Its tat gains (now - then) each period: it still allows one more after a batch while
+      // its rel there stays within tau.
       if (gap) return 0;
       for (let q = j + 1; q <= i; q++)
         m = Math.min(m, Math.floor((b.tau + PACE_EPSILON - h.get(q, h.relsAt + s)) / (now - then)));
@@ -158,9 +162,8 @@ export class Sim extends Stepper {
   }
 
   /**
-   * Periods the run window lets through unchanged: Infinity when its own period divides p; else, loosened,
-   * while every batch shifted stays inside the interval that held it (when the intervals repeat, that is
-   * its place in the run window's period, which moves by p mod the period, forth or back).
+   * Periods the run window lets through unchanged: Infinity when its period divides p; else,
+   * loosened, while every batch shifted stays inside the interval that held it.
    */
   private openLeaps(j: number, p: number, gap: boolean): number {
     const run = this.runWindow;
@@ -183,8 +186,8 @@ export class Sim extends Stepper {
   }
 
   /**
-   * Periods the window of scope s repeats for, and how (this.mode[s]). The first pass looks at the counts
-   * alone (cheap), the second scans the logs whose counts match.
+   * Periods scope s's window repeats for, and how (this.mode[s]): counts first (cheap), then
+   * the logs whose counts match.
    */
   private windowLeaps(s: number, j: number, p: number, grants: number, scan: boolean): number {
     if (this.unbounded[s] || this.dead[s]) {
@@ -207,15 +210,14 @@ export class Sim extends Stepper {
   }
 
   /**
-   * Periods of grants a window takes keeping a permit of room, loosened (leapFrom). A token's room also
-   * chooses which token takes a permit when a batch takes less than they all allow: then the rooms must
-   * keep their differences too (sharedLeaps).
+   * Periods of grants a window takes keeping a permit of room, loosened. When a batch takes
+   * less than the tokens allow, their rooms choose who takes it: then they must keep their
+   * differences too (sharedLeaps).
    */
   private roomLeaps(s: number, j: number, p: number, count: number, grants: number): number {
     this.mode[s] = APPEND;
     this.loosened |= this.window(s);
-    // Only a short period is tried with the rooms' differences (its tries back off): a window's is tried at
-    // every batch.
+    // Only a short period is tried with the rooms' differences (its tries back off).
     const chose = s > 0 && this.k > 1 && this.chose > this.t - p;
     if (chose && !this.short) return 0;
     if (s > 0 && Number.isNaN(this.taken[s]))
@@ -223,9 +225,8 @@ export class Sim extends Stepper {
     const taken = s > 0 ? (this.taken[s] ?? 0) : grants;
     const most = Math.floor(this.scopes[s]?.limit ?? 0) - 1;
     let m = taken > 0 ? Math.floor((most - count) / taken) : Infinity;
-    // The permits counted now that leave meanwhile make room too: period r is fine while the count and r
-    // periods of grants, less those that left before it began, stay within the limit. So m periods are
-    // fine, and so are as many more as what leaves in them makes room for (up to what may be leapt).
+    // Permits counted now that leave meanwhile make room too: period r is fine while the count
+    // plus r periods of grants, less those that left before it, stays within the limit.
     const log = this.logs[s] as Log;
     for (let more = m; more >= 0 && more < this.most;) {
       m = more;
@@ -236,9 +237,8 @@ export class Sim extends Stepper {
   }
 
   /**
-   * Periods the tokens' rooms keep the differences between them for: the frees to come of each token less
-   * those of the first repeat those of a period before. With every room to spare, the same differences
-   * choose the same tokens, and the rooms' common drift changes nothing.
+   * Periods the tokens' rooms keep their differences for (each token's frees to come, less the
+   * first's, repeat a period before): the same differences choose the same tokens.
    */
   private sharedLeaps(j: number, p: number, most: number): number {
     if (this.shared >= 0) return this.shared;
@@ -301,8 +301,8 @@ export class Sim extends Stepper {
   }
 
   /**
-   * Finds the batch after row j (up to row i) that grants the need-th permit since it, the batches of the
-   * leaps between included: sets foundAt (its time) and found (the waits after it).
+   * Finds the batch after row j (up to row i, leaps included) that grants the need-th permit
+   * since it: sets foundAt and found.
    */
   private locate(j: number, i: number, need: number): void {
     const h = this.history;
@@ -343,8 +343,8 @@ export class Sim extends Stepper {
   }
 
   /**
-   * Adds m periods of the grants of the last one (after row j) to the log of scope s: one run when they
-   * come evenly spaced (a paced stretch), else one by one (through the leaps in it too).
+   * Adds m periods of the last period's grants (after row j) to scope s's log: one run when
+   * evenly spaced, else one by one.
    */
   private append(s: number, j: number, p: number, m: number): void {
     const h = this.history;
@@ -375,7 +375,10 @@ export class Sim extends Stepper {
     for (let r = 1; r <= m; r++) this.appendRows(s, j, h.size - 1, r * p + after, log);
   }
 
-  /** Adds the grants to scope s of the batches after row j up to row i (the leapt ones too), `by` ms later, to log. */
+  /**
+   * Adds the grants to scope s of the batches after row j up to row i (leapt ones too), `by` ms
+   * later.
+   */
   private appendRows(s: number, j: number, i: number, by: number, log: Log): void {
     const h = this.history;
     for (let q = j + 1; q <= i; q++) {

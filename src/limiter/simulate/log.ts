@@ -1,14 +1,13 @@
-// A window's log in the simulation: when its permits leave, as runs, and how far its frees repeat those a
-// period before (what a leap needs to know about a window).
+// A window's log in the simulation: when its permits leave, and how far its frees repeat a
+// period's before.
 import type { Frees } from './input.ts';
 
 /** A log's whole state repeats (Log.extent). */
 export const FULL = Infinity;
 
 /**
- * A window's log: when its permits leave, in order, as runs (`reps` times `count` permits, leaving `step`
- * ms apart from `start` on: a paced stretch is one run, however long), with the ones already gone kept for
- * a while (Log.extent compares the frees to come with those of a period before).
+ * A window's log: when its permits leave, as runs (`reps` times `count` permits, `step` ms
+ * apart from `start`: a paced stretch is one run), the gone ones kept a while for Log.extent.
  */
 export class Log {
   private readonly start: number[] = [];
@@ -20,13 +19,15 @@ export class Log {
   private head = 0;
   private gone = 0;
   used = 0;
-  /** Runs that had all left by this time were dropped: no period reaching back further is checked. */
+  /** Runs all gone by this time were dropped: no period reaching back further is checked. */
   private forgotten = -Infinity;
   /** (from, to] pairs of free times never recorded: leapt over by a shift. */
   private readonly holes: number[] = [];
   /** When the last permit counted at the start leaves: it is no grant's, so no period repeats it. */
   readonly lastStart: number;
-  /** Pairs (p, f): extent found a mismatch at time f with the frees p earlier (forgotten on a shift). */
+  /**
+   * Pairs (p, f): extent found a mismatch at f with the frees p earlier (forgotten on a shift).
+   */
   private readonly mismatches: number[] = [];
   /** A position (run, index in it), set by seek. */
   private run = 0;
@@ -59,7 +60,7 @@ export class Log {
     this.pushRun(at, 0, 1, n);
   }
 
-  /** Adds `reps` times n permits leaving `step` ms apart from `at` on, extending the last run when it goes on alike. */
+  /** Adds `reps` times n permits `step` ms apart from `at`, extending the last run when alike. */
   pushRun(at: number, step: number, reps: number, n: number): void {
     const r = this.len - 1;
     const last = r >= 0 ? this.last(r) : -Infinity;
@@ -121,7 +122,7 @@ export class Log {
     this.len++;
   }
 
-  /** Lets go of every permit that has left the window by `t`; drops what no period check can need. */
+  /** Lets go of every permit gone from the window by `t`; drops what no period check needs. */
   release(t: number): void {
     while (this.head < this.len) {
       const r = this.head;
@@ -173,8 +174,8 @@ export class Log {
   }
 
   /**
-   * The log `by` ms later, when its whole state repeats (extent FULL) over a leap from `from`: the permits
-   * counted move on; those that left before stay, and the leap is a hole no later period check may read.
+   * The log `by` ms later, when its whole state repeats over a leap from `from`: the permits
+   * counted move on, and the leap is a hole no later check may read.
    */
   shift(by: number, from: number): void {
     if (this.gone > 0) {
@@ -188,8 +189,8 @@ export class Log {
   }
 
   /**
-   * Up to when (at most `end`) the frees after t can be compared with those p earlier: not past a hole
-   * shifted by p; -1 when the ones p earlier were dropped.
+   * Up to when (at most `end`) the frees after t can be compared with those p earlier (-1:
+   * dropped).
    */
   readable(t: number, p: number, end: number): number {
     if (t - p < this.forgotten) return -1;
@@ -214,7 +215,10 @@ export class Log {
     return n;
   }
 
-  /** The permit at the position (Infinity past the last), how many leave then, and the next position. */
+  /**
+   * The permit at the position (Infinity past the last), how many leave then, the next
+   * position.
+   */
   here(): number {
     return this.run < this.len ? this.at(this.run, this.rep) : Infinity;
   }
@@ -243,11 +247,9 @@ export class Log {
   }
 
   /**
-   * How far past `t` (released to t) the permits leaving this window repeat those that left p earlier: the
-   * largest R with the frees in (t, t + R] equal to those in (t - p, t + R - p] shifted by p. FULL when
-   * that holds up to t + window + 1 (every permit counted now) and no start permit can break it later,
-   * so the whole log repeats; -1 when none of it can be read (dropped, or leapt over). Runs that go on
-   * alike are compared whole.
+   * How far past `t` this window's frees repeat those p earlier: the largest R with the frees
+   * in (t, t + R] equal to those in (t - p, t + R - p] shifted by p. FULL when that holds to t
+   * + window + 1 and no start permit can break it; -1 when unreadable.
    */
   extent(t: number, p: number): number {
     const end = t + this.windowMs + 1;
@@ -302,8 +304,8 @@ export class Log {
 }
 
 /**
- * How far past `t` the frees of log a less those of log b (both released to t) repeat those p earlier, as
- * Log.extent, within the shorter window and up to `reach` (-1: unreadable).
+ * How far past `t` the frees of log a less those of log b repeat those p earlier, as
+ * Log.extent, within the shorter window and `reach`.
  */
 export function differenceExtent(a: Log, b: Log, t: number, p: number, reach: number): number {
   const end = Math.min(t + Math.min(a.windowMs, b.windowMs) + 1, reach);

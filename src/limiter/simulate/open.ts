@@ -1,4 +1,5 @@
-// The run window in the simulation: when it is open, asked in increasing time, and open time over a span.
+// The run window in the simulation: when it is open (asked in increasing time), and open time
+// over a span.
 
 /** The run window, asked in increasing time (one interval cached). */
 export class RunWindow {
@@ -13,7 +14,7 @@ export class RunWindow {
     readonly fromMs: number,
   ) {}
 
-  /** c when open at c, else when it opens next; Infinity: never again (or an interval that is no answer). */
+  /** c when open at c, else when it opens next; Infinity: never again. */
   at(c: number): number {
     if (c >= this.e || c < this.asked) {
       const iv = this.open(c);

@@ -1,6 +1,5 @@
-// The simulation's step: from one instant to the next at which a permit can go, granting at each every
-// permit that fits (windows, buckets, blocks, the run window), and booking each wait to what it waited
-// for. The leaps over repeating periods are leap.ts's, on top of this.
+// The simulation's step: to the next instant a permit can go, granting every permit that fits
+// and booking each wait to what it waited for. leap.ts adds the leaps.
 import { Bucket } from './bucket.ts';
 import { fill } from './fill.ts';
 import {
@@ -24,13 +23,13 @@ import { Log } from './log.ts';
 import { RunWindow } from './open.ts';
 import { ETA_BOUNDS, type EtaBound } from '../kinds.ts';
 
-/** The waits: for the organization's window, the tokens', a bucket, the run window to open (ETA_BOUNDS). */
+/** The waits: the organization's window, the tokens', a bucket, the run window (ETA_BOUNDS). */
 export const ORG = 0;
 export const TOKEN = 1;
 export const PACE = 2;
 export const CLOSED = 3;
 
-/** A bound on the batches simulated; past it the rest goes at the average pace so far (in open time). */
+/** A bound on the batches simulated; past it the rest goes at the average pace so far. */
 const MAX_STEPS = 20_000;
 
 /** The permits counted now in a window. */
@@ -43,29 +42,30 @@ function counted(frees: Frees): number {
 /**
  * The simulation. Scope 0 is the organization, scope 1 + i token i.
  *
- * Leaps rest on clauses. Each decision (when the next batch goes, how large it is, what each token takes)
- * records the constraints that were as tight as it: the window, bucket or run window whose time is the
- * one moved to, the room or allowance that equals what was granted, the tokens that must not allow one
- * earlier. Loosening a set of constraints (a bucket with more slack, a window with room to spare, a run
- * window that drifts) changes no decision as long as each keeps a tight constraint outside the set; a
- * block or the work left is never loosened, and a decision it ties needs no clause.
+ * Leaps rest on clauses: each decision records the constraints as tight as it (the window,
+ * bucket or run window whose time is moved to, a room equal to what was granted, the tokens
+ * that must not allow one earlier). Loosening a set of constraints changes no decision while
+ * each keeps a tight constraint outside the set; blocks and the work left are never loosened.
  */
 export abstract class Stepper {
   protected readonly k: number;
   protected readonly scopes: readonly PacedScope[];
   protected readonly logs: Log[];
   protected readonly buckets: (Bucket | null)[];
-  /** The window can never fill before the work is done (limit >= counted + remaining): no log is kept. */
+  /** The window can never fill before the work is done: no log is kept. */
   protected readonly unbounded: boolean[];
   /** A token never usable (blocked for good, no limit): its state never matters. */
   protected readonly dead: boolean[];
   protected readonly runWindow: RunWindow | null;
   readonly history: History;
-  /** Periods tried at every batch: each window + 1 ms (a permit comes back that long after its grant), the run window's. */
+  /** Periods tried at every batch: each window + 1 ms, and the run window's. */
   protected readonly periods: number[];
   /** No period starts before this: blocks still to end, the run window's irregular start. */
   protected readonly since: number;
-  /** Clause bits: scope s's window 2s, its bucket 2s + 1, the run window 2k + 2 (none past 14 tokens: no loosening). */
+  /**
+   * Clause bits: scope s's window 2s, its bucket 2s + 1, the run window 2k + 2 (none past 14
+   * tokens).
+   */
   protected readonly bits: boolean;
   protected readonly runBit: number;
 
@@ -136,14 +136,17 @@ export abstract class Stepper {
     }
   }
 
-  /** Leaps over whole periods once the schedule repeats (leap.ts); true when that finished the work. */
+  /** Leaps over whole periods once the schedule repeats; true when that finished the work. */
   protected abstract leap(): boolean;
 
   protected release(): void {
     for (let s = 0; s <= this.k; s++) if (!this.unbounded[s] && !this.dead[s]) this.logs[s]?.release(this.t);
   }
 
-  /** Permits the scope's window takes now (0 while blocked; as many as are left when it cannot fill). */
+  /**
+   * Permits the scope's window takes now (0 while blocked; all that are left when it cannot
+   * fill).
+   */
   protected roomOf(s: number): number {
     if (this.dead[s] || this.t < (this.scopes[s]?.blockedMs ?? 0)) return 0;
     return this.unbounded[s] ? this.left : (this.logs[s]?.room() ?? 0);
@@ -172,7 +175,7 @@ export abstract class Stepper {
     const n = Math.min(this.left, orgRoom, orgCap, capSum);
     if (!(n > 0)) return 0;
     fill(this.rooms, this.caps, n, this.takes);
-    // Its size: the organization's room or allowance when the tokens allowed more (else their takes say it).
+    // Its size: the organization's room or allowance when the tokens allowed more.
     if (this.bits && n < this.left && n < capSum)
       this.pending.push((orgRoom === n ? this.window(0) : 0) | (orgCap === n ? this.bucket(0) : 0));
     // With more allowed than granted, the tokens' rooms chose who took what (leapFrom: sharedLeaps).
@@ -205,8 +208,8 @@ export abstract class Stepper {
   }
 
   /**
-   * Records the batch at t, the state after it and the clauses of the decisions that led to it. After a
-   * leap of m periods of p repeating rows (from, last row], that loosened `loosened`, says so.
+   * Records the batch at t, the state after it and its decisions' clauses (and a leap of m
+   * periods, if one).
    */
   protected record(n: number, from = -1, p = 0, m = 0, loosened = 0): void {
     const h = this.history;
@@ -247,7 +250,10 @@ export abstract class Stepper {
     this.choosing = false;
   }
 
-  /** Moves to when the next permit can go (false: never), and books the wait to what it waited for. */
+  /**
+   * Moves to when the next permit can go (false: never), booking the wait to what it waited
+   * for.
+   */
   protected advance(): boolean {
     const t = this.t;
     for (let s = 0; s <= this.k; s++) {
@@ -262,7 +268,8 @@ export abstract class Stepper {
       this.stuckBy = this.orgAt === Infinity ? 'org' : 'token';
       return false;
     }
-    // Only at a closed start can everything allow a permit now; anything else would be a bug: move on.
+    // Only at a closed start can everything allow a permit now; anything else is a bug: move
+    // on.
     if (at <= t) at = this.runWindow !== null && this.runWindow.at(t) > t ? t : t + 1;
     else this.movedBy(at);
     const opens = this.runWindow ? this.runWindow.at(at) : at;
@@ -278,9 +285,8 @@ export abstract class Stepper {
   }
 
   /**
-   * When the next permit can go by the windows, buckets and blocks: the organization's, and the token's
-   * that allows one first. Sets this.cause to what it waits for (a bucket when it is what allows last,
-   * else the window or block) and this.decider to the scope that decides.
+   * When the next permit can go by the windows, buckets and blocks. Sets this.cause (a bucket
+   * when it allows last, else the window or block) and this.decider.
    */
   protected decide(): number {
     const { windowAt, bucketAt, blockAt } = this;
@@ -301,8 +307,8 @@ export abstract class Stepper {
   }
 
   /**
-   * The clauses of a move to `at`: what it waits for stays (the same time, booked alike), and when a token
-   * decides, no other token may come to allow one first.
+   * The clauses of a move to `at`: what it waits for stays; when a token decides, no other may
+   * allow one first.
    */
   protected movedBy(at: number): void {
     if (!this.bits) return;
@@ -329,8 +335,8 @@ export abstract class Stepper {
   }
 
   /**
-   * Past MAX_STEPS: the rest at the average pace so far, in open time when there is a run window (the
-   * closed hours ahead count as they come, in proportion as they did: none of the work goes in them).
+   * Past MAX_STEPS: the rest at the average pace so far, in open time when there is a run
+   * window.
    */
   protected averagePace(): number {
     const granted = this.input.remaining - this.left;
