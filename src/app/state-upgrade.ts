@@ -14,7 +14,7 @@
 // history and audit ids are in the audit stream (an entry of kind 'record'), its audit dedupe keys gone
 // (src/outcomes/includes/compact.lua). Final records written whole are compacted the same way.
 import { scanKeys, type RedisClient } from '../redis/client.ts';
-import { moveLegacyControlQueue } from '../queue/control-upgrade.ts';
+import { hasLegacyControlQueue } from '../queue/control-legacy.ts';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import { Claims } from '../claims/claims.ts';
@@ -44,7 +44,11 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
   try {
     // Schedules may exist before any run (`schedule add` first): moved whether or not a run exists. With
     // nothing in the old queue, this reads and writes nothing.
-    if (version < 4) await moveLegacyControlQueue(redis, keys, logger);
+    // BullMQ is loaded only when there is something to move (queue/control-legacy.ts looks without it).
+    if (version < 4 && (await hasLegacyControlQueue(redis, keys))) {
+      const { moveLegacyControlQueue } = await import('../queue/control-upgrade.ts');
+      await moveLegacyControlQueue(redis, keys, logger);
+    }
     // A prefix nothing was ever enqueued under has nothing more to upgrade: write nothing (plan, status
     // and --dry-run stay read-only); the first start after the first run records the version.
     if ((await redis.exists(keys.runs())) === 0) return;

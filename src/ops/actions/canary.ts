@@ -5,6 +5,7 @@
 // Approving moves those learners to `queued` (outcomes/record-outcome.lua, mode approve: only learners
 // still awaiting approval in that run move) and adds their jobs; it is written in the change log.
 import type { AppContext } from '../../app/context.ts';
+import type { ReadContext } from '../../app/read-context.ts';
 import type { HaltAt } from '../../core/halt-rule.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
 import { appendChange, workActor } from '../../limiter/control-log.ts';
@@ -245,7 +246,7 @@ export interface ApprovalWait {
  * organization's counters hold such learners: an idle fleet reads nothing more).
  */
 export async function approvalWaits(
-  ctx: AppContext,
+  ctx: ReadContext,
   orgs: readonly { org: string; learners: RunCounts }[],
 ): Promise<Map<string, ApprovalWait[]>> {
   const out = new Map<string, ApprovalWait[]>();
