@@ -1,17 +1,51 @@
 // Traces, as the hot path sees them: spans through @opentelemetry/api only. With tracing off (no
-// OTEL_EXPORTER_OTLP_ENDPOINT, no OTEL_TRACES_EXPORTER) no SDK is loaded and the API's tracer is its no-op
-// one: a span is one small object and no context is kept. The SDK is started by tracing-sdk.ts, loaded
-// only when tracing is on. Nothing here ever puts a token in a span: callers pass ids (org, learner, run,
+// OTEL_EXPORTER_OTLP_ENDPOINT, no OTEL_TRACES_EXPORTER) neither the SDK nor the API is loaded: a span is
+// one shared no-op object and no context is kept, as the API's own no-op tracer would do. The SDK is
+// started by tracing-sdk.ts, loaded only when tracing is on, and hands this file the API then
+// (setTracingApi). Nothing here ever puts a token in a span: callers pass ids (org, learner, run,
 // token id), never a secret.
-import {
-  context,
-  propagation,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Span,
-} from '@opentelemetry/api';
+import type * as OtelApi from '@opentelemetry/api';
+import type { Attributes, Span, SpanContext } from '@opentelemetry/api';
+
+/** The API, once tracing-sdk.ts has started the SDK (it stays: after a shutdown its tracer is the no-op one). */
+let api: typeof OtelApi | undefined;
+
+/** Set by tracing-sdk.ts only. */
+export function setTracingApi(loaded: typeof OtelApi): void {
+  api = loaded;
+}
+
+/** @opentelemetry/api's SpanKind, by value (test/unit/tracing-config.test.ts holds them equal). */
+export const SpanKind = {
+  INTERNAL: 0,
+  SERVER: 1,
+  CLIENT: 2,
+  PRODUCER: 3,
+  CONSUMER: 4,
+} as const satisfies Record<string, OtelApi.SpanKind>;
+export type SpanKind = OtelApi.SpanKind;
+
+/** The span context of a span that records nothing (the API's INVALID_SPAN_CONTEXT). */
+const INVALID_SPAN_CONTEXT: SpanContext = {
+  traceId: '00000000000000000000000000000000',
+  spanId: '0000000000000000',
+  traceFlags: 0,
+};
+
+/** What the API's no-op tracer gives with no span active: a span that records nothing. */
+export const NOOP_SPAN: Span = {
+  spanContext: () => INVALID_SPAN_CONTEXT,
+  setAttribute: () => NOOP_SPAN,
+  setAttributes: () => NOOP_SPAN,
+  addEvent: () => NOOP_SPAN,
+  addLink: () => NOOP_SPAN,
+  addLinks: () => NOOP_SPAN,
+  setStatus: () => NOOP_SPAN,
+  updateName: () => NOOP_SPAN,
+  end: () => undefined,
+  isRecording: () => false,
+  recordException: () => undefined,
+};
 
 /** The instrumentation scope of every span of this program. */
 export const TRACER_NAME = 'learner-transfer';
@@ -41,7 +75,6 @@ export const SPAN_ATTR = {
  */
 const WAITS = new Set(['RateLimitError', 'DelayedError', 'WaitingChildrenError', 'WaitingError']);
 
-export { SpanKind };
 export type { Span };
 
 /** BullMQ's telemetry (bullmq-otel), set by tracing-sdk.ts while tracing is on; undefined when off. */
@@ -67,6 +100,9 @@ export function inSpan<T>(
   fn: (span: Span) => Promise<T>,
   options: { kind?: SpanKind; scrub?: (text: string) => string } = {},
 ): Promise<T> {
+  // Tracing off: no span to keep, nothing to end; what fn throws goes through as it would.
+  if (!api) return (async () => fn(NOOP_SPAN))();
+  const { trace, SpanStatusCode } = api;
   const { kind = SpanKind.INTERNAL, scrub = (text: string) => text } = options;
   return trace
     .getTracer(TRACER_NAME)
@@ -90,5 +126,6 @@ export function inSpan<T>(
 
 /** Adds W3C trace context (`traceparent`, `tracestate`) of the active span to outgoing request headers. */
 export function injectTraceContext(headers: Record<string, string>): void {
-  propagation.inject(context.active(), headers);
+  // Tracing off: no propagator, nothing to add (as the API's no-op propagator adds nothing).
+  api?.propagation.inject(api.context.active(), headers);
 }
