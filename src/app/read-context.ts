@@ -2,7 +2,7 @@
 // alone (keys, store, runs, claims, limiter), with the same checks at start (ACL rules, the state
 // upgrade, LIMIT_* against Redis). No queue (BullMQ), no API client (undici), no tracing
 // (OpenTelemetry): the commands that need Redis alone (status, limits, changes) answer without them
-// (test/unit/cli-status-loads.test.ts holds status to it). createContext builds on the same pieces.
+// (test/integration/cli-status-loads.test.ts holds status to it). createContext builds on the same pieces.
 import type { RedisClient } from '../redis/client.ts';
 import { fixedSecretsOf, type Config } from '../core/config.ts';
 import { TokenBook } from '../core/token-book.ts';
