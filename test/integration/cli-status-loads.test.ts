@@ -70,7 +70,10 @@ describe('what the commands that need Redis alone load', () => {
       expect(r.code, args.join(' ')).toBe(0);
       // The trace sees packages: the Redis client is among them.
       expect(r.packages, args.join(' ')).toContain('ioredis');
-      expect(r.packages.filter((p) => HEAVY.includes(p)), args.join(' ')).toEqual([]);
+      expect(
+        r.packages.filter((p) => HEAVY.includes(p)),
+        args.join(' '),
+      ).toEqual([]);
     }
   });
 
