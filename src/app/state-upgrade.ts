@@ -1,9 +1,20 @@
-// Redis state of an earlier release brought up to this one, once per prefix (the version stored
-// beside it); each step is idempotent. 2: claims (one organization per learner). 3: each run's
-// failure index. 4: the control queue is `{control}`. 5: the compact record
-// (outcomes/includes/compact.lua; docs/redis-memory.md).
+// Redis state written by an earlier release keeps working: a migration in progress survives an upgrade.
+// Each step runs once per prefix (the version is stored beside the state) and is idempotent, so two
+// processes starting together at worst both run it.
+//
+// Version 1 (the first release): outcome records, queues, budget logs, audit entries with `result`.
+// Version 2: + claims (one organization per learner). Records of version 1 are claimed for their
+// organization, first come; a learner recorded in two organizations (the bug that claims fix) stays
+// claimed by the one that transferred it, and the conflict is logged.
+// Version 3: + the failure index of each run (`{org}:run:<runId>:fail`, the dashboard's run filter).
+// Records of earlier versions in a failure bucket are added to their run's index.
+// Version 4: the control queue is named `{control}` (a hash tag, for Redis Cluster): the schedules and
+// waiting jobs of the old `control` queue are moved to it.
+// Version 5: the compact record. A final record keeps what report, retry and the dashboard read; its
+// history and audit ids are in the audit stream (an entry of kind 'record'), its audit dedupe keys gone
+// (src/outcomes/includes/compact.lua). Final records written whole are compacted the same way.
 import { scanKeys, type RedisClient } from '../redis/client.ts';
-import { moveLegacyControlQueue } from '../queue/control-upgrade.ts';
+import { hasLegacyControlQueue } from '../queue/control-legacy.ts';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
 import { Claims } from '../claims/claims.ts';
@@ -31,19 +42,24 @@ export async function upgradeState(deps: UpgradeDeps): Promise<void> {
   const version = Number((await redis.get(keys.stateVersion())) ?? 0);
   if (version >= STATE_VERSION) return;
   try {
-    // Schedules may exist before any run (`schedule add` first): moved either way; with
-    // nothing, nothing is written.
-    if (version < 4) await moveLegacyControlQueue(redis, keys, logger);
-    // A prefix nothing was ever enqueued under has nothing to upgrade: write nothing (read-only
-    // commands stay so).
+    // Schedules may exist before any run (`schedule add` first): moved whether or not a run exists. With
+    // nothing in the old queue, this reads and writes nothing.
+    // BullMQ is loaded only when there is something to move (queue/control-legacy.ts looks without it).
+    if (version < 4 && (await hasLegacyControlQueue(redis, keys))) {
+      const { moveLegacyControlQueue } = await import('../queue/control-upgrade.ts');
+      await moveLegacyControlQueue(redis, keys, logger);
+    }
+    // A prefix nothing was ever enqueued under has nothing more to upgrade: write nothing (plan, status
+    // and --dry-run stay read-only); the first start after the first run records the version.
     if ((await redis.exists(keys.runs())) === 0) return;
     if (version < 2) await claimRecorded(deps);
     if (version < 3) await indexRunFailures(deps);
     if (version < 5) await compactFinished(deps);
     await redis.set(keys.stateVersion(), String(STATE_VERSION));
   } catch (err) {
-    // A Redis that refuses writes must not stop read-only commands: the next start runs the
-    // upgrade again.
+    // A Redis that refuses writes must not stop read-only commands (status, report): the worker claims
+    // lazily before each call, and the next start runs the upgrade again (until then, a run filter on
+    // the dashboard misses failures recorded before it).
     logger.warn(
       { err: (err as Error).message },
       'could not upgrade the Redis state to this release (it is retried at the next start)',
@@ -67,7 +83,8 @@ async function recordedOrgs(redis: RedisClient, keys: Keys): Promise<string[]> {
 async function claimRecorded({ redis, keys, logger, orgs }: UpgradeDeps): Promise<void> {
   const claims = new Claims(redis, keys);
   const all = [...new Set([...orgs, ...(await recordedOrgs(redis, keys))])];
-  // Organizations with the learner transferred claim first: the record says where it is.
+  // Organizations with the learner transferred claim first: a learner the old release moved twice stays
+  // with the organization its record says it is in.
   const pass = async (successOnly: boolean) => {
     let conflicts = 0;
     const examples: string[] = [];
@@ -106,8 +123,11 @@ async function claimRecorded({ redis, keys, logger, orgs }: UpgradeDeps): Promis
 }
 
 /**
- * Adds each failed learner to its run's failure index, scored by the record's `t`. ZADD is
- * idempotent; a learner moved out between HSCAN and ZADD is added stale, and readers skip it.
+ * Adds each failed learner to its run's failure index, scored by the time of its outcome (the record's
+ * `t`, as the scripts score it). ZADD of the same member and score is a no-op, so running it again, or
+ * beside a process of this release that writes the index itself, changes nothing. A learner that such a
+ * process moves out of its failure between the HSCAN and the ZADD is added back, stale: readers keep only
+ * records that still name the run and a failure bucket, as for a learner moved to another run.
  */
 async function indexRunFailures({ redis, keys, logger, orgs }: UpgradeDeps): Promise<void> {
   const all = [...new Set([...orgs, ...(await recordedOrgs(redis, keys))])];
@@ -137,8 +157,9 @@ async function indexRunFailures({ redis, keys, logger, orgs }: UpgradeDeps): Pro
 }
 
 /**
- * Compacts every final record written whole (compact-records.lua), a batch of ids per call; the
- * script reads each again, atomically, and leaves one changed since the HSCAN.
+ * Compacts every final record written whole (compact-records.lua), a batch of ids per script call. The
+ * script reads each record again, atomically: one a worker of this release compacted, or moved out of its
+ * final bucket, since the HSCAN is left as it is.
  */
 async function compactFinished({ redis, keys, logger, orgs }: UpgradeDeps): Promise<void> {
   const store = new OutcomeStore(redis, keys);

@@ -6,6 +6,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { DestinationStream } from 'pino';
 import type { AppContext } from '../app/context.ts';
+import type { ReadContext } from '../app/read-context.ts';
 import type { Config, LoadOptions } from '../core/config.ts';
 import { resolveLogFormat, type LogFormat, type TextLogOptions } from '../core/log-text.ts';
 import { LiveLine } from './live-line.ts';
@@ -128,6 +129,15 @@ export class Cli {
   get logDestination(): DestinationStream | undefined {
     if (this.stderr === process.stderr && !this.stderr.isTTY) return undefined;
     return { write: (line: string) => this.live.around(() => void this.stderr.write(line)) };
+  }
+
+  /** The light context of the commands that need Redis alone (app/read-context.ts): no BullMQ, no undici. */
+  async readContext(config: Readonly<Config>): Promise<ReadContext> {
+    const { createReadContext } = await import('../app/read-context.ts');
+    return createReadContext(config, {
+      logDestination: this.logDestination,
+      logFormat: this.logFormat(config),
+    });
   }
 
   async context(

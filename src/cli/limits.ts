@@ -1,6 +1,6 @@
 // `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
 // live, every change in the change log with who made it.
-import { requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/read-context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
@@ -127,7 +127,7 @@ type SetFlags = { org: string; token?: string } & Record<string, unknown>;
 export async function showLimits(cli: Cli, opts: { org?: string; json?: boolean }): Promise<void> {
   const config = await cli.config({ requireTokens: true });
   const orgs = opts.org ? [requireOrg(config, opts.org)] : [...config.orgs];
-  const ctx = await cli.context(config);
+  const ctx = await cli.readContext(config);
   try {
     const out: OrgLimits[] = [];
     for (const org of orgs) out.push(await collectLimits(ctx, org));
@@ -146,7 +146,7 @@ export async function setCommand(cli: Cli, opts: SetFlags): Promise<void> {
   checkOrgAndToken(config, opts.org, opts.token);
   const change = changeOfFlags(opts);
   checkLimitChange(opts.org, change);
-  const ctx = await cli.context(config);
+  const ctx = await cli.readContext(config);
   try {
     // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
     await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
@@ -170,7 +170,7 @@ export async function setCommand(cli: Cli, opts: SetFlags): Promise<void> {
 export async function resetCommand(cli: Cli, opts: { org: string; runWindow?: boolean }): Promise<void> {
   const config = await cli.config({ requireTokens: true });
   requireOrg(config, opts.org);
-  const ctx = await cli.context(config);
+  const ctx = await cli.readContext(config);
   try {
     const r = opts.runWindow
       ? await resetRunWindow(ctx.redis, ctx.keys, opts.org, cliActor())
@@ -187,7 +187,7 @@ export async function changesCommand(
   opts: { org?: string; limit?: number; json?: boolean },
 ): Promise<void> {
   const config = await cli.config();
-  const ctx = await cli.context(config);
+  const ctx = await cli.readContext(config);
   try {
     const entries = await readChanges(ctx.redis, ctx.keys, {
       count: opts.limit ?? 50,

@@ -1,6 +1,6 @@
 import { collectStatus, type OrgStatus, type Status } from '../ops/views/status.ts';
 import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from '../ops/views/org-states.ts';
-import { requireOrg } from '../app/context.ts';
+import { requireOrg } from '../app/read-context.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
 import type { LearnedView, ScopeView } from '../limiter/types.ts';
 import { pacingOf } from '../ops/views/limits.ts';
@@ -174,7 +174,7 @@ export async function statusCommand(
   const config = await cli.config();
   if (config.orgs.length === 0) throw noOrganizations(config);
   const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
-  const ctx = await cli.context(config);
+  const ctx = await cli.readContext(config);
   try {
     // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta/eta.ts).
     const status = await collectStatus(ctx, orgs);

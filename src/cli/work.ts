@@ -1,24 +1,23 @@
 import { requireOrg, type AppContext } from '../app/context.ts';
 import { startWorkers, type WorkResult } from '../worker/run-workers.ts';
-import { LearnerTransferError } from '../core/errors.ts';
 import { haltShareOf } from '../ops/actions/canary.ts';
-import { EXIT } from './shared.ts';
+import { EXIT, LearnerTransferError } from '../core/errors.ts';
+import type { Config } from '../core/config.ts';
 import type * as Prometheus from '../ops/metrics/prometheus.ts';
 import type * as WorkMetrics from '../ops/metrics/work-metrics.ts';
 import { bindTokens } from '../limiter/token-orgs.ts';
 import { TOKENS_FILE_VAR } from '../core/token-file.ts';
-import { TokenReloader } from '../app/token-reload.ts';
+import type { TokenReloader } from '../app/token-reload.ts';
 import { isLoopbackAddress } from '../core/http-access.ts';
 import type { Cli } from './io.ts';
-import { AuditArchiver } from '../ops/audit/archive.ts';
-import { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData } from '../ops/audit/retention.ts';
+import type { AuditArchiver } from '../ops/audit/archive.ts';
 import { isLearnerInfo } from '../core/log-text.ts';
 import { BodyArchive } from '../worker/body-archive.ts';
 import { progressTarget, WorkProgress } from './work-progress.ts';
 import { jobSettingsWarning } from './work-settings.ts';
 import { contextReadiness, workerReadiness } from '../ops/metrics/health.ts';
 import type { WriteState } from '../redis/writes.ts';
-import { Notifier } from '../ops/notify/notifier.ts';
+import type { Notifier } from '../ops/notify/notifier.ts';
 
 export interface WorkFlags {
   concurrency?: number;
@@ -122,13 +121,32 @@ function stoppedLine(result: WorkResult): string {
 }
 
 /**
+ * What only a setting turns on, loaded when it is set (before the workers start, as they were): the
+ * notifier (NOTIFY_WEBHOOK_URL), the audit archive and its retention (AUDIT_ARCHIVE_DIR), the token
+ * file's reloader (LEARNER_API_TOKENS_FILE). Their modules are not on the way to the first call.
+ */
+async function optionalParts(config: Readonly<Config>) {
+  const [notify, archive, retention, reload] = await Promise.all([
+    config.notifyWebhookUrl ? import('../ops/notify/notifier.ts') : undefined,
+    config.auditArchiveDir ? import('../ops/audit/archive.ts') : undefined,
+    config.auditArchiveDir ? import('../ops/audit/retention.ts') : undefined,
+    config.tokensFile ? import('../app/token-reload.ts') : undefined,
+  ]);
+  return { notify, archive, retention, reload };
+}
+type OptionalParts = Awaited<ReturnType<typeof optionalParts>>;
+
+/**
  * With LEARNER_API_TOKENS_FILE, the file is followed: read again on SIGHUP and every
  * TOKENS_RELOAD_INTERVAL. Returns what stops that (nothing to stop without a file).
  */
-function followTokenFile(cli: Cli, ctx: AppContext) {
+function followTokenFile(cli: Cli, ctx: AppContext, reload: OptionalParts['reload']) {
   const path = ctx.config.tokensFile;
-  if (!path) return async () => undefined;
-  const reloader = new TokenReloader(ctx, { path, intervalMs: ctx.config.tokensReloadMs });
+  if (!path || !reload) return async () => undefined;
+  const reloader: TokenReloader = new reload.TokenReloader(ctx, {
+    path,
+    intervalMs: ctx.config.tokensReloadMs,
+  });
   // An organization the file adds is served at once by a `work` without --org (its dispatcher follows
   // ctx.tokens); with --org, the process serves what it was told to.
   reloader.start();
@@ -150,12 +168,16 @@ function followTokenFile(cli: Cli, ctx: AppContext) {
  * With AUDIT_ARCHIVE_DIR, the audit streams go to files and are trimmed: now (with a sweep of this
  * process's organizations), every AUDIT_ARCHIVE_INTERVAL, and at the stop (docs/audit-archive.md).
  */
-function startAuditArchive(ctx: AppContext, orgs: readonly string[]): AuditArchiver | undefined {
+function startAuditArchive(
+  ctx: AppContext,
+  orgs: readonly string[],
+  { archive, retention }: OptionalParts,
+): AuditArchiver | undefined {
   const dir = ctx.config.auditArchiveDir;
-  if (!dir) return undefined;
-  const archiver = new AuditArchiver(ctx.redis, ctx.keys, { dir, logger: ctx.logger });
+  if (!dir || !archive || !retention) return undefined;
+  const archiver = new archive.AuditArchiver(ctx.redis, ctx.keys, { dir, logger: ctx.logger });
   archiver.start(ctx.config.auditArchiveIntervalMs, orgs);
-  startPersonalRetention(ctx, archiver, dir, orgs);
+  startPersonalRetention(ctx, archiver, dir, orgs, retention);
   return archiver;
 }
 
@@ -168,6 +190,7 @@ function startPersonalRetention(
   archiver: AuditArchiver,
   dir: string,
   orgs: readonly string[],
+  { PERSONAL_RETENTION_INTERVAL_MS, removeOldPersonalData }: NonNullable<OptionalParts['retention']>,
 ): void {
   const retentionMs = ctx.config.auditPersonalRetentionMs;
   if (retentionMs <= 0) return;
@@ -235,12 +258,13 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   let gate: () => WriteState | undefined = () => undefined;
   const metrics = await startMetrics(ctx, opts, metricsOpen, () => gate());
   const concurrency = opts.concurrency ?? config.concurrency;
+  const optional = await optionalParts(config);
   // Without --org, the organizations of the token file as it changes (the dispatcher follows them too).
   const progress = target
     ? new WorkProgress(cli, ctx, () => (opts.org ? orgs : ctx.tokens.orgs()), target)
     : undefined;
   // NOTIFY_WEBHOOK_URL: hooked on the outcomes, off the transfer path (docs/notifications.md).
-  const notifier = Notifier.fromContext(ctx);
+  const notifier = optional.notify?.Notifier.fromContext(ctx);
   notifier?.start();
   const handle = startWorkers(ctx, {
     onOutcome: (e) => {
@@ -264,8 +288,8 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   metrics?.gauges(handle, notifier);
   ctx.logger.info({ orgs, concurrency, untilIdle: Boolean(opts.untilIdle) }, 'workers started');
   progress?.start();
-  const stopFollowing = followTokenFile(cli, ctx);
-  const archiver = startAuditArchive(ctx, orgs);
+  const stopFollowing = followTokenFile(cli, ctx, optional.reload);
+  const archiver = startAuditArchive(ctx, orgs, optional);
   const off = cli.onShutdown(() => handle.stop(), workDrainBoundMs(config.requestTimeoutMs));
   // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
   // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in

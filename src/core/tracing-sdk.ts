@@ -1,5 +1,8 @@
-// The OpenTelemetry SDK, loaded only when tracing is on (tracing.ts imports it dynamically),
-// with an AsyncLocalStorage context and W3C trace context propagation.
+// The OpenTelemetry SDK, started when tracing is on, and only then loaded: tracing.ts imports this file
+// dynamically, so a process with tracing off never loads the SDK, the exporter or bullmq-otel. register()
+// makes the provider global with an AsyncLocalStorage context (a span stays the active one across
+// awaits) and W3C trace context propagation (the `traceparent` header of the PATCH).
+import * as otelApi from '@opentelemetry/api';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -14,7 +17,7 @@ import {
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { BullMQOtel } from 'bullmq-otel';
 import type { TracingSettings } from './tracing-config.ts';
-import { setQueueTelemetry } from './tracing.ts';
+import { setQueueTelemetry, setTracingApi } from './tracing.ts';
 
 export interface TracingHandle {
   /** Exports what is left and stops tracing: the API is back to its no-op tracer. */
@@ -38,8 +41,10 @@ export function startSdk(settings: TracingSettings, exporter?: SpanExporter): Tr
   );
   const provider = new NodeTracerProvider({ resource, spanProcessors: processors(settings, exporter) });
   provider.register();
-  // BullMQ's own spans: the enqueue's context travels in the job, so the transfer is in its
-  // trace.
+  // From now on inSpan makes spans through the API (until now, with no API loaded, it made none).
+  setTracingApi(otelApi);
+  // BullMQ's own spans (add, process, ...): the enqueue's context travels in the job, so the job's
+  // process span, and the transfer attempt under it, are in the enqueue's trace.
   setQueueTelemetry(new BullMQOtel({ tracerName: 'bullmq' }));
   return {
     async shutdown() {

@@ -4,7 +4,8 @@ import { LanesDue } from './lanes-due.ts';
 import { Queue } from 'bullmq';
 import type { Keys } from '../core/keys.ts';
 import type { Logger } from '../core/log.ts';
-import { isCluster, type RedisClient } from '../redis/client.ts';
+import type { RedisClient } from '../redis/client.ts';
+import { hasLegacyControlQueue } from './control-legacy.ts';
 import { controlJobSchema, openControlQueue, upsertSchedule, type ControlJob } from './control.ts';
 
 export interface ControlMove {
@@ -22,12 +23,9 @@ export async function moveLegacyControlQueue(
   logger: Logger,
 ): Promise<ControlMove> {
   const moved: ControlMove = { schedules: 0, jobs: 0 };
-  if (isCluster(redis)) return moved;
   // Opening a BullMQ queue writes its meta key: look first, so a prefix with no old queue stays untouched
   // (read-only commands write nothing). Schedules live in `repeat`, jobs due now in `wait`/`prioritized`.
-  const legacyKey = (suffix: string) => keys.queueKey(keys.legacyControlQueueName(), suffix);
-  if ((await redis.exists(legacyKey('repeat'), legacyKey('wait'), legacyKey('prioritized'))) === 0)
-    return moved;
+  if (!(await hasLegacyControlQueue(redis, keys))) return moved;
   const legacy = new Queue<ControlJob, unknown, string>(keys.legacyControlQueueName(), {
     connection: redis,
     prefix: keys.prefix,

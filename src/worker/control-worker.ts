@@ -5,7 +5,6 @@ import { liveSecrets, type AppContext } from '../app/context.ts';
 import { scrubError, secretScrubber } from '../core/log.ts';
 import { fixedSecretsOf } from '../core/config.ts';
 import { controlJobSchema, resolveScheduleFile, type ControlJob } from '../queue/control.ts';
-import { runReconcile } from '../ops/intake/reconcile.ts';
 import type { ReconcileSummary } from '../queue/sources/reconcile.ts';
 import { closeRedis, createRedis, type RedisClient } from '../redis/client.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
@@ -51,6 +50,8 @@ async function runScheduledReconcile(
     throw new UnrecoverableError(`schedule ${data.scheduleId}: ${(err as Error).message}`);
   }
   ctx.logger.info({ schedule: data.scheduleId, desired: file }, 'scheduled reconcile starting');
+  // Loaded at the first scheduled reconcile: a work process that never runs one (most) starts without it.
+  const { runReconcile } = await import('../ops/intake/reconcile.ts');
   const summary = await runReconcile(ctx, {
     file,
     defaultOrg: data.defaultOrg,

@@ -4,10 +4,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { trace } from '@opentelemetry/api';
+import { SpanKind as ApiSpanKind, trace } from '@opentelemetry/api';
 import { loadConfig } from '../../src/core/config.ts';
 import { startTracing } from '../../src/core/tracing-start.ts';
-import { queueTelemetry } from '../../src/core/tracing.ts';
+import { inSpan, NOOP_SPAN, queueTelemetry, SpanKind } from '../../src/core/tracing.ts';
 import { problemsOf } from '../helpers/config-problems.ts';
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
@@ -58,6 +58,30 @@ describe('tracing configuration', () => {
     await tracing.stop();
   });
 
+  it("off: a span records nothing, and a throw goes through it; SpanKind is the API's", async () => {
+    let seen: unknown;
+    const out = await inSpan('x', { a: 1 }, async (span) => {
+      seen = span;
+      span.setAttribute('b', 2).setAttributes({ c: 3 });
+      return 'done';
+    });
+    expect(out).toBe('done');
+    expect(seen).toBe(NOOP_SPAN);
+    expect(NOOP_SPAN.isRecording()).toBe(false);
+    await expect(
+      inSpan('x', {}, async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect({ ...SpanKind }).toEqual({
+      INTERNAL: ApiSpanKind.INTERNAL,
+      SERVER: ApiSpanKind.SERVER,
+      CLIENT: ApiSpanKind.CLIENT,
+      PRODUCER: ApiSpanKind.PRODUCER,
+      CONSUMER: ApiSpanKind.CONSUMER,
+    });
+  });
+
   it('on: one SDK per process, BullMQ given its telemetry, off again when the last user stops', async () => {
     const settings = { exporters: ['otlp', 'console'] as const, serviceName: 'lt-unit' };
     const first = await startTracing(settings);
@@ -85,6 +109,13 @@ describe('tracing configuration', () => {
       if (/^import[^;]*'[./]*(core\/)?tracing-sdk\.ts'/m.test(text)) staticSdkImports.push(name);
     }
     expect(importers).toEqual(['core/tracing-sdk.ts']);
+    // The API too, with tracing off: core/tracing.ts takes it from tracing-sdk.ts (types alone here).
+    const api = /^import\s+(?!type\b)[^;]*from\s+'@opentelemetry\/api'/m;
+    expect(
+      listTs(SRC)
+        .filter((f) => api.test(readFileSync(f, 'utf8')))
+        .map((f) => relative(SRC, f)),
+    ).toEqual(['core/tracing-sdk.ts']);
     expect(staticSdkImports).toEqual([]);
     expect(readFileSync(join(SRC, 'core/tracing-start.ts'), 'utf8')).toContain("import('./tracing-sdk.ts')");
   });

@@ -2,6 +2,7 @@
 // that records the canary's last outcome within the error budget, moves its learners awaiting
 // approval to `queued` and adds their jobs.
 import type { AppContext } from '../../app/context.ts';
+import type { ReadContext } from '../../app/read-context.ts';
 import type { HaltAt } from '../../core/halt-rule.ts';
 import { LearnerTransferError } from '../../core/errors.ts';
 import { appendChange, workActor } from '../../limiter/control-log.ts';
@@ -242,7 +243,7 @@ export interface ApprovalWait {
  * organization's counters hold such learners: an idle fleet reads nothing more).
  */
 export async function approvalWaits(
-  ctx: AppContext,
+  ctx: ReadContext,
   orgs: readonly { org: string; learners: RunCounts }[],
 ): Promise<Map<string, ApprovalWait[]>> {
   const out = new Map<string, ApprovalWait[]>();

@@ -1,6 +1,6 @@
 // The limits of one organization as stored in Redis and in force now (learned limits included), for
 // `limits show` and the dashboard's controls alike; and one line per changed field of a change-log entry.
-import type { AppContext } from '../../app/context.ts';
+import type { ReadContext } from '../../app/read-context.ts';
 import { tokensOf, type Config } from '../../core/config.ts';
 import { formatDuration, formatRate, humanizeMs } from '../../core/duration.ts';
 import { encodeBurst } from '../../core/burst.ts';
@@ -145,7 +145,7 @@ function learnedOf(s: { limit: number; windowMs: number; learned?: LearnedView }
   };
 }
 
-export async function collectLimits(ctx: AppContext, org: string): Promise<OrgLimits> {
+export async function collectLimits(ctx: ReadContext, org: string): Promise<OrgLimits> {
   const config = ctx.config;
   const policy = await ctx.budget.policy(org);
   const ids = tokensOf(config as Config, org).map((t) => t.id);

@@ -4,7 +4,7 @@
 // lengths in one call per organization, the limiter's peeks in another, both batches sent at once; then,
 // for the ETA (eta.ts) of the organizations with work left and permits in a window, one more batch:
 // when those permits leave their windows.
-import type { AppContext } from '../../app/context.ts';
+import type { ReadContext } from '../../app/read-context.ts';
 import { etaOf, type Eta } from '../eta/eta.ts';
 import { runWindowOf, type RunWindowState } from './limits.ts';
 import type { BudgetView } from '../../limiter/index.ts';
@@ -44,7 +44,7 @@ export interface Status {
 }
 
 /** The write state of the context's Redis; null when the check itself failed (not a refusal). */
-export function redisWriteState(ctx: AppContext): Promise<WriteState | null> {
+export function redisWriteState(ctx: ReadContext): Promise<WriteState | null> {
   return checkRedisWrites(ctx.redis, {
     probeKey: ctx.keys.writeProbe(),
     highWater: ctx.config.redisHighWater,
@@ -78,7 +78,7 @@ interface CountsRead {
  * per organization (its keys share its slot), one pipeline per node.
  */
 async function readCounts(
-  ctx: AppContext,
+  ctx: ReadContext,
   orgs: readonly string[],
   runs: readonly RunMeta[],
 ): Promise<CountsRead[]> {
@@ -114,7 +114,7 @@ async function readCounts(
  * per organization (`runCounts(runId, org)`; {} where a run does not span the organization).
  */
 export async function readStatus(
-  ctx: AppContext,
+  ctx: ReadContext,
   orgs: readonly string[] = ctx.config.orgs,
   runs: readonly RunMeta[] = [],
 ): Promise<{ status: Status; runCounts: (runId: string, org: string) => RunCounts }> {
@@ -178,7 +178,7 @@ export async function readStatus(
  * learners), and its ETA in their words: the finish of those learners counts from the approval.
  */
 async function withApprovals(
-  ctx: AppContext,
+  ctx: ReadContext,
   out: OrgStatus[],
   budgets: readonly BudgetView[],
 ): Promise<void> {
@@ -202,7 +202,7 @@ async function withApprovals(
 }
 
 export async function collectStatus(
-  ctx: AppContext,
+  ctx: ReadContext,
   orgs: readonly string[] = ctx.config.orgs,
 ): Promise<Status> {
   return (await readStatus(ctx, orgs)).status;
