@@ -7,36 +7,15 @@
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
-import {
-  checkTimeZone,
-  openAt,
-  openIntervals,
-  parseBlackouts,
-  parseRunWindow,
-  type RunSchedule,
-} from './run-window.ts';
+import { openAt, openIntervals, scheduleOf, type RunSchedule, type RunWindowTexts } from './run-window.ts';
+
+// Said where the calendar is read, which the flags of `limits set` load without the scripts.
+export { scheduleOf, type RunWindowTexts };
 
 /** How far ahead the stored instants reach: a fortnight (at most a few dozen intervals to scan). */
 export const OPEN_HORIZON_MS = 14 * 86_400_000;
 /** The instants start this long before they were computed, so a Redis clock a little behind still sees the window open. */
 const OPEN_LOOKBACK_MS = 60_000;
-
-/** The calendar texts of a policy ('' when absent), as stored. */
-export interface RunWindowTexts {
-  windows: string;
-  tz: string;
-  blackout: string;
-}
-
-/** The schedule of stored texts, or null when none is set. A blackout alone means every day else is open. */
-export function scheduleOf(texts: RunWindowTexts): RunSchedule | null {
-  if (texts.windows === '' && texts.blackout === '') return null;
-  return {
-    windows: parseRunWindow(texts.windows === '' ? 'all all' : texts.windows),
-    tz: checkTimeZone(texts.tz === '' ? 'UTC' : texts.tz),
-    blackouts: texts.blackout === '' ? [] : parseBlackouts(texts.blackout),
-  };
-}
 
 /** The `open` field for a schedule from `fromMs`: "horizon s1 e1 s2 e2 ..." (Redis-clock ms). */
 export function encodeOpen(schedule: RunSchedule, fromMs: number): string {
