@@ -57,7 +57,7 @@ function orgLines(o: OrgStatus): string[] {
     `  jobs: ${o.jobs.waiting} waiting, ${o.jobs.delayed} delayed, ${o.jobs.active} active, ${o.jobs.failed} failed (kept)`,
   );
   // Each kind's line (limiter/kinds.ts): the limits, the pacing, the run window.
-  for (const w of [...kindWords(false), ...kindWords(true)]) {
+  for (const w of kindWords()) {
     const line = w.status?.(o.budget);
     if (line) lines.push(`  ${line}`);
   }

@@ -777,8 +777,12 @@ export function shownKinds(s: ShownSource): KindsShown {
   return Object.assign({}, ...LIMIT_KINDS.map((k) => k.shown?.(s) ?? {})) as KindsShown;
 }
 
-/** The kinds' words, in the order of LIMIT_KINDS: those the limiter grants by, then the guard rails. */
-export function kindWords(guardRails: boolean): KindWords[] {
+/**
+ * The kinds' words, in the order of LIMIT_KINDS: those the limiter grants by, then the guard rails (one
+ * group alone when `guardRails` says which).
+ */
+export function kindWords(guardRails?: boolean): KindWords[] {
+  if (guardRails === undefined) return [...kindWords(false), ...kindWords(true)];
   return LIMIT_KINDS.filter((k) => (k.guardRail === true) === guardRails).flatMap((k) =>
     k.words ? [k.words] : [],
   );

@@ -34,7 +34,7 @@ function cardLine(org: string, l: CardLine): Html {
 /** The limits every worker applies (the policy in Redis, as the limiter's peek reports it), in words. */
 function limitLines(org: OrgOverview): Html[] {
   const units = { rate: humanRate, num };
-  return [...kindWords(false), ...kindWords(true)].flatMap((w) => {
+  return kindWords().flatMap((w) => {
     const line = w.overview?.(org.budget, units);
     return line ? [cardLine(org.org, line)] : [];
   });
