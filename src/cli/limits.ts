@@ -16,17 +16,15 @@ import {
 import type { PauseInfo } from '../limiter/types.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import {
-  burstOrigin,
   collectLimits,
   describeChange,
-  haltOrigin,
   limitsOrigin,
   type LearnedDetail,
   type OrgLimits,
 } from '../ops/views/limits.ts';
 import { summarizeChange } from '../ops/views/controls.ts';
 import type { Cli } from './io.ts';
-import { changeOfFlags } from '../limiter/kinds.ts';
+import { changeOfFlags, kindWords } from '../limiter/kinds.ts';
 import { scheduleOf } from '../limiter/run-window-open.ts';
 import { describeRunWindow } from '../limiter/run-window.ts';
 import { when } from './status.ts';
@@ -48,29 +46,18 @@ const pausedText = (p: PauseInfo | null) =>
   p ? `PAUSED by ${p.who} since ${when(p.at)}${p.reason ? `: ${p.reason}` : ''}` : 'no';
 
 export function formatLimits(l: OrgLimits): string {
+  // Each kind's line (limiter/kinds.ts), the learned limits between those it grants by and the guard rails.
+  const kind = (guardRails: boolean) =>
+    kindWords(guardRails).map((w) => `  ${w.label.padEnd(14)} ${w.show(l, l.environmentSet)}`);
   const lines = [
     `${l.org}: ${limitsOrigin(l)}`,
-    `  organization   ${l.perOrg}` +
-      (l.reserve > 0
-        ? `, reserve ${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''} for its other clients: this tool spends at most ${l.usableOrgLimit}`
-        : ', no reserve'),
-    `  per token      ${l.perToken} (default)`,
-    `  pacing         burst ${l.burst.value}${burstOrigin(l)}${
-      l.orgPacing ? `; the organization ${l.orgPacing}` : '; the organization is not paced'
-    }`,
-    l.runWindow
-      ? `  run window     ${l.runWindow.windows} (${l.runWindow.tz})${l.runWindow.blackout ? `, blackout ${l.runWindow.blackout}` : ''}: ${l.runWindow.now}`
-      : '  run window     none: transfers may run at any hour',
+    ...kind(false),
     ...(l.learned && l.learnedDetail
       ? [
           `  learned        organization ${l.learned} from the service's 429s (${describeLearned(l.learnedDetail)})`,
         ]
       : []),
-    `  error budget   ${
-      l.halt.at === 'off'
-        ? 'off: never halts'
-        : `halts at ${l.halt.at} failures of the last ${l.halt.sample} outcomes`
-    }${haltOrigin(l)}`,
+    ...kind(true),
     `  paused         ${pausedText(l.paused)}`,
     `  ${'token'.padEnd(14)} ${'limit'.padEnd(14)} ${'learned'.padEnd(9)} ${'429s'.padEnd(5)} ${'paused'.padEnd(6)} pacing`,
   ];

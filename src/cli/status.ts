@@ -3,7 +3,7 @@ import { classify, idleText, ranked, SMALL_FLEET, summarize, summaryText } from 
 import { requireOrg } from '../app/read-context.ts';
 import { formatRate, humanizeMs } from '../core/duration.ts';
 import type { LearnedView, ScopeView } from '../limiter/types.ts';
-import { pacingOf } from '../ops/views/limits.ts';
+import { kindWords } from '../limiter/kinds.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';
 import type { Cli } from './io.ts';
 import { formatUtc } from '../ops/eta/eta.ts';
@@ -39,12 +39,6 @@ function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView
   return ` (learned ${rate(v.limit)} from 429s, configured ${rate(v.learned.configured)}; next probe step in ${humanizeMs(v.learned.nextProbeInMs)})`;
 }
 
-/** "tokens 10 at once, then one every 36 s" (each distinct pacing once). */
-function pacedTokens(o: OrgStatus): string[] {
-  const kinds = [...new Set(o.budget.tokens.map(pacingOf).filter((p): p is string => p !== null))];
-  return kinds.map((p) => `${o.budget.tokens.length === 1 ? 'the token' : 'tokens'} ${p}`);
-}
-
 /** " bucket 3 of 10 (next in 12 s)" for a paced scope, '' otherwise. */
 function bucketText(s: ScopeView): string {
   if (!s.pace) return '';
@@ -62,26 +56,12 @@ function orgLines(o: OrgStatus): string[] {
   lines.push(
     `  jobs: ${o.jobs.waiting} waiting, ${o.jobs.delayed} delayed, ${o.jobs.active} active, ${o.jobs.failed} failed (kept)`,
   );
-  const b = o.budget.org;
-  // The configured limits (a learned one is shown with the budget it holds, below).
-  const rate = (x: { limit: number; windowMs: number; learned?: LearnedView }) =>
-    formatRate({ max: x.learned?.configured ?? x.limit, windowMs: x.windowMs });
-  const tokenRates = [...new Set(o.budget.tokens.map(rate))];
-  lines.push(
-    `  limits${o.budget.policyStored ? ' (Redis)' : ' (LIMIT_*: none stored yet)'}: ` +
-      `${formatRate({ max: (b.learned?.configured ?? b.limit) + o.budget.reserve, windowMs: b.windowMs })} per organization` +
-      (o.budget.reserve > 0 ? ` less a reserve of ${o.budget.reserve} (${rate(b)} for this tool)` : '') +
-      `, ${tokenRates.join(' / ') || '-'} per token`,
-  );
-  const paced = [pacingOf(b) && `the organization ${pacingOf(b)}`, ...pacedTokens(o)].filter(Boolean);
-  if (paced.length > 0) lines.push(`  pacing: ${paced.join('; ')}`);
-  if (o.runWindow) {
-    const w = o.runWindow;
-    lines.push(
-      `  run window: ${w.windows} (${w.tz})${w.blackout ? `, blackout ${w.blackout}` : ''}: ` +
-        (w.open ? w.now : `waiting for the run window (${w.now})`),
-    );
+  // Each kind's line (limiter/kinds.ts): the limits, the pacing, the run window.
+  for (const w of kindWords()) {
+    const line = w.status?.(o.budget);
+    if (line) lines.push(`  ${line}`);
   }
+  const b = o.budget.org;
   if (b.paused) {
     lines.push(
       `  PAUSED by ${b.paused.who} since ${when(b.paused.at)}${b.paused.reason ? `: ${b.paused.reason}` : ''} (resume --org ${o.org})`,

@@ -1,10 +1,21 @@
 // Every kind of limit and every refusal scope of the budget, named once: what each is, the fields of the
 // policy hash it is stored in (policy.ts), the `limits set` flags that change it and how they are parsed,
 // what `limits reset` does with it. The limiter, the ETA, `limits`, `status` and the dashboard read these
-// lists. A new kind starts here: docs/architecture.md, "Adding a limit kind", lists the other files.
+// lists, and each kind's words for them (`words`: its line of `limits show` and `status`, its rows of the
+// dashboard's controls and its line on the overview). A new kind starts here: docs/architecture.md,
+// "Adding a limit kind", lists the other files.
+import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { burstMessage, decodeBurst, encodeBurst, parseBurst, type Burst } from '../core/burst.ts';
-import { formatRate, rateInBounds, rateMessage, readRate, type Rate } from '../core/duration.ts';
+import {
+  formatDuration,
+  formatRate,
+  humanizeMs,
+  rateInBounds,
+  rateMessage,
+  readRate,
+  type Rate,
+} from '../core/duration.ts';
 import {
   formatHaltAt,
   HALT_AT_EXPECTED,
@@ -19,6 +30,9 @@ import {
   formatRunWindow,
   parseBlackouts,
   parseRunWindow,
+  runWindowOf,
+  type RunWindowState,
+  type RunWindowTexts,
 } from './run-window.ts';
 
 /**
@@ -141,6 +155,89 @@ export interface LimitFlag {
 /** What `limits reset` does with a kind: back to LIMIT_* ('env'), removed ('remove'), or kept ('keep'). */
 export type ResetRule = 'env' | 'remove' | 'keep';
 
+/**
+ * What the displays read of a peek (limiter/types.ts BudgetView is one; declared here, where types.ts
+ * reads the refusal scopes from): a scope's limit now, the configured one under a learned one, its pacing.
+ */
+export interface ShownScope {
+  limit: number;
+  windowMs: number;
+  learned?: { configured: number };
+  pace?: { burst: number; intervalMs: number };
+}
+
+export interface ShownPeek {
+  now: number;
+  org: ShownScope;
+  tokens: readonly ShownScope[];
+  reserve: number;
+  policyStored: boolean;
+  runWindow?: RunWindowTexts;
+}
+
+/**
+ * The kinds of one organization as `limits show --json` and the dashboard's controls have them, in force
+ * now (ops/views/limits.ts OrgLimits carries these fields): each kind's `shown` gives its own.
+ */
+export interface KindsShown {
+  perOrg: string;
+  perToken: string;
+  reserve: number;
+  reserveShare: string | null;
+  /** What this tool may spend per org window: perOrg less the reserve. */
+  usableOrgLimit: string;
+  /** The pacing burst in force ("10%", "10"; "100%": off) and where it comes from. */
+  burst: { value: string; stored: boolean };
+  /** How the organization's bucket paces, like "100 at once, then one every 1 min 26 s"; null: not paced. */
+  orgPacing: string | null;
+  /** The run window: its calendar and whether it is open now; null when none is set. */
+  runWindow: RunWindowState | null;
+  /** The error budget (docs/guard-rails.md): the share that halts ("50%" or "off"), the sample, and where from. */
+  halt: { at: string; sample: number; stored: boolean };
+}
+
+/** Where a kind's values in force come from: the stored policy, this process's fallbacks, a peek. */
+export interface ShownSource {
+  policy: PolicyValues;
+  config: Readonly<Pick<Config, 'limitPerOrg' | 'limitPerToken' | 'burst' | 'haltAt' | 'haltSample'>>;
+  peek: ShownPeek;
+}
+
+/** How the dashboard words numbers and rates ("1,000", "100 per hour"): its units, passed in. */
+export interface ShownUnits {
+  rate(rate: Rate): string;
+  num(n: number): string;
+}
+
+/** A line of an organization's card on the dashboard's overview, `<p data-{attr}="{org}">`. */
+export interface CardLine {
+  attr: string;
+  text: string;
+  /** In parentheses after the text, muted. */
+  note?: string;
+  /** Shown as a warning (it holds the work back now). */
+  warn?: boolean;
+  /** data-open="yes|no". */
+  open?: boolean;
+  /** Ends with a link to the organization's controls. */
+  controls?: boolean;
+}
+
+/**
+ * A kind's words: its line of `limits show` (after its label), of `status`, its rows of the dashboard's
+ * controls, its line on the overview's cards. A kind shown in another kind's words (the reserve in the
+ * organization's, the sample in the error budget's) has none.
+ */
+export interface KindWords {
+  label: string;
+  /** `set`: the LIMIT_* and HALT_* this process's environment sets (the others are built-in defaults). */
+  show(l: KindsShown, set: readonly string[]): string;
+  /** Its line under the organization in `status`; null when there is nothing to say now. */
+  status?(p: ShownPeek): string | null;
+  controls?(l: KindsShown): Array<{ label: string; attr: string; text: string }>;
+  overview?(p: ShownPeek, units: ShownUnits): CardLine | null;
+}
+
 export interface LimitKind {
   /** Its name in LimitChange, LimitPolicy, the change log and the views. */
   key: keyof LimitChange;
@@ -159,6 +256,11 @@ export interface LimitKind {
   log(p: PolicyValues): Record<string, unknown>;
   /** The hash fields of a change of this kind (set, deleted); absent: written by setLimits (Redis state). */
   store?(change: LimitChange, set: Record<string, string>, del: string[]): void;
+  /** Its values in force as the displays show them (KindsShown). */
+  shown?(s: ShownSource): Partial<KindsShown>;
+  words?: KindWords;
+  /** The limiter stores it but does not grant by it (the error budget): shown after the learned limits. */
+  guardRail?: true;
 }
 
 function usage(message: string): LearnerTransferError {
@@ -219,6 +321,155 @@ export function encodeRate(rate: Rate): string {
   return `${rate.max}/${rate.windowMs}`;
 }
 
+/** "10 at once, then one every 36 s" for a paced scope; null when it is not paced. */
+export function pacingOf(s: { pace?: { burst: number; intervalMs: number } }): string | null {
+  if (!s.pace) return null;
+  const ms = s.pace.intervalMs;
+  // Whole seconds first, then minutes and seconds: 119.67 s is "2 min", not "1 min 60 s".
+  const whole = Math.round(ms / 1000);
+  const sec = whole % 60;
+  // "36 s", "1 min 26 s" (humanizeMs rounds to whole minutes), "2 h 24 min".
+  const every =
+    ms < 1000
+      ? `${Math.round(ms)} ms`
+      : whole < 60
+        ? `${whole} s`
+        : ms >= 3_600_000
+          ? humanizeMs(ms)
+          : `${Math.floor(whole / 60)} min${sec > 0 ? ` ${sec} s` : ''}`;
+  return `${s.pace.burst} at once, then one every ${every}`;
+}
+
+/** Where the burst shown comes from when none is stored: this process's LIMIT_BURST, or its built-in default. */
+export function burstOrigin(l: Pick<KindsShown, 'burst'>, set: readonly string[]): string {
+  if (l.burst.stored) return '';
+  return set.includes('LIMIT_BURST')
+    ? ' (LIMIT_BURST of this process: none stored)'
+    : ` (the built-in default: LIMIT_BURST is not set, none stored)`;
+}
+
+/** Where the error budget shown comes from when none is stored: HALT_* of this process, or built-in defaults. */
+export function haltOrigin(l: Pick<KindsShown, 'halt'>, set: readonly string[]): string {
+  if (l.halt.stored) return '';
+  const given = (['HALT_AT', 'HALT_SAMPLE'] as const).filter((v) => set.includes(v));
+  if (given.length === 2) return ' (HALT_AT / HALT_SAMPLE of this process: none stored)';
+  if (given.length === 0) return ' (the built-in defaults: HALT_AT and HALT_SAMPLE are not set, none stored)';
+  const other = given[0] === 'HALT_AT' ? 'HALT_SAMPLE' : 'HALT_AT';
+  return ` (${given[0]} of this process, ${other}'s built-in default: none stored)`;
+}
+
+/** The organization's limit, with the reserve and the default per token in `status` and on the overview. */
+const ORG_WORDS: KindWords = {
+  label: 'organization',
+  show: (l) =>
+    l.perOrg +
+    (l.reserve > 0
+      ? `, reserve ${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''} for its other clients: this tool spends at most ${l.usableOrgLimit}`
+      : ', no reserve'),
+  status: (p) => {
+    const b = p.org;
+    // The configured limits (a learned one is shown with the budget it holds).
+    const rate = (x: ShownScope) =>
+      formatRate({ max: x.learned?.configured ?? x.limit, windowMs: x.windowMs });
+    const tokenRates = [...new Set(p.tokens.map(rate))];
+    return (
+      `limits${p.policyStored ? ' (Redis)' : ' (LIMIT_*: none stored yet)'}: ` +
+      `${formatRate({ max: (b.learned?.configured ?? b.limit) + p.reserve, windowMs: b.windowMs })} per organization` +
+      (p.reserve > 0 ? ` less a reserve of ${p.reserve} (${rate(b)} for this tool)` : '') +
+      `, ${tokenRates.join(' / ') || '-'} per token`
+    );
+  },
+  controls: (l) => [
+    { label: 'organization', attr: 'perOrg', text: l.perOrg },
+    {
+      label: 'reserve for its other clients',
+      attr: 'reserve',
+      text: `${l.reserve}${l.reserveShare ? ` (${l.reserveShare})` : ''}`,
+    },
+    { label: 'this tool spends at most', attr: 'usable', text: l.usableOrgLimit },
+  ],
+  overview: (p, u) => {
+    const perOrg = u.rate({ max: p.org.limit + p.reserve, windowMs: p.org.windowMs });
+    const perToken = [...new Set(p.tokens.map((t) => u.rate({ max: t.limit, windowMs: t.windowMs })))];
+    const usable = u.rate({ max: Math.max(0, p.org.limit), windowMs: p.org.windowMs });
+    return {
+      attr: 'limits',
+      controls: true,
+      text:
+        `limits${p.policyStored ? '' : ' (LIMIT_*: none stored in Redis yet)'}: ${perToken.join(' / ') || '-'} ` +
+        `per token, ${perOrg} per organization` +
+        (p.reserve > 0 ? ` less a reserve of ${u.num(p.reserve)} (${usable} for this tool)` : ''),
+    };
+  },
+};
+
+const PER_TOKEN_WORDS: KindWords = {
+  label: 'per token',
+  show: (l) => `${l.perToken} (default)`,
+  controls: (l) => [{ label: 'per token (default)', attr: 'perToken', text: l.perToken }],
+};
+
+/** The scopes' pacing, each distinct token pacing once ("tokens" in `status`, "each token" on the overview). */
+function pacedScopes(p: ShownPeek, tokens: string): string[] {
+  const org = pacingOf(p.org);
+  const paced = [...new Set(p.tokens.map(pacingOf).filter((x): x is string => x !== null))];
+  return [
+    ...(org ? [`the organization ${org}`] : []),
+    ...paced.map((x) => `${p.tokens.length === 1 ? 'the token' : tokens} ${x}`),
+  ];
+}
+
+const BURST_WORDS: KindWords = {
+  label: 'pacing',
+  show: (l, set) =>
+    `burst ${l.burst.value}${burstOrigin(l, set)}${
+      l.orgPacing ? `; the organization ${l.orgPacing}` : '; the organization is not paced'
+    }`,
+  status: (p) => {
+    const paced = pacedScopes(p, 'tokens');
+    return paced.length > 0 ? `pacing: ${paced.join('; ')}` : null;
+  },
+  overview: (p) => {
+    const paced = pacedScopes(p, 'each token');
+    return paced.length > 0 ? { attr: 'pacing', text: `pacing: ${paced.join('; ')}` } : null;
+  },
+};
+
+const RUN_WINDOW_WORDS: KindWords = {
+  label: 'run window',
+  show: (l) =>
+    l.runWindow
+      ? `${l.runWindow.windows} (${l.runWindow.tz})${l.runWindow.blackout ? `, blackout ${l.runWindow.blackout}` : ''}: ${l.runWindow.now}`
+      : 'none: transfers may run at any hour',
+  status: (p) => {
+    const w = runWindowOf(p, p.now);
+    if (!w) return null;
+    return (
+      `run window: ${w.windows} (${w.tz})${w.blackout ? `, blackout ${w.blackout}` : ''}: ` +
+      (w.open ? w.now : `waiting for the run window (${w.now})`)
+    );
+  },
+  overview: (p) => {
+    const w = runWindowOf(p, p.now);
+    if (!w) return null;
+    return {
+      attr: 'run-window',
+      warn: !w.open,
+      open: w.open,
+      text: w.open ? `run window ${w.now}` : `waiting for the run window, ${w.now}`,
+      note: `${w.windows}, ${w.tz}${w.blackout ? `; blackout ${w.blackout}` : ''}`,
+    };
+  },
+};
+
+const HALT_WORDS: KindWords = {
+  label: 'error budget',
+  show: (l, set) =>
+    (l.halt.at === 'off'
+      ? 'off: never halts'
+      : `halts at ${l.halt.at} failures of the last ${l.halt.sample} outcomes`) + haltOrigin(l, set),
+};
+
 /** The kinds of limit, in the order `limits show` and `limits set --help` list them. */
 export const LIMIT_KINDS: readonly LimitKind[] = [
   {
@@ -241,6 +492,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     store: (change, set) => {
       if (change.perOrg) set.org = encodeRate(change.perOrg);
     },
+    shown: (s) => ({ perOrg: formatRate(s.policy.perOrg ?? s.config.limitPerOrg) }),
+    words: ORG_WORDS,
   },
   {
     key: 'perToken',
@@ -273,6 +526,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
       if (change.perToken)
         set[change.tokenId ? `tok:${change.tokenId}` : 'token'] = encodeRate(change.perToken);
     },
+    shown: (s) => ({ perToken: formatRate(s.policy.perToken ?? s.config.limitPerToken) }),
+    words: PER_TOKEN_WORDS,
   },
   {
     key: 'reserve',
@@ -312,6 +567,15 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
       set.reserve = String(change.reserve.count);
       del.push('reserveShare');
     },
+    // Shown in the organization's words.
+    shown: ({ policy, config }) => {
+      const perOrg = policy.perOrg ?? config.limitPerOrg;
+      return {
+        reserve: policy.reserve,
+        reserveShare: policy.reserveShare === null ? null : `${policy.reserveShare}%`,
+        usableOrgLimit: `${Math.max(0, perOrg.max - policy.reserve)}/${formatDuration(perOrg.windowMs)}`,
+      };
+    },
   },
   {
     key: 'burst',
@@ -337,6 +601,11 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     store: (change, set) => {
       if (change.burst) set.burst = encodeBurst(change.burst);
     },
+    shown: (s) => ({
+      burst: { value: encodeBurst(s.policy.burst ?? s.config.burst), stored: s.policy.burst !== null },
+      orgPacing: pacingOf(s.peek.org),
+    }),
+    words: BURST_WORDS,
   },
   {
     key: 'runWindow',
@@ -386,6 +655,8 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
             },
           }
         : {},
+    shown: (s) => ({ runWindow: runWindowOf(s.peek, s.peek.now) }),
+    words: RUN_WINDOW_WORDS,
   },
   {
     key: 'haltAt',
@@ -411,6 +682,16 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     store: (change, set) => {
       if (change.haltAt !== undefined) set.haltAt = String(change.haltAt);
     },
+    // With the sample: the error budget's words say both.
+    shown: ({ policy, config }) => ({
+      halt: {
+        at: formatHaltAt(policy.haltAt ?? config.haltAt),
+        sample: policy.haltSample ?? config.haltSample,
+        stored: policy.haltAt !== null || policy.haltSample !== null,
+      },
+    }),
+    words: HALT_WORDS,
+    guardRail: true,
   },
   {
     key: 'haltSample',
@@ -438,6 +719,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = [
     store: (change, set) => {
       if (change.haltSample !== undefined) set.haltSample = String(change.haltSample);
     },
+    guardRail: true,
   },
 ];
 
@@ -488,4 +770,20 @@ export function decodeKinds(hash: Readonly<Record<string, string>>): PolicyValue
 /** What the change log keeps of every kind, in the order of LIMIT_KINDS. */
 export function logKinds(p: PolicyValues): Record<string, unknown> {
   return Object.assign({}, ...LIMIT_KINDS.map((k) => k.log(p))) as Record<string, unknown>;
+}
+
+/** Every kind's values in force, as the displays show them (ops/views/limits.ts collectLimits). */
+export function shownKinds(s: ShownSource): KindsShown {
+  return Object.assign({}, ...LIMIT_KINDS.map((k) => k.shown?.(s) ?? {})) as KindsShown;
+}
+
+/**
+ * The kinds' words, in the order of LIMIT_KINDS: those the limiter grants by, then the guard rails (one
+ * group alone when `guardRails` says which).
+ */
+export function kindWords(guardRails?: boolean): KindWords[] {
+  if (guardRails === undefined) return [...kindWords(false), ...kindWords(true)];
+  return LIMIT_KINDS.filter((k) => (k.guardRail === true) === guardRails).flatMap((k) =>
+    k.words ? [k.words] : [],
+  );
 }

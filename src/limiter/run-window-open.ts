@@ -3,39 +3,15 @@
 import type { Keys } from '../core/keys.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { LIMITER_SCRIPTS } from './scripts.ts';
-import {
-  checkTimeZone,
-  openAt,
-  openIntervals,
-  parseBlackouts,
-  parseRunWindow,
-  type RunSchedule,
-} from './run-window.ts';
+import { openAt, openIntervals, scheduleOf, type RunSchedule, type RunWindowTexts } from './run-window.ts';
+
+// Said where the calendar is read, which the flags of `limits set` load without the scripts.
+export { scheduleOf, type RunWindowTexts };
 
 /** How far ahead the stored instants reach: a fortnight (a few dozen intervals at most). */
 export const OPEN_HORIZON_MS = 14 * 86_400_000;
 /** The instants start this long before they were computed (a Redis clock a little behind). */
 const OPEN_LOOKBACK_MS = 60_000;
-
-/** The calendar texts of a policy ('' when absent), as stored. */
-export interface RunWindowTexts {
-  windows: string;
-  tz: string;
-  blackout: string;
-}
-
-/**
- * The schedule of stored texts, or null when none; a blackout alone leaves every other day
- * open.
- */
-export function scheduleOf(texts: RunWindowTexts): RunSchedule | null {
-  if (texts.windows === '' && texts.blackout === '') return null;
-  return {
-    windows: parseRunWindow(texts.windows === '' ? 'all all' : texts.windows),
-    tz: checkTimeZone(texts.tz === '' ? 'UTC' : texts.tz),
-    blackouts: texts.blackout === '' ? [] : parseBlackouts(texts.blackout),
-  };
-}
 
 /** The `open` field for a schedule from `fromMs`: "horizon s1 e1 s2 e2 ..." (Redis-clock ms). */
 export function encodeOpen(schedule: RunSchedule, fromMs: number): string {
@@ -50,9 +26,11 @@ export function encodeOpen(schedule: RunSchedule, fromMs: number): string {
 const UNREADABLE_RECHECK_MS = 3_600_000;
 
 /**
- * Writes the `open` field again from the calendar as of `nowMs` (Redis's clock), unless it
- * changed meanwhile (refresh-open.lua). An unreadable calendar closes the organization for an
- * hour; returns why, or null.
+ * Writes the organization's `open` field again from its calendar fields, as of `nowMs` (Redis's clock,
+ * from the acquire that found it stale), unless they changed meanwhile (refresh-open.lua). A calendar
+ * this host cannot read (a time zone its ICU lacks, a hand edit) closes the organization for an hour, and
+ * is read again then: nothing is sent at an hour nobody chose. Returns the reason it was unreadable,
+ * for the caller to say, or null.
  */
 export async function refreshOpen(
   redis: RedisClient,
@@ -77,9 +55,10 @@ export async function refreshOpen(
 }
 
 /**
- * When the limiter is open, as the ETA must see it: the stored instants to their horizon, the
- * calendar after. For t, the open interval holding it or the next; null when never (or no run
- * window).
+ * When the limiter is open, as the ETA must see it: the stored instants up to their horizon (exactly what
+ * acquire.lua reads), the calendar after it (what the next refresh will write). Returns, for an instant t
+ * (ms since the epoch), the open interval containing t or the next one; null when it never opens. null
+ * itself when no run window is set.
  */
 export function openLookup(
   stored: RunWindowTexts & { open: string },

@@ -3,8 +3,15 @@
 // instant is a parameter. The text is run-window-text.ts, the time-zone engine time-zone.ts,
 // the helpers calendar.ts.
 import { DAY, DAY_NAMES, MINUTE, dayNumber, hhmm, shown, usage, weekday, ymdOf } from './calendar.ts';
-import { formatBlackouts, type DateRange, type RunSchedule, type RunWindowRule } from './run-window-text.ts';
-import { localOf, timeline, wallToUtc, zoneOf, type Timeline } from './time-zone.ts';
+import {
+  formatBlackouts,
+  parseBlackouts,
+  parseRunWindow,
+  type DateRange,
+  type RunSchedule,
+  type RunWindowRule,
+} from './run-window-text.ts';
+import { checkTimeZone, localOf, timeline, wallToUtc, zoneOf, type Timeline } from './time-zone.ts';
 
 export {
   formatBlackouts,
@@ -154,4 +161,57 @@ export function describeRunWindow(s: RunSchedule, nowMs: number): string {
   if (found[0] > nowMs) return `opens ${when(found[0])}`;
   if (found[1] >= nowMs + HORIZON_MS) return `open (no closing time in the next ${HORIZON_DAYS} days)`;
   return `open until ${when(found[1])}`;
+}
+
+/** The calendar texts of a policy ('' when absent), as stored. */
+export interface RunWindowTexts {
+  windows: string;
+  tz: string;
+  blackout: string;
+}
+
+/** The schedule of stored texts, or null when none is set. A blackout alone means every day else is open. */
+export function scheduleOf(texts: RunWindowTexts): RunSchedule | null {
+  if (texts.windows === '' && texts.blackout === '') return null;
+  return {
+    windows: parseRunWindow(texts.windows === '' ? 'all all' : texts.windows),
+    tz: checkTimeZone(texts.tz === '' ? 'UTC' : texts.tz),
+    blackouts: texts.blackout === '' ? [] : parseBlackouts(texts.blackout),
+  };
+}
+
+/** A run window as shown: its calendar, whether it is open now, and "open until ..." / "opens ...". */
+export interface RunWindowState {
+  windows: string;
+  tz: string;
+  blackout: string;
+  open: boolean;
+  now: string;
+}
+
+/** The run window of a peek at `nowMs`: its texts and "open until ..." / "opens ..."; null when none. */
+export function runWindowOf(view: { runWindow?: RunWindowTexts }, nowMs: number): RunWindowState | null {
+  if (!view.runWindow) return null;
+  let schedule;
+  try {
+    schedule = scheduleOf(view.runWindow);
+  } catch (err) {
+    // Stored by hand, or a time zone this host does not know: said, never a failed status.
+    return {
+      windows: view.runWindow.windows,
+      tz: view.runWindow.tz,
+      blackout: view.runWindow.blackout,
+      open: false,
+      now: `unreadable here (${(err as Error).message}): closed until it is set again`,
+    };
+  }
+  if (!schedule) return null;
+  const open = openAt(schedule, nowMs);
+  return {
+    windows: view.runWindow.windows || 'all all',
+    tz: schedule.tz,
+    blackout: view.runWindow.blackout,
+    open: open !== null && open[0] <= nowMs,
+    now: describeRunWindow(schedule, nowMs),
+  };
 }

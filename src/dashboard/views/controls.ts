@@ -6,6 +6,7 @@
 // which posts to /api/controls/* with the page's CSRF token and then reloads the organization's section
 // from /controls?org=KEY. Read-only dashboards show the state without any control.
 import { html, type Html } from '../html.ts';
+import { kindWords } from '../../limiter/kinds.ts';
 import type { PauseInfo } from '../../limiter/types.ts';
 import { seededWords, type LearnedDetail } from '../../ops/views/limits.ts';
 import type { ControlsOverview, OrgControls } from '../../ops/views/controls.ts';
@@ -59,24 +60,20 @@ function learnedText(d: LearnedDetail): string {
 }
 
 function limitsTable(o: OrgControls): Html {
+  // Each kind's rows (limiter/kinds.ts), the learned limits after those the limiter grants by.
+  const rows = (guardRails: boolean) =>
+    kindWords(guardRails).flatMap((w) =>
+      (w.controls?.(o) ?? []).map(
+        (r) =>
+          html`<tr>
+            <th>${r.label}</th>
+            <td data-limit="${r.attr}">${r.text}</td>
+          </tr>`,
+      ),
+    );
   return html`<table class="limits">
       <tbody>
-        <tr>
-          <th>organization</th>
-          <td data-limit="perOrg">${o.perOrg}</td>
-        </tr>
-        <tr>
-          <th>reserve for its other clients</th>
-          <td data-limit="reserve">${o.reserve}${o.reserveShare ? ` (${o.reserveShare})` : ''}</td>
-        </tr>
-        <tr>
-          <th>this tool spends at most</th>
-          <td data-limit="usable">${o.usableOrgLimit}</td>
-        </tr>
-        <tr>
-          <th>per token (default)</th>
-          <td data-limit="perToken">${o.perToken}</td>
-        </tr>
+        ${rows(false)}
         ${
           o.learned && o.learnedDetail
             ? html`<tr>
@@ -87,6 +84,7 @@ function limitsTable(o: OrgControls): Html {
               </tr>`
             : ''
         }
+        ${rows(true)}
       </tbody>
     </table>
     <p class="muted">

@@ -14,28 +14,30 @@ import {
 import { SMALL_FLEET, STATE_FILTERS, STATE_LABELS } from '../../ops/views/org-states.ts';
 import { viewParams } from '../routes/overview-query.ts';
 import { layout, type PageContext } from './layout.ts';
-import { pacingOf } from '../../ops/views/limits.ts';
+import { kindWords, type CardLine } from '../../limiter/kinds.ts';
 import { alertList, budgetTable, counts, hourlyChart, progressBar } from './parts.ts';
 import { burnDownFigure } from './burn-down.ts';
 import { humanRate, humanRateText, num } from './units.ts';
 import { canaryVerdict, DEFAULT_HALT_AT } from '../../ops/actions/canary.ts';
 
+/** A kind's line on the card (limiter/kinds.ts CardLine): `data-{attr}="{org}"`, muted or a warning. */
+function cardLine(org: string, l: CardLine): Html {
+  const data =
+    l.open === undefined
+      ? html`data-${l.attr}="${org}"`
+      : html`data-${l.attr}="${org}" data-open="${l.open ? 'yes' : 'no'}"`;
+  const note = l.note ? html` <span class="muted">(${l.note})</span>` : '';
+  const link = l.controls ? html` · <a href="/controls${query({ org })}">controls</a>` : '';
+  return html`<p class="${l.warn ? 'alert alert-warning' : 'muted'}" ${data}>${l.text}${note}${link}</p>`;
+}
+
 /** The limits every worker applies (the policy in Redis, as the limiter's peek reports it), in words. */
-function limitsLine(org: OrgOverview): Html {
-  const b = org.budget;
-  const perOrg = humanRate({ max: b.org.limit + b.reserve, windowMs: b.org.windowMs });
-  const perToken = [...new Set(b.tokens.map((t) => humanRate({ max: t.limit, windowMs: t.windowMs })))];
-  const controls = `/controls${query({ org: org.org })}`;
-  return html`<p class="muted" data-limits="${org.org}">
-    limits${b.policyStored ? '' : ' (LIMIT_*: none stored in Redis yet)'}: ${perToken.join(' / ') || '-'} per
-    token, ${perOrg} per
-    organization${
-      b.reserve > 0
-        ? ` less a reserve of ${num(b.reserve)} (${humanRate({ max: Math.max(0, b.org.limit), windowMs: b.org.windowMs })} for this tool)`
-        : ''
-    }
-    · <a href="${controls}">controls</a>
-  </p>`;
+function limitLines(org: OrgOverview): Html[] {
+  const units = { rate: humanRate, num };
+  return kindWords().flatMap((w) => {
+    const line = w.overview?.(org.budget, units);
+    return line ? [cardLine(org.org, line)] : [];
+  });
 }
 
 /**
@@ -46,12 +48,6 @@ function policyLines(org: OrgOverview): Html {
   const b = org.budget;
   const pausedTokens = b.tokens.filter((t) => t.paused);
   const controls = `/controls${query({ org: org.org })}`;
-  const tokenPacing = [...new Set(b.tokens.map(pacingOf).filter((x): x is string => x !== null))];
-  const paced = [
-    ...(pacingOf(b.org) ? [`the organization ${pacingOf(b.org)}`] : []),
-    ...tokenPacing.map((x) => `${b.tokens.length === 1 ? 'the token' : 'each token'} ${x}`),
-  ];
-  const rw = org.runWindow;
   return html`${
     b.org.paused
       ? html`<p class="alert alert-warning" data-org-paused="${org.org}">
@@ -70,22 +66,7 @@ function policyLines(org: OrgOverview): Html {
         }
       </p>`,
   )}
-  ${limitsLine(org)}
-  ${paced.length > 0 ? html`<p class="muted" data-pacing="${org.org}">pacing: ${paced.join('; ')}</p>` : ''}
-  ${
-    rw
-      ? html`<p
-          class="${rw.open ? 'muted' : 'alert alert-warning'}"
-          data-run-window="${org.org}"
-          data-open="${rw.open ? 'yes' : 'no'}"
-        >
-          ${rw.open ? `run window ${rw.now}` : `waiting for the run window, ${rw.now}`}
-          <span class="muted"
-            >(${rw.windows}, ${rw.tz}${rw.blackout ? `; blackout ${rw.blackout}` : ''})</span
-          >
-        </p>`
-      : ''
-  }
+  ${limitLines(org)}
   ${
     org.held
       ? html`<p class="muted" data-held="${org.org}">

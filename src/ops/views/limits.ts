@@ -2,24 +2,21 @@
 // `limits show` and the dashboard's controls alike; and one line per changed field of a change-log entry.
 import type { ReadContext } from '../../app/read-context.ts';
 import { tokensOf, type Config } from '../../core/config.ts';
-import { formatDuration, formatRate, humanizeMs } from '../../core/duration.ts';
+import { formatRate } from '../../core/duration.ts';
 import { encodeBurst } from '../../core/burst.ts';
-import { formatHaltAt } from '../../core/halt-rule.ts';
-import { scheduleOf } from '../../limiter/run-window-open.ts';
-import { describeRunWindow, openAt } from '../../limiter/run-window.ts';
+import { pacingOf, shownKinds, type KindsShown } from '../../limiter/kinds.ts';
 import { envDifferences, type LimitPolicy } from '../../limiter/policy.ts';
-import type { BudgetView, LearnedView, PauseInfo, ScopeView } from '../../limiter/types.ts';
+import type { BudgetView, LearnedView, PauseInfo } from '../../limiter/types.ts';
 
-export interface OrgLimits {
+// Read here by the status, the notifications and the dashboard: said once, in the limiter.
+export { pacingOf };
+export { runWindowOf, type RunWindowState } from '../../limiter/run-window.ts';
+
+/** One organization's limits: each kind's values in force (limiter/kinds.ts KindsShown), and the rest. */
+export interface OrgLimits extends KindsShown {
   org: string;
   /** Limits are stored in Redis (false: every process uses its own LIMIT_*). */
   stored: boolean;
-  perOrg: string;
-  perToken: string;
-  reserve: number;
-  reserveShare: string | null;
-  /** What this tool may spend per org window: perOrg less the reserve. */
-  usableOrgLimit: string;
   paused: PauseInfo | null;
   /**
    * The organization's limit learned from the service's 429s, in force now (learned plus the probe
@@ -28,20 +25,14 @@ export interface OrgLimits {
   learned: string | null;
   learnedDetail: LearnedDetail | null;
   seededFrom: LimitPolicy['seededFrom'];
-  /** The pacing burst in force ("10%", "10"; "100%": off) and where it comes from. */
-  burst: { value: string; stored: boolean };
-  /** How the organization's bucket paces, like "100 at once, then one every 1 min 26 s"; null: not paced. */
-  orgPacing: string | null;
-  /** The run window: its calendar and whether it is open now; null when none is set. */
-  runWindow: RunWindowState | null;
-  /** The error budget (docs/guard-rails.md): the share that halts ("50%" or "off"), the sample, and where from. */
-  halt: { at: string; sample: number; stored: boolean };
   environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string; LIMIT_BURST: string };
   /**
    * Of this environment's LIMIT_* and HALT_*, those it sets: the values of the others are built-in defaults
    * nobody set, and are not called this environment's.
    */
-  environmentSet: Array<'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG' | 'LIMIT_BURST' | 'HALT_AT' | 'HALT_SAMPLE'>;
+  environmentSet: Array<
+    NonNullable<Config['limitVariablesSet']>[number] | NonNullable<Config['haltVariablesSet']>[number]
+  >;
   /** LIMIT_* of this environment that differ from Redis (workers follow Redis). */
   differsFromEnvironment: Array<{ variable: string; env: string; stored: string }>;
   tokens: Array<{
@@ -60,61 +51,6 @@ export interface OrgLimits {
     /** How its bucket paces, like "10 at once, then one every 36 s"; null: not paced. */
     pacing: string | null;
   }>;
-}
-
-/** A run window as shown: its calendar, whether it is open now, and "open until ..." / "opens ...". */
-export interface RunWindowState {
-  windows: string;
-  tz: string;
-  blackout: string;
-  open: boolean;
-  now: string;
-}
-
-/** "10 at once, then one every 36 s" for a paced scope; null when it is not paced. */
-export function pacingOf(s: ScopeView): string | null {
-  if (!s.pace) return null;
-  const ms = s.pace.intervalMs;
-  // Whole seconds first, then minutes and seconds: 119.67 s is "2 min", not "1 min 60 s".
-  const whole = Math.round(ms / 1000);
-  const sec = whole % 60;
-  // "36 s", "1 min 26 s" (humanizeMs rounds to whole minutes), "2 h 24 min".
-  const every =
-    ms < 1000
-      ? `${Math.round(ms)} ms`
-      : whole < 60
-        ? `${whole} s`
-        : ms >= 3_600_000
-          ? humanizeMs(ms)
-          : `${Math.floor(whole / 60)} min${sec > 0 ? ` ${sec} s` : ''}`;
-  return `${s.pace.burst} at once, then one every ${every}`;
-}
-
-/** The run window of a view at `nowMs`: its texts and "open until ..." / "opens ..."; null when none. */
-export function runWindowOf(view: BudgetView, nowMs: number): RunWindowState | null {
-  if (!view.runWindow) return null;
-  let schedule;
-  try {
-    schedule = scheduleOf(view.runWindow);
-  } catch (err) {
-    // Stored by hand, or a time zone this host does not know: said, never a failed status.
-    return {
-      windows: view.runWindow.windows,
-      tz: view.runWindow.tz,
-      blackout: view.runWindow.blackout,
-      open: false,
-      now: `unreadable here (${(err as Error).message}): closed until it is set again`,
-    };
-  }
-  if (!schedule) return null;
-  const open = openAt(schedule, nowMs);
-  return {
-    windows: view.runWindow.windows || 'all all',
-    tz: schedule.tz,
-    blackout: view.runWindow.blackout,
-    open: open !== null && open[0] <= nowMs,
-    now: describeRunWindow(schedule, nowMs),
-  };
 }
 
 /** How a learned limit stands: what the service accepted, when, and the next probe step. */
@@ -154,29 +90,13 @@ export async function collectLimits(ctx: ReadContext, org: string): Promise<OrgL
     if (!ids.includes(id)) ids.push(id);
   }
   const view: BudgetView = await ctx.budget.peek(org, ids);
-  const perOrg = policy.perOrg ?? config.limitPerOrg;
   return {
     org,
     stored: policy.stored,
-    perOrg: formatRate(perOrg),
-    perToken: formatRate(policy.perToken ?? config.limitPerToken),
-    reserve: policy.reserve,
-    reserveShare: policy.reserveShare === null ? null : `${policy.reserveShare}%`,
-    usableOrgLimit: `${Math.max(0, perOrg.max - policy.reserve)}/${formatDuration(perOrg.windowMs)}`,
+    ...shownKinds({ policy, config, peek: view }),
     paused: policy.paused,
     ...learnedOf(view.org),
     seededFrom: policy.seededFrom,
-    burst: {
-      value: encodeBurst(policy.burst ?? config.burst),
-      stored: policy.burst !== null,
-    },
-    orgPacing: pacingOf(view.org),
-    runWindow: runWindowOf(view, view.now),
-    halt: {
-      at: formatHaltAt(policy.haltAt ?? config.haltAt),
-      sample: policy.haltSample ?? config.haltSample,
-      stored: policy.haltAt !== null || policy.haltSample !== null,
-    },
     environment: {
       LIMIT_PER_TOKEN: formatRate(config.limitPerToken),
       LIMIT_PER_ORG: formatRate(config.limitPerOrg),
@@ -238,24 +158,6 @@ export function limitsOrigin(l: OrgLimits): string {
     `no limits stored in Redis: each process uses its own LIMIT_* (this one: ` +
     `${valueOf('LIMIT_PER_TOKEN', env.LIMIT_PER_TOKEN, set)}, ${valueOf('LIMIT_PER_ORG', env.LIMIT_PER_ORG, set)})`
   );
-}
-
-/** Where the burst shown comes from when none is stored: this process's LIMIT_BURST, or its built-in default. */
-export function burstOrigin(l: OrgLimits): string {
-  if (l.burst.stored) return '';
-  return l.environmentSet.includes('LIMIT_BURST')
-    ? ' (LIMIT_BURST of this process: none stored)'
-    : ` (the built-in default: LIMIT_BURST is not set, none stored)`;
-}
-
-/** Where the error budget shown comes from when none is stored: HALT_* of this process, or built-in defaults. */
-export function haltOrigin(l: OrgLimits): string {
-  if (l.halt.stored) return '';
-  const set = (['HALT_AT', 'HALT_SAMPLE'] as const).filter((v) => l.environmentSet.includes(v));
-  if (set.length === 2) return ' (HALT_AT / HALT_SAMPLE of this process: none stored)';
-  if (set.length === 0) return ' (the built-in defaults: HALT_AT and HALT_SAMPLE are not set, none stored)';
-  const other = set[0] === 'HALT_AT' ? 'HALT_SAMPLE' : 'HALT_AT';
-  return ` (${set[0]} of this process, ${other}'s built-in default: none stored)`;
 }
 
 /** One line per changed field: "perToken 20/2s -> 5/2s". */
