@@ -22,7 +22,7 @@ export interface AuditFlags {
   redact?: boolean;
 }
 
-/** --trim takes every entry of the organizations: a filter would trim entries the file does not hold. */
+/** --trim takes every entry of the organizations: a filter would trim entries the file lacks. */
 function checkTrim(opts: AuditFlags): void {
   if (!opts.trim) return;
   if (!opts.out) {
@@ -41,7 +41,7 @@ function checkTrim(opts: AuditFlags): void {
   }
 }
 
-/** A redacted file is no copy to trim against: the way back needs the addresses the trim would take. */
+/** A redacted file is no copy to trim against: the way back needs the addresses trimmed. */
 function checkRedact(opts: AuditFlags): void {
   if (!opts.redact || !opts.trim) return;
   throw new LearnerTransferError(
@@ -51,7 +51,7 @@ function checkRedact(opts: AuditFlags): void {
   );
 }
 
-/** An archive named on the command line must be there: a mistyped path would answer "no entries". */
+/** An archive named on the command line must exist: a mistyped path would answer "no entries". */
 function checkArchive(dir: string | undefined): void {
   if (dir === undefined || existsSync(dir)) return;
   throw new LearnerTransferError(

@@ -1,4 +1,4 @@
-// --canary N and --auto-approve, the same on enqueue, crawl, reconcile and retry (docs/canary.md).
+// --canary N and --auto-approve, alike on enqueue, crawl, reconcile and retry (docs/canary.md).
 import { Option, type Command } from 'commander';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { CanaryMeta } from '../outcomes/runs.ts';

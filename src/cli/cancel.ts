@@ -1,4 +1,4 @@
-// `cancel`: withdraw learners before their call (ops/actions/cancel.ts), by run, by CSV file or by learner id.
+// `cancel`: withdraw learners before their call, by run, CSV file or learner id.
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { forTerminal, jsonForTerminal } from '../core/terminal-safe.ts';

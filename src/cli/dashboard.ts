@@ -1,5 +1,5 @@
-// `learner-transfer dashboard`: the retry dashboard (src/dashboard). Loopback by default; any other
-// address needs DASHBOARD_TOKEN, since the dashboard can re-queue work and shows every outcome.
+// `learner-transfer dashboard`: the retry dashboard. Loopback by default; another address needs
+// DASHBOARD_TOKEN, since the dashboard can re-queue work and shows every outcome.
 
 import { isLoopbackAddress } from '../core/http-access.ts';
 import { buildDashboard } from '../dashboard/server.ts';

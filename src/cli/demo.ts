@@ -95,7 +95,7 @@ export async function demoCommand(cli: Cli, opts: DemoFlags): Promise<void> {
   const outDir =
     opts.out ?? join('out', `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`);
   // One shutdown handler for the whole demo: a signal during the run stops the workers and removes
-  // what the demo started (a throwaway Redis included); during the dashboard phase it ends the demo.
+  // what the demo started; during the dashboard phase it ends the demo.
   const stopping = new AbortController();
   const off = cli.onShutdown(() => stopping.abort(), 30_000);
   try {

@@ -90,8 +90,8 @@ async function openRun(
 }
 
 /**
- * --priority urgent: every add of this file goes on the head of its queue, and each batch is written in
- * the change log (who, which learners) as soon as it is done. Returns the producer and what it did.
+ * --priority urgent: each add goes on the head of its queue, and each batch is written in the
+ * change log as soon as it is done. Returns the producer and what it did.
  */
 function urgentProducer(ctx: AppContext, opts: EnqueueFlags): { producer: Producer; urgent: UrgentTotals } {
   const urgent: UrgentTotals = { added: 0, moved: 0, inFlight: 0, finished: 0 };

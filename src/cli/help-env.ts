@@ -1,6 +1,5 @@
-// What `--help` says after a command's flags: the environment variables it reads (and when they take
-// effect), and what it notes beyond the flags (an exit status of its own). The README's configuration
-// table says each variable in full; this is where a person at a terminal sees which ones matter here.
+// What `--help` says after a command's flags: the environment variables it reads, and its notes
+// beyond the flags (an exit status of its own). The README's table says each variable in full.
 import type { Command } from 'commander';
 import { TOKENS_FILE_VAR } from '../core/token-file.ts';
 
@@ -100,7 +99,7 @@ const NOTES: Record<string, string> = {
   work: 'At a terminal, a live line shows learners done, failed and waiting, the budget left and the next permit.',
 };
 
-/** `text` cut at spaces into lines of `width` at most, each after the first indented by `indent`. */
+/** `text` cut at spaces into lines of `width` at most, all but the first indented by `indent`. */
 function wrap(text: string, indent: number, width: number): string {
   const lines: string[] = [];
   let line = '';
@@ -133,7 +132,7 @@ export function environmentHelp(name: string, width = 80): string {
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
 
-/** Adds the environment help to each command of the program, its subcommands too (`limits show`). */
+/** Adds the environment help to each command of the program, subcommands too. */
 export function addEnvironmentHelp(program: Command): void {
   const add = (command: Command, name: string) => {
     const text = environmentHelp(name);

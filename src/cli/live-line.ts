@@ -1,6 +1,5 @@
-// The one live line of a run (work's progress at a terminal): drawn over itself in place. Every other
-// line written to the terminal meanwhile (a warning, a log line, a result) first clears it and has it
-// drawn again below, so the two never mix on one line.
+// The one live line of a run at a terminal, drawn over itself. Any other line written meanwhile
+// first clears it and has it drawn again below, so the two never mix on one line.
 
 /** A stream the line is drawn on (a terminal's). */
 type Output = { write(text: string): unknown };
@@ -26,7 +25,7 @@ export class LiveLine {
     this.#shown = true;
   }
 
-  /** Runs `write` (a line on the terminal) with the live line cleared before and drawn again after. */
+  /** Runs `write` (a line on the terminal) with the live line cleared before, drawn again after. */
   around(write: () => void): void {
     const stream = this.#stream;
     if (!this.#shown || !stream) {

@@ -1,8 +1,6 @@
-// Every flag parser of the CLI, in one place: each names its flag and what it expects, and a bad
-// value is commander's InvalidArgumentError, a usage error (exit 2) said before anything connects.
-// The command table imports this file, so it loads no library but commander: a list it copies from
-// a module that does is held to that list by the compiler, and the limit flags' rules come from
-// limiter/kinds.ts, which loads none either.
+// Every flag parser of the CLI: each names its flag and what it expects; a bad value is a usage
+// error (exit 2) before anything connects. The command table imports this file, so it loads no
+// library but commander: lists copied from modules that do are held to them by the compiler.
 import { InvalidArgumentError } from 'commander';
 import { parseRate, rateMessage, readRate, type Rate } from '../core/duration.ts';
 import { isLearnerId, isRunId, LEARNER_ID_EXPECTED, parseLearnerId, RUN_ID_EXPECTED } from '../core/ids.ts';
@@ -21,7 +19,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const PRIORITY_CHOICES = ['normal', 'urgent'] as const;
 type _PrioritiesMatch = Holds<Same<typeof PRIORITY_CHOICES, typeof PRIORITIES>>;
 
-/** The buckets of outcomes/record.ts (which loads zod), in its order: --status of report and retry. */
+/** The buckets of outcomes/record.ts (which loads zod), in order: report's, retry's --status. */
 export const BUCKET_CHOICES = [
   'queued',
   'retrying',
@@ -73,7 +71,7 @@ export function runIdOption(flag: string) {
   };
 }
 
-/** A limit of the tool, with the same parser and message as LIMIT_* and the dashboard (duration.ts readRate). */
+/** A limit of the tool, with the parser and message of LIMIT_* and the dashboard (readRate). */
 export function rateOption(flag: string) {
   return (value: string): Rate => {
     const read = readRate(value);
@@ -82,10 +80,7 @@ export function rateOption(flag: string) {
   };
 }
 
-/**
- * A limit the simulated service enforces: any rate parseRate reads, since the service a test imitates is
- * not held to the bounds of the tool's own limits.
- */
+/** A limit the simulated service enforces: any rate parseRate reads, not the tool's bounds. */
 export function serviceRateOption(flag: string) {
   return (value: string): Rate => {
     const r = parseRate(value);

@@ -1,6 +1,6 @@
-// `pause` and `resume`: stop sending new transfers for an organization (or one of its tokens) on every
-// worker of every host, and start again. The pause is in Redis (the organization's policy), so it
-// outlives restarts, and acquire reads it in its own step: no permit is granted after it.
+// `pause` and `resume`: stop sending new transfers for an organization (or a token) on every
+// worker of every host, and start again. The pause is the organization's policy in Redis: it
+// outlives restarts, and acquire reads it in its own step, so no permit is granted after it.
 
 import { cliActor } from '../limiter/control-log.ts';
 import { POLICY_RECHECK_MS, seedPolicy } from '../limiter/policy.ts';

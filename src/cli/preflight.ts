@@ -1,4 +1,4 @@
-// plan --check: the pre-flight of a CSV cohort against the learner list (ops/intake/preflight.ts).
+// plan --check: the pre-flight of a CSV cohort against the learner list.
 import { requireOrg } from '../app/context.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { defaultCheckFile, formatPreflight, runPreflight } from '../ops/intake/preflight.ts';
@@ -59,8 +59,8 @@ export function shellWord(word: string): string {
 }
 
 /**
- * What a check ends with: the exact command that applies it (a check alone enqueues nothing, and a plain
- * `enqueue` of the CSV would send every learner, the ones the check found not worth a call too).
+ * What a check ends with: the exact command that applies it (a plain `enqueue` of the CSV would
+ * send every learner, those the check found not worth a call too).
  */
 export function applyHint(csv: string, org: string, out: string | undefined): string {
   const words = ['plan', '--check', '--apply', '--csv', csv, '--org', org, ...(out ? ['--out', out] : [])];
@@ -71,10 +71,8 @@ export function applyHint(csv: string, org: string, out: string | undefined): st
 }
 
 /**
- * `enqueue` of a CSV that has a check beside it (`plan --check`'s default file) says, before it sends
- * anything, that it does not use the check and which command does. It does not use it: the file holds
- * classes, not the list read they came from, so enqueue cannot tell how old they are, and `--apply` reads
- * the list again (no transfer budget) and writes the records the check decided. Undefined: no check.
+ * What `enqueue` of a CSV with a check beside it says before sending: it does not use the check,
+ * and which command does (docs/preflight.md). Undefined: no check.
  */
 export function checkBesideNote(csv: string, org: string | undefined): string | undefined {
   const file = defaultCheckFile(csv);

@@ -1,5 +1,5 @@
-// Progress for long commands: a live line on a terminal (rate and ETA), plain periodic lines otherwise
-// (logs of a nightly job). Written to the command's stderr so stdout stays for results.
+// Progress for long commands: a live line on a terminal (rate and ETA), plain periodic lines
+// otherwise. Written to stderr so stdout stays for results.
 import type { Output } from './io.ts';
 
 export interface ProgressOptions {

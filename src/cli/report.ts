@@ -44,7 +44,7 @@ function checkReverse(opts: ReverseFlags): void {
     );
 }
 
-/** report --reverse DIR: the organizations are the run's (or --org's), whether they have a token or not. */
+/** report --reverse DIR: the run's (or --org's) organizations, with a token or not. */
 async function runReverse(
   cli: Cli,
   ctx: AppContext,

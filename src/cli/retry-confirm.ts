@@ -1,14 +1,11 @@
-// retry asks as the dashboard does (its dry run, then a dialog that needs "retry anyway" for outcomes a
-// retry cannot help): the selection is read first (ops/actions/retry.ts selectRetry, describeSelection), and a
-// retry touching not-found, forbidden, invalid-request, unexpected-result or held learners goes ahead only
-// when a person says so. At a terminal it shows the counts by outcome and asks; in a script (stdin is not
-// a terminal) it needs --yes, and says so (exit 2: nothing was re-queued).
+// retry asks as the dashboard does: a retry of outcomes a retry cannot help goes ahead only when
+// a person says so at the terminal, or with --yes in a script (docs/commands.md, retry).
 import { LearnerTransferError } from '../core/errors.ts';
 import type { RetrySummary } from '../ops/actions/retry.ts';
 import { RETRY_NOTES, retryKind } from '../ops/actions/retry-risk.ts';
 import type { Cli } from './io.ts';
 
-/** The counts by outcome of what a retry would re-queue, one line each, with what a retry can do. */
+/** What a retry would re-queue, one line per outcome, with what a retry can do for it. */
 export function retryCountLines(s: RetrySummary): string[] {
   const codes = Object.keys(s.byCode);
   const width = Math.max(...codes.map((c) => c.length));
@@ -49,8 +46,8 @@ function readLine(input: NonNullable<Cli['stdin']>): Promise<string | null> {
 }
 
 /**
- * Whether the retry of `plan` may go ahead: yes when nothing in it needs a confirmation, or with --yes;
- * at a terminal, when the person types yes. In a script without --yes it throws (LT_USAGE, exit 2).
+ * Whether the retry of `plan` may go ahead: when nothing in it needs a confirmation, with --yes,
+ * or when the person at the terminal types yes. In a script without --yes it throws (exit 2).
  */
 export async function confirmRetry(cli: Cli, plan: RetrySummary, yes: boolean): Promise<boolean> {
   if (plan.confirm.length === 0 || yes) return true;

@@ -19,7 +19,7 @@ export interface RetryFlags {
   autoApprove?: boolean;
 }
 
-/** Selects, asks what a retry cannot help (or takes --yes), then re-queues and says what it did. */
+/** Selects, asks about what a retry cannot help (or takes --yes), re-queues, says what it did. */
 export async function runRetry(cli: Cli, opts: RetryFlags): Promise<void> {
   const canary = canaryOf(opts);
   const config = await cli.config({ requireTokens: true });

@@ -1,7 +1,6 @@
-// The CLI as a function: the binary (main.ts), programs and tests all call run(). It parses, runs one
-// command with the environment and streams it is given, and returns the exit status; it never exits
-// the process, and leaves nothing behind it (each run builds its own program, listeners and connections).
-// It imports the command table alone: a command loads its libraries when it runs (commands.ts).
+// The CLI as a function: the binary (main.ts), programs and tests all call run(), which runs one
+// command with the environment and streams given and returns the exit status; it never exits the
+// process and leaves nothing behind. It imports the command table alone (commands.ts).
 import { CommanderError, type Command } from 'commander';
 import { ERRORS } from '../core/errors.ts';
 import { commands } from './commands.ts';
@@ -32,7 +31,7 @@ export function buildProgram(cli: Cli): Command {
     })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  // Subcommands take the output and exit settings of their parent when they are made: set those first.
+  // Subcommands copy their parent's output and exit settings when made: set those first.
   for (const register of commands) register(program, cli);
   addEnvironmentHelp(program);
   return program;
@@ -47,7 +46,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   } catch (err) {
     // Help and version exit 0; a bad flag is a usage error, with commander's message already printed.
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : ERRORS.LT_USAGE.exit;
-    // The reader of stdout has gone (`| head`): what failed is the write it no longer wanted. Quietly 0.
+    // The reader of stdout has gone (`| head`): the failed write was unwanted. Quietly 0.
     if (cli.outputClosed) return 0;
     cli.live.end();
     // Loaded only when there is an error to say.

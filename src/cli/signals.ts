@@ -1,7 +1,6 @@
-// What only a real process has: SIGINT/SIGTERM for a graceful stop with a forced exit after a bound,
-// SIGHUP to read files again, and an exit that a library's open handle cannot hold back. main.ts wires
-// these into run(); a command run in process (a test, a program) gets none, so nothing there ever calls
-// process.exit.
+// What only a real process has: SIGINT/SIGTERM for a graceful stop with a bound, SIGHUP to read
+// files again, an exit no open handle holds back. main.ts wires them into run(); a command run in
+// process (a test, a program) gets none, so nothing there calls process.exit.
 import { EXIT } from '../core/errors.ts';
 import type { ProcessHooks } from './io.ts';
 

@@ -1,5 +1,5 @@
-// `learner-transfer simulate`: runs the Learner API simulator in the foreground for the demo and for
-// trying the worker by hand. Prints the URL and the simulator's tokens (fixtures, not secrets).
+// `learner-transfer simulate`: the Learner API simulator in the foreground, for the demo and for
+// trying the worker by hand. Prints the URL and its tokens (fixtures, not secrets).
 import { formatRate, type Rate } from '../core/duration.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import {
@@ -28,8 +28,8 @@ export interface SimulateFlags {
 }
 
 /**
- * Flags to simulator options. The latency range is the whole round trip inside the service: half of it
- * before the request is counted and half after, so the moment of counting is uncertain to the client.
+ * Flags to simulator options. The latency range is the service's whole round trip, half before
+ * the request is counted and half after, so the client cannot know when it was counted.
  */
 export function simulatorOptions(flags: SimulateFlags): SimulatorOptions {
   const rates = (flags.errorRate ?? 0) + (flags.resetRate ?? 0) + (flags.truncateRate ?? 0);

@@ -1,7 +1,6 @@
-// What `work` shows a person at a terminal, instead of a line per learner: one live line, like the
-// demo's: learners done and failed by this process, jobs waiting in the organizations it serves, the
-// budget left and when the next permit comes. Without a terminal (LOG_FORMAT=text into a file), the
-// same line now and then.
+// What `work` shows a person at a terminal instead of a line per learner: one live line, as the
+// demo's (done, failed, waiting, budget left, next permit); without a terminal, the same line now
+// and then.
 import type { AppContext } from '../app/context.ts';
 import { humanizeMs } from '../core/duration.ts';
 import type { BudgetView } from '../limiter/index.ts';
@@ -13,9 +12,8 @@ import type { Cli, Output } from './io.ts';
 export type ProgressTarget = { kind: 'live'; stream: Output } | { kind: 'plain' };
 
 /**
- * Whether `work` shows the progress line, and where: live on stdout when it is a terminal (else on
- * stderr when that is one); as plain lines when the logs are text but no terminal is there; none when
- * the logs are JSON to a file or a service (what they say is enough there).
+ * Whether `work` shows the progress line, and where: live on stdout if a terminal (else stderr if
+ * one); plain lines when the logs are text and no terminal is there; none when the logs are JSON.
  */
 export function progressTarget(cli: Cli, logFormat: 'json' | 'text'): ProgressTarget | undefined {
   if (cli.stdout.isTTY) return { kind: 'live', stream: cli.stdout };

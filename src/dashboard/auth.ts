@@ -1,7 +1,5 @@
-// Authentication: when DASHBOARD_TOKEN is set, every route but the health probes needs it, either as
-// `Authorization: Bearer <token>` (scripts, Prometheus) or as the password of HTTP basic auth (browsers:
-// the 401 carries WWW-Authenticate, so the browser asks). Compared in constant time over SHA-256
-// digests, so neither the content nor the length of the token leaks through timing.
+// Authentication: the operator's and the viewer's tokens, as Bearer or basic-auth password,
+// compared in constant time; and the throttle of failed logins.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { httpAnswer } from '../core/errors.ts';
 import { presentedCredential, sameSecret } from '../core/http-access.ts';
@@ -10,12 +8,12 @@ import { dashboardActor } from '../limiter/control-log.ts';
 export const REALM = 'learner-transfer dashboard';
 
 /**
- * Who a request is: the operator (DASHBOARD_TOKEN, or anyone on a dashboard without a token: loopback
- * only) acts; the viewer (DASHBOARD_READ_TOKEN) sees every page and may change nothing.
+ * Who a request is: the operator (DASHBOARD_TOKEN, or anyone on a loopback dashboard without one)
+ * acts; the viewer (DASHBOARD_READ_TOKEN) sees every page and may change nothing.
  */
 export type Role = 'operator' | 'viewer';
 
-/** The id of each credential in the change log (dashboardActor): a name, never the token or a hash of it. */
+/** The id of each credential in the change log: a name, never the token or a hash of it. */
 export const TOKEN_IDS = { operator: 'operator', viewer: 'viewer', none: 'local' } as const;
 
 const roles = new WeakMap<FastifyRequest, { role: Role; tokenId: string }>();
@@ -31,9 +29,8 @@ export function roleOf(req: FastifyRequest): Role {
 }
 
 /**
- * Which token a presented credential is, compared in constant time against both (each compare hashes
- * first, so neither the content nor the length leaks; both are compared whatever the first says, so
- * which one matched does not show in the timing either).
+ * Which token a presented credential is, in constant time: both are compared whatever the first
+ * says, so which one matched does not show in the timing either.
  */
 export function matchToken(given: string, operator: string, viewer: string | undefined): Role | undefined {
   const isOperator = sameSecret(given, operator);
@@ -72,17 +69,13 @@ export function refuseUnauthorized(reply: FastifyReply): FastifyReply {
 
 /** Failed logins per client address before the throttle answers 429. */
 export const LOGIN_FAILURES_ALLOWED = 5;
-/** The longest a throttled client waits (the delay doubles with each failure past the allowance). */
+/** The longest a throttled client waits. */
 export const LOGIN_MAX_DELAY_MS = 15 * 60_000;
 const TRACKED_CLIENTS = 10_000;
 
 /**
- * Throttles guessing of DASHBOARD_TOKEN per client address: a request presenting a wrong credential
- * counts as a failure; from the 5th failure on, the address is refused (429 with Retry-After) for 1 s,
- * then 2 s, 4 s, ... up to 15 minutes after each further failure, whatever it presents. A right
- * credential outside a refusal clears the count. Requests without any credential (a browser's first
- * request, before it asks for the password) are not failures. At most 10,000 addresses are tracked
- * (the oldest are forgotten first).
+ * Throttles guessing of DASHBOARD_TOKEN per client address: from the 5th wrong credential the
+ * address is refused, whatever it presents, for a delay that doubles (docs/security.md).
  */
 export class LoginThrottle {
   readonly #clients = new Map<string, { failures: number; until: number }>();
@@ -131,7 +124,7 @@ export function refuseThrottled(reply: FastifyReply, waitMs: number): FastifyRep
     .send({ error: refused.error, message: `too many failed logins: retry in ${seconds} s` });
 }
 
-/** The user name of a basic-auth header (browsers), for the change log; none for a Bearer token. */
+/** The user name of a basic-auth header, for the change log. */
 function basicUser(header: string | undefined): string | undefined {
   if (!header || !/^basic /i.test(header)) return undefined;
   const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
@@ -140,7 +133,7 @@ function basicUser(header: string | undefined): string | undefined {
   return colon > 0 ? decoded.slice(0, Math.min(colon, 64)).replace(/[^\x20-\x7e]/g, '?') : undefined;
 }
 
-/** Who asked, for the change log: the token's id, the basic-auth user name (none for Bearer), the address. */
+/** Who asked, for the change log: the token's id, the basic-auth user name, the address. */
 export function actorOf(req: FastifyRequest): string {
   return dashboardActor(
     basicUser(req.headers.authorization),

@@ -1,6 +1,6 @@
-// bull-board under /queues, behind the dashboard's authentication (the hooks of the root instance run
-// first) and read-only: a retry must go through the outcome store (POST /api/retry), or the record,
-// the run counters and the failures index would not follow the job.
+// bull-board under /queues, behind the dashboard's authentication and read-only: a retry must go
+// through the outcome store (POST /api/retry), or the record, run counters and failures index
+// would not follow the job.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
@@ -10,8 +10,8 @@ import type { AppContext } from '../app/context.ts';
 export const BULL_BOARD_PATH = '/queues';
 
 /**
- * bull-board's pages and API: only this origin (its UI uses inline style attributes, hence
- * 'unsafe-inline' for styles only; no inline or outside script, font, image or connection).
+ * bull-board's pages and API: only this origin ('unsafe-inline' for its inline style attributes;
+ * no inline or outside script, font, image or connection).
  */
 export const BULL_BOARD_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
@@ -19,9 +19,8 @@ export const BULL_BOARD_CSP =
   "object-src 'none'";
 
 /**
- * bull-board's index.ejs links its fonts from fonts.googleapis.com (not configurable): every element
- * of its HTML that names an outside host is dropped, so the page falls back to local fonts and the
- * browser contacts no other host (the CSP would block it anyway).
+ * bull-board's index.ejs links its fonts from fonts.googleapis.com (not configurable): every
+ * element naming an outside host is dropped, so the browser contacts no other host.
  */
 export function localOnlyHtml(html: string): string {
   return html.replace(
@@ -31,10 +30,8 @@ export function localOnlyHtml(html: string): string {
 }
 
 /**
- * A link back to the dashboard on bull-board's page. Its own `miscLinks` (below) only show inside a menu
- * behind an icon, so a person who came from the dashboard saw no way back: this link sits outside the
- * React root (which never touches it), fixed in a corner, styled inline (the CSP allows inline styles
- * here, not scripts).
+ * A link back to the dashboard on bull-board's page (its own `miscLinks` hide behind a menu
+ * icon): outside the React root, which never touches it, styled inline (the CSP allows it here).
  */
 export const DASHBOARD_LINK =
   '<a id="lt-dashboard-link" href="/" style="position:fixed;left:0.75rem;bottom:0.75rem;z-index:1000;' +

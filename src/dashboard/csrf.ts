@@ -1,8 +1,6 @@
-// CSRF: every state-changing request (any method but GET/HEAD/OPTIONS) must carry a token that only a
-// page of this dashboard could have read. The token is an HMAC, under a random per-process secret, of
-// its issue time: stateless, valid for a day, and useless to another site (the same-origin policy keeps
-// it from reading our pages). Browsers send basic-auth credentials on their own, so authentication alone
-// does not stop a forged cross-site POST; this does.
+// CSRF: a request that changes state carries a token only a page of this dashboard could read, an
+// HMAC of its issue time under a per-process secret (stateless, valid a day). Browsers send
+// basic-auth credentials on their own, so authentication alone does not stop a forged POST.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const CSRF_HEADER = 'x-csrf-token';

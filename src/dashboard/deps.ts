@@ -1,5 +1,5 @@
-// What every route of the dashboard gets: the app context, the CSRF issuer, the mode, and helpers to
-// parse the shared query parameters with errors that name the parameter.
+// What every route of the dashboard gets: the app context, the CSRF issuer, the mode, and
+// parsers of the shared query parameters whose errors name the parameter.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { roleOf } from './auth.ts';
 import type { AppContext } from '../app/context.ts';
@@ -27,7 +27,7 @@ export interface DashboardDeps {
   liveMaxConnections: number;
 }
 
-/** An error the dashboard answers with: its status and its JSON `error` string are the catalogue's. */
+/** An error the dashboard answers with: its status and JSON `error` are the catalogue's. */
 export class DashboardError extends LearnerTransferError {
   declare readonly code: HttpErrorCode;
   declare readonly statusCode: number;
@@ -88,7 +88,7 @@ export function knownOrg(deps: DashboardDeps, org: string, param = 'org'): strin
   return org;
 }
 
-/** A learner id in a URL, a filter or a body: the rule the CSV and the CLI use (src/core/ids.ts). */
+/** A learner id in a URL, a filter or a body, by the CSV's and the CLI's rule (core/ids.ts). */
 export function learnerIdParam(value: string, param = 'learner id'): number {
   const id = parseLearnerId(value);
   if (!isLearnerId(id))
@@ -97,8 +97,8 @@ export function learnerIdParam(value: string, param = 'learner id'): number {
 }
 
 /**
- * Learners named as `org:learnerId` (a body's list, a query's ids), grouped by organization in the order
- * given; a malformed key, an unknown organization or a bad id is a 400 naming `param`.
+ * Learners named as `org:learnerId`, grouped by organization in the order given; a malformed key,
+ * an unknown organization or a bad id is a 400 naming `param`.
  */
 export function learnersByOrg(
   deps: DashboardDeps,
@@ -118,7 +118,7 @@ export function learnersByOrg(
   return byOrg;
 }
 
-/** A run named in a filter: one whose id fits the rule, or a stored run of an earlier release (src/core/ids.ts). */
+/** A run named in a filter: its id fits the rule, or it is a stored run of an earlier release. */
 export async function runIdParam(deps: DashboardDeps, value: string, param = 'run'): Promise<string> {
   if (!(await isReadableRunId(value, (id) => deps.ctx.runs.exists(id)))) {
     throw badRequest(`${param}: expected ${READABLE_RUN_ID_EXPECTED}, got '${value.slice(0, 80)}'`);

@@ -1,8 +1,6 @@
-// GET /metrics for Prometheus: learners by organization and outcome, budget remaining per token and
-// organization, pauses, the ETA and the run window, jobs by state, whether Redis takes writes and how
-// full it is (read from Redis at scrape time, one status read shared by all gauges), and the duration of
-// the dashboard's own requests. The duration of transfer calls is a histogram of the worker process
-// (`work --metrics-port`, src/ops/metrics/prometheus.ts): only the process that makes them sees them.
+// GET /metrics for Prometheus: the fleet's gauges, read from Redis at scrape time (one status
+// read shared by all), and the dashboard's own request durations. Transfer call durations are the
+// worker's (ops/metrics/prometheus.ts): only the process that makes the calls sees them.
 import type { FastifyInstance } from 'fastify';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import type { AppContext } from '../app/context.ts';

@@ -1,6 +1,5 @@
-// HTML templates are plain TypeScript functions over one tagged template, `html`, that escapes every
-// interpolated value unless it is already Html (built by `html` itself). There is no other way to put
-// text into a page, so an outcome message or a learner id from the service cannot become markup.
+// HTML templates: one tagged template, `html`, escapes every value unless it is already Html. It
+// is the only way to put text into a page, so nothing from the service can become markup.
 
 export class Html {
   readonly value: string;
@@ -42,7 +41,7 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   return new Html(out);
 }
 
-/** A JSON value for a data attribute or a script of type application/json: escaped like any text. */
+/** A JSON value for a data attribute or an application/json script: escaped like any text. */
 export function jsonAttr(value: unknown): string {
   return JSON.stringify(value);
 }

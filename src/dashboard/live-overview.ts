@@ -1,12 +1,7 @@
-// What the live feed collects for the overview. Re-reading 1,000 organizations every tick to show 50 is
-// waste, and Redis has no cheap "what changed" to ask first: a change counter or dirty set beside the
-// outcome counters would be a second key outside the organization's slot, which the recording scripts
-// cannot write on a Cluster, and every writer (worker, limiter, producer) would have to feed it. So the
-// simplest thing that meets it: each tick re-reads only the organizations on the pages being watched
-// (plus Redis's write state); the whole fleet (every organization's state, the summary, the alerts of
-// organizations off the page, the runs) is read again every `fleetEveryMs`. A fleet no bigger than a page
-// is read whole every tick, since the page would read all of it anyway. Listeners are sent only the
-// organizations that changed since their last frame.
+// What the live feed collects for the overview: each tick re-reads the organizations on the
+// watched pages, the whole fleet every `fleetEveryMs` (docs/dashboard-api.md). No "what changed"
+// key is asked first: it would sit outside the organizations' slots (decision 11). Listeners get
+// only the organizations that changed since their last frame.
 import type { AppContext } from '../app/context.ts';
 import {
   DEFAULT_VIEW,
@@ -30,11 +25,11 @@ export type LiveFrame = Omit<Overview, 'runs'> & {
   pageOrgs: string[];
   /** Left out when no run changed since the listener's last frame. */
   runs?: Overview['runs'];
-  /** The burn-down charts of the organizations and runs sent ('org:KEY', 'run:ID'), made on the server. */
+  /** The burn-down charts sent ('org:KEY', 'run:ID'), drawn on the server. */
   charts: Record<string, string>;
 };
 
-/** A burn-down as compared between ticks: its values, not where the clock has moved its last point. */
+/** A burn-down as compared between ticks: its values, not where the clock moved its end. */
 function burnPrint(b: BurnDown | null): unknown {
   return b && { left: b.left, finishAt: b.finishAt, text: b.finishText, ys: b.points.map((p) => p[1]) };
 }
@@ -51,7 +46,7 @@ function runsPrint(runs: Overview['runs']): string {
   return JSON.stringify(runs.map((r) => ({ ...r, burnDown: burnPrint(r.burnDown) })));
 }
 
-/** An organization as compared between ticks: the limiter's clock moves on whether or not it did. */
+/** An organization as compared between ticks: the limiter's clock moves on regardless. */
 function fingerprint(o: OrgOverview): string {
   const { now: _now, ...budget } = o.budget;
   return JSON.stringify({ ...o, budget, burnDown: burnPrint(o.burnDown) });
@@ -93,9 +88,8 @@ export class OverviewLive implements LiveCollector<Overview> {
   }
 
   full(o: Overview): LiveFrame {
-    // Every chart of the view: the later frames carry only what changed since this one, so a chart that
-    // changed before it (after the page was drawn, or while a dropped stream was down) comes now or never.
-    // Sent once per connection (LiveFeed builds it once per payload), as the page itself sends them.
+    // Every chart of the view: later frames carry only what changed since this one, so a chart that
+    // changed after the page was drawn, or while a dropped stream was down, comes now or never.
     return { ...o, full: true, pageOrgs: o.orgs.map((x) => x.org), charts: chartsOf(o.orgs, o.runs) };
   }
 

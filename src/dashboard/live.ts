@@ -1,12 +1,7 @@
-// Live updates over server-sent events. One feed per dashboard: while at least one browser listens, the
-// views the listeners watch (a view: a filter and a page of the overview) are collected together once per
-// interval and each listener is sent its own view (ten open tabs cost the same Redis reads as one); with
-// no listener, nothing runs. A newcomer gets the last snapshot of its view if it is younger than the
-// interval, or joins the collection under way: a burst of connections costs one collection, not one each.
-// A listener's first frame is whole (a reconnected stream included: its page may hold anything older);
-// after that it is sent only what changed since its last frame (the collector's `diff`), so a quiet fleet
-// costs a few hundred bytes a tick per tab, not the whole page. A whole frame is built once per payload. At
-// most `maxClients` streams are open at once (the route answers 503 beyond).
+// Live updates over server-sent events: one feed per dashboard collects the views its listeners
+// watch once per interval, shared by every listener (docs/security.md, "Load limits"); with no
+// listener, nothing runs. A listener's first frame is whole (a reconnected one's page may hold
+// anything older), later ones carry only what changed.
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../core/log.ts';
 

@@ -1,6 +1,5 @@
-// The dashboard's Fastify app: authentication and CSRF checks on the root instance (so they cover
-// bull-board too), security headers, the routes of each page and its JSON API, /metrics, bull-board.
-// Built from an AppContext so tests drive it with inject() against a real Redis.
+// The dashboard's Fastify app: authentication and CSRF on the root instance (so they cover
+// bull-board too), security headers, the pages and their JSON API, /metrics, bull-board.
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
@@ -42,13 +41,13 @@ import { registerApprove } from './routes/approve.ts';
 export interface DashboardOptions {
   /** Hide and refuse retries. */
   readOnly?: boolean;
-  /** Default: DASHBOARD_TOKEN from the config. Undefined: no authentication (loopback Host only). */
+  /** Default: DASHBOARD_TOKEN from the config. Undefined: no authentication (loopback only). */
   token?: string | undefined;
   /** The viewer's token (every page, no action). Default: DASHBOARD_READ_TOKEN from the config. */
   readToken?: string | undefined;
   /** Interval of the live (SSE) overview. */
   liveIntervalMs?: number;
-  /** The live overview reads the whole fleet this often; between, the watched pages (routes/live.ts). */
+  /** The live overview reads the whole fleet this often, the watched pages between. */
   liveFleetEveryMs?: number;
   /** Mount bull-board under /queues (default true). */
   bullBoard?: boolean;
@@ -56,13 +55,13 @@ export interface DashboardOptions {
   csrfSecret?: Buffer;
   /** Most open /api/live streams at once; more get 503 (default LIVE_MAX_CONNECTIONS). */
   liveMaxConnections?: number;
-  /** Serve HTTPS with this PEM certificate and key. Default: DASHBOARD_TLS_CERT/_KEY files, if set. */
+  /** Serve HTTPS with this PEM certificate and key. Default: DASHBOARD_TLS_CERT/_KEY, if set. */
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
   /** Failed-login throttle (tests pass their own clock). */
   loginThrottle?: LoginThrottle;
 }
 
-/** Default cap of concurrent /api/live streams: each costs a socket, not Redis reads (they share one). */
+/** Default cap of concurrent /api/live streams: each costs a socket, not Redis reads. */
 export const LIVE_MAX_CONNECTIONS = 100;
 
 function tlsFromConfig(ctx: AppContext): DashboardOptions['tls'] {
@@ -94,7 +93,7 @@ export async function buildDashboard(
   const token = 'token' in options ? options.token : ctx.config.dashboardToken;
   const readToken = 'readToken' in options ? options.readToken : ctx.config.dashboardReadToken;
   if (readToken !== undefined && (token === undefined || readToken === token)) {
-    // The config refuses both already (DASHBOARD_READ_TOKEN); options from code are held to the same rule.
+    // The config refuses both already; options from code are held to the same rule.
     throw new LearnerTransferError(
       'LT_CONFIG_INVALID',
       token === undefined
@@ -142,10 +141,9 @@ export async function buildDashboard(
 }
 
 /**
- * Every request: a Host the dashboard answers to (DNS rebinding), then the token (throttled per client
- * address) unless the path is public, which gives its role; the viewer is refused every request that
- * changes state (bull-board's too: this hook runs for every route of the root instance); then the CSRF
- * header on a request that changes state.
+ * Every request: a Host the dashboard answers to (DNS rebinding), then the token unless the path
+ * is public, which gives its role; the viewer is refused every change (bull-board's too: this
+ * hook runs for every route of the root instance); then the CSRF header on a change.
  */
 function guardRequests(
   app: FastifyInstance,
@@ -194,8 +192,7 @@ function secureResponses(app: FastifyInstance): void {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     if (!reply.hasHeader('x-frame-options')) reply.header('x-frame-options', 'DENY');
-    // Everything but the static assets (which set their own) names learners, runs or budgets: no cache
-    // of a browser or a proxy keeps it. This covers the JSON API, bull-board's API and page, and errors.
+    // Everything but the static assets names learners, runs or budgets: no browser or proxy keeps it.
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     if (pathOf(req.url).startsWith(BULL_BOARD_PATH)) {
       // bull-board's page links fonts from an outside host: dropped, and a CSP allows only this origin.
@@ -207,7 +204,7 @@ function secureResponses(app: FastifyInstance): void {
   });
 }
 
-/** An error answers JSON to the API and a short page to a browser; a 5xx is logged and not detailed. */
+/** An error: JSON to the API, a short page to a browser; a 5xx is logged, not detailed. */
 function answerErrors(app: FastifyInstance, ctx: AppContext): void {
   app.setErrorHandler((err: FastifyError | DashboardError, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;

@@ -1,6 +1,5 @@
-// The demo: the whole tool on the built-in simulator, in one process. Starts the simulator (which
-// enforces the same compressed limits, so a 429 would show), uses Redis at REDIS_URL or a throwaway one,
-// enqueues a CSV, runs workers until idle with progress, and writes the report files.
+// The demo: the whole tool on the built-in simulator in one process, on Redis at REDIS_URL or a
+// throwaway one: enqueues a CSV, runs workers until idle with progress, writes the reports.
 import { encodeBurst } from '../core/burst.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -39,7 +38,7 @@ export function demoPrefix(): string {
   return `ltx-demo-${randomBytes(3).toString('hex')}`;
 }
 export const DEMO_TOKENS = 'acme:sim-acme-1,acme:sim-acme-2';
-/** The demo's pacing: a quarter of each limit at once, so the progress line shows pacing at work. */
+/** The demo's pacing: a quarter of each limit at once, so pacing shows in the progress line. */
 const DEMO_BURST = '25%';
 /** The learner the demo's simulator refuses with 403 (see jobs.example.csv). */
 export const DEMO_FORBIDDEN = [200];
@@ -57,11 +56,11 @@ export interface DemoOptions {
   /** The environment the demo reads its Redis from (default: this process's). */
   env?: Record<string, string | undefined>;
   /**
-   * Aborted by SIGINT/SIGTERM: the workers stop, everything the demo started (its keys, the simulator,
-   * a throwaway Redis) is removed, and runDemo rejects with ABORT_ERR.
+   * Aborted by SIGINT/SIGTERM: the workers stop, what the demo started is removed, and runDemo
+   * rejects with ABORT_ERR.
    */
   signal?: AbortSignal;
-  /** Leave the demo's keys in Redis at its end (or Ctrl-C), to look at them with the other commands. */
+  /** Leave the demo's keys in Redis at its end (or Ctrl-C), to look at them with other commands. */
   keep?: boolean;
 }
 
@@ -100,8 +99,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
     );
   }
 
-  // The Redis the rest of the tool would use: a cluster or Sentinel when configured (it must answer), or
-  // REDIS_URL, with a throwaway server when nothing answers there.
+  // The Redis the rest of the tool would use (a configured cluster or Sentinel must answer), or a
+  // throwaway server when nothing answers at REDIS_URL.
   const env = options.env ?? process.env;
   const redisEnv = demoRedisEnv(env);
   const configured = loadConfig(redisEnv).redis;
@@ -139,7 +138,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSession> {
   );
 }
 
-/** The REDIS_* variables of the environment (credentials included), passed on to the demo's config. */
+/** The environment's REDIS_* variables (credentials included), for the demo's config. */
 function demoRedisEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (k.startsWith('REDIS_') && v) out[k] = v;
@@ -178,8 +177,8 @@ async function startDemo(
   const { print } = options;
   const { cleanups, cleanup } = lifetime;
   const prefix = demoPrefix();
-  // Registered first, so it runs last: after the workers and the context have stopped writing. With
-  // --keep the keys stay, unless they live in a throwaway Redis that stops with the demo anyway.
+  // Registered first, so it runs last, once nothing writes. With --keep the keys stay, unless
+  // they live in a throwaway Redis that stops with the demo anyway.
   const kept = options.keep === true && !lifetime.throwaway;
   if (!kept) cleanups.push(() => deleteKeys(target, prefix));
   const explore = writeExploreFiles(options, prefix);
@@ -196,7 +195,7 @@ async function startDemo(
     learners: 300,
     forbiddenLearnerIds: DEMO_FORBIDDEN,
     repeatMode: 'error',
-    // The simulator enforces the same limits as the workers: if the budget ever overran, it would say 429.
+    // The same limits as the workers': a budget that overran would get a 429.
     limits: { perToken, perOrg, window: 'rolling' },
     faults: { latencyBeforeMs: [5, 40], latencyAfterMs: [5, 40] },
   });
@@ -248,7 +247,7 @@ async function startDemo(
   };
 }
 
-/** The demo's config: its own prefix, the simulator, two tokens of acme, short timeouts and backoff. */
+/** The demo's config: its prefix, the simulator, two tokens of acme, short timeouts and backoff. */
 function demoConfig(
   options: DemoOptions,
   redisEnv: Record<string, string>,
@@ -303,7 +302,7 @@ async function enqueueDemoCsv(
   return { runId, enqueue };
 }
 
-/** Workers until the queue is idle, with a live line of progress and budget; the run's final counts. */
+/** Workers until the queue is idle, with a live line of progress and budget; the final counts. */
 async function workUntilIdle(
   ctx: AppContext,
   options: DemoOptions,
@@ -368,14 +367,13 @@ export interface DemoExplore {
   prefix: string;
   /** A token file of the demo's organization (the simulator's tokens, never a real one). */
   tokensFile: string;
-  /** The demo's LIMIT_* (so the commands compare the stored limits with the same ones, not 100/1h). */
+  /** The demo's LIMIT_*, so the commands compare the stored limits with these, not 100/1h. */
   limits: string;
 }
 
 /**
- * The token file another terminal points LEARNER_API_TOKENS_FILE at, beside the reports: the commands
- * that read the demo's state need its organization and token ids, and the tokens stay out of the
- * terminal (they are the simulator's, but a command line is no place for a token).
+ * The token file another terminal points LEARNER_API_TOKENS_FILE at, beside the reports: a
+ * command line is no place for a token, even the simulator's.
  */
 function writeExploreFiles(options: DemoOptions, prefix: string): DemoExplore {
   const { outDir } = options;

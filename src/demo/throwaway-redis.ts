@@ -1,5 +1,5 @@
-// For the demo only: when nothing answers at REDIS_URL and redis-server is on the PATH, start a throwaway
-// Redis (no persistence) on a free port and stop it at the end.
+// For the demo only: when nothing answers at REDIS_URL and redis-server is on the PATH, a
+// throwaway Redis (no persistence) on a free port, stopped at the end.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
@@ -64,7 +64,7 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
     { stdio: 'ignore' },
   );
   const url = `redis://127.0.0.1:${port}`;
-  // A forced exit (a second Ctrl-C, the shutdown bound passing) runs no cleanup: the server goes with us.
+  // A forced exit (a second Ctrl-C, the shutdown bound) runs no cleanup: the server goes with us.
   const reap = () => child.kill('SIGKILL');
   process.once('exit', reap);
   for (let i = 0; i < 50; i++) {

@@ -1,5 +1,5 @@
-// The fastify app: record on arrival, the "service down" fault, a lenient JSON body parser, and error
-// answers in the spec's error shape for whatever fastify itself refuses.
+// The fastify app: record on arrival, the "service down" fault, a lenient JSON body parser, and
+// errors in the spec's shape for whatever fastify itself refuses.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { LearnerTransferError } from '../core/errors.ts';
 import { bodies } from './bodies.ts';
@@ -15,7 +15,7 @@ export function buildApp(
   https?: SimulatorOptions['https'],
 ): FastifyInstance {
   const common = { logger, routerOptions: { ignoreTrailingSlash: true } };
-  // HTTPS: the same app over TLS (fastify types an HTTPS instance apart; the routes use nothing of either).
+  // HTTPS: the same app over TLS (fastify types an HTTPS instance apart; the routes use neither).
   const app = https
     ? (Fastify({
         ...common,
@@ -45,8 +45,7 @@ export function buildApp(
     }
   });
 
-  // The transfer's body is `{}`; clients that send an empty body with Content-Type: application/json
-  // must not get fastify's default 400 for it.
+  // The transfer's body is `{}`: an empty body sent as application/json must not get fastify's 400.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body).trim();

@@ -1,5 +1,5 @@
-// Error bodies. The four transfer errors are the spec's (Errors table); the others (401, 429, invalid
-// page, missing User-Agent, unknown route) are "not shown" there and use the same shape.
+// Error bodies: the four transfer errors are the spec's; the others (401, 429, invalid page,
+// missing User-Agent, unknown route) are "not shown" there and take the same shape.
 import type { ErrorBody } from './types.ts';
 
 export const errorBody = (error: string, message: string): ErrorBody => ({ success: false, error, message });

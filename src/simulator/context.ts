@@ -1,5 +1,5 @@
-// What the routes share: the world, its limits and faults, the record; plus the checks every request
-// goes through before its own logic (User-Agent, then the token).
+// What the routes share: the world, its limits and faults, the record; and the checks every
+// request passes first (User-Agent, then the token).
 import type { FastifyRequest } from 'fastify';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { bodies } from './bodies.ts';
@@ -24,7 +24,7 @@ export interface SimContext {
   repeatMode: RepeatMode;
   /** Seeded coin for repeatMode 'mixed'. */
   readonly repeatRandom: Random;
-  /** While set (Simulator.holdAnswers), transfer answers wait for it: their calls stay in flight. */
+  /** While set (Simulator.holdAnswers), transfer answers wait for it: calls stay in flight. */
   answersHeld?: Promise<void>;
 }
 
@@ -33,9 +33,8 @@ export async function sleep(ms: number): Promise<void> {
 }
 
 /**
- * The spec requires User-Agent (its absence answers 400, a choice of ours: the status is not shown) and
- * a Bearer token (unknown, revoked or missing answers 401, not shown in the spec either). Accept is
- * required by the spec too but tolerated here, as most services do.
+ * The spec requires User-Agent (400 without it: the status is our choice, not shown) and a Bearer
+ * token (401 for unknown, revoked or missing: not shown either). Accept is tolerated when absent.
  */
 export function identify(ctx: SimContext, request: FastifyRequest): TokenInfo | Answer {
   const caller = ctx.tokens.caller(request.headers.authorization);

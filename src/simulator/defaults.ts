@@ -1,5 +1,5 @@
-// The simulator's default world: three organizations, four tokens (one without transfer permission).
-// These tokens are simulator fixtures, not secrets: the CLI prints them for pasting into LEARNER_API_TOKENS.
+// The simulator's default world: three organizations, four tokens (one without transfer
+// permission). The tokens are fixtures, not secrets: the CLI prints them for LEARNER_API_TOKENS.
 import type { SimOrg, SimToken } from './types.ts';
 
 export const DEFAULT_ORGANIZATIONS: readonly SimOrg[] = Object.freeze([

@@ -1,5 +1,5 @@
-// Seeded fault injection: latency around the moment of counting, 500s, socket resets before or after the
-// effect, and 200 bodies cut in the middle. One roll per counted transfer picks at most one fault.
+// Seeded fault injection: latency around counting, 500s, socket resets before or after the
+// effect, and cut 200 bodies. One roll per counted transfer picks at most one fault.
 import { stream, between, type Random } from './random.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { FaultKind, SimFaults } from './types.ts';

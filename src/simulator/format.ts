@@ -15,8 +15,8 @@ export function formatDateTime(ms: number): string {
 }
 
 /**
- * ISO 8601 UTC with six fractional digits and a trailing Z (2026-11-22T01:02:03.123456Z), as the spec
- * shows for initiatedAt and authorizedAt. `micros` is the sub-millisecond part, 0..999.
+ * ISO 8601 UTC with six fractional digits (2026-11-22T01:02:03.123456Z), as the spec shows for
+ * initiatedAt and authorizedAt. `micros` is the sub-millisecond part, 0..999.
  */
 export function formatMicroIso(ms: number, micros: number): string {
   const iso = new Date(ms).toISOString(); // 2026-11-22T01:02:03.123Z

@@ -1,6 +1,6 @@
-// A Learner API of our own (docs/learner-api.md), for the demo, tests and benchmarks: a real HTTP server
-// with seeded data, the spec's bodies and errors, optional rate limits, fault injection, and a record
-// of every request to assert on.
+// A Learner API of our own (docs/learner-api.md) for the demo, tests and benchmarks: a real HTTP
+// server with seeded data, the spec's bodies and errors, optional rate limits, fault injection,
+// and a record of every request to assert on.
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { SimContext } from './context.ts';
@@ -55,14 +55,14 @@ export interface Simulator {
   /** From now on that token answers 401. */
   revokeToken(token: string): void;
   /**
-   * Windows in which counted, non-429 transfer requests exceeded perToken / perOrg of the current limits
-   * (or of `limits` when given). Rolling by default: the stricter check (see violations.ts).
+   * Windows in which counted, non-429 transfers exceeded perToken / perOrg of the current limits
+   * (or of `limits`). Rolling by default: the stricter check (violations.ts).
    */
   violations(window?: 'rolling' | 'fixed', limits?: SimLimits): LimitViolation[];
   tokenOrg(token: string): string | undefined;
   /**
-   * Test hook for a list that changes while it is read: inserts a new learner (id = largest + 1) at list
-   * position `position` (0-based; default the end) and returns its id. Later learners shift one on.
+   * Test hook for a list that changes while it is read: inserts a learner (id = largest + 1) at
+   * `position` (0-based; default the end) and returns its id. Later learners shift one on.
    */
   insertLearner(options: {
     position?: number;
@@ -73,9 +73,8 @@ export interface Simulator {
   /** Test hook: removes a learner from the list; later learners shift one position back. */
   removeLearner(id: number): boolean;
   /**
-   * Test hook: from now on, transfer calls are received and handled but not answered (they stay in
-   * flight, status 0 in the record) until the returned function is called. Lets a test inject a fault
-   * that is sure to meet calls in flight, however slow the machine. Releasing twice does nothing.
+   * Test hook: from now on, transfer calls are handled but not answered (in flight, status 0) until
+   * the returned function is called, so an injected fault surely meets calls in flight.
    */
   holdAnswers(): () => void;
 }

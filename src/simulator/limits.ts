@@ -1,6 +1,6 @@
-// Enforces the transfer limits the way a real service could: per token and per organization, with a
-// rolling or a fixed window. A request is admitted only when both scopes have room, and only an admitted
-// request uses budget; a refused one gets the wait until a slot frees (the Retry-After of the 429).
+// Enforces the transfer limits as a real service could: per token and per organization, rolling
+// or fixed window. Only a request both scopes admit uses budget; a refused one gets the wait
+// until a slot frees (the 429's Retry-After).
 import type { Rate } from '../core/duration.ts';
 import type { RequestRecord, SimLimits } from './types.ts';
 

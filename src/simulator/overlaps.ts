@@ -1,6 +1,5 @@
-// Transfer calls that were in flight at the same time for one learner: what "at most one call in flight
-// per learner" forbids. From the request record: a PATCH is in flight from its arrival until it was
-// answered (or reset); one still unanswered is in flight until now.
+// Transfer calls in flight at the same time for one learner, which "one call in flight per
+// learner" forbids. From the record: a PATCH is in flight from arrival until answered (or reset).
 import type { RequestRecord } from './types.ts';
 
 export interface Overlap {

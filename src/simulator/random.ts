@@ -1,5 +1,5 @@
-// A small seeded PRNG (mulberry32): the same seed gives the same learners and the same fault choices,
-// so a failing test can be replayed. Separate streams keep the data independent of the faults asked for.
+// A small seeded PRNG (mulberry32): the same seed gives the same learners and faults, so a
+// failing test can be replayed. Separate streams keep the data independent of the faults.
 import { LearnerTransferError } from '../core/errors.ts';
 
 export interface Random {
@@ -44,7 +44,7 @@ export function createRandom(seed: number): Random {
   };
 }
 
-/** A random stream derived from the seed and a name, so adding a stream does not shift the others. */
+/** A random stream from the seed and a name, so adding a stream does not shift the others. */
 export function stream(seed: number, name: string): Random {
   let h = 2166136261 ^ seed;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);

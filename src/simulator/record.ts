@@ -1,5 +1,5 @@
-// The request record: one small entry per request, in arrival order, filled in as the request goes
-// (counted, answered). Tests of the worker and limiter assert on it, so it is never trimmed.
+// The request record: one small entry per request, in arrival order, filled in as it goes
+// (counted, answered). Tests assert on it, so it is never trimmed.
 import type { IncomingMessage } from 'node:http';
 import type { RequestRecord } from './types.ts';
 

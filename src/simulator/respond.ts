@@ -1,6 +1,5 @@
-// Turns an Answer into bytes on the socket (or their absence) and closes the record entry. Resets and
-// truncation take the raw socket away from fastify (reply.hijack) because no HTTP framework would
-// produce them on purpose.
+// Turns an Answer into bytes on the socket (or their absence) and closes the record entry.
+// Resets and cut bodies take the raw socket from fastify (reply.hijack): no framework makes them.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FaultKind, RecordResult, RequestRecord } from './types.ts';
 
@@ -30,10 +29,7 @@ export function resetSocket(request: FastifyRequest, reply: FastifyReply): void 
   request.raw.socket.destroy();
 }
 
-/**
- * Sends the head with the Content-Length of the full body, then half of the body, then destroys the
- * socket: the client gets a 200 whose body ends early.
- */
+/** Sends the head with the full body's length, then half the body, then destroys the socket. */
 function sendTruncated(entry: RequestRecord, reply: FastifyReply, status: number, body: unknown): void {
   reply.hijack();
   const full = Buffer.from(JSON.stringify(body));

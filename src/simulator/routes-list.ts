@@ -29,8 +29,8 @@ function list(ctx: SimContext, entry: RequestRecord, rawPage: unknown): Answer {
   const total = ctx.state.total;
   const start = (page - 1) * PER_PAGE;
   const data = ctx.state.slice(start, start + PER_PAGE);
-  // The order of items is not shown in the spec: ours is by id. A page past the end (not shown either)
-  // answers 200 with no items and from/to null, as Laravel-style paginators do.
+  // Not shown in the spec: the order (ours is by id), and a page past the end (200, no items,
+  // from/to null, as Laravel-style paginators do).
   return {
     kind: 'json',
     status: 200,

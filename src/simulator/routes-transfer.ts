@@ -1,6 +1,6 @@
-// PATCH /1/learner/{learnerId}/transfer. Order of checks: token (401), limits (429, the only refusal
-// that does not use budget), then one seeded fault roll, then permission (403), learner (404), the
-// always-failing learners (500), and the repeat rule for a learner already in the caller's organization.
+// PATCH /1/learner/{learnerId}/transfer. Checks in order: token (401), limits (429, the only
+// refusal that uses no budget), one seeded fault roll, permission (403), learner (404), the
+// always-failing learners (500), then the repeat rule for a learner already in the organization.
 import type { FastifyInstance } from 'fastify';
 import { formatDuration } from '../core/duration.ts';
 import { bodies } from './bodies.ts';
@@ -25,7 +25,7 @@ function rateLimited(ctx: SimContext, retryAfterMs: number, scope: 'token' | 'or
   };
 }
 
-/** The answer of a counted transfer without faults (or with a fault that needs the real outcome). */
+/** The answer of a counted transfer without a fault, or with one that needs the real outcome. */
 function transfer(ctx: SimContext, who: TokenInfo, learnerId: number | undefined, rawId: string): Answer {
   if (!who.canTransfer || (learnerId !== undefined && ctx.forbidden.has(learnerId))) {
     return { kind: 'json', status: 403, body: bodies.forbidden(), result: 'forbidden' };

@@ -1,5 +1,5 @@
-// Builds the learners and learner groups deterministically from the seed. Learner i (1-based) belongs to
-// organizations[(i - 1) % organizations.length]; about 10% have no user and about 10% are inactive.
+// Builds the learners and groups deterministically from the seed. Learner i (1-based) belongs to
+// organizations[(i - 1) % organizations.length]; about 10% have no user, about 10% are inactive.
 import { formatDate, formatDateTime, formatMicroIso } from './format.ts';
 import { stream, type Random } from './random.ts';
 import type { LearnerGroup, RevokedAuthorization, SimLearner, SimOrg } from './types.ts';
@@ -30,7 +30,7 @@ const CREATED_FROM = Date.UTC(2022, 0, 1);
 const CREATED_TO = Date.UTC(2025, 5, 30);
 
 /**
- * Each organization has two learner groups; a transfer adds the learner to the first one ("the caller's
+ * Two learner groups per organization; a transfer adds the learner to the first ("the caller's
  * organization's group" of the spec) and removes it from every group it was in.
  */
 export function groupsOf(org: SimOrg): LearnerGroup[] {

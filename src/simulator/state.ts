@@ -53,8 +53,8 @@ export class SimState {
   }
 
   /**
-   * Transfers a learner into `org`. When it is already there, `repeat` decides between the spec's two
-   * stated answers: 'success' (200, no duplicate transfer) and 'error' (400 "already associated").
+   * Transfers a learner into `org`. When it is already there, `repeat` picks one of the spec's two
+   * answers: 'success' (200, no duplicate transfer) or 'error' (400 "already associated").
    */
   transfer(learnerId: number, org: SimOrg, repeat: 'success' | 'error', now = Date.now()): TransferOutcome {
     const learner = this.find(learnerId);
@@ -88,10 +88,9 @@ export class SimState {
   }
 
   /**
-   * A repeat answers the transfer that brought the learner in (same transferId) and reports nothing
-   * removed, added or revoked, since nothing changed. A learner that was in the organization from the
-   * start has no such transfer: it gets a fresh-looking transferId, remembered so later repeats agree,
-   * but still no effect and no entry in transfersOf().
+   * A repeat answers the transfer that brought the learner in (same transferId), with nothing
+   * removed, added or revoked. A learner there from the start gets a fresh-looking transferId,
+   * remembered so later repeats agree, and no entry in transfersOf().
    */
   private repeatBody(learner: SimLearner, org: SimOrg, now: number): TransferResultBody {
     let last = this.lastInto.get(learner.id);
@@ -122,8 +121,8 @@ export class SimState {
   }
 
   /**
-   * Test hook (a list that changes while it is read): inserts a new learner at list position `index`
-   * (0-based, clamped), shifting every later learner one position on. Its id is the largest id + 1.
+   * Test hook: inserts a new learner (id = largest + 1) at list position `index` (0-based,
+   * clamped), shifting every later learner one position on.
    */
   insertLearner(
     index: number,

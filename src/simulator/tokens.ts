@@ -11,7 +11,7 @@ export interface TokenInfo {
 
 export type Caller =
   | { ok: true; info: TokenInfo }
-  /** `info` is set for a known but revoked token, so the record can still name its org and label. */
+  /** `info` is set for a known but revoked token, so the record still names its org and label. */
   | { ok: false; info?: TokenInfo };
 
 export class TokenRegistry {

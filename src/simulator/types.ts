@@ -1,5 +1,5 @@
-// The simulator's public types. Field names of the bodies follow docs/learner-api.md; everything the
-// spec marks "not shown" is a choice of ours, documented where it is made.
+// The simulator's public types. Body field names follow docs/learner-api.md; what the spec marks
+// "not shown" is our choice, documented where it is made.
 import type { Rate } from '../core/duration.ts';
 
 export interface SimOrg {
@@ -24,8 +24,8 @@ export interface SimLimits {
   perOrg?: Rate;
   window: 'rolling' | 'fixed';
   /**
-   * Default true. False counts every request (countedAt is set) but never refuses one, so that a test
-   * can overrun on purpose and check that violations() sees it.
+   * Default true. False counts every request but refuses none, so a test can overrun on purpose
+   * and check that violations() sees it.
    */
   enforce?: boolean;
 }
@@ -37,7 +37,7 @@ export interface SimFaults {
   latencyAfterMs?: [number, number];
   /** Share of counted transfers answering 500 "Transfer failed" with no effect. */
   errorRate?: number;
-  /** Share of counted transfers whose socket is destroyed; half (seeded) after the effect, half before. */
+  /** Share of counted transfers whose socket is destroyed, half (seeded) after the effect. */
   resetRate?: number;
   /** Share of counted transfers whose 200 body is cut in the middle (the effect is applied). */
   truncateRate?: number;
@@ -57,8 +57,8 @@ export interface SimulatorOptions {
   faults?: SimFaults;
   logger?: boolean;
   /**
-   * Serve HTTPS with this PEM certificate and key (tests of a private CA); with `ca` and `requestCert`, a
-   * client certificate signed by `ca` is required (mutual TLS): a handshake without one is refused.
+   * Serve HTTPS with this PEM certificate and key; with `ca` and `requestCert`, a client
+   * certificate signed by `ca` is required (mutual TLS).
    */
   https?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer; requestCert?: boolean };
 }
@@ -93,16 +93,16 @@ export interface RequestRecord {
   receivedAt: number;
   /** The request's `traceparent` header (W3C trace context), when it had one. */
   traceparent?: string;
-  /** When the request was counted against the limits (after latencyBefore); absent if never counted. */
+  /** When the request was counted against the limits (after latencyBefore); absent if never. */
   countedAt?: number;
   respondedAt?: number;
-  /** HTTP status sent, 'reset' when the socket was destroyed, 0 while the request is still in flight. */
+  /** HTTP status sent, 'reset' when the socket was destroyed, 0 while still in flight. */
   status: number | 'reset';
   result?: RecordResult;
   /** True when the learner changed owner in this request. */
   effectApplied: boolean;
   fault?: FaultKind;
-  /** The part of a cut 200's body that was sent (fault 'truncate'): all a client can have kept of it. */
+  /** The part of a cut 200's body that was sent (fault 'truncate'): all a client can have kept. */
   partialBody?: string;
 }
 
@@ -140,7 +140,7 @@ export interface LearnerListItem {
   v2id: null;
 }
 
-/** The simulator's full state of a learner: the list item plus what a transfer changes or reports. */
+/** A learner's full state in the simulator: the list item and what a transfer changes. */
 export interface SimLearner extends LearnerListItem {
   groups: LearnerGroup[];
   authorizations: RevokedAuthorization[];

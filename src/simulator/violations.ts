@@ -1,13 +1,12 @@
-// Finds the windows in which the counted transfer requests of one token or one organization exceeded the
-// limit: what tests use to prove "no token ever exceeded its window". Sort + two pointers per key, so
-// 100k records take milliseconds.
+// Finds the windows in which one token's or one organization's counted transfers exceeded the
+// limit: how tests prove "no token ever exceeded its window". Sort + two pointers per key.
 import type { Rate } from '../core/duration.ts';
 import type { LimitViolation, RequestRecord, SimLimits } from './types.ts';
 
 /**
- * Rolling: every window [t, t + windowMs) that starts at a counted request. Any window of that length
- * holding more than max requests also does when moved to start at its first request, so these are all
- * the windows that matter. A run of overlapping offending windows is reported once, at its fullest.
+ * Rolling: every window [t, t + windowMs) that starts at a counted request. Any offending window
+ * still offends moved to start at its first request, so these are all that matter. A run of
+ * overlapping offending windows is reported once, at its fullest.
  */
 function rolling(times: Float64Array, rate: Rate): Array<{ windowStart: number; count: number }> {
   const out: Array<{ windowStart: number; count: number }> = [];
@@ -47,9 +46,8 @@ function fixed(times: Float64Array, rate: Rate): Array<{ windowStart: number; co
 }
 
 /**
- * Violations of `limits` by the counted, non-429 transfer requests of `record`. `window` defaults to
- * rolling whatever the server enforces: a rolling check is the stricter one (every fixed window is also
- * a window of the same length), and the client's budget must hold under both.
+ * Violations of `limits` by the counted, non-429 transfers of `record`. Rolling by default,
+ * whatever the server enforces: the stricter check (a fixed window is a window of that length).
  */
 export function findViolations(
   record: readonly RequestRecord[],

@@ -63,8 +63,8 @@
     });
   }
 
-  // The cards are the server's: an organization that changed state, or a page whose organizations are
-  // no longer the ones shown (ranked anew), asks for a reload instead of reshuffling under the reader.
+  // The cards are the server's: a changed state, or a page whose organizations were ranked anew,
+  // asks for a reload instead of reshuffling under the reader.
   function checkCards(o) {
     var cards = $all('#org-cards > section[data-org]');
     if (!cards.length && !o.pageOrgs) return;
@@ -82,7 +82,7 @@
     if (note && changed) note.hidden = false;
   }
 
-  // The burn-down charts come drawn by the server (escaped SVG, views/burn-down.ts): swapped in whole.
+  // The burn-down charts come drawn by the server (escaped SVG): swapped in whole.
   function setCharts(charts) {
     Object.keys(charts).forEach(function (key) {
       byAttr('data-burn-down', key).forEach(function (fig) {
@@ -95,7 +95,7 @@
     });
   }
 
-  // A frame is the view's overview, whole (full) or with only the organizations and runs that changed.
+  // A frame is the view's overview, whole (full) or with only what changed.
   function applyOverview(o) {
     text($('#updated-at'), o.at);
     renderAlerts(o.alerts || []);
@@ -180,7 +180,7 @@
     }
   }
 
-  // A refused request rejects with the dashboard's answer: its message, and its code (docs/errors.md).
+  // A refused request rejects with the dashboard's answer: its message and code (docs/errors.md).
   class ApiError extends Error {
     constructor(status, body) {
       super(body.message || 'HTTP ' + status);
@@ -215,7 +215,7 @@
     });
   }
 
-  // A row's cells from a learner's state: waiting shows the attempt to come, a final state its outcome.
+  // A row's cells from a learner's state: the attempt to come while waiting, else its outcome.
   function showRow(row, l) {
     setState($('[data-state]', row), l.state);
     var waiting = FINAL_WAIT.indexOf(l.state) >= 0;
@@ -238,8 +238,8 @@
     text($('[data-time]', row), l.updatedAt);
   }
 
-  // Follows retried learners shown on this page until each reaches a new outcome (1 s polls of their rows
-  // only: a page shows at most 500, so this costs one small read a second while any of them waits).
+  // Follows retried learners on this page until each reaches a new outcome: 1 s polls of their rows
+  // only (at most 500 a page).
   function follow(keys) {
     var single = $('main > p [data-state]');
     keys = keys.filter(function (k) {
@@ -326,10 +326,9 @@
     return e;
   }
 
-  // The confirmation: an in-page <dialog> with the count and the outcomes the action touches (from the
-  // server's dry run, so they are exact), and for outcomes a retry cannot help (or held learners) what it
-  // will do and a checkbox that must be ticked before the button works. Resolves true to go on.
-  // `verb` names the action (default 'retry'; another action with a dry run, like cancel, can reuse it).
+  // The confirmation <dialog>: the count and outcomes from the server's dry run (exact), and for
+  // outcomes a retry cannot help a checkbox to tick first. `verb` names the action ('retry' by
+  // default). Resolves true to go on.
   function ask(plan, verb) {
     verb = verb || 'retry';
     return new Promise(function (resolve) {
@@ -407,8 +406,8 @@
     });
   }
 
-  // Every retry asks the server first what it would touch (a dry run). A bulk retry, or one touching
-  // outcomes a retry cannot help, is confirmed in the dialog; a single ordinary retry goes at once.
+  // Every retry is a dry run first. A bulk retry, or one touching outcomes a retry cannot help, is
+  // confirmed in the dialog; a single ordinary retry goes at once.
   function retry(body, bulk) {
     var dry = Object.assign({}, body, { dryRun: true });
     return post(dry)
@@ -433,8 +432,7 @@
       .catch(retryFailed);
   }
 
-  // Withdraw learners before their call (a run's, or one learner): the server's dry run gives the count,
-  // the dialog asks, then the cancel runs; calls in flight finish and are said so.
+  // Withdraw learners before their call: dry run, the dialog, then the cancel.
   function withdraw(body, status) {
     var dry = Object.assign({}, body, { dryRun: true });
     return post(dry, '/api/cancel')
@@ -464,8 +462,7 @@
       });
   }
 
-  // Release a canary run's learners that await approval: the server's dry run gives the count, the
-  // dialog (retry's and cancel's) asks, then the approval runs.
+  // Release a canary run's learners that await approval: dry run, the dialog, then the approval.
   function approve(run, status) {
     return post({ run: run, dryRun: true }, '/api/approve')
       .then(function (plan) {

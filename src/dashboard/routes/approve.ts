@@ -1,8 +1,6 @@
-// POST /api/approve: the dashboard's side of `learner-transfer approve --run ID`: release the learners of
-// a canary run that await approval after its canary (ops/actions/canary.ts), with the dashboard's author in the
-// change log. With "dryRun": true it only answers how many it would release: the page's confirmation
-// dialog shows that count first (the dialog of retry and cancel). Refused in read-only mode, and to the
-// viewer token (the server's onRequest hook), and a CSRF token is needed as for every POST.
+// POST /api/approve: `learner-transfer approve --run ID` from the dashboard, with the dashboard's
+// author in the change log; "dryRun" answers the count the dialog shows. Refused in read-only
+// mode and to the viewer.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { approveRun, type ApproveSummary } from '../../ops/actions/canary.ts';

@@ -1,9 +1,6 @@
-// POST /api/cancel: the dashboard's side of `learner-transfer cancel`: withdraw the learners of a run (in
-// one organization, or all it spans) or the named learners, before their call, through the same
-// cancelLearners the CLI uses (recorded `cancelled` with the dashboard's author; one change-log entry).
-// With "dryRun": true it only answers how many it would withdraw: the page's dialog shows that count
-// before anything changes. Refused in read-only mode, and to the viewer token (the server's onRequest
-// hook), and a CSRF token is needed as for every POST.
+// POST /api/cancel: `learner-transfer cancel` from the dashboard, through the same
+// cancelLearners, with the dashboard's author in the change log; "dryRun" answers the count the
+// dialog shows. Refused in read-only mode and to the viewer.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { cancelLearners, type CancelSummary, type LearnerRef } from '../../ops/actions/cancel.ts';
@@ -20,8 +17,8 @@ const bodySchema = z.union([
 ]);
 
 /**
- * The answer: the summary, and what the confirmation dialog reads (`matched`, `byCode`, `confirm`, the
- * shape of a retry's dry run): a cancel asks only for the count, never for an explicit "anyway".
+ * The answer: the summary, and what the confirmation dialog reads (a retry's dry run's shape): a
+ * cancel asks only for the count, never for an explicit "anyway".
  */
 export type CancelAnswer = CancelSummary & {
   matched: number;

@@ -1,5 +1,5 @@
-// GET /changes (page) and GET /api/changes: the change log, newest first, filtered by action, organization
-// and author (all in the query, so a filtered log is a link), paged with `before` (a stream id).
+// GET /changes and GET /api/changes: the change log, newest first, filtered by action,
+// organization and author in the query (a filtered log is a link), paged with `before`.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { isValidOrgKey } from '../../core/keys.ts';

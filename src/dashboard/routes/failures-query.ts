@@ -1,4 +1,4 @@
-// The failures filter, from a query string (pages and API) or a retry body: one parser, one set of errors.
+// The failures filter, from a query string or a retry body: one parser, one set of errors.
 import { z } from 'zod';
 import type { Bucket } from '../../outcomes/record.ts';
 import { badRequest, knownOrg, learnerIdParam, runIdParam, type DashboardDeps } from '../deps.ts';

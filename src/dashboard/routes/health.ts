@@ -1,6 +1,5 @@
-// GET /healthz (the process answers) and GET /readyz (Redis answers PING and takes writes): open without
-// a token, since orchestrators probe them bare and they reveal nothing. The probe and its cache live in
-// ops/metrics/health.ts, shared with the worker's metrics port.
+// GET /healthz and GET /readyz, open without a token: orchestrators probe them bare, and they
+// reveal nothing. The probe and its cache are ops/metrics/health.ts, shared with the worker.
 import type { FastifyInstance } from 'fastify';
 import type { DashboardDeps } from '../deps.ts';
 import { cachedProbe, contextReadiness, READY_PROBE_INTERVAL_MS } from '../../ops/metrics/health.ts';

@@ -1,11 +1,6 @@
-// GET /learners/:org/:id (page), GET /api/learners/:org/:id (record + audit entries),
-// GET /api/learners?ids=org:id,... (states of many learners, for following retried rows live), and
-// POST /api/learners/:org/:id/urgent: "Move ahead of the queue", the dashboard's side of
-// `enqueue --priority urgent` (queue/priority.ts). It goes through the producer like the CLI (same claims,
-// outcome record and job id), only for a learner that waits (queued or retrying): any other state is
-// explained with a 409. Authentication and the CSRF header are checked for every POST by the server's
-// onRequest hook; read-only dashboards refuse it (403) and hide the button. Each move is written in the
-// change log (limiter/control-log.ts) with the dashboard user and client address.
+// The learner page and its API: the record and audit entries, the states of many learners (to
+// follow retried rows live), and POST .../urgent, "Move ahead of the queue", for a waiting
+// learner, through the producer as `enqueue --priority urgent` (docs/dashboard-api.md).
 import type { FastifyInstance } from 'fastify';
 import {
   isFinalBucket,
@@ -49,11 +44,11 @@ const isWaiting = (state: string) => state === 'queued' || state === 'retrying';
 
 export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void {
   const { ctx } = deps;
-  // The viewer sees counts, roles and user ids of the revoked authorizations, never an e-mail or a name.
+  // The viewer sees counts, roles and user ids of revoked authorizations, never e-mails or names.
   const load = async (orgParam: string, idParam: string, viewer: boolean) => {
     const org = knownOrg(deps, orgParam);
     const id = learnerIdParam(idParam);
-    // Entries trimmed from Redis are read from the audit archive (AUDIT_ARCHIVE_DIR) by their day file.
+    // Entries trimmed from Redis are read from the audit archive, by their day file.
     const sources = {
       stream: ctx.store.auditStream(),
       archiveDir: ctx.config.auditArchiveDir,
@@ -65,8 +60,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       const entry = (await auditEntriesById(archiveOnly, org, [entryId])).found[0]?.entry;
       return entry?.kind === 'record' ? (entry.result as RecordStory) : undefined;
     };
-    // A finished learner's history and audit ids are in the stream (compacted record), or once trimmed,
-    // in the archive: read back here.
+    // A finished learner's history and audit ids: in the stream (compacted record), or the archive.
     const { record, archived: storyArchived } =
       (await ctx.store.getWithStory(org, id, storyFromArchive)) ?? {};
     if (!record) throw notFound(`no record of learner ${id} in ${org}`);
@@ -78,7 +72,7 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
       audit,
       auditArchived: archived,
       auditMissing: missing,
-      /** The history and audit ids could not all be read: their story entry is archived out of reach. */
+      /** Some history and audit ids could not be read: their story entry is archived out of reach. */
       storyArchived: storyArchived === true,
     };
   };
@@ -123,8 +117,8 @@ export function registerLearner(app: FastifyInstance, deps: DashboardDeps): void
 }
 
 /**
- * Moves a waiting learner ahead of its organization's queue, through the producer as `enqueue --priority
- * urgent` does; any other state is refused with its reason.
+ * Moves a waiting learner ahead of its organization's queue, as `enqueue --priority urgent` does;
+ * any other state is refused with its reason.
  */
 async function moveAhead(
   deps: DashboardDeps,
@@ -146,8 +140,8 @@ async function moveAhead(
   if (isFinalBucket(record.b as Bucket)) {
     throw new DashboardError('LT_HTTP_NOT_WAITING', notWaiting(id, record.b as Bucket));
   }
-  // Through the producer, as `enqueue --priority urgent` does: its claim, its outcome record (kept as
-  // it is: the learner waits) and its job id; a learner that finished meanwhile is not re-queued.
+  // Through the producer: its claim, its outcome record (kept: the learner waits) and its job id; a
+  // learner that finished meanwhile is not re-queued.
   let batch: UrgentBatch | undefined;
   let held: string | undefined;
   await ctx.producer.add([{ org, learnerId: id, source: 'dashboard' }], record.r, {

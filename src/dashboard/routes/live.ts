@@ -1,8 +1,6 @@
-// GET /api/live: server-sent events, one `overview` event per interval: the /api/overview JSON of the
-// view in the query (q, state, page, limit: overview-query.ts), whole in the first event and then with
-// only the organizations that changed (live-overview.ts). All streams share one collection per interval
-// (see LiveFeed); beyond the cap of open streams the answer is 503 with Retry-After (the page falls back
-// to reloading).
+// GET /api/live: server-sent events, one `overview` event per interval for the view in the query,
+// whole first, then only what changed (docs/dashboard-api.md). All streams share one collection
+// (LiveFeed); beyond the cap of open streams, 503 with Retry-After.
 import type { FastifyInstance } from 'fastify';
 import { httpAnswer } from '../../core/errors.ts';
 import type { Overview } from '../../ops/views/overview.ts';
@@ -11,7 +9,7 @@ import { OverviewLive } from '../live-overview.ts';
 import type { DashboardDeps } from '../deps.ts';
 import { parseOverviewView, viewKey } from './overview-query.ts';
 
-/** The whole fleet is read again this often at least (ten ticks, and never more than every 10 s). */
+/** The whole fleet is read again at least this often: ten ticks, never more than every 10 s. */
 export function fleetEveryMs(intervalMs: number): number {
   return Math.max(10_000, 10 * intervalMs);
 }

@@ -1,6 +1,5 @@
-// The overview's view, from a query string (the page, /api/overview and /api/live share it): `q` (part
-// of an organization key), `state` (attention, all, alert, working, failures, idle), `page` and `limit`.
-// Kept in the URL, so a filtered page can be bookmarked, reloaded and shared.
+// The overview's view, from a query string (the page, /api/overview and /api/live share it): `q`,
+// `state`, `page` and `limit`, kept in the URL so a filtered page can be bookmarked and shared.
 import { z } from 'zod';
 import { DEFAULT_VIEW, type OverviewView } from '../../ops/views/overview.ts';
 import { STATE_FILTERS, type StateFilter } from '../../ops/views/org-states.ts';

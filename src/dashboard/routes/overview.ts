@@ -1,5 +1,5 @@
-// GET / (page), GET /api/overview, GET /api/runs, GET /api/runs/:id. The page and /api/overview take the
-// view's query (overview-query.ts: q, state, page, limit).
+// GET / (page), GET /api/overview, GET /api/runs, GET /api/runs/:id. The page and /api/overview
+// take the view's query (overview-query.ts).
 import type { FastifyInstance } from 'fastify';
 import { collectOverview, runOverview } from '../../ops/views/overview.ts';
 import { runOverviews } from '../../ops/views/run-overview.ts';

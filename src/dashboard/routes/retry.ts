@@ -1,11 +1,7 @@
-// POST /api/retry: retry one, the selected, or every learner the filter matches, through the same
-// selectRetry/requeueSelected the CLI uses (re-queued into their own run, with fresh attempts; the run is
-// marked retried; the change log gets who and how many). With "dryRun": true it only answers what a retry
-// would touch (the count per outcome code, and which codes need the explicit confirmation): the page's
-// dialog shows that. A retry touching outcomes a retry cannot help (not-found, forbidden, ...) or held
-// learners is refused (400 confirm-permanent) unless the body says "confirmPermanent": true, so a
-// script cannot skip the confirmation either. GET /api/csrf gives scripts the token every POST needs.
-// Refused in read-only mode, and to the viewer token (the server's onRequest hook).
+// POST /api/retry: `learner-transfer retry` from the dashboard, through the same selectRetry and
+// requeueSelected; "dryRun" answers what the dialog shows. Outcomes a retry cannot help need
+// "confirmPermanent": true, so a script cannot skip the confirmation either. Refused in read-only
+// mode and to the viewer. GET /api/csrf gives scripts the token every POST needs.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { failurePage } from '../../ops/views/failures.ts';
@@ -31,8 +27,8 @@ const bodySchema = z.union([
 type Body = z.infer<typeof bodySchema>;
 
 /**
- * The answer: the summary, whether it was only a dry run, and for each code that needs the explicit
- * confirmation what a retry of it can do (the dialog says it).
+ * The answer: the summary, whether it was a dry run, and what a retry can do for each code that
+ * needs the explicit confirmation (the dialog says it).
  */
 export type RetryAnswer = RetrySummary & { dryRun: boolean; notes: Record<string, string> };
 
@@ -69,7 +65,7 @@ async function select(
   return { selection, filter: JSON.parse(JSON.stringify(text)) as Record<string, unknown> };
 }
 
-/** The refusal of a retry that needs the explicit confirmation: the codes, their counts and what to send. */
+/** The refusal of a retry that needs the explicit confirmation: codes, counts, what to send. */
 function confirmationRequired(s: RetrySummary): DashboardError {
   const parts = s.confirm.map((c) => `${s.byCode[c]} ${c}`).join(', ');
   const kinds = [...new Set(s.confirm.map((c) => retryKind(c)))].map((k) => RETRY_NOTES[k]).join('; ');

@@ -1,14 +1,13 @@
-// The burn-down chart: learners left over the hours kept (a solid line), then the projected finish from
-// the ETA (a dashed line down to a marker on the axis), as inline SVG made on the server. Pure: data in,
-// markup out, every text through `html` (escaped). The viewBox scales it to its box, so it never
-// overflows; the text keeps its proportions (no preserveAspectRatio="none"), so labels stay legible.
+// The burn-down chart: learners left over the hours kept, then the projected finish from the ETA
+// (dashed), as inline SVG made on the server; pure, every text escaped. The viewBox scales it to
+// its box; the text keeps its proportions, so labels stay legible.
 import type { BurnDown } from '../../ops/eta/burn-down.ts';
 import { html, Html } from '../html.ts';
 import { num } from './units.ts';
 
 export const W = 480;
 export const H = 190;
-/** The plot's box inside the viewBox: room for the y labels on the left and two x labels below. */
+/** The plot's box inside the viewBox: room for the y labels at left and two x labels below. */
 export const PLOT = { left: 50, right: 468, top: 14, bottom: 150 } as const;
 
 const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
@@ -32,9 +31,8 @@ export function niceMax(n: number): number {
 const f = (n: number) => n.toFixed(1);
 
 /**
- * The markup without the template's indentation: 50 charts on a page (and in the live frames) are
- * half as big. Only whitespace goes: between tags, and runs of it (every text in it is escaped, so
- * no '<' or '>' of a text can be taken for a tag's).
+ * The markup without the template's indentation: 50 charts on a page are half as big. Only
+ * whitespace goes (every text in it is escaped, so no '<' or '>' of a text looks like a tag's).
  */
 function compact(h: Html): Html {
   return new Html(h.value.replace(/>\s+</g, '><').replace(/\s{2,}/g, ' '));
@@ -47,10 +45,7 @@ function xLabel(x: number, ms: number, anchor: 'start' | 'middle' | 'end', cls =
   >`;
 }
 
-/**
- * The chart of one burn-down. `name` says whose learners (an organization key, a run id): it goes into
- * the title and description, escaped.
- */
+/** The chart of one burn-down; `name` (whose learners) goes into its title, escaped. */
 export function burnDownSvg(b: BurnDown, name: string): Html {
   const first = b.points[0]?.[0] ?? b.now;
   const end = Math.max(b.now, b.finishAt ?? b.now);
@@ -62,7 +57,7 @@ export function burnDownSvg(b: BurnDown, name: string): Html {
   const xNow = x(b.now);
   const finish = b.finishAt !== null && b.left > 0 ? b.finishAt : null;
   const xEnd = finish !== null ? x(finish) : xNow;
-  // Labels: the start, the finish (or now) at the right; now between them when there is room for it.
+  // Labels: the start, the finish (or now) at the right; now between them if there is room.
   const nowLabel = finish !== null && xNow - PLOT.left > 80 && PLOT.right - xNow > 80;
   const history = b.points.length > 1 ? `from ${axisDate(first).join(' ')} UTC to now` : 'now';
   const desc =
@@ -131,7 +126,7 @@ export function burnDownSvg(b: BurnDown, name: string): Html {
   );
 }
 
-/** The chart in its figure, with the finish as text under it (updated live by its data attribute). */
+/** The chart in its figure, with the finish as text under it (updated live). */
 export function burnDownFigure(b: BurnDown, name: string, key: string): Html {
   return html`<figure class="burn" data-burn-down="${key}">
     ${burnDownSvg(b, name)}

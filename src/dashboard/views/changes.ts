@@ -1,6 +1,5 @@
-// The change log page: who did what and when (retries, releases of held learners, cancels, pauses,
-// limits, urgent moves, token reloads), newest first, filtered by action, organization and author, with
-// the filters in the URL (a filtered log can be bookmarked and shared).
+// The change log page: who did what and when, newest first, filtered by action, organization and
+// author, the filters in the URL.
 import { html, query, type Html } from '../html.ts';
 import type { ChangeRow } from '../../ops/views/controls.ts';
 import { layout, type PageContext } from './layout.ts';

@@ -1,6 +1,5 @@
-// Failures page: filters (code, organization, run, learner id), a paginated table with checkboxes, and
-// retry one / selected / all matching (hidden in read-only mode). The script in /assets/app.js posts the
-// retries and follows the retried learners until they reach a new outcome.
+// Failures page: filters, a paginated table with checkboxes, and retry one / selected / all
+// matching (hidden in read-only mode); /assets/app.js posts the retries and follows them.
 import { html, query, type Html } from '../html.ts';
 import type { FailurePage } from '../../ops/views/failures.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
@@ -60,7 +59,7 @@ function row(l: LearnerOutcome, readOnly: boolean): Html {
   </tr>`;
 }
 
-/** What a retry can do for the outcomes shown that it cannot help (or that are held): said before any button. */
+/** What a retry does to shown outcomes it cannot help (or held ones): said before any button. */
 function permanentNote(byCode: Record<string, number>): Html | string {
   const codes = confirmationCodes(byCode);
   if (codes.length === 0) return '';

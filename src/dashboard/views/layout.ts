@@ -1,5 +1,5 @@
 // The page frame: navigation, the CSRF token for the page's script, and the stylesheet and script
-// served from /assets (same origin, so the Content-Security-Policy can forbid every inline script).
+// from /assets (same origin, so the CSP can forbid every inline script).
 import { html, type Html } from '../html.ts';
 
 export interface PageContext {

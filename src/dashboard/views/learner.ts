@@ -1,8 +1,6 @@
-// Learner page: where the learner stands, the timeline of its attempts, and the audit record of each
-// effective transfer (groups removed and added, authorizations revoked: the irreversible part). A learner
-// that waits shows where its job stands in its organization's queue and, unless read-only, a "Move ahead
-// of the queue" button (POST /api/learners/:org/:id/urgent, see queue/priority.ts), driven by
-// /assets/learner.js (same origin: the page's Content-Security-Policy forbids inline scripts).
+// Learner page: where the learner stands, the timeline of its attempts, the audit record of each
+// effective transfer (the irreversible part), and for a waiting learner its place in the queue
+// and the "Move ahead of the queue" button (driven by /assets/learner.js).
 import { RETRY_NOTES, retryKind } from '../../ops/actions/retry-risk.ts';
 import { html, type Html } from '../html.ts';
 import type { LearnerOutcome } from '../../outcomes/record.ts';
@@ -32,7 +30,7 @@ export function describePlace(p: QueuePlace): string {
   }
 }
 
-/** The "Move ahead" controls of a waiting learner: the place of its job, and the button unless read-only. */
+/** The "Move ahead" controls of a waiting learner: its place, and the button unless read-only. */
 export interface QueueControls {
   place: QueuePlace;
   /** Show the button (the learner waits and the dashboard is not read-only). */
@@ -79,7 +77,7 @@ function group(g: unknown): Html {
   </li>`;
 }
 
-/** What stands where personal data was removed (audit/redact.ts), or is not shown to this reader. */
+/** What stands where personal data was removed (audit/redact.ts) or is hidden from the reader. */
 function personalNote(a: unknown): Html | string {
   const removed = field(a, 'removed');
   if (removed) {
@@ -151,15 +149,15 @@ function auditBlock(a: AuditEntry): Html {
   </section>`;
 }
 
-/** Entries of the record read from the audit archive (and where), and those found nowhere here. */
+/** Entries of the record read from the audit archive (and where), and those found nowhere. */
 export interface AuditArchiveNotes {
   archived: readonly { id: string; file: string }[];
   missing: readonly string[];
-  /** The record's history and audit ids (its story entry) were trimmed and not found in the archive. */
+  /** The record's story entry (history, audit ids) was trimmed and is not in the archive. */
   storyArchived?: boolean;
 }
 
-/** States a cancel withdraws (ops/actions/cancel.ts): not called yet, or held by the pre-flight check. */
+/** States a cancel withdraws: not called yet, or held by the pre-flight check. */
 const CANCELLABLE: readonly string[] = ['queued', 'retrying', 'held'];
 
 export function learnerPage(

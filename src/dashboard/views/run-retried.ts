@@ -1,6 +1,5 @@
-// The line a run's card carries after a retry re-queued some of its learners: a retry goes back into
-// each learner's own run (its counters stay whole), so the run itself says it was retried, and the runs
-// list (outcomes/runs.ts list) brings it to the top.
+// The line a run's card carries after a retry re-queued some of its learners: they go back into
+// their own run, so the run says it was retried, and the runs list brings it to the top.
 import { html, type Html } from '../html.ts';
 import type { RunMeta } from '../../outcomes/runs.ts';
 
