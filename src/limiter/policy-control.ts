@@ -205,7 +205,7 @@ export async function resetLimits(
 ): Promise<PolicyChangeResult> {
   check(org);
   const { before, after } = await apply(redis, keys, org, null, 'limits.reset', {
-    delPrefix: ['tok:', 'learned:', 'refused:'],
+    delPrefix: ['tok:', 'learned:', 'refuted:'],
     del: [...resetRemoves(), ...(limits.burst ? [] : ['burst'])],
     set: {
       org: encodeRate(limits.limitPerOrg),

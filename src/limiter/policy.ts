@@ -51,7 +51,7 @@ export interface LearnedEntry {
 }
 
 /** Fields the limiter writes from 429s (learn.lua), not limits anyone set. */
-const LEARNED_FIELD = /^(learned:|429:|refused:)/;
+const LEARNED_FIELD = /^(learned:|429:|refuted:)/;
 
 export function parseLearned(text: string | undefined): LearnedEntry | null {
   const m = /^(\d+) (\d+)$/.exec(text ?? '');

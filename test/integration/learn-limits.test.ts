@@ -142,7 +142,7 @@ describe('learning the service limits with two work processes', () => {
       expect(patches.filter((r) => r.status === 429)).toEqual([]);
       expect(patches).toHaveLength(ids.length);
       const policy = await h.ctx.redis.hgetall(h.ctx.keys.policy('acme'));
-      expect(Object.keys(policy).filter((f) => /^(learned:|429:|refused:)/.test(f))).toEqual([]);
+      expect(Object.keys(policy).filter((f) => /^(learned:|429:|refuted:)/.test(f))).toEqual([]);
     },
   );
 });

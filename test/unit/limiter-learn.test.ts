@@ -295,6 +295,22 @@ describe('the organization scope', () => {
 });
 
 describe('limits reset forgets learned limits', () => {
+  it('forgets a refuted token too (learn.lua writes refuted:<id>), which alone is no stored policy', async () => {
+    const org = newOrg();
+    const tokenWindow = 600;
+    const b = budget({ max: 10, windowMs: tokenWindow }, { max: 100, windowMs: 60_000 });
+    const p = await sendAll(b, org, ['ta'], 6);
+    expect((await b.learn(org, 'ta', p[5]!.permitId, 2)).token.learned).toBe(5);
+    await sleep(tokenWindow + 20);
+    const [a] = await sendAll(b, org, ['ta'], 1);
+    expect((await b.learn(org, 'ta', a!.permitId, 2)).cause).toBe('org');
+    expect(Object.keys(await hash(org, b))).toContain('refuted:ta');
+    // Learned limits, 429 counts and refuted marks are what the service taught, not a policy someone stored.
+    expect((await readPolicy(redis, b.keys, org)).stored).toBe(false);
+    await resetLimits(redis, b.keys, org, b.options, WHO);
+    expect(Object.keys(await hash(org, b)).filter((f) => /^(learned|refuted):/.test(f))).toEqual([]);
+  });
+
   it('keeps the 429 counts and logs what it forgot', async () => {
     const org = newOrg();
     const b = budget({ max: 5, windowMs: 60_000 }, { max: 100, windowMs: 60_000 });
