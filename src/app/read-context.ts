@@ -1,6 +1,6 @@
-// The light half of the context (context.ts): Redis and what works through it alone (store, runs,
-// claims, limiter), checked at start as the whole one is; no BullMQ, undici or OpenTelemetry, so that
-// status, limits and changes answer fast (test/integration/cli-status-loads.test.ts holds them to it).
+// The light half of the context (context.ts): Redis and what works through it alone, without
+// BullMQ, undici or OpenTelemetry, so status, limits and changes answer fast
+// (test/integration/cli-status-loads.test.ts holds them to it).
 import type { RedisClient } from '../redis/client.ts';
 import { fixedSecretsOf, type Config } from '../core/config.ts';
 import { TokenBook } from '../core/token-book.ts';
@@ -22,10 +22,7 @@ import { malformedPolicyError, seedPolicies, warnIfLimitsDiffer } from '../limit
 
 export interface ReadContext {
   config: Readonly<Config>;
-  /**
-   * The tokens in force: config.tokens at start; `work` replaces them when LEARNER_API_TOKENS_FILE
-   * changes (app/token-reload.ts). Whatever picks a token or scrubs secrets asks this, not the config.
-   */
+  /** The tokens in force; `work` reloads them (app/token-reload.ts), so ask this, not the config. */
   tokens: TokenBook;
   logger: Logger;
   redis: RedisClient;
@@ -39,28 +36,27 @@ export interface ReadContext {
   close(): Promise<void>;
 }
 
-/** What a caller may give createReadContext (and createContext) instead of what it makes from the config. */
+/** What a caller may give instead of what createReadContext makes from the config. */
 export interface ReadContextOptions {
   logger?: Logger;
   redis?: RedisClient;
   redisTimeoutMs?: number;
-  /** CLIENT SETNAME of the connection made here (`work` adds its pid: CLIENT LIST tells processes apart). */
+  /** CLIENT SETNAME of the connection made here (`work` adds its pid). */
   connectionName?: string;
   /** Where the logger built here writes (default: stderr). */
   logDestination?: DestinationStream | undefined;
   /** How the logger built here writes: JSON lines (default) or plain sentences (LOG_FORMAT). */
   logFormat?: LogFormat;
-  /** With logFormat text: lines to leave out (work's progress line says each learner's outcome). */
+  /** With logFormat text: lines to leave out (work's progress line says them). */
   logText?: TextLogOptions;
 }
 
-/** The token book, the logger and the Redis connection, its ACL rules checked (exit 7 without one). */
+/** The token book, the logger and the Redis connection, its ACL rules checked (exit 7). */
 export async function openRedisContext(
   config: Readonly<Config>,
   options: ReadContextOptions,
 ): Promise<{ tokens: TokenBook; logger: Logger; redis: RedisClient; ownsRedis: boolean }> {
-  // The logger scrubs the book's secrets, and the book reports a failing listener to the logger (only
-  // ever after start, when the logger is there).
+  // The logger scrubs the book's secrets; the book reports failing listeners to it (after start).
   const tokens = new TokenBook(config.tokens, {
     onListenerError: (err) =>
       logger.error({ err: (err as Error)?.message ?? String(err) }, 'a listener of the token changes failed'),
@@ -81,7 +77,7 @@ export async function openRedisContext(
       timeoutMs: options.redisTimeoutMs ?? config.redisConnectTimeoutMs,
       ...(options.connectionName ? { name: options.connectionName } : {}),
     }));
-  // A user without a rule the tool needs stops here, with the rule named (exit 7), not on first use.
+  // A missing ACL rule stops here, named, not on first use.
   await checkRedisPermissions(redis, config.redis, config.queuePrefix, config.orgs).catch(
     async (err: unknown) => {
       if (!options.redis) await closeRedis(redis);
@@ -100,18 +96,17 @@ export function readParts(
   const store = new OutcomeStore(redis, keys);
   const runs = new Runs(redis, keys);
   const claims = new Claims(redis, keys);
-  // The fleet's limits live in Redis: seeded from LIMIT_* the first time a process works for an organization
-  // (its first acquire), followed from then on; a process whose LIMIT_* differ says so, once.
+  // Decision 10: limits are seeded from LIMIT_* on an organization's first acquire, then read from
+  // Redis; a process whose LIMIT_* differ says so, once.
   const limitsWarned = new Set<string>();
-  // A malformed stored limit is ignored by every acquire: an error line at once, then one a minute
-  // (with the count) while acquires keep meeting it, per organization, field and value.
+  // A malformed stored limit is ignored; logged at once, then once a minute with a count.
   const policyErrors = new LogThrottle(logger, { intervalMs: 60_000 });
   const budget = createBudget(redis, keys, config, logger, limitsWarned, policyErrors);
   const durability = new Durability(redis, config.redisWaitTimeoutMs, logger);
   return { keys, store, runs, claims, budget, durability, limitsWarned, policyErrors };
 }
 
-/** The checks at start that read Redis: the state upgrade, then LIMIT_* against the limits stored. */
+/** The checks at start that read Redis: state upgrade, then LIMIT_* against those stored. */
 export async function startState(
   config: Readonly<Config>,
   {
@@ -121,13 +116,13 @@ export async function startState(
     limitsWarned,
   }: { redis: RedisClient; keys: Keys; logger: Logger; limitsWarned: Set<string> },
 ): Promise<void> {
-  // State written by an earlier release is brought up to this one's layout once (claims from records).
+  // An earlier release's state is brought to this layout once (claims from records).
   await upgradeState({ redis, keys, logger, orgs: config.orgs });
-  // Read-only: a command whose LIMIT_* differ from the limits in Redis says so (every process follows Redis).
+  // Read-only: a command whose LIMIT_* differ from the limits in Redis says so.
   await warnIfLimitsDiffer(redis, keys, config.orgs, config, logger, limitsWarned);
 }
 
-/** The light context of the read-only commands: createContext's, without queues, API client and tracing. */
+/** The light context of the read-only commands: no queues, API client or tracing. */
 export async function createReadContext(
   config: Readonly<Config>,
   options: ReadContextOptions = {},
@@ -150,9 +145,8 @@ export async function createReadContext(
 }
 
 /**
- * Every token secret of the book (removed ones too), the dashboard's token and `more` (the webhook URL's
- * forms): one array until the book changes, so the logger works out the forms to scrub once per change,
- * not per line.
+ * Every secret to scrub (the book's tokens, removed ones too, the dashboard's token, `more`): one
+ * array until the book changes, so the logger derives the forms once per change, not per line.
  */
 export function liveSecrets(
   tokens: TokenBook,

@@ -1,8 +1,6 @@
-// What one run of a command is given by whoever runs it: the environment and the two streams, and
-// the hooks only a real process can honour (signals, a forced exit). A command reads and writes
-// nothing else, so a test can run it in its own process and a program can embed it. The command
-// table holds a Cli from the start: the configuration (zod) and the context (Redis, BullMQ) load
-// when a command asks.
+// What one run of a command is given: the environment, the two streams, and the hooks only a real
+// process honours (signals, a forced exit). A command touches nothing else, so a test can run it
+// in process and a program can embed it; config and context load when a command asks.
 import type { Readable, Writable } from 'node:stream';
 import type { DestinationStream } from 'pino';
 import type { AppContext } from '../app/context.ts';
@@ -17,8 +15,8 @@ export type Env = Record<string, string | undefined>;
 export type Output = Writable & { isTTY?: boolean };
 
 /**
- * Runs `stop` on the first request to shut down (SIGINT/SIGTERM in a real process); returns a function
- * that removes the handler. `forceAfterMs` bounds the stop where a process can be ended.
+ * Runs `stop` on the first request to shut down; returns what removes the handler.
+ * `forceAfterMs` bounds the stop where a process can be ended.
  */
 export type ShutdownHook = (
   stop: (signal: string) => Promise<void> | void,
@@ -28,9 +26,9 @@ export type ShutdownHook = (
 /** What only a real process can do; in process, signals never come and nothing is exited. */
 export interface ProcessHooks {
   onShutdown: ShutdownHook;
-  /** Runs `handler` on each SIGHUP (read the configuration files again); returns a function that removes it. */
+  /** Runs `handler` on each SIGHUP; returns what removes it. */
   onHangup(handler: () => void): () => void;
-  /** Ends the process after `ms` (with `code`, else the exit code set): a library's open handle must not keep it alive. */
+  /** Ends the process after `ms`, so that a library's open handle cannot keep it alive. */
   exitAfter(ms: number, code?: number): void;
 }
 
@@ -38,7 +36,7 @@ export interface CliIo {
   env: Env;
   stdout: Output;
   stderr: Output;
-  /** Where a question is answered (the real process's stdin); absent: nobody to ask, as in a script. */
+  /** Where a question is answered (stdin); absent: nobody to ask, as in a script. */
   stdin?: (Readable & { isTTY?: boolean }) | undefined;
   /** The real process's hooks (src/cli/signals.ts); absent in process. */
   process?: ProcessHooks | undefined;
@@ -59,12 +57,9 @@ export class Cli {
   readonly hooks: ProcessHooks;
   /** The exit status a command chose; undefined is 0. */
   exitCode: number | undefined;
-  /** The live line of the run (work's progress at a terminal); other lines are written around it. */
+  /** The live line (work's progress at a terminal); other lines are written around it. */
   readonly live = new LiveLine();
-  /**
-   * The reader of stdout went away (`report | head -1`): nothing more is written, and the command ends
-   * quietly with exit status 0, as a command of a pipeline does when its reader has what it wanted.
-   */
+  /** Stdout's reader went away (`report | head -1`): no more writes, and a quiet exit 0. */
   outputClosed = false;
 
   constructor(io: CliIo) {
@@ -80,7 +75,7 @@ export class Cli {
   readonly #onStdoutError = (err: NodeJS.ErrnoException) => this.#closed(err, true);
   readonly #onStderrError = (err: NodeJS.ErrnoException) => this.#closed(err, false);
 
-  /** The run is over: its listeners leave the streams (a program may run many commands on its own). */
+  /** The run is over: its listeners leave the streams (a program may run many commands). */
   dispose(): void {
     this.live.end();
     this.stdout.off('error', this.#onStdoutError);
@@ -88,9 +83,8 @@ export class Cli {
   }
 
   /**
-   * A stream's error. A closed pipe (EPIPE) on stdout ends the run quietly: no more writes, exit 0 (in a
-   * real process at once: there is nothing left to say to anyone). On stderr it is only noted: there is
-   * no one to tell. Any other error of a stream is as silent: what writes checks its own writes.
+   * A stream's error. EPIPE on stdout ends the run quietly (exit 0, at once in a real process); on
+   * stderr it is only noted. Other stream errors are silent too: writers check their own writes.
    */
   #closed(err: NodeJS.ErrnoException, stdout: boolean): void {
     if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') return;
@@ -122,16 +116,15 @@ export class Cli {
   }
 
   /**
-   * Where the logger's lines go: this run's stderr, around the live line. The real process keeps pino's
-   * own asynchronous destination on fd 2 when it is not a terminal (a busy worker logs a lot to a file or
-   * a service, and must not wait on each line); a terminal is read by a person, at a person's pace.
+   * Where the logger's lines go: this run's stderr, around the live line. Off a terminal the real
+   * process keeps pino's asynchronous fd 2, so a busy worker never waits on a line.
    */
   get logDestination(): DestinationStream | undefined {
     if (this.stderr === process.stderr && !this.stderr.isTTY) return undefined;
     return { write: (line: string) => this.live.around(() => void this.stderr.write(line)) };
   }
 
-  /** The light context of the commands that need Redis alone (app/read-context.ts): no BullMQ, no undici. */
+  /** The light context of the commands that need Redis alone (app/read-context.ts). */
   async readContext(config: Readonly<Config>): Promise<ReadContext> {
     const { createReadContext } = await import('../app/read-context.ts');
     return createReadContext(config, {

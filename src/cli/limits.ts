@@ -1,5 +1,5 @@
-// `limits show|set|reset` and `changes`: the fleet's limits in Redis (src/limiter/policy.ts), changed
-// live, every change in the change log with who made it.
+// `limits show|set|reset` and `changes`: the fleet's limits in Redis (decision 10), changed live,
+// each change logged with who made it.
 import { requireOrg } from '../app/read-context.ts';
 import { tokensOf, type Config } from '../core/config.ts';
 import { cliActor, readChanges, type ChangeEntry } from '../limiter/control-log.ts';
@@ -46,7 +46,7 @@ const pausedText = (p: PauseInfo | null) =>
   p ? `PAUSED by ${p.who} since ${when(p.at)}${p.reason ? `: ${p.reason}` : ''}` : 'no';
 
 export function formatLimits(l: OrgLimits): string {
-  // Each kind's line (limiter/kinds.ts), the learned limits between those it grants by and the guard rails.
+  // Each kind's line (limiter/kinds.ts); learned limits before the guard rails.
   const kind = (guardRails: boolean) =>
     kindWords(guardRails).map((w) => `  ${w.label.padEnd(14)} ${w.show(l, l.environmentSet)}`);
   const lines = [
@@ -96,7 +96,7 @@ export function formatChange(e: ChangeEntry): string {
     e.action,
     e.org ?? '-',
     e.tokenId ? `token ${e.tokenId}` : '',
-    // Limits and pauses as before -> after; other changes (urgent learners, token reloads) by their fields.
+    // Limits and pauses as before -> after; other changes by their fields.
     summarizeChange(e),
   ]
     .filter(Boolean)
@@ -108,7 +108,7 @@ function summary(org: string, before: LimitPolicy, after: LimitPolicy): string {
   return `${org}: ${text === 'no change' ? 'limits unchanged' : text}`;
 }
 
-/** The flags of `limits set`: the organization, a token, and one value per flag of limiter/kinds.ts. */
+/** The flags of `limits set`: the organization, a token, and limiter/kinds.ts's flags. */
 type SetFlags = { org: string; token?: string } & Record<string, unknown>;
 
 export async function showLimits(cli: Cli, opts: { org?: string; json?: boolean }): Promise<void> {
@@ -135,7 +135,7 @@ export async function setCommand(cli: Cli, opts: SetFlags): Promise<void> {
   checkLimitChange(opts.org, change);
   const ctx = await cli.readContext(config);
   try {
-    // What is not changed stays as stored; never stored yet, it is seeded from LIMIT_* first, as a worker would.
+    // What is not changed stays; an organization never stored is seeded from LIMIT_* first.
     await seedPolicy(ctx.redis, ctx.keys, opts.org, config);
     const r = await setLimits(ctx.redis, ctx.keys, opts.org, change, config, cliActor());
     cli.print(forTerminal(summary(opts.org, r.before, r.after)));

@@ -1,4 +1,4 @@
-// Helpers every command uses: errors said for a person with their exit codes, abortable long commands.
+// Helpers every command uses: errors worded for a person, exit codes, abortable long commands.
 import { proxySecrets } from '../core/egress.ts';
 import { ERRORS, EXIT, LearnerTransferError } from '../core/errors.ts';
 import { isReadableRunId, READABLE_RUN_ID_EXPECTED } from '../core/ids.ts';
@@ -10,12 +10,12 @@ import { DEFAULT_HIGH_WATER, writeMessage } from '../redis/writes.ts';
 import type { Cli, Env } from './io.ts';
 import { hasOrgColumn } from '../queue/sources/csv.ts';
 
-/** Exit codes, documented in the README and docs/errors.md: each error code's is in the catalogue. */
+/** Exit codes (README, docs/errors.md); each error code's is in the catalogue. */
 export { EXIT };
 
 /**
- * The secrets of the environment, read directly (not through the config, which may be what failed):
- * an error message can quote the service, and the service may echo what it was sent.
+ * The environment's secrets, read directly (the config may be what failed): an error can quote
+ * the service, which may echo what it was sent.
  */
 function environmentSecrets(env: Env): string[] {
   const tokens = (env.LEARNER_API_TOKENS ?? '')
@@ -47,10 +47,7 @@ function urlPasswords(url: string | undefined): string[] {
   }
 }
 
-/**
- * Prints an error for a person and returns the exit status its code has in the catalogue: one sentence for
- * every catalogued error, a stack only for an error the catalogue does not know.
- */
+/** Prints an error for a person, returns its exit status; a stack only if uncatalogued. */
 export function reportCliError(
   err: unknown,
   out: (text: string) => void = (text) => process.stderr.write(text),
@@ -63,8 +60,8 @@ export function reportCliError(
     write(`learner-transfer: ${info.kind === 'internal' ? 'internal error: ' : ''}${err.message}\n`);
     return info.exit;
   }
-  // Redis refusing the write (out of memory, a read-only replica...) is a state of Redis, said as such
-  // (a MULTI refused as a whole, EXECABORT, is judged by its commands' errors), not a stack trace.
+  // Redis refusing a write (OOM, read-only replica; EXECABORT by its commands' errors) is a state
+  // of Redis, said as such, not a stack trace.
   const refusal = isWriteRefusal(err);
   if (refusal) {
     write(
@@ -72,7 +69,7 @@ export function reportCliError(
     );
     return ERRORS.LT_REDIS_WRITE_REFUSED.exit;
   }
-  // A rule the check at start does not cover (or one revoked since): the same sentence, not a stack.
+  // An ACL rule the start check missed (or revoked since): the same sentence, not a stack.
   const denial = permissionDenial(err);
   if (denial) {
     write(
@@ -84,7 +81,7 @@ export function reportCliError(
   return ERRORS.LT_INTERNAL.exit;
 }
 
-/** The Redis user, read directly from the environment (as the secrets are: the config may be what failed). */
+/** The Redis user, read directly from the environment, as the secrets are. */
 function environmentRedisUser(env: Env): string {
   let fromUrl = '';
   if (!env.REDIS_CLUSTER_NODES && !env.REDIS_SENTINELS) {
@@ -102,9 +99,8 @@ function environmentPrefix(env: Env): string {
 }
 
 /**
- * The id of a run to read (report, audit, retry): one that fits the rule, or the stored id of a run from
- * an earlier release (which took any text). Checked against Redis, so after the context is made and
- * before anything is read; a usage error (exit 2) otherwise.
+ * The id of a run to read: one that fits the rule, or a stored id from an earlier release (which
+ * took any text), checked against Redis before anything is read; else a usage error (exit 2).
  */
 export async function requireReadableRunId(
   runs: { exists(id: string): Promise<boolean> },
@@ -116,8 +112,8 @@ export async function requireReadableRunId(
 }
 
 /**
- * Runs a command body that walks for a long time (crawl, reconcile): a shutdown (SIGINT/SIGTERM) aborts its signal,
- * an interrupted run prints `interrupted` and exits 130, and the context is closed either way.
+ * Runs a long command body (crawl, reconcile): SIGINT/SIGTERM aborts its signal, an interrupted
+ * run exits 130, and the context is closed either way.
  */
 export async function runAbortable(
   cli: Cli,
@@ -140,9 +136,8 @@ export async function runAbortable(
 }
 
 /**
- * Each row needs an organization: from the file's org column, or --org. Without either every row would
- * be rejected for the same reason, so it is said once, as the usage error it is (exit 2), before
- * anything is written.
+ * Each row needs an organization (the org column or --org); without either, one usage error
+ * (exit 2) before anything is written, not a rejection per row.
  */
 export async function requireOrgSource(
   csv: string,
@@ -157,10 +152,7 @@ export async function requireOrgSource(
   );
 }
 
-/**
- * The first ten rejected rows on stderr, `file:line: reason`, as they are found; then `more` once
- * (where the rest are).
- */
+/** The first ten rejected rows on stderr, `file:line: reason`; then `more` once. */
 export function rejectPrinter(cli: Cli, csv: string, more: string): (line: number, reason: string) => void {
   let shown = 0;
   return (line, reason) => {

@@ -13,8 +13,8 @@ import { TOKENS_FILE_VAR } from '../core/token-file.ts';
 import { describeRedis, redisVariable } from '../core/redis-target.ts';
 
 /**
- * A status of nothing is no status: without a token there is no organization to show. Says which
- * variables to set (exit 3, a configuration error), naming the Redis and prefix it would have read.
+ * Without a token there is no organization to show: says which variables to set (exit 3), naming
+ * the Redis and prefix it would have read.
  */
 export function noOrganizations(config: Readonly<Config>): LearnerTransferError {
   return new LearnerTransferError(
@@ -26,13 +26,13 @@ export function noOrganizations(config: Readonly<Config>): LearnerTransferError 
   );
 }
 
-/** An ISO time as people read it: "2026-12-14 09:00:05 UTC" (as it is, when it does not parse). */
+/** An ISO time as people read it: "2026-12-14 09:00:05 UTC" (unchanged if unparsable). */
 export function when(iso: string): string {
   const ms = Date.parse(iso);
   return Number.isFinite(ms) ? formatUtc(ms, true) : iso;
 }
 
-/** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or '' when nothing is learned. */
+/** " (learned 10/2s from 429s, configured 25/2s; next probe step in 6 s)", or ''. */
 function learnedText(v: { limit: number; windowMs: number; learned?: LearnedView }): string {
   if (!v.learned) return '';
   const rate = (max: number) => formatRate({ max, windowMs: v.windowMs });
@@ -45,7 +45,7 @@ function bucketText(s: ScopeView): string {
   return `, bucket ${s.pace.available} of ${s.pace.burst}${s.pace.available === 0 ? ` (next in ${humanizeMs(s.pace.nextInMs)})` : ''}`;
 }
 
-/** One organization's block: learners, jobs, limits, pauses, budget per scope, remaining and ETA. */
+/** One organization's block: learners, jobs, limits, pauses, budget, ETA. */
 function orgLines(o: OrgStatus): string[] {
   const lines: string[] = [];
   const learners = Object.entries(o.learners)
@@ -105,10 +105,7 @@ export interface FormatOptions {
   all?: boolean;
 }
 
-/**
- * This process's own limits in true words: "LIMIT_PER_TOKEN=100/1h" where its environment set one,
- * "LIMIT_PER_ORG's built-in default 1000/1d" where nobody did.
- */
+/** This process's own limits, "LIMIT_PER_TOKEN=100/1h" or "... built-in default 1000/1d". */
 export function environmentLimits(l: Status['limits']): string {
   const said = (v: 'LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG', value: string) =>
     l.set.includes(v) ? `${v}=${value}` : `${v}'s built-in default ${value}`;
@@ -116,8 +113,8 @@ export function environmentLimits(l: Status['limits']): string {
 }
 
 /**
- * Organizations needing a person or working first (org-states.ts), each in full; the idle ones of a
- * fleet bigger than SMALL_FLEET in one line. A thousand idle schools are one line, not 20,000.
+ * Organizations needing a person or working first (org-states.ts), each in full; a fleet's idle
+ * ones past SMALL_FLEET in one line, so a thousand idle schools are not 20,000 lines.
  */
 export function formatStatus(s: Status, options: FormatOptions = {}): string {
   const lines: string[] = [
@@ -139,7 +136,7 @@ export function formatStatus(s: Status, options: FormatOptions = {}): string {
   return lines.join('\n');
 }
 
-/** The JSON of `status --json`: complete (every organization asked for, in order), each with its state. */
+/** The JSON of `status --json`: every organization asked for, in order, with its state. */
 function withStates(s: Status) {
   const classified = s.orgs.map((o) => ({ o, c: classify(o) }));
   const orgs = classified.map(({ o, c }) => ({ ...o, state: c.state }));
@@ -156,7 +153,7 @@ export async function statusCommand(
   const orgs = opts.org ? [...new Set(opts.org.map((o) => requireOrg(config, o)))] : undefined;
   const ctx = await cli.readContext(config);
   try {
-    // Each organization's ETA is computed by collectStatus at the limits in Redis (ops/eta/eta.ts).
+    // collectStatus computed each ETA at the limits in Redis.
     const status = await collectStatus(ctx, orgs);
     // Redis's and the service's words are in it: nothing a terminal would run.
     const text = opts.json

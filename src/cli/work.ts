@@ -28,7 +28,7 @@ export interface WorkFlags {
   control?: boolean;
 }
 
-/** Metrics name organizations, runs and budgets: beyond loopback only with the dashboard's token. */
+/** Metrics name organizations and runs: beyond loopback only with the dashboard's token. */
 function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): boolean {
   const metricsOpen = isLoopbackAddress(opts.metricsHost);
   if (opts.metricsPort && !metricsOpen && !dashboardToken) {
@@ -42,9 +42,8 @@ function checkMetricsHost(opts: WorkFlags, dashboardToken: string | undefined): 
 }
 
 /**
- * The /metrics server of --metrics-port (with the open probes /healthz and /readyz), or nothing; the
- * context is closed when it cannot listen. `gate` reads the workers' write gate (none before they start).
- * prom-client loads only here: a work without --metrics-port does not load it.
+ * The /metrics server of --metrics-port (with /healthz and /readyz), or nothing; the context is
+ * closed when it cannot listen. prom-client loads only here.
  */
 async function startMetrics(
   ctx: AppContext,
@@ -75,7 +74,7 @@ async function startMetrics(
       observe: (e: Parameters<typeof Prometheus.observeOutcome>[1]) =>
         prometheus.observeOutcome(histogram, e),
       countRepair: (r: Parameters<typeof WorkMetrics.countRepair>[1]) => work.countRepair(repairs, r),
-      /** The gauges and counters of a `work` process (Redis writes and waits, notifications, spool). */
+      /** The gauges and counters of a `work` process. */
       gauges(handle: ReturnType<typeof startWorkers>, notifier: Notifier | undefined): void {
         prometheus.redisWriteGauges(registry, () => handle.writeState());
         prometheus.redisWaitCounters(registry, () => ctx.durability.stats);
@@ -121,9 +120,8 @@ function stoppedLine(result: WorkResult): string {
 }
 
 /**
- * What only a setting turns on, loaded when it is set (before the workers start, as they were): the
- * notifier (NOTIFY_WEBHOOK_URL), the audit archive and its retention (AUDIT_ARCHIVE_DIR), the token
- * file's reloader (LEARNER_API_TOKENS_FILE). Their modules are not on the way to the first call.
+ * What only a setting turns on (notifier, audit archive, token file reloader), loaded before the
+ * workers start and only when set, so their modules are not on the way to the first call.
  */
 async function optionalParts(config: Readonly<Config>) {
   const [notify, archive, retention, reload] = await Promise.all([
@@ -136,10 +134,7 @@ async function optionalParts(config: Readonly<Config>) {
 }
 type OptionalParts = Awaited<ReturnType<typeof optionalParts>>;
 
-/**
- * With LEARNER_API_TOKENS_FILE, the file is followed: read again on SIGHUP and every
- * TOKENS_RELOAD_INTERVAL. Returns what stops that (nothing to stop without a file).
- */
+/** Follows LEARNER_API_TOKENS_FILE (SIGHUP, TOKENS_RELOAD_INTERVAL); returns what stops that. */
 function followTokenFile(cli: Cli, ctx: AppContext, reload: OptionalParts['reload']) {
   const path = ctx.config.tokensFile;
   if (!path || !reload) return async () => undefined;
@@ -147,8 +142,7 @@ function followTokenFile(cli: Cli, ctx: AppContext, reload: OptionalParts['reloa
     path,
     intervalMs: ctx.config.tokensReloadMs,
   });
-  // An organization the file adds is served at once by a `work` without --org (its dispatcher follows
-  // ctx.tokens); with --org, the process serves what it was told to.
+  // Without --org, an organization the file adds is served at once; with it, only those named.
   reloader.start();
   const offHangup = cli.onHangup(() => {
     ctx.logger.info({ file: path }, 'SIGHUP received: reading the token file again');
@@ -164,10 +158,7 @@ function followTokenFile(cli: Cli, ctx: AppContext, reload: OptionalParts['reloa
   };
 }
 
-/**
- * With AUDIT_ARCHIVE_DIR, the audit streams go to files and are trimmed: now (with a sweep of this
- * process's organizations), every AUDIT_ARCHIVE_INTERVAL, and at the stop (docs/audit-archive.md).
- */
+/** AUDIT_ARCHIVE_DIR: the audit streams go to files and are trimmed (docs/audit-archive.md). */
 function startAuditArchive(
   ctx: AppContext,
   orgs: readonly string[],
@@ -181,10 +172,7 @@ function startAuditArchive(
   return archiver;
 }
 
-/**
- * AUDIT_PERSONAL_RETENTION: e-mail addresses and names past it removed from the audit, now and every
- * hour, once per archive directory (ops/audit/retention.ts), like the run retention.
- */
+/** AUDIT_PERSONAL_RETENTION: addresses and names past it leave the audit, now and hourly. */
 function startPersonalRetention(
   ctx: AppContext,
   archiver: AuditArchiver,
@@ -194,7 +182,7 @@ function startPersonalRetention(
 ): void {
   const retentionMs = ctx.config.auditPersonalRetentionMs;
   if (retentionMs <= 0) return;
-  // The bodies kept beside this process's spool go too (past the retention of their newest answer).
+  // The bodies kept beside this process's spool go too.
   const bodies = new BodyArchive(ctx.config.spoolDir);
   const deps = { redis: ctx.redis, keys: ctx.keys, dir, orgs, logger: ctx.logger, bodies };
   const pass = () => {
@@ -210,10 +198,9 @@ function startPersonalRetention(
 }
 
 /**
- * How long `work` drains after SIGINT/SIGTERM before it exits regardless: the calls in flight end within
- * REQUEST_TIMEOUT, each queue worker closes within REQUEST_TIMEOUT + 5 s (worker/close-worker.ts, all at
- * once), and 5 s more for the spool and the connections. A pod's terminationGracePeriodSeconds must
- * exceed it (docs/operations.md, test/unit/kubernetes-manifests.test.ts).
+ * How long `work` drains after SIGINT/SIGTERM before it exits anyway: REQUEST_TIMEOUT + 5 s for
+ * the workers, 5 s for spool and connections. A pod's terminationGracePeriodSeconds must exceed
+ * it (docs/operations.md).
  */
 export function workDrainBoundMs(requestTimeoutMs: number): number {
   return requestTimeoutMs + 10_000;
@@ -233,13 +220,13 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const config = await cli.config({ requireBaseUrl: true, requireTokens: true });
   const orgs = opts.org ? opts.org.map((o) => requireOrg(config, o)) : [...config.orgs];
   const metricsOpen = checkMetricsHost(opts, config.dashboardToken);
-  // At a terminal a live line counts the learners; their lines would only scroll it away (warnings stay).
+  // At a terminal a live line counts the learners; their lines would scroll it away.
   const logFormat = cli.logFormat(config);
   const target = progressTarget(cli, logFormat);
-  // A worker is often started beside Redis (compose, systemd): wait longer for it than a quick command.
+  // A worker often starts beside Redis (compose, systemd): wait longer than a quick command.
   const ctx = await cli.context(config, {
     redisTimeoutMs: config.redisConnectTimeoutMs ?? 60_000,
-    // Every connection of a `work` process ends with its pid (REDIS_MAX_CONNECTIONS, CLIENT LIST).
+    // Every connection of a `work` process ends with its pid (CLIENT LIST).
     connectionName: `learner-transfer:${process.pid}`,
     ...(target && logFormat === 'text' ? { logText: { skip: isLearnerInfo } } : {}),
   });
@@ -259,7 +246,7 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const metrics = await startMetrics(ctx, opts, metricsOpen, () => gate());
   const concurrency = opts.concurrency ?? config.concurrency;
   const optional = await optionalParts(config);
-  // Without --org, the organizations of the token file as it changes (the dispatcher follows them too).
+  // Without --org, the organizations of the token file as it changes.
   const progress = target
     ? new WorkProgress(cli, ctx, () => (opts.org ? orgs : ctx.tokens.orgs()), target)
     : undefined;
@@ -277,7 +264,7 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     orgs,
     concurrency,
     untilIdle: Boolean(opts.untilIdle),
-    // HALT_AT: the share of a canary's failures at which its run is not approved by itself (ops/actions/canary.ts).
+    // HALT_AT: the canary's failure share above which its run is not approved by itself.
     canaryHaltShare: haltShareOf(config.haltAt),
     lockDurationMs: Math.max(5_000, config.requestTimeoutMs + 5_000),
     // Scheduled reconciles (schedule command) run in whichever work process takes them.
@@ -291,9 +278,8 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
   const stopFollowing = followTokenFile(cli, ctx, optional.reload);
   const archiver = startAuditArchive(ctx, orgs, optional);
   const off = cli.onShutdown(() => handle.stop(), workDrainBoundMs(config.requestTimeoutMs));
-  // ioredis ends a connection for good only when it gives up reconnecting (a bug or a retry strategy
-  // that stops): a worker left without Redis would idle for ever. Stop (the spool keeps what is in
-  // hand) and exit 4, so that the supervisor starts a fresh process.
+  // ioredis ends a connection for good only when it gives up reconnecting; a worker without Redis
+  // would idle for ever. Stop (the spool keeps what is in hand) and exit 4 for a fresh process.
   let lostRedis = false;
   const onEnd = () => {
     lostRedis = true;
@@ -320,7 +306,7 @@ export async function workCommand(cli: Cli, opts: WorkFlags): Promise<void> {
     cli.warn(`lt-rss ${JSON.stringify({ pid: process.pid, maxRssKb: process.resourceUsage().maxRSS })}`);
   }
   cli.exitCode = exitStatus(result, lostRedis);
-  // Everything is closed and said. A connection of a library still reconnecting (a Redis whose
-  // address led to a replica, say) must not keep a finished worker alive: exit regardless, soon.
+  // A library's connection still reconnecting (to a replica, say) must not keep a finished worker
+  // alive: exit regardless, soon.
   cli.hooks.exitAfter(3000);
 }

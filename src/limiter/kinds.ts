@@ -1,9 +1,6 @@
-// Every kind of limit and every refusal scope of the budget, named once: what each is, the fields of the
-// policy hash it is stored in (policy.ts), the `limits set` flags that change it and how they are parsed,
-// what `limits reset` does with it. The limiter, the ETA, `limits`, `status` and the dashboard read these
-// lists, and each kind's words for them (`words`: its line of `limits show` and `status`, its rows of the
-// dashboard's controls and its line on the overview). A new kind starts here: docs/architecture.md,
-// "Adding a limit kind", lists the other files.
+// Every kind of limit and every refusal scope of the budget, named once: each kind's policy
+// fields, `limits set` flags, what `limits reset` does with it, and its words for the displays.
+// A new kind starts here (docs/architecture.md, "Adding a limit kind").
 import type { Config } from '../core/config.ts';
 import { LearnerTransferError } from '../core/errors.ts';
 import { burstMessage, decodeBurst, encodeBurst, parseBurst, type Burst } from '../core/burst.ts';
@@ -36,10 +33,8 @@ import {
 } from './run-window.ts';
 
 /**
- * What a refusal of acquire can name (acquire.lua returns the name): the scope whose wait is the longest.
- * `lasts`: it holds until someone acts or a block ends (the notifications call the organization held);
- * the others pass by themselves (budget, pacing, the run window, another attempt's lease). `eta`: the
- * ETA's simulation books its waits to it (limiter/simulate/).
+ * What a refusal of acquire names: the scope with the longest wait. `lasts`: it holds until
+ * someone acts or a block ends; `eta`: the ETA's simulation (limiter/simulate/) waits for it.
  */
 export const REFUSAL_SCOPES = {
   token: { what: "every usable token's window is full", lasts: false, eta: true },
@@ -93,10 +88,7 @@ type EtaScope = {
   [S in RefusalScope]: (typeof REFUSAL_SCOPES)[S]['eta'] extends true ? S : never;
 }[RefusalScope];
 
-/**
- * What the ETA says held the work back: the scopes the simulation waits for, in the order a tie is
- * broken (the organization's window first), or 'none' (it fits the budget left now).
- */
+/** What held the ETA back, in tie-break order, or 'none' (it fits the budget left now). */
 export const ETA_BOUNDS = ['org', 'token', 'pace', 'run-window'] as const satisfies readonly EtaScope[];
 export type EtaBound = (typeof ETA_BOUNDS)[number] | 'none';
 
@@ -106,24 +98,18 @@ export interface LimitChange {
   /** With tokenId: that token's own limit; without: the default limit of every token. */
   perToken?: Rate;
   tokenId?: string;
-  /** Permits kept for the organization's other clients, as a number or a share (percent) of perOrg. */
+  /** Permits kept for the organization's other clients: a count or a percent of perOrg. */
   reserve?: { count: number } | { share: number };
   /** The pacing buckets' size (acquire.lua "Pacing"). */
   burst?: Burst;
-  /**
-   * The run window, in the canonical texts of run-window.ts (already parsed and checked): a field left
-   * out keeps what is stored. A blackout without a window means every other day is open.
-   */
+  /** The run window as checked canonical texts; a field left out keeps what is stored. */
   runWindow?: { windows?: string; tz?: string; blackout?: string };
-  /** The error budget (judge-outcome.lua): the share of failures that halts, or 'off', and the sample size. */
+  /** The error budget (judge-outcome.lua): the failure share that halts, or 'off'. */
   haltAt?: HaltAt;
   haltSample?: number;
 }
 
-/**
- * The kinds' values in a stored policy (policy.ts LimitPolicy has them, and what else the hash holds):
- * null or empty where nothing is stored.
- */
+/** The kinds' values in a stored policy (policy.ts LimitPolicy): null or empty where none is. */
 export interface PolicyValues {
   perOrg: Rate | null;
   perToken: Rate | null;
@@ -132,32 +118,32 @@ export interface PolicyValues {
   reserve: number;
   /** The share (percent) the reserve was set as, or null when set as a number. */
   reserveShare: number | null;
-  /** The pacing burst stored (null: none, or malformed: the process's LIMIT_BURST applies). */
+  /** The pacing burst stored; null (none or malformed): LIMIT_BURST applies. */
   burst: Burst | null;
   /** The run window's calendar texts as stored (null: none set). */
   runWindow: { windows: string; tz: string; blackout: string } | null;
-  /** The error budget's rule as stored (null: none, or malformed: HALT_AT / HALT_SAMPLE apply). */
+  /** The error budget's rule; null (none or malformed): HALT_AT / HALT_SAMPLE apply. */
   haltAt: HaltAt | null;
   haltSample: number | null;
 }
 
-/** One flag of `limits set`: its name in the parsed options, as typed, its help, and its parser. */
+/** One flag of `limits set`: its option name, as typed, its help, and its parser. */
 export interface LimitFlag {
   option: string;
-  /** Its name inside its kind's change when the kind has several flags (the run window's). */
+  /** Its name inside its kind's change, for a kind of several flags. */
   part?: string;
   flag: string;
   help: string;
-  /** The value, or a LearnerTransferError (LT_USAGE) naming the flag and what it expects. */
+  /** The value, or an LT_USAGE error naming the flag and what it expects. */
   parse(text: string): unknown;
 }
 
-/** What `limits reset` does with a kind: back to LIMIT_* ('env'), removed ('remove'), or kept ('keep'). */
+/** What `limits reset` does with a kind: back to LIMIT_*, removed, or kept. */
 export type ResetRule = 'env' | 'remove' | 'keep';
 
 /**
- * What the displays read of a peek (limiter/types.ts BudgetView is one; declared here, where types.ts
- * reads the refusal scopes from): a scope's limit now, the configured one under a learned one, its pacing.
+ * What the displays read of a peek (limiter/types.ts BudgetView is one; declared here to avoid a
+ * cycle): a scope's limit now, the configured one under a learned one, its pacing.
  */
 export interface ShownScope {
   limit: number;
@@ -175,10 +161,7 @@ export interface ShownPeek {
   runWindow?: RunWindowTexts;
 }
 
-/**
- * The kinds of one organization as `limits show --json` and the dashboard's controls have them, in force
- * now (ops/views/limits.ts OrgLimits carries these fields): each kind's `shown` gives its own.
- */
+/** One organization's kinds in force, for `limits show --json` and the dashboard's controls. */
 export interface KindsShown {
   perOrg: string;
   perToken: string;
@@ -188,28 +171,28 @@ export interface KindsShown {
   usableOrgLimit: string;
   /** The pacing burst in force ("10%", "10"; "100%": off) and where it comes from. */
   burst: { value: string; stored: boolean };
-  /** How the organization's bucket paces, like "100 at once, then one every 1 min 26 s"; null: not paced. */
+  /** How the organization's bucket paces ("100 at once, then one every 1 min 26 s"); null: not. */
   orgPacing: string | null;
   /** The run window: its calendar and whether it is open now; null when none is set. */
   runWindow: RunWindowState | null;
-  /** The error budget (docs/guard-rails.md): the share that halts ("50%" or "off"), the sample, and where from. */
+  /** The error budget (docs/guard-rails.md): halting share, sample, and where from. */
   halt: { at: string; sample: number; stored: boolean };
 }
 
-/** Where a kind's values in force come from: the stored policy, this process's fallbacks, a peek. */
+/** Where values in force come from: the stored policy, this process's fallbacks, a peek. */
 export interface ShownSource {
   policy: PolicyValues;
   config: Readonly<Pick<Config, 'limitPerOrg' | 'limitPerToken' | 'burst' | 'haltAt' | 'haltSample'>>;
   peek: ShownPeek;
 }
 
-/** How the dashboard words numbers and rates ("1,000", "100 per hour"): its units, passed in. */
+/** How the dashboard words numbers and rates ("1,000", "100 per hour"). */
 export interface ShownUnits {
   rate(rate: Rate): string;
   num(n: number): string;
 }
 
-/** A line of an organization's card on the dashboard's overview, `<p data-{attr}="{org}">`. */
+/** A line of an organization's card on the overview, `<p data-{attr}="{org}">`. */
 export interface CardLine {
   attr: string;
   text: string;
@@ -224,13 +207,12 @@ export interface CardLine {
 }
 
 /**
- * A kind's words: its line of `limits show` (after its label), of `status`, its rows of the dashboard's
- * controls, its line on the overview's cards. A kind shown in another kind's words (the reserve in the
- * organization's, the sample in the error budget's) has none.
+ * A kind's words in `limits show`, `status`, the dashboard's controls and overview. A kind shown
+ * inside another's words (the reserve, the sample) has none.
  */
 export interface KindWords {
   label: string;
-  /** `set`: the LIMIT_* and HALT_* this process's environment sets (the others are built-in defaults). */
+  /** `set`: the LIMIT_* and HALT_* this process's environment sets. */
   show(l: KindsShown, set: readonly string[]): string;
   /** Its line under the organization in `status`; null when there is nothing to say now. */
   status?(p: ShownPeek): string | null;
@@ -252,14 +234,14 @@ export interface LimitKind {
   reset: ResetRule;
   /** Its values from the policy hash (HGETALL). */
   decode(hash: Readonly<Record<string, string>>): Partial<PolicyValues>;
-  /** What the change log keeps of it (readable values, never a secret; nothing when not stored). */
+  /** What the change log keeps of it (readable values, never a secret). */
   log(p: PolicyValues): Record<string, unknown>;
-  /** The hash fields of a change of this kind (set, deleted); absent: written by setLimits (Redis state). */
+  /** The hash fields a change of this kind sets and deletes; absent: setLimits writes it. */
   store?(change: LimitChange, set: Record<string, string>, del: string[]): void;
   /** Its values in force as the displays show them (KindsShown). */
   shown?(s: ShownSource): Partial<KindsShown>;
   words?: KindWords;
-  /** The limiter stores it but does not grant by it (the error budget): shown after the learned limits. */
+  /** Stored but not granted by (the error budget): shown after the learned limits. */
   guardRail?: true;
 }
 
@@ -275,10 +257,7 @@ function rate(flag: string): (text: string) => Rate {
   };
 }
 
-/**
- * A reserve as written by a person: a whole number of permits ("200") or a share of the organization's
- * limit ("20%", 0-100). Undefined when it is neither; each caller words the error for its own input.
- */
+/** A reserve as typed: "200" permits or "20%" of perOrg; undefined if neither. */
 export function parseReserve(text: string): NonNullable<LimitChange['reserve']> | undefined {
   const share = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(text);
   if (share) {
@@ -296,9 +275,8 @@ const calendar =
     parse(text);
 
 /**
- * A stored rate, or null when absent or malformed: outside the bounds every writer checks (duration.ts
- * rateInBounds). includes/policy.lua's lt_rate refuses exactly the same values (a test holds them
- * together), so what a display shows as "not stored" is what the limiter ignores.
+ * A stored rate, or null when absent or out of rateInBounds. includes/policy.lua's lt_rate
+ * refuses the same values (a test holds them), so "not stored" is what the limiter ignores.
  */
 export function decodeRate(text: string | undefined): Rate | null {
   const m = /^(\d+)\/(\d+)$/.exec(text ?? '');
@@ -340,7 +318,7 @@ export function pacingOf(s: { pace?: { burst: number; intervalMs: number } }): s
   return `${s.pace.burst} at once, then one every ${every}`;
 }
 
-/** Where the burst shown comes from when none is stored: this process's LIMIT_BURST, or its built-in default. */
+/** Where an unstored burst comes from: LIMIT_BURST, or the built-in default. */
 export function burstOrigin(l: Pick<KindsShown, 'burst'>, set: readonly string[]): string {
   if (l.burst.stored) return '';
   return set.includes('LIMIT_BURST')
@@ -348,7 +326,7 @@ export function burstOrigin(l: Pick<KindsShown, 'burst'>, set: readonly string[]
     : ` (the built-in default: LIMIT_BURST is not set, none stored)`;
 }
 
-/** Where the error budget shown comes from when none is stored: HALT_* of this process, or built-in defaults. */
+/** Where an unstored error budget comes from: HALT_*, or the built-in defaults. */
 export function haltOrigin(l: Pick<KindsShown, 'halt'>, set: readonly string[]): string {
   if (l.halt.stored) return '';
   const given = (['HALT_AT', 'HALT_SAMPLE'] as const).filter((v) => set.includes(v));
@@ -358,7 +336,7 @@ export function haltOrigin(l: Pick<KindsShown, 'halt'>, set: readonly string[]):
   return ` (${given[0]} of this process, ${other}'s built-in default: none stored)`;
 }
 
-/** The organization's limit, with the reserve and the default per token in `status` and on the overview. */
+/** The organization's limit, with its reserve and default per token. */
 const ORG_WORDS: KindWords = {
   label: 'organization',
   show: (l) =>
@@ -409,7 +387,7 @@ const PER_TOKEN_WORDS: KindWords = {
   controls: (l) => [{ label: 'per token (default)', attr: 'perToken', text: l.perToken }],
 };
 
-/** The scopes' pacing, each distinct token pacing once ("tokens" in `status`, "each token" on the overview). */
+/** The scopes' pacing, each distinct token pacing once. */
 function pacedScopes(p: ShownPeek, tokens: string): string[] {
   const org = pacingOf(p.org);
   const paced = [...new Set(p.tokens.map(pacingOf).filter((x): x is string => x !== null))];
@@ -737,10 +715,7 @@ export function flagList(): string {
   return `${names.slice(0, -1).join(', ')} or ${names.at(-1) ?? ''}`;
 }
 
-/**
- * The change asked for by parsed flags (each named by its LimitFlag.option, plus `token`): the run
- * window's three flags make one part.
- */
+/** The change asked for by parsed flags; the run window's three flags make one part. */
 export function changeOfFlags(opts: Readonly<Record<string, unknown>>): LimitChange {
   const change: Record<string, unknown> = {};
   for (const kind of LIMIT_KINDS) {
@@ -757,7 +732,7 @@ export function changeOfFlags(opts: Readonly<Record<string, unknown>>): LimitCha
   return change as LimitChange;
 }
 
-/** The hash fields `limits reset` removes outright (the kinds that go back to nothing, not to LIMIT_*). */
+/** The hash fields `limits reset` removes outright (not back to LIMIT_*). */
 export function resetRemoves(): string[] {
   return LIMIT_KINDS.filter((k) => k.reset === 'remove').flatMap((k) => [...k.fields]);
 }
@@ -777,10 +752,7 @@ export function shownKinds(s: ShownSource): KindsShown {
   return Object.assign({}, ...LIMIT_KINDS.map((k) => k.shown?.(s) ?? {})) as KindsShown;
 }
 
-/**
- * The kinds' words, in the order of LIMIT_KINDS: those the limiter grants by, then the guard rails (one
- * group alone when `guardRails` says which).
- */
+/** The kinds' words: those granted by, then the guard rails (or one group alone). */
 export function kindWords(guardRails?: boolean): KindWords[] {
   if (guardRails === undefined) return [...kindWords(false), ...kindWords(true)];
   return LIMIT_KINDS.filter((k) => (k.guardRail === true) === guardRails).flatMap((k) =>
