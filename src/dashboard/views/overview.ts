@@ -1,7 +1,5 @@
-// Overview page: alerts, then the organizations of the view (a summary of the fleet, the filter kept in
-// the URL, one page of cards, ranked: alerts, work, failures, idle; the idle ones of a big fleet in one
-// line), each with whether it is paused, the limits in effect, progress, outcomes, budget, chart, ETA;
-// then per run.
+// Overview page: alerts, then the organizations of the view as ranked, filtered cards (state,
+// limits, progress, outcomes, budget, chart, ETA), then the runs.
 import { retriedNote } from './run-retried.ts';
 import { html, query, type Html } from '../html.ts';
 import {
@@ -20,7 +18,7 @@ import { burnDownFigure } from './burn-down.ts';
 import { humanRate, humanRateText, num } from './units.ts';
 import { canaryVerdict, DEFAULT_HALT_AT } from '../../ops/actions/canary.ts';
 
-/** A kind's line on the card (limiter/kinds.ts CardLine): `data-{attr}="{org}"`, muted or a warning. */
+/** A kind's line on the card (limiter/kinds.ts CardLine). */
 function cardLine(org: string, l: CardLine): Html {
   const data =
     l.open === undefined
@@ -31,7 +29,7 @@ function cardLine(org: string, l: CardLine): Html {
   return html`<p class="${l.warn ? 'alert alert-warning' : 'muted'}" ${data}>${l.text}${note}${link}</p>`;
 }
 
-/** The limits every worker applies (the policy in Redis, as the limiter's peek reports it), in words. */
+/** The limits every worker applies, as the limiter's peek reports them, in words. */
 function limitLines(org: OrgOverview): Html[] {
   const units = { rate: humanRate, num };
   return kindWords().flatMap((w) => {
@@ -40,10 +38,7 @@ function limitLines(org: OrgOverview): Html[] {
   });
 }
 
-/**
- * Whether the organization (or some of its tokens) is paused, its limits, pacing and run window, where
- * they apply: on its card.
- */
+/** The card's pauses, limits, pacing and run window. */
 function policyLines(org: OrgOverview): Html {
   const b = org.budget;
   const pausedTokens = b.tokens.filter((t) => t.paused);
@@ -144,7 +139,7 @@ function pager(o: Overview): Html {
 function organizations(o: Overview): Html {
   const v = o.view;
   const first = o.orgs.length ? (v.page - 1) * v.perPage + 1 : 0;
-  // The default view leaves idle organizations out of a fleet bigger than a screen: one line says them.
+  // By default a fleet bigger than a screen shows its idle organizations as one line.
   const idleHidden = v.state === 'attention' && o.summary.byState.idle > 0 && o.summary.total > SMALL_FLEET;
   return html`<p id="fleet-summary">${o.summary.text}</p>
     ${filterForm(o)}
@@ -172,7 +167,7 @@ function organizations(o: Overview): Html {
     ${v.pages > 1 ? pager(o) : ''}`;
 }
 
-/** Withdraw a run's learners not called yet (a dry run first tells the dialog how many); not for viewers. */
+/** Withdraw a run's uncalled learners (a dry run counts them first); not for viewers. */
 function cancelRun(r: RunCard): Html | string {
   if (r.progress.waiting === 0) return '';
   return html`<p>
@@ -181,7 +176,7 @@ function cancelRun(r: RunCard): Html | string {
   </p>`;
 }
 
-/** A canary run waiting for approval: its canary in words, and (for operators) the approve button. */
+/** A canary run awaiting approval, in words, and for operators the approve button. */
 function approveRun(r: RunCard, canAct: boolean): Html | string {
   if (!r.canary || r.progress.approval === 0) return '';
   return html`<p class="canary" data-canary="${r.id}">

@@ -1,4 +1,4 @@
-// Small pieces the pages share: a progress bar, the per-hour chart (inline SVG), the budget table.
+// Pieces the pages share: a progress bar, the per-hour chart (inline SVG), the budget table.
 import { hourIndex, type HourBucket } from '../../outcomes/hourly.ts';
 import type { BudgetView } from '../../limiter/index.ts';
 import { html, type Html } from '../html.ts';
@@ -43,9 +43,8 @@ export function progressBar(p: RunProgress, id?: string): Html {
 }
 
 /**
- * Outcomes per hour over the last day: transferred in green, every other outcome stacked in grey. The
- * hours come sparse (only those that recorded something, hourly.ts) and are placed in the day that ends
- * with the hour of `at`; an empty hour draws nothing, so a quiet organization's chart is a few bytes.
+ * Outcomes per hour over the day ending at `at`: transferred green, the rest grey. Hours come
+ * sparse (hourly.ts) and an empty one draws nothing, so a quiet organization's chart is tiny.
  */
 export function hourlyChart(hours: readonly HourBucket[], org: string, at: string, span = 24): Html {
   const last = hourIndex(Date.parse(at));
@@ -111,10 +110,7 @@ function budgetState(s: BudgetView['org']): Html | string {
   return 'ok';
 }
 
-/**
- * The budget of the organization and each token, per window of its real length ("per 4 s", "per day"):
- * permits used (answered) and in flight in the window now, and how many are left of the limit.
- */
+/** The organization's and each token's budget per window ("per 4 s"): used, in flight, left. */
 export function budgetTable(b: BudgetView): Html {
   const row = (name: Html | string, s: BudgetView['org']) =>
     html`<tr>

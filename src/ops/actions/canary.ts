@@ -1,6 +1,5 @@
-// A canary that waits (docs/canary.md): approving a `--canary N` run, by a person or by the worker
-// that records the canary's last outcome within the error budget, moves its learners awaiting
-// approval to `queued` and adds their jobs.
+// Approving a `--canary N` run (docs/canary.md), by a person or by the worker that records the
+// canary's last outcome within the error budget: its waiting learners are queued.
 import type { AppContext } from '../../app/context.ts';
 import type { ReadContext } from '../../app/read-context.ts';
 import type { HaltAt } from '../../core/halt-rule.ts';
@@ -17,18 +16,14 @@ import { LanesDue } from '../../queue/lanes-due.ts';
 /** The share of failures at which a canary is not approved by itself: HALT_AT's default. */
 export const DEFAULT_HALT_AT = 0.5;
 
-/**
- * HALT_AT (config.ts, halt-rule.ts) as a share (0 < s <= 1); 'off' is Infinity (no share halts: a finished
- * canary is always approved). The error budget's own setting, so a canary and a halt judge alike.
- */
+/** HALT_AT as a share (0 < s <= 1), 'off' as Infinity: a canary and a halt judge alike. */
 export function haltShareOf(at: HaltAt): number {
   return at === 'off' ? Number.POSITIVE_INFINITY : at / 100;
 }
 
 /**
- * Final outcomes that count as failures for the error budget (docs/guard-rails.md): the outcome table's
- * `halt` column, every kind but success (`server-error` and `bad-response` are final only after the
- * attempts). A canary's learners came from the run itself, so its not-found counts as a failure here.
+ * Final outcomes the error budget counts as failures (docs/guard-rails.md): the outcome table's
+ * `halt` column. A canary's learners came from the run itself, so not-found counts here.
  */
 export const BUDGET_FAILURES: readonly Bucket[] = OUTCOME_CODES.filter((code) => {
   const halt = OUTCOMES[code].halt;
@@ -36,15 +31,15 @@ export const BUDGET_FAILURES: readonly Bucket[] = OUTCOME_CODES.filter((code) =>
 });
 
 export interface CanaryVerdict {
-  /** Learners of the canary sent (or being sent): the run's learners not awaiting approval or cancelled. */
+  /** Learners of the canary sent or being sent: neither awaiting approval nor cancelled. */
   sent: number;
-  /** Of those: transferred or already in the organization, failed (any final non-success), still waiting. */
+  /** Of those: transferred or already there, failed, still waiting. */
   done: number;
   failed: number;
   waiting: number;
   /** Learners awaiting approval. */
   awaiting: number;
-  /** Failures as the error budget counts them, and the outcomes it judges (failures and successes). */
+  /** Failures as the error budget counts them, and the outcomes it judges. */
   budgetFailures: number;
   judged: number;
   /** The canary is over (nothing of it waits) and its failures are below the share. */
@@ -61,7 +56,7 @@ export function canaryCounts(v: { done: number; sent: number; failed: number; wa
   );
 }
 
-/** A canary run's counters in one organization (or summed over its organizations), judged at `share`. */
+/** A canary run's counters in one organization (or summed), judged at `share`. */
 export function canaryVerdict(counts: RunCounts, share: number): CanaryVerdict {
   const p = progressOf(counts);
   const budgetFailures = BUDGET_FAILURES.reduce((a, b) => a + (counts[b] ?? 0), 0);
@@ -168,8 +163,8 @@ async function awaitingOf(ctx: AppContext, org: string, runId: string): Promise<
 }
 
 /**
- * Moves them to `queued`, then adds their jobs (a crash between the two leaves queued records without a
- * job: the repair sweep adds them), and marks the organization due so that a worker takes them.
+ * Moves them to `queued`, then adds their jobs (after a crash between the two the repair sweep
+ * adds them), and marks the organization due.
  */
 async function release(ctx: AppContext, org: string, runId: string, waiting: Map<number, string>) {
   const moved = await ctx.store.approve(org, runId, [...waiting.keys()]);
@@ -189,12 +184,9 @@ async function release(ctx: AppContext, org: string, runId: string, waiting: Map
 }
 
 /**
- * The auto-approval, called by the worker that recorded a final outcome of a canary learner of `runId`
- * in `org`: when the run asked for it, the canary is over there (nothing queued or retrying) and learners
- * await approval, it releases them if the canary's failures are below the organization's own halt share
- * (`limits set --halt-at`) or, where it has none, `share` (HALT_AT) of its judged outcomes,
- * and otherwise notes why it did not (the run waits for a person). Of two workers finishing the last
- * canary learners at once, one approves (Runs.noteApproved with `first`). Returns what it did.
+ * The auto-approval, after a canary learner's final outcome: once the canary is over in `org`,
+ * releases the waiting learners if its failures are below the halt share, else notes why not.
+ * Of two workers finishing at once, one approves (Runs.noteApproved with `first`).
  */
 export async function autoApprove(
   ctx: AppContext,
@@ -205,7 +197,7 @@ export async function autoApprove(
   const run = await ctx.runs.get(runId);
   if (!run?.canary?.autoApprove || run.canary.approved[org]) return 'no';
   const counts = await ctx.store.runCounts(org, runId);
-  // The organization's own error budget (`limits set --halt-at`) where it has one, as its halt is judged.
+  // The organization's own error budget (`limits set --halt-at`) where it has one.
   const own = (await ctx.budget.policy(org)).haltAt;
   const judgedAt = own === null ? share : haltShareOf(own);
   const v = canaryVerdict(counts, judgedAt);
@@ -238,10 +230,7 @@ export interface ApprovalWait {
   verdict: CanaryVerdict;
 }
 
-/**
- * The canary runs with learners awaiting approval in each of these organizations (read only where the
- * organization's counters hold such learners: an idle fleet reads nothing more).
- */
+/** Each organization's canary runs awaiting approval (an idle fleet reads nothing more). */
 export async function approvalWaits(
   ctx: ReadContext,
   orgs: readonly { org: string; learners: RunCounts }[],

@@ -1,5 +1,5 @@
-// When one organization's remaining work will be done: the limiter simulated forward from its state in
-// Redis (docs/eta.md). `plan`, `status` and the dashboard all call etaOf, so they agree.
+// When one organization's remaining work will be done: the limiter simulated forward from Redis
+// (docs/eta.md). `plan`, `status` and the dashboard all call etaOf, so they agree.
 import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
 import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
 import {
@@ -16,18 +16,14 @@ import { describeRunWindow, openAt, type RunSchedule } from '../../limiter/run-w
 export interface Eta {
   /** Ms from now until the finish (Infinity: never, or paused). */
   ms: number;
-  /**
-   * What holds the work back ('none': it fits the budget left now): a window's budget, the pacing
-   * buckets, or the run window's closed hours.
-   */
+  /** What holds the work back ('none': it fits the budget left now). */
   boundBy: EtaBound;
-  /** Permits usable right now (the smaller of the organization's and its usable tokens' room). */
+  /** Permits usable now (the smaller of the organization's and its tokens' room). */
   availableNow: number;
   text: string;
   /**
-   * The finish, ms since the epoch (Redis's clock); null when there is nothing to wait for (nothing left,
-   * or it all fits the budget left now: ms is 0) or no finish (never, or paused). Kept null then, not
-   * "now", so an idle organization's ETA does not change between two reads (the live overview sends
+   * The finish, ms since the epoch (Redis's clock); null when there is nothing to wait for or no
+   * finish. Null, not "now", so an idle ETA stays the same between reads (the live overview sends
    * only what changed).
    */
   finishAt: number | null;
@@ -41,12 +37,9 @@ export interface Eta {
   windows: number;
   /** Usable tokens the finish was computed for. */
   tokens: number;
-  /** The organization is paused: no finish until it is resumed (ms then says how long after a resume). */
+  /** Paused: no finish until a resume (ms then says how long after it). */
   paused: boolean;
-  /**
-   * `text` less the finish (the overview's card says the finish once, in its own line): what holds the
-   * work back, or the budget left; '' when the text is all finish (nothing left, never, paused).
-   */
+  /** `text` less the finish, which the overview's card says on its own line. */
   note?: string;
 }
 
@@ -64,14 +57,14 @@ function framesOf(scope: ScopeView, frees: Frees | undefined): Frees {
   return counted > 0 ? [[scope.windowMs + 1, counted]] : [];
 }
 
-/** Until the scope is usable: 0 now, the 429 block's ms, Infinity for a pause or a block until unblock. */
+/** Until the scope is usable: 0, a 429 block's ms, or Infinity (paused, blocked until unblock). */
 function blockedMs(scope: ScopeView): number {
   if (scope.paused) return Infinity;
   if (!scope.blocked) return 0;
   return scope.blocked.remainingMs ?? Infinity;
 }
 
-/** The configured rate of a token (a learned limit is what the service allowed lately, not the rate). */
+/** A token's configured rate (a learned limit is what the service allowed lately, not a rate). */
 function rateOf(t: TokenView): Rate {
   return { max: t.learned?.configured ?? t.limit, windowMs: t.windowMs };
 }
@@ -121,8 +114,8 @@ function paceOf(s: ScopeView): Pick<PacedScope, 'pace'> {
 const DAY_MS = 86_400_000;
 
 /**
- * The run window for the simulation: the open interval containing or following t (ms from the peek's
- * now), from the instants acquire.lua reads and the calendar after them (run-window-open.ts openLookup).
+ * The run window for the simulation: the open interval at or after t (ms from the peek), from the
+ * instants acquire.lua reads, then the calendar (run-window-open.ts openLookup).
  */
 function openOf(
   view: BudgetView,
@@ -131,15 +124,13 @@ function openOf(
   try {
     lookup = view.runWindow ? openLookup(view.runWindow) : null;
   } catch {
-    // A calendar this host cannot read keeps the organization closed (run-window-open.ts refreshOpen).
+    // A calendar this host cannot read keeps the organization closed, as refreshOpen does.
     return { open: () => null };
   }
   if (!lookup) return {};
   const { schedule, horizon, at: openAtAbs } = lookup;
-  // The calendar repeats every week after its last blackout and after the stored instants (which may
-  // differ from it: written by hand, or by a calendar changed since). A zone that changes its clocks
-  // repeats only between changes: beyond the next change the simulation assumes the week repeats, up to
-  // an hour off (docs/eta.md).
+  // After the last blackout and the stored instants the calendar repeats weekly; across a clock
+  // change that is up to an hour off (docs/eta.md).
   const lastBlackout = Math.max(
     ...schedule.blackouts.map((b) => Date.parse(`${b.to}T00:00:00Z`) + 2 * DAY_MS),
   );
@@ -156,8 +147,8 @@ function openOf(
 }
 
 /**
- * "opens Mon 18:00 Europe/Berlin" from the calendar; from the stored instants when they say otherwise
- * (written by hand, or a calendar changed since): "opens 2026-12-14 18:00:05 UTC".
+ * "opens Mon 18:00 Europe/Berlin" from the calendar, or "opens 2026-12-14 18:00:05 UTC" when the
+ * stored instants disagree with it (written by hand, or the calendar changed since).
  */
 function opensText(schedule: RunSchedule, now: number, opensAt: number): string {
   const calendar = openAt(schedule, now);
@@ -224,7 +215,7 @@ function limitedByText(
   return '';
 }
 
-/** Closed now: said first, with when it opens (the same words as status's run window line); '' when open. */
+/** Closed now: said first, with when it opens (as status says it); '' when open. */
 function waitingText(view: BudgetView, schedule: RunSchedule | undefined, open: SimInput['open']): string {
   const first = open?.(0);
   return schedule && first && first[0] > 0
@@ -250,8 +241,8 @@ function nothingLeft(availableNow: number, tokens: number, paused: boolean): Eta
 }
 
 /**
- * The finish of `remaining` learners for the organization of `view` (a peek, with frees for the exact
- * start). `tokens`: as if the organization had that many usable tokens (plan --tokens).
+ * The finish of `remaining` learners for `view`'s organization (a peek, with frees for an exact
+ * start). `tokens`: as if it had that many usable tokens (plan --tokens).
  */
 export function etaOf(view: BudgetView, remaining: number, options: { tokens?: number } = {}): Eta {
   const { scopes, rates } = tokenScopes(view, options.tokens);

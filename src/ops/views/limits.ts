@@ -1,5 +1,5 @@
-// The limits of one organization as stored in Redis and in force now (learned limits included), for
-// `limits show` and the dashboard's controls alike; and one line per changed field of a change-log entry.
+// One organization's limits, stored and in force (learned ones too), for `limits show` and the
+// dashboard's controls; and the lines of a change-log entry.
 import type { ReadContext } from '../../app/read-context.ts';
 import { tokensOf, type Config } from '../../core/config.ts';
 import { formatRate } from '../../core/duration.ts';
@@ -12,24 +12,18 @@ import type { BudgetView, LearnedView, PauseInfo } from '../../limiter/types.ts'
 export { pacingOf };
 export { runWindowOf, type RunWindowState } from '../../limiter/run-window.ts';
 
-/** One organization's limits: each kind's values in force (limiter/kinds.ts KindsShown), and the rest. */
+/** One organization's limits: each kind's values in force (KindsShown), and the rest. */
 export interface OrgLimits extends KindsShown {
   org: string;
   /** Limits are stored in Redis (false: every process uses its own LIMIT_*). */
   stored: boolean;
   paused: PauseInfo | null;
-  /**
-   * The organization's limit learned from the service's 429s, in force now (learned plus the probe
-   * steps since: acquire.lua "Learned limits"), like "40/2s"; null when none holds it below usableOrgLimit.
-   */
+  /** The limit learned from 429s, with probe steps since (acquire.lua "Learned limits"); or null. */
   learned: string | null;
   learnedDetail: LearnedDetail | null;
   seededFrom: LimitPolicy['seededFrom'];
   environment: { LIMIT_PER_TOKEN: string; LIMIT_PER_ORG: string; LIMIT_BURST: string };
-  /**
-   * Of this environment's LIMIT_* and HALT_*, those it sets: the values of the others are built-in defaults
-   * nobody set, and are not called this environment's.
-   */
+  /** The LIMIT_* and HALT_* this environment sets (the others are built-in defaults). */
   environmentSet: Array<
     NonNullable<Config['limitVariablesSet']>[number] | NonNullable<Config['haltVariablesSet']>[number]
   >;
@@ -40,13 +34,10 @@ export interface OrgLimits extends KindsShown {
     limit: string;
     override: boolean;
     paused: PauseInfo | null;
-    /**
-     * The limit learned from the service's 429s, in force now (it probes back up toward `limit`), like
-     * "10/2s"; null when none holds the token below its configured limit.
-     */
+    /** The limit learned from 429s, probing back up toward `limit`; or null. */
     learned: string | null;
     learnedDetail: LearnedDetail | null;
-    /** The 429s the service answered on this token (every process together); null when none. */
+    /** The 429s the service answered on this token, all processes; null when none. */
     rateLimited: number | null;
     /** How its bucket paces, like "10 at once, then one every 36 s"; null: not paced. */
     pacing: string | null;
@@ -57,7 +48,7 @@ export interface OrgLimits extends KindsShown {
 export interface LearnedDetail {
   /** The limit in force now. */
   limit: number;
-  /** What was learned (the service had accepted this many in its window when it answered 429). */
+  /** What was learned: how many the service had accepted in its window at the 429. */
   max: number;
   /** When it was learned (ISO). */
   at: string;
@@ -128,10 +119,7 @@ function valueOf(variable: Variable, value: string, set: readonly Variable[]): s
   return set.includes(variable) ? `${variable}=${value}` : `${variable}'s built-in default ${value}`;
 }
 
-/**
- * What stored limits were seeded (or last reset) from, in words that are true: values an environment set,
- * built-in defaults nobody set, or (a record of an earlier release) either.
- */
+/** What stored limits were seeded or reset from: set values, defaults, or (older) either. */
 export function seededWords(s: NonNullable<OrgLimits['seededFrom']>): string {
   if (!s.set) {
     return (

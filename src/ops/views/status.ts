@@ -1,9 +1,6 @@
-// The status of the whole tool: per organization, learners by state and outcome, queue counts, budget
-// used and remaining per token and organization, and when the remaining work will be done. A fleet of
-// 1,000 organizations is read in one round trip per Redis node (redis/batch.ts): the counters and queue
-// lengths in one call per organization, the limiter's peeks in another, both batches sent at once; then,
-// for the ETA (eta.ts) of the organizations with work left and permits in a window, one more batch:
-// when those permits leave their windows.
+// The status of the whole tool, per organization: learners, queue counts, budget used and left,
+// and the ETA. A fleet of 1,000 organizations costs one round trip per Redis node
+// (redis/batch.ts), plus one for the ETA where there is work left.
 import type { ReadContext } from '../../app/read-context.ts';
 import { etaOf, type Eta } from '../eta/eta.ts';
 import { runWindowOf, type RunWindowState } from './limits.ts';
@@ -25,18 +22,15 @@ export interface OrgStatus {
   jobs: JobCounts;
   budget: BudgetView;
   eta: Eta;
-  /** The run window and whether it is open now (null: none set, transfers may run at any hour). */
+  /** The run window and whether it is open now (null: none set, any hour). */
   runWindow: RunWindowState | null;
-  /**
-   * Canary runs whose learners await approval here (docs/canary.md); absent when none. The ETA counts
-   * them from the approval: `eta` is that of the learners a worker can send now.
-   */
+  /** Canary runs awaiting approval (docs/canary.md); `eta` leaves their learners out. */
   approval?: ApprovalWait[] | undefined;
 }
 
 export interface Status {
   at: string;
-  /** LIMIT_* of this process, and which of them its environment set (the others are built-in defaults). */
+  /** LIMIT_* of this process, and which of them its environment set. */
   limits: { perToken: string; perOrg: string; set: ('LIMIT_PER_TOKEN' | 'LIMIT_PER_ORG')[] };
   orgs: OrgStatus[];
   /** Whether Redis takes writes and how full it is; null when that could not be checked. */
@@ -51,7 +45,7 @@ export function redisWriteState(ctx: ReadContext): Promise<WriteState | null> {
   }).catch(() => null);
 }
 
-/** BullMQ's lists and sets of a queue, as getJobCounts counts them ('waiting' is the `wait` list). */
+/** BullMQ's lists and sets of a queue, as getJobCounts names them. */
 const JOB_READS = [
   ['waiting', 'wait', 'llen'],
   ['active', 'active', 'llen'],
@@ -73,10 +67,7 @@ interface CountsRead {
   runs: Map<string, RunCounts>;
 }
 
-/**
- * Learner counters, job counts and the given runs' counters of many organizations: one read-keys call
- * per organization (its keys share its slot), one pipeline per node.
- */
+/** Counters and job counts of many organizations: one call each (one slot), per node. */
 async function readCounts(
   ctx: ReadContext,
   orgs: readonly string[],
@@ -109,10 +100,7 @@ async function readCounts(
   );
 }
 
-/**
- * The status of these organizations and, read with them in the same calls, the counters of these runs
- * per organization (`runCounts(runId, org)`; {} where a run does not span the organization).
- */
+/** The status of these organizations, and in the same calls these runs' counters. */
 export async function readStatus(
   ctx: ReadContext,
   orgs: readonly string[] = ctx.config.orgs,
@@ -130,9 +118,8 @@ export async function readStatus(
     const { learners } = counts[i] as CountsRead;
     return (learners.queued ?? 0) + (learners.retrying ?? 0);
   };
-  // The ETA simulates the limiter from when each counted permit leaves its window: those times are read
-  // next, for the organizations with work left and permits in a window (an idle one, or one with empty
-  // windows, needs none). One more round trip, and only when there is work.
+  // The ETA needs when each counted permit leaves its window: one more round trip, only for
+  // organizations with work left and permits in a window.
   const busy = orgs.flatMap((org, i) => {
     const b = budgets[i] as BudgetView;
     const counted = [b.org, ...b.tokens].some((s) => s.used + s.inflight > 0);
@@ -173,10 +160,7 @@ export async function readStatus(
   return { status, runCounts: (runId, org) => byOrg.get(org)?.runs.get(runId) ?? {} };
 }
 
-/**
- * The canary runs awaiting approval of each organization (read only where its counters hold such
- * learners), and its ETA in their words: the finish of those learners counts from the approval.
- */
+/** Each organization's canary runs awaiting approval, and their ETA counted from the approval. */
 async function withApprovals(
   ctx: ReadContext,
   out: OrgStatus[],
