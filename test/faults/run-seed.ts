@@ -3,6 +3,7 @@
 // the worker slots; wait for the first transfer call, play the schedule, drain, judge. Everything it
 // started is killed and every directory removed, on success, failure and timeout alike.
 import { rmSync } from 'node:fs';
+import { nothingAtStake } from './at-stake.ts';
 import { formatRate } from '../../src/core/duration.ts';
 import type { SimFaults } from '../../src/simulator/index.ts';
 import { startHarness, type Harness } from '../helpers/pipeline.ts';
@@ -101,7 +102,27 @@ async function play(report: SeedReport, stage: Partial<Stage>, phase: (p: string
   report.violations.push(...verdict.violations);
   report.notes.push(...verdict.notes);
   report.calls = full.h.sim.record.filter((r) => r.method === 'PATCH').length;
+  // A fault that met nothing says why only in the workers' words: what they logged from the first call.
+  if (nothingAtStake(report).length > 0) report.notes.push(...workerLines(full.slots.outputs(), t0));
   phase('judge');
+}
+
+/** Each process's log lines (info and up) from `t0` on, with their time from it: the last 60 of each. */
+function workerLines(outputs: string[], t0: number): string[] {
+  return outputs.flatMap((text, i) => {
+    const lines = text.split('\n').flatMap((line) => {
+      try {
+        const { time = 0, level = 0 } = JSON.parse(line) as { time?: number; level?: number };
+        return level >= 30 && time >= t0
+          ? [`${((time - t0) / 1000).toFixed(2)} s ${line.slice(0, 300)}`]
+          : [];
+      } catch {
+        return [];
+      }
+    });
+    if (lines.length === 0) return [];
+    return [`output ${i + 1}, its last lines from the first call on:\n${lines.slice(-60).join('\n')}`];
+  });
 }
 
 /**
