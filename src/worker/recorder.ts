@@ -11,6 +11,9 @@ import { isWriteRefusal } from '../redis/refusals.ts';
 /** What the recorder needs of the write gate: hear a refused write, and say whether to keep sending. */
 export interface WriteGateLike {
   noteError(err: unknown): boolean;
+  /** A closed gate's reopening ends a retry's wait (redis/writes.ts WriteGate has both). */
+  readonly isOpen?: boolean;
+  waitOpen?(signal?: AbortSignal): Promise<void>;
 }
 
 /** Busy or moving rather than refusing (a script running, a cluster slot migrating). */
@@ -111,7 +114,7 @@ export class Recorder {
               'Redis refused an outcome write: the attempts wait with their leases held (their responses are in the spool) and are written when Redis takes writes again',
             );
           }
-          await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => {});
+          await this.#pause(delay, signal);
           delay = Math.min(RETRY_MAX_MS, delay * 2);
         }
       }
@@ -120,6 +123,26 @@ export class Recorder {
         this.#waiting--;
         this.#failing--;
       }
+    }
+  }
+
+  /**
+   * Waits `ms` before the next try, or less when the gate was closed and reopens: the write goes the
+   * moment Redis takes writes again, not at the end of a backoff of up to RETRY_MAX_MS (until then a
+   * closing lane waits for this job, and a crash meanwhile would keep it waiting longer).
+   */
+  async #pause(ms: number, signal?: AbortSignal): Promise<void> {
+    const done = new AbortController();
+    const stop = () => done.abort();
+    signal?.addEventListener('abort', stop, { once: true });
+    const gate = this.#gate;
+    const waits: Promise<unknown>[] = [sleep(ms, undefined, { signal: done.signal })];
+    if (gate?.waitOpen && gate.isOpen === false) waits.push(gate.waitOpen(done.signal));
+    try {
+      await Promise.race(waits.map((w) => w.catch(() => {})));
+    } finally {
+      done.abort();
+      signal?.removeEventListener('abort', stop);
     }
   }
 

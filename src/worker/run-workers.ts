@@ -40,7 +40,7 @@ export interface WorkHandle {
 /** Connections every `work` process holds whatever it does. */
 export const FIXED_CONNECTIONS = 3;
 
-type Gate = WriteGateLike & { waitOpen(): Promise<void> };
+type Gate = WriteGateLike & { waitOpen(signal?: AbortSignal): Promise<void> };
 
 /** Send nothing that cannot be recorded: the gate closes on a refused write or above the high-water mark. */
 function writeGateFor(
@@ -57,7 +57,12 @@ function writeGateFor(
   const gateAbort = new AbortController();
   const gate = options.gate ?? {
     noteError: (err: unknown) => ownGate?.noteError(err) ?? false,
-    waitOpen: () => ownGate?.waitOpen(gateAbort.signal) ?? Promise.resolve(),
+    get isOpen() {
+      return ownGate?.isOpen ?? true;
+    },
+    waitOpen: (signal?: AbortSignal) =>
+      ownGate?.waitOpen(signal ? AbortSignal.any([signal, gateAbort.signal]) : gateAbort.signal) ??
+      Promise.resolve(),
   };
   return { ownGate, gateAbort, gate };
 }

@@ -17,6 +17,8 @@ import { createLogger } from '../../src/core/log.ts';
 import { isWriteRefusal } from '../../src/redis/refusals.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { checkRedisWrites, WriteGate, type WriteState } from '../../src/redis/writes.ts';
+import { OutcomeStore } from '../../src/outcomes/store.ts';
+import { Recorder } from '../../src/worker/recorder.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
@@ -325,6 +327,49 @@ describe('WriteGate', () => {
     const closings = changes.filter((s) => !s.writable).map((s) => s.cause);
     expect(closings[0]).toBe('READONLY');
     expect(closings.at(-1)).toBe('MISCONF');
+  });
+
+  it('an outcome write refused waits out the refusal, and goes as soon as the gate reopens', async () => {
+    // The recorder backs off to 2 s between tries; it must not sleep through the reopening (a closing
+    // lane waits for this job, and a Redis crash meanwhile would keep it waiting longer: fault seed 18).
+    const gate = new WriteGate(r, { probeKey: PROBE, pollMs: 60_000, closedPollMs: 100 });
+    const tries: number[] = [];
+    const seen = {
+      noteError: (err: unknown) => (tries.push(Date.now()), gate.noteError(err)),
+      get isOpen() {
+        return gate.isOpen;
+      },
+      waitOpen: (signal?: AbortSignal) => gate.waitOpen(signal),
+    };
+    const store = new OutcomeStore(r, createKeys(PREFIX));
+    const recorder = new Recorder({ store, logger: createLogger({ level: 'silent' }), gate: seen });
+    try {
+      await gate.start();
+      await fillUntilOom();
+      const recorded = recorder.record(
+        {
+          org: 'acme',
+          learnerId: 7,
+          runId: 'run-writes',
+          at: Date.now(),
+          attemptId: 'writes-att-1',
+          update: { b: 'transferred', c: 'transferred', s: 200, x: 'W7', d: 10, n: 1, ok: 1 },
+          audit: { key: 't:W7', transferId: 'W7', raw: '{"data":{"id":"W7"}}', kind: 'transfer' },
+        },
+        false,
+      );
+      // Tries at 0, 0.2, 0.6, 1.4 and 3 s: the next one is 2 s after the fifth.
+      await until('five refused tries', () => tries.length >= 5);
+      const lifted = Date.now();
+      await undoOom();
+      await recorded;
+      expect(Date.now() - lifted, 'ms from the fix to the record').toBeLessThan(1_000);
+      expect(recorder.waiting).toBe(0);
+      expect((await store.get('acme', 7))?.x).toBe('W7');
+    } finally {
+      gate.stop();
+      await undoOom();
+    }
   });
 
   it('closes for the high-water mark and reopens only clearly below it', async () => {
