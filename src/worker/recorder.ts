@@ -136,10 +136,10 @@ export class Recorder {
     const stop = () => done.abort();
     signal?.addEventListener('abort', stop, { once: true });
     const gate = this.#gate;
-    const waits: Promise<unknown>[] = [sleep(ms, undefined, { signal: done.signal })];
-    if (gate?.waitOpen && gate.isOpen === false) waits.push(gate.waitOpen(done.signal));
+    // Only a reopening ends the wait early: a wait for it that was aborted (a stop) leaves the sleep to run.
+    if (gate?.waitOpen && gate.isOpen === false) gate.waitOpen(done.signal).then(stop, () => {});
     try {
-      await Promise.race(waits.map((w) => w.catch(() => {})));
+      await sleep(ms, undefined, { signal: done.signal }).catch(() => {});
     } finally {
       done.abort();
       signal?.removeEventListener('abort', stop);

@@ -60,9 +60,7 @@ function writeGateFor(
     get isOpen() {
       return ownGate?.isOpen ?? true;
     },
-    waitOpen: (signal?: AbortSignal) =>
-      ownGate?.waitOpen(signal ? AbortSignal.any([signal, gateAbort.signal]) : gateAbort.signal) ??
-      Promise.resolve(),
+    waitOpen: (signal?: AbortSignal) => ownGate?.waitOpen(signal ?? gateAbort.signal) ?? Promise.resolve(),
   };
   return { ownGate, gateAbort, gate };
 }

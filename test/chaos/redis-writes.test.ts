@@ -17,7 +17,7 @@ import { createLogger } from '../../src/core/log.ts';
 import { isWriteRefusal } from '../../src/redis/refusals.ts';
 import { createKeys } from '../../src/core/keys.ts';
 import { checkRedisWrites, WriteGate, type WriteState } from '../../src/redis/writes.ts';
-import { OutcomeStore } from '../../src/outcomes/store.ts';
+import { OutcomeStore, type FinishArgs } from '../../src/outcomes/store.ts';
 import { Recorder } from '../../src/worker/recorder.ts';
 import { runCommand } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix } from '../helpers/redis.ts';
@@ -81,6 +81,19 @@ async function fillUntilOom(): Promise<unknown> {
     }
   }
   throw new Error('Redis never refused a write');
+}
+
+/** An answered call's attempt, as the worker records it. */
+function answered(learnerId: number): FinishArgs {
+  return {
+    org: 'acme',
+    learnerId,
+    runId: 'run-writes',
+    at: Date.now(),
+    attemptId: `writes-att-${learnerId}`,
+    update: { b: 'transferred', c: 'transferred', s: 200, x: `W${learnerId}`, d: 10, n: 1, ok: 1 },
+    audit: { key: `t:W${learnerId}`, transferId: `W${learnerId}`, raw: '{"data":{}}', kind: 'transfer' },
+  };
 }
 
 async function undoOom(): Promise<void> {
@@ -346,18 +359,7 @@ describe('WriteGate', () => {
     try {
       await gate.start();
       await fillUntilOom();
-      const recorded = recorder.record(
-        {
-          org: 'acme',
-          learnerId: 7,
-          runId: 'run-writes',
-          at: Date.now(),
-          attemptId: 'writes-att-1',
-          update: { b: 'transferred', c: 'transferred', s: 200, x: 'W7', d: 10, n: 1, ok: 1 },
-          audit: { key: 't:W7', transferId: 'W7', raw: '{"data":{"id":"W7"}}', kind: 'transfer' },
-        },
-        false,
-      );
+      const recorded = recorder.record(answered(7), false);
       // Tries at 0, 0.2, 0.6, 1.4 and 3 s: the next one is 2 s after the fifth.
       await until('five refused tries', () => tries.length >= 5);
       const lifted = Date.now();
@@ -366,6 +368,35 @@ describe('WriteGate', () => {
       expect(Date.now() - lifted, 'ms from the fix to the record').toBeLessThan(1_000);
       expect(recorder.waiting).toBe(0);
       expect((await store.get('acme', 7))?.x).toBe('W7');
+    } finally {
+      gate.stop();
+      await undoOom();
+    }
+  });
+
+  it('a wait for the gate refused at once (work stopping) leaves the backoff in place', async () => {
+    const gate = new WriteGate(r, { probeKey: PROBE, pollMs: 60_000, closedPollMs: 100 });
+    const tries: number[] = [];
+    const stopping = {
+      noteError: (err: unknown) => (tries.push(Date.now()), gate.noteError(err)),
+      get isOpen() {
+        return gate.isOpen;
+      },
+      // As a stopped work's gate answers: the wait for the reopening is refused at once.
+      waitOpen: () => gate.waitOpen(AbortSignal.abort()),
+    };
+    const store = new OutcomeStore(r, createKeys(PREFIX));
+    const recorder = new Recorder({ store, logger: createLogger({ level: 'silent' }), gate: stopping });
+    const shutdown = new AbortController();
+    try {
+      await gate.start();
+      await fillUntilOom();
+      const recorded = recorder.record(answered(8), false, shutdown.signal).catch(() => 'stopped');
+      await sleep(1_500);
+      // Tries at 0, 0.2, 0.6 and 1.4 s, not one after the other as fast as Redis answers.
+      expect(tries.length).toBeLessThanOrEqual(6);
+      shutdown.abort();
+      expect(await recorded).toBe('stopped');
     } finally {
       gate.stop();
       await undoOom();
