@@ -37,7 +37,9 @@ export function buildTestCli(): Promise<string> {
 
 async function buildOnce(): Promise<string> {
   const src = join(ROOT, 'src');
-  const files = sourceFiles(src);
+  // The sources and the compiler's own scripts: a change to either makes a new build.
+  const scripts = ['compile.mjs', 'copy-assets.mjs'].map((f) => join(ROOT, 'scripts', f));
+  const files = [...sourceFiles(src), ...scripts];
   const hash = createHash('sha256');
   for (const file of files) hash.update(`${relative(src, file)}\0`).update(readFileSync(file));
   const stamp = hash.digest('hex');
