@@ -101,7 +101,7 @@ export class WorkSession {
     if (this.#stopping) return;
     await this.#repair().catch((err: Error) => ctx.logger.warn({ err: err.message }, 'repair sweep failed'));
     if (this.#stopping) return;
-    await this.#markLanesWithJobs();
+    await this.#writing(() => this.#markLanesWithJobs());
     if (this.#stopping) return;
     // While Redis refuses writes, BullMQ would re-fetch without backoff: the workers stop fetching until
     // the gate opens. The jobs in hand go on.
@@ -142,6 +142,23 @@ export class WorkSession {
    * Marks every served lane that has jobs due (one pipelined read for all of them): jobs added while no
    * process ran, by a release before the lanes existed, or left active by a process that died.
    */
+  /**
+   * A boot step that writes: a write Redis refuses (or a lost connection) is waited out until the gate
+   * finds Redis writable again, as the running workers do, not a failed start. A stop ends the wait.
+   */
+  async #writing(step: () => Promise<void>): Promise<void> {
+    const gate = this.#parts.ownGate;
+    for (;;) {
+      try {
+        return await step();
+      } catch (err) {
+        if (!gate || this.#stopping || !gate.noteError(err)) throw err;
+        await gate.waitOpen(this.#parts.gateAbort.signal).catch(() => {});
+        if (this.#stopping) return;
+      }
+    }
+  }
+
   async #markLanesWithJobs(): Promise<void> {
     const { ctx, served } = this.#parts;
     const due = new LanesDue(ctx.redis, ctx.keys);
