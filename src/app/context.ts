@@ -6,13 +6,14 @@ import { describeEgress, egressIsSet } from '../core/egress.ts';
 import type { Logger } from '../core/log.ts';
 import { Producer } from '../queue/producer.ts';
 import { QueueSet } from '../queue/queues.ts';
-import { closeRedis } from '../redis/client.ts';
 import { LogThrottle } from '../core/log-throttle.ts';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 import { startTracing } from '../core/tracing-start.ts';
 import {
   openRedisContext,
+  readContextOf,
   readParts,
+  startOrClose,
   startState,
   type ReadContext,
   type ReadContextOptions,
@@ -38,11 +39,13 @@ export async function createContext(
   config: Readonly<Config>,
   options: ContextOptions = {},
 ): Promise<AppContext> {
-  const { tokens, logger, redis, ownsRedis } = await openRedisContext(config, options);
+  const opened = await openRedisContext(config, options);
+  const { logger, redis } = opened;
   // Before the queues (BullMQ's telemetry is fixed when a Queue is made); off, it loads nothing.
   const tracing = await startTracing(config.tracing, options.traceExporter);
-  const { limitsWarned, policyErrors, ...parts } = readParts(config, { logger, redis });
-  const { keys, store, claims, durability } = parts;
+  const parts = readParts(config, opened);
+  const base = readContextOf(config, opened, parts);
+  const { keys, store, claims } = parts;
   // A Redis that refuses writes makes every queue say so on every call: one line per interval, counted.
   const queueErrors = new LogThrottle(logger);
   const queues = new QueueSet(redis, keys, config, (org, err) =>
@@ -50,26 +53,21 @@ export async function createContext(
   );
   const producer = new Producer(queues, store, claims, keys);
   const client = config.apiBaseUrl ? createApiClient(config, config.apiBaseUrl, logger) : undefined;
-  await startState(config, { redis, keys, logger, limitsWarned });
-  return {
-    config,
-    tokens,
-    logger,
-    redis,
-    ...parts,
+  const context: AppContext = {
+    ...base,
     queues,
     producer,
     client,
     async close() {
       await queues.close();
       queueErrors.stop();
-      policyErrors.stop();
-      durability.stop();
       await client?.close();
-      if (ownsRedis) await closeRedis(redis);
+      await base.close();
       await tracing.stop(); // last: the spans of the closing above are exported too
     },
   };
+  await startOrClose(context, startState(config, { ...opened, ...parts }));
+  return context;
 }
 
 /** What a process that calls the service without USER_AGENT says, once. */

@@ -122,26 +122,46 @@ export async function startState(
   await warnIfLimitsDiffer(redis, keys, config.orgs, config, logger, limitsWarned);
 }
 
-/** The light context of the read-only commands: no queues, API client or tracing. */
-export async function createReadContext(
+/** A context of an opened connection and its parts; its close() stops what they started. */
+export function readContextOf(
   config: Readonly<Config>,
-  options: ReadContextOptions = {},
-): Promise<ReadContext> {
-  const { tokens, logger, redis, ownsRedis } = await openRedisContext(config, options);
-  const { limitsWarned, policyErrors, ...parts } = readParts(config, { logger, redis });
-  await startState(config, { redis, keys: parts.keys, logger, limitsWarned });
+  opened: Awaited<ReturnType<typeof openRedisContext>>,
+  parts: ReturnType<typeof readParts>,
+): ReadContext {
+  const { limitsWarned: _limitsWarned, policyErrors, ...shared } = parts;
+  const { tokens, logger, redis, ownsRedis } = opened;
   return {
     config,
     tokens,
     logger,
     redis,
-    ...parts,
+    ...shared,
     async close() {
       policyErrors.stop();
-      parts.durability.stop();
+      shared.durability.stop();
       if (ownsRedis) await closeRedis(redis);
     },
   };
+}
+
+/** The checks at start (startState); a failed one closes what the context opened before it throws. */
+export async function startOrClose(context: { close(): Promise<void> }, start: Promise<void>): Promise<void> {
+  await start.catch(async (err: unknown) => {
+    await context.close();
+    throw err;
+  });
+}
+
+/** The light context of the read-only commands: no queues, API client or tracing. */
+export async function createReadContext(
+  config: Readonly<Config>,
+  options: ReadContextOptions = {},
+): Promise<ReadContext> {
+  const opened = await openRedisContext(config, options);
+  const parts = readParts(config, opened);
+  const context = readContextOf(config, opened, parts);
+  await startOrClose(context, startState(config, { ...opened, ...parts }));
+  return context;
 }
 
 /**
