@@ -96,6 +96,25 @@ function answered(learnerId: number): FinishArgs {
   };
 }
 
+/**
+ * A recorder behind a write gate of `r` (closed polls every 100 ms) that counts the refused tries; its
+ * wait for the reopening is `waitOpen`'s.
+ */
+function recorderBehindGate(waitOpen: (gate: WriteGate, signal?: AbortSignal) => Promise<void>) {
+  const gate = new WriteGate(r, { probeKey: PROBE, pollMs: 60_000, closedPollMs: 100 });
+  const tries: number[] = [];
+  const seen = {
+    noteError: (err: unknown) => (tries.push(Date.now()), gate.noteError(err)),
+    get isOpen() {
+      return gate.isOpen;
+    },
+    waitOpen: (signal?: AbortSignal) => waitOpen(gate, signal),
+  };
+  const store = new OutcomeStore(r, createKeys(PREFIX));
+  const recorder = new Recorder({ store, logger: createLogger({ level: 'silent' }), gate: seen });
+  return { gate, tries, store, recorder };
+}
+
 async function undoOom(): Promise<void> {
   await r.config('SET', 'maxmemory', '0');
   await deletePrefix(r, `${PREFIX}:fill`);
@@ -345,17 +364,7 @@ describe('WriteGate', () => {
   it('an outcome write refused waits out the refusal, and goes as soon as the gate reopens', async () => {
     // The recorder backs off to 2 s between tries; it must not sleep through the reopening (a closing
     // lane waits for this job, and a Redis crash meanwhile would keep it waiting longer: fault seed 18).
-    const gate = new WriteGate(r, { probeKey: PROBE, pollMs: 60_000, closedPollMs: 100 });
-    const tries: number[] = [];
-    const seen = {
-      noteError: (err: unknown) => (tries.push(Date.now()), gate.noteError(err)),
-      get isOpen() {
-        return gate.isOpen;
-      },
-      waitOpen: (signal?: AbortSignal) => gate.waitOpen(signal),
-    };
-    const store = new OutcomeStore(r, createKeys(PREFIX));
-    const recorder = new Recorder({ store, logger: createLogger({ level: 'silent' }), gate: seen });
+    const { gate, tries, store, recorder } = recorderBehindGate((g, signal) => g.waitOpen(signal));
     try {
       await gate.start();
       await fillUntilOom();
@@ -375,18 +384,8 @@ describe('WriteGate', () => {
   });
 
   it('a wait for the gate refused at once (work stopping) leaves the backoff in place', async () => {
-    const gate = new WriteGate(r, { probeKey: PROBE, pollMs: 60_000, closedPollMs: 100 });
-    const tries: number[] = [];
-    const stopping = {
-      noteError: (err: unknown) => (tries.push(Date.now()), gate.noteError(err)),
-      get isOpen() {
-        return gate.isOpen;
-      },
-      // As a stopped work's gate answers: the wait for the reopening is refused at once.
-      waitOpen: () => gate.waitOpen(AbortSignal.abort()),
-    };
-    const store = new OutcomeStore(r, createKeys(PREFIX));
-    const recorder = new Recorder({ store, logger: createLogger({ level: 'silent' }), gate: stopping });
+    // As a stopped work's gate answers: the wait for the reopening is refused at once.
+    const { gate, tries, recorder } = recorderBehindGate((g) => g.waitOpen(AbortSignal.abort()));
     const shutdown = new AbortController();
     try {
       await gate.start();
