@@ -3,7 +3,7 @@
 // giving way to a waiting lane (docs/many-organizations.md).
 import type { Worker } from 'bullmq';
 import type { Logger } from '../core/log.ts';
-import type { LanesDue, LaneTime } from '../queue/lanes-due.ts';
+import type { LanesDue, LaneSwap, LaneTime } from '../queue/lanes-due.ts';
 import type { LaneJobs } from '../queue/lane-state.ts';
 import type { RedisClient } from '../redis/client.ts';
 import { LaneChannels } from './lane-channels.ts';
@@ -63,6 +63,8 @@ const HEAD = 256;
 const DETACH_MIN_WAIT_MS = 1_000;
 /** Jobs in flight per attached lane while other lanes wait for a slot (see #pace). */
 const WAITING_CONCURRENCY = 1;
+/** A release Redis refused is tried again this often (and at once when the write gate reopens). */
+const RELEASE_RETRY_MS = 500;
 /** A lane whose budget waits for a person (paused, every token refused) is looked at again this often. */
 const INDEFINITE_RECHECK_MS = 10 * 60_000;
 
@@ -87,6 +89,8 @@ export class LaneDispatcher {
     return n;
   }
 
+  /** Detached lanes whose release Redis refused (a write refusal, a lost connection): tried each pass. */
+  readonly #unreleased = new Map<string, LaneSwap>();
   /** Lanes attached since the last call of takeTouched (the repair sweep looks only at those). */
   readonly #touched = new Set<string>();
   readonly #channels: LaneChannels;
@@ -211,6 +215,7 @@ export class LaneDispatcher {
     this.#channels.stop();
     await this.#passing?.catch(() => {});
     await Promise.all([...this.#attached.values()].map((lane) => this.#detach(lane, 'stop')));
+    await this.#releaseAgain();
   }
 
   #schedule(ms: number): void {
@@ -231,6 +236,7 @@ export class LaneDispatcher {
 
   async #pass(): Promise<void> {
     if (this.#stopped) return;
+    await this.#releaseAgain();
     const now = Date.now();
     const times = await this.#times();
     const due = times.filter((t) => t.at <= now);
@@ -257,7 +263,26 @@ export class LaneDispatcher {
     const next = times.find((t) => t.at > now && !this.#attached.has(t.lane));
     if (next) nextMs = Math.min(nextMs, next.at - now);
     if (toAttach.length < swaps.length - held.length || taken.some((t) => !t)) nextMs = Math.min(nextMs, 50);
+    if (this.#unreleased.size > 0) nextMs = Math.min(nextMs, RELEASE_RETRY_MS);
     this.#schedule(nextMs);
+  }
+
+  /**
+   * The releases Redis refused, tried again: until one lands, its lane sits under this process's lease with
+   * no worker (fault seed 18: Redis full for 3 s stalled a lane for its whole lease). A swap that finds
+   * another time (the lease ran out and a process took the lane) drops it: the lane is that process's now.
+   */
+  async #releaseAgain(): Promise<void> {
+    if (this.#unreleased.size === 0) return;
+    const pending = [...this.#unreleased.values()];
+    try {
+      const done = await this.#o.due.swap(pending);
+      for (const p of pending) this.#unreleased.delete(p.lane);
+      const lanes = pending.filter((_, i) => done[i]).map((p) => p.lane);
+      if (lanes.length > 0) this.#o.logger.info({ lanes }, 'lanes: released after Redis refused it');
+    } catch (err) {
+      this.#o.logger.debug({ err: (err as Error).message }, 'lanes: a release is still refused');
+    }
   }
 
   /**
@@ -373,10 +398,13 @@ export class LaneDispatcher {
       // An event heard after the time above was decided (it could not change it): wake the lane now.
       if (lane.lastEventAt >= decidedAt && dueAt !== null) await this.#o.due.wake([lane.name]);
     } catch (err) {
-      // Left under its lease: it comes due when the lease ends, and whoever takes it then looks again.
+      // Left under its lease for now: tried again on each pass (#releaseAgain), due at once if an event
+      // came meanwhile; at worst it comes due when the lease ends, and whoever takes it then looks again.
+      const next = dueAt !== null && lane.lastEventAt >= decidedAt ? Date.now() : dueAt;
+      this.#unreleased.set(lane.name, { lane: lane.name, seen: lane.lease, next });
       this.#o.logger.warn(
         { lane: lane.name, err: (err as Error).message },
-        'lanes: could not release a lane',
+        'lanes: could not release a lane (tried again)',
       );
     } finally {
       this.#attached.delete(lane.name);

@@ -38,11 +38,11 @@ export interface WorkOptions {
    * once, one left without a token is detached. Off, the process serves `orgs` only.
    */
   followTokens?: boolean;
-  /** The dispatcher's timings (tests), and a listener of its attaches and detaches. */
+  /** The dispatcher's timings and its LanesDue (tests), and a listener of its attaches and detaches. */
   lanes?: Partial<
     Pick<
       LaneDispatcherOptions,
-      'leaseMs' | 'quantumMs' | 'safetyMs' | 'drainGraceMs' | 'maxAttached' | 'onChange'
+      'due' | 'leaseMs' | 'quantumMs' | 'safetyMs' | 'drainGraceMs' | 'maxAttached' | 'onChange'
     >
   >;
 }
