@@ -1,13 +1,14 @@
-// The unit project runs without isolation (vitest.config.ts: one process runs unit file after unit file,
-// with the modules it loaded once). That is only sound while no unit file leaves anything behind for the
-// next: a mocked module, a stubbed global or environment variable, a changed process.env, a working
-// directory, fake timers left on. This reads every unit and model file and fails naming the one that does.
+// The unit, integration and e2e projects run without isolation (vitest.config.ts: one process runs file
+// after file of its project, with the modules it loaded once). That is only sound while no file leaves
+// anything behind for the next: a mocked module, a stubbed global or environment variable, a changed
+// process.env, a working directory, fake timers left on. This reads every file of theirs and fails naming
+// the one that does (the browser files, in e2e/, run in the system project, a process each).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const DIRS = ['test/unit', 'test/model'];
+const DIRS = ['test/unit', 'test/model', 'test/integration', 'test/security', 'test/e2e'];
 
 const FORBIDDEN: [RegExp, string][] = [
   [/\bvi\.(?:mock|doMock|stubEnv|stubGlobal|hoisted)\(/, 'mocks a module or stubs a global'],
@@ -27,7 +28,7 @@ function files(): string[] {
   );
 }
 
-describe('unit files can share one process', () => {
+describe('the files of the shared projects can share one process', () => {
   it('none mocks a module, stubs a global or changes the environment or the working directory', () => {
     const found = files().flatMap((file) => {
       const text = readFileSync(join(ROOT, file), 'utf8').replace(/^\s*\/\/.*$/gm, '');
