@@ -131,7 +131,7 @@ export class LaneDispatcher {
     this.#passing = this.#pass()
       .catch((err: Error) => {
         this.#o.logger.warn({ err: err.message }, 'lanes: could not read which queues have work');
-        this.#schedule(Math.min(this.#o.safetyMs, 2_000));
+        this.#schedule(Math.min(this.#o.safetyMs, this.#unreleased.size > 0 ? RELEASE_RETRY_MS : 2_000));
       })
       .finally(() => {
         this.#passing = undefined;
@@ -216,6 +216,12 @@ export class LaneDispatcher {
     await this.#passing?.catch(() => {});
     await Promise.all([...this.#attached.values()].map((lane) => this.#detach(lane, 'stop')));
     await this.#releaseAgain();
+    if (this.#unreleased.size > 0) {
+      this.#o.logger.warn(
+        { lanes: [...this.#unreleased.keys()] },
+        'lanes: left under the lease of this process (Redis refused their release): due when the lease ends',
+      );
+    }
   }
 
   #schedule(ms: number): void {
@@ -277,7 +283,8 @@ export class LaneDispatcher {
     const pending = [...this.#unreleased.values()];
     try {
       const done = await this.#o.due.swap(pending);
-      for (const p of pending) this.#unreleased.delete(p.lane);
+      // Only what was tried: the same lane taken and refused again meanwhile stays for the next pass.
+      for (const p of pending) if (this.#unreleased.get(p.lane) === p) this.#unreleased.delete(p.lane);
       const lanes = pending.filter((_, i) => done[i]).map((p) => p.lane);
       if (lanes.length > 0) this.#o.logger.info({ lanes }, 'lanes: released after Redis refused it');
     } catch (err) {
@@ -392,19 +399,25 @@ export class LaneDispatcher {
     }
     let dueAt: number | null = Date.now();
     const decidedAt = Date.now();
+    let released = false;
     try {
       dueAt = dueAgain(lane, reason, await this.#o.queueState(lane.name), this.#o.stalledIntervalMs);
       await this.#o.due.swap([{ lane: lane.name, seen: lane.lease, next: dueAt }]);
+      released = true;
       // An event heard after the time above was decided (it could not change it): wake the lane now.
       if (lane.lastEventAt >= decidedAt && dueAt !== null) await this.#o.due.wake([lane.name]);
     } catch (err) {
-      // Left under its lease for now: tried again on each pass (#releaseAgain), due at once if an event
-      // came meanwhile; at worst it comes due when the lease ends, and whoever takes it then looks again.
-      const next = dueAt !== null && lane.lastEventAt >= decidedAt ? Date.now() : dueAt;
-      this.#unreleased.set(lane.name, { lane: lane.name, seen: lane.lease, next });
+      // Refused (Redis refusing writes, a lost connection): the release, or the wake after it, is tried
+      // again on each pass (#releaseAgain), due at once if an event came meanwhile. At worst the lane comes
+      // due when its lease ends, and whoever takes it then looks again.
+      const wakeNow = dueAt !== null && lane.lastEventAt >= decidedAt;
+      const seen = released && dueAt !== null ? String(Math.ceil(dueAt)) : lane.lease;
+      this.#unreleased.set(lane.name, { lane: lane.name, seen, next: wakeNow ? Date.now() : dueAt });
       this.#o.logger.warn(
         { lane: lane.name, err: (err as Error).message },
-        'lanes: could not release a lane (tried again)',
+        released
+          ? 'lanes: could not wake a lane (tried again)'
+          : 'lanes: could not release a lane (tried again)',
       );
     } finally {
       this.#attached.delete(lane.name);
@@ -442,6 +455,9 @@ export class LaneDispatcher {
       held.budgetUntil = undefined;
       return;
     }
+    // Let go, its release refused and waiting to be tried again: due at once when it lands.
+    const pending = this.#unreleased.get(org);
+    if (pending && pending.next !== null) pending.next = Date.now();
     this.wake([org]);
   }
 
