@@ -7,8 +7,9 @@
 // last in the load-sensitive phase and ran on alone after every other file there had ended.
 //
 // Kept from vitest: the phases (sequence.groupOrder) run in order, and the files of a non-isolated project
-// (unit) come last in their phase, together, so that a worker runs them one after the other in a process
-// that has loaded their modules once. A file the table does not know yet runs first (its time is unknown;
+// (unit, integration, e2e) come last in their phase, project by project, so that a worker runs them one
+// after the other in a process that has loaded their modules once (vitest reuses a process only for a
+// file of the same project): the longest first within a project, not across the phase. A file the table does not know yet runs first (its time is unknown;
 // by size, as vitest does). `npm run test:durations` rewrites the table from a run's JSON report. The
 // order itself is test/helpers/file-order.ts.
 import { readFileSync, statSync } from 'node:fs';

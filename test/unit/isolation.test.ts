@@ -13,18 +13,19 @@ const DIRS = ['test/unit', 'test/model', 'test/integration', 'test/security', 't
 const FORBIDDEN: [RegExp, string][] = [
   [/\bvi\.(?:mock|doMock|stubEnv|stubGlobal|hoisted)\(/, 'mocks a module or stubs a global'],
   [
-    /\bprocess\.env\.\w+\s*=[^=]|\bprocess\.env\[[^\]]+\]\s*=[^=]|\bdelete\s+process\.env\b/,
+    /\bprocess\.env(?:\.\w+|\[[^\]]+\])?\s*(?:\?\?|\|\||&&|\+)?=[^=]|\bdelete\s+process\.env\b/,
     'changes process.env',
   ],
+  [/\bglobalThis\.\w+\s*=[^=]|\bprocess\.exitCode\s*=[^=]/, 'sets a global'],
   [/\bprocess\.chdir\(/, 'changes the working directory'],
   [/\bObject\.assign\(\s*process\.env\b/, 'changes process.env'],
 ];
 
 function files(): string[] {
   return DIRS.flatMap((dir) =>
-    readdirSync(join(ROOT, dir))
-      .filter((name) => name.endsWith('.ts'))
-      .map((name) => `${dir}/${name}`),
+    readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts') && !/-browser\.test\.ts$/.test(name))
+      .map((name) => `${dir}/${name.split('\\').join('/')}`),
   );
 }
 
@@ -53,5 +54,19 @@ describe('the files of the shared projects can share one process', () => {
       'mocks a module or stubs a global',
       'changes process.env',
     ]);
+    const cases: [string, string][] = [
+      ["process.env.X ??= '1';", 'changes process.env'],
+      ["process.env['X'] += 'y';", 'changes process.env'],
+      ['process.env = {};', 'changes process.env'],
+      ['globalThis.fetch = myFetch;', 'sets a global'],
+      ['process.exitCode = 1;', 'sets a global'],
+    ];
+    for (const [line, what] of cases) {
+      expect(
+        FORBIDDEN.filter(([re]) => re.test(line)).map(([, w]) => w),
+        line,
+      ).toEqual([what]);
+    }
+    expect(FORBIDDEN.filter(([re]) => re.test('if (process.env.X === "1") {}'))).toEqual([]);
   });
 });
