@@ -139,10 +139,6 @@ export class WorkSession {
   }
 
   /**
-   * Marks every served lane that has jobs due (one pipelined read for all of them): jobs added while no
-   * process ran, by a release before the lanes existed, or left active by a process that died.
-   */
-  /**
    * A boot step that writes: a write Redis refuses (or a lost connection) is waited out until the gate
    * finds Redis writable again, as the running workers do, not a failed start. A stop ends the wait.
    */
@@ -159,6 +155,10 @@ export class WorkSession {
     }
   }
 
+  /**
+   * Marks every served lane that has jobs due (one pipelined read for all of them): jobs added while no
+   * process ran, by a release before the lanes existed, or left active by a process that died.
+   */
   async #markLanesWithJobs(): Promise<void> {
     const { ctx, served } = this.#parts;
     const due = new LanesDue(ctx.redis, ctx.keys);

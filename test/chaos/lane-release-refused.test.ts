@@ -5,10 +5,8 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Keys } from '../../src/core/keys.ts';
-import { newRunId } from '../../src/outcomes/runs.ts';
 import { LanesDue, type LaneSwap } from '../../src/queue/lanes-due.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
-import { startWorkers } from '../../src/worker/run-workers.ts';
 import type { LaneEvent } from '../../src/worker/lanes.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { newRedis } from '../helpers/redis.ts';
@@ -66,22 +64,13 @@ describe('a lane whose release Redis refused', () => {
   });
 
   it('is released once Redis takes writes again and taken back when its budget frees, not at its lease', async () => {
-    const ids = learnersNotIn('acme', 7);
-    const runId = newRunId();
-    await h.ctx.runs.create({ id: runId, kind: 'csv', source: 'refused.csv', orgs: ['acme'] });
-    await h.ctx.producer.add(
-      ids.map((learnerId) => ({ org: 'acme', learnerId, source: 'refused.csv' })),
-      runId,
-    );
+    await h.enqueueIds(learnersNotIn('acme', 7));
     const due = new RefusedOnce(h.ctx.redis, h.ctx.keys, admin);
     const events: (LaneEvent & { t: number })[] = [];
-    const result = await startWorkers(h.ctx, {
-      orgs: ['acme'],
+    const result = await h.workUntilIdle({
       concurrency: 3,
-      untilIdle: true,
-      idleCheckMs: 100,
       lanes: { due, leaseMs: LEASE_MS, onChange: (e) => events.push({ ...e, t: Date.now() }) },
-    }).done;
+    });
     await due.lifted;
     expect(result).toMatchObject({ reason: 'idle', succeeded: 7, failed: 0 });
     expect(due.refusedAt).toBeDefined();

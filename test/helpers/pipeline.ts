@@ -23,9 +23,9 @@ export interface Harness {
   prefix: string;
   dir: string;
   writeFile(name: string, text: string): string;
-  /** Writes the ids as a CSV and enqueues it in a new run, as `enqueue --csv FILE --org ORG` does. */
   /** Runs workers in this process until nothing waits (startWorkers with untilIdle), for acme by default. */
   workUntilIdle(options?: Partial<WorkOptions>): Promise<WorkResult>;
+  /** Writes the ids as a CSV and enqueues it in a new run, as `enqueue --csv FILE --org ORG` does. */
   enqueueIds(
     ids: readonly number[],
     org?: string,
