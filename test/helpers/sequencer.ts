@@ -15,7 +15,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { compareFiles, type FileToOrder } from './file-order.ts';
+import { chainDurations, compareFiles, type FileToOrder } from './file-order.ts';
 
 export const DURATIONS_FILE = 'test/durations.json';
 
@@ -30,7 +30,6 @@ function readDurations(root: string): Record<string, number> {
 export class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const root = this.ctx.config.root;
-    const order = compareFiles(readDurations(root));
     const described = files.map((spec): [FileToOrder, TestSpecification] => [
       {
         file: relative(root, spec.moduleId).split('\\').join('/'),
@@ -38,9 +37,16 @@ export class LongestFirstSequencer extends BaseSequencer {
         phase: spec.project.config.sequence.groupOrder,
         isolated: spec.project.config.isolate !== false,
         size: statSync(spec.moduleId).size,
+        chained: spec.project.name === 'serial',
       },
       spec,
     ]);
+    const order = compareFiles(
+      chainDurations(
+        readDurations(root),
+        described.map(([file]) => file),
+      ),
+    );
     return described.sort(([a], [b]) => order(a, b)).map(([, spec]) => spec);
   }
 }

@@ -2,7 +2,7 @@
 // it reads (scripts/test-durations.ts, from a run's JSON report).
 import { describe, expect, it } from 'vitest';
 import { durationsOf } from '../../scripts/test-durations.ts';
-import { compareFiles, type FileToOrder } from '../helpers/file-order.ts';
+import { chainDurations, compareFiles, type FileToOrder } from '../helpers/file-order.ts';
 
 const f = (file: string, project: string, phase: number, size = 100, isolated = true): FileToOrder => ({
   file,
@@ -36,6 +36,33 @@ describe('the order of a run', () => {
       'u1.ts',
       's.ts',
       'z.ts',
+    ]);
+  });
+
+  it('places a chain of one-at-a-time files by its whole length, its longest file first', () => {
+    const durations = { 'long.ts': 80, 'mid.ts': 40, 'c1.ts': 25, 'c2.ts': 20, 'c3.ts': 15, 'short.ts': 10 };
+    const chained = (file: string): FileToOrder => ({ ...f(file, 'serial', 1), chained: true });
+    const files = [
+      f('short.ts', 'system', 1),
+      chained('c3.ts'),
+      f('mid.ts', 'system', 1),
+      chained('c1.ts'),
+      f('long.ts', 'system', 1),
+      chained('c2.ts'),
+      { ...f('c-new.ts', 'serial', 1), chained: true },
+    ];
+    const table = chainDurations(durations, files);
+    // 25 + 20 + 15: the chain is as long as its three known files; the table itself is left as it was.
+    expect(table['c1.ts']).toBe(60);
+    expect(durations['c1.ts']).toBe(25);
+    expect(files.sort(compareFiles(table)).map((x) => x.file)).toEqual([
+      'c-new.ts',
+      'long.ts',
+      'c1.ts',
+      'mid.ts',
+      'c2.ts',
+      'c3.ts',
+      'short.ts',
     ]);
   });
 
