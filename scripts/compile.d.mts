@@ -1,3 +1,4 @@
 // Types of compile.mjs for the TypeScript that imports it (test/helpers/cli-build.ts).
-export function rewriteImports(code: string): string;
-export function compileTree(src: string, out: string): Promise<void>;
+export const EXTERNAL_PACKAGES: readonly string[];
+export const META_FILE: string;
+export function compileTree(src: string, out: string, options?: { metafile?: boolean }): Promise<void>;

@@ -1,81 +1,161 @@
-// Compiles src/ into a tree of JavaScript, file for file: esbuild (what tsx itself runs) with no
-// bundling, so every module keeps its own import.meta.url and finds its Lua scripts and public/
-// files, copied beside it (scripts/copy-assets.mjs). `npm run build` makes dist/ with it
-// (scripts/build.mjs), and a checkout's binary its own build (scripts/checkout-build.mjs). esbuild
-// is a dev dependency: an installed package runs the dist/ it was packed with and never compiles.
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+// Compiles src/ into what the binary runs, in two parts. cli/main.js is the entry and the command table
+// as one file (commander stays a package import), so `--help` reads one file of ours. What the table
+// imports when a command runs (its own file, the configuration, the context) is one bundle split at
+// each of them (esbuild with splitting): each is a file in cli/ with what it alone uses, and what two
+// of them share is a chunk in chunks/, so every module is loaded once by a command. The libraries are
+// bundled in too, but for the dashboard's board (@bull-board serves files from its own package
+// folder), OpenTelemetry (loaded only when tracing is on) and commander (the table's): a command reads
+// a few files, not hundreds, and Node resolves and compiles less (bench/cli-start.ts). The Lua scripts
+// and the dashboard's public/ files are copied to their src/ places under `out`
+// (scripts/copy-assets.mjs); a module that finds them from its own address reads the address its
+// source had (`import.meta.url` is rewritten to it, below). `npm run build` makes dist/ with it
+// (scripts/build.mjs), a checkout's binary its own build (scripts/checkout-build.mjs), the tests theirs
+// (test/helpers/cli-build.ts). esbuild is a dev dependency: an installed package runs the dist/ it was
+// packed with and never compiles.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 import { copyAssets } from './copy-assets.mjs';
 
-/** Relative imports name the .ts file (allowImportingTsExtensions); the compiled tree has .js files. */
-export function rewriteImports(code) {
-  return code
-    .replace(/(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(\.\.?\/[^"']*)\.ts\2/g, '$1$2$3.js$2')
-    .replace(/(\bimport\s*\(\s*)`(\.\.?\/[^`]*)\.ts`/g, '$1`$2.js`');
-}
+/** Packages left to Node's loader: read from node_modules when (and if) a command imports them. */
+export const EXTERNAL_PACKAGES = ['@bull-board/', '@opentelemetry/', 'commander'];
 
-function typeScriptFiles(dir) {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => join(e.parentPath, e.name))
-    .sort();
+/** The package a bare import names: `@scope/name` or `name`. */
+function packageOf(specifier) {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
 /**
- * cli/main.js as one file: the entry and the command table, all they import statically (our modules;
- * packages stay imports), so that `--help` reads one file of ours, not forty. The table's dynamic
- * imports (a command's own file, the configuration, the context) stay imports of the compiled files
- * beside it, which hold everything else. The table's modules that a command's file imports too (the
- * flag parsers' helpers in core/) are then loaded twice, as two copies: they hold no state and no class
- * that a command checks with instanceof (a command's errors are its own copy's, said by shared.ts).
+ * Every chunk sits one folder under `out` (cli/main.js, chunks/*.js), so a module compiled from
+ * src/limiter/scripts.ts finds its Lua at ../limiter/ from wherever its code landed.
  */
-async function bundleEntry(src, out) {
-  const cli = resolve(src, 'cli');
-  await build({
-    entryPoints: [join(src, 'cli', 'main.ts')],
-    outfile: join(out, 'cli', 'main.js'),
+function ownAddress(src) {
+  return {
+    name: 'own-address',
+    setup(b) {
+      b.onLoad({ filter: /\.ts$/ }, (args) => {
+        const code = readFileSync(args.path, 'utf8');
+        if (!code.includes('import.meta.url')) return undefined;
+        const rel = relative(src, args.path).split(sep).join('/').replace(/\.ts$/, '.js');
+        const address = `new URL(${JSON.stringify(`../${rel}`)}, import.meta.url).href`;
+        return { contents: code.replaceAll('import.meta.url', address), loader: 'ts' };
+      });
+    },
+  };
+}
+
+const external = {
+  name: 'external-packages',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('node:')) return { external: true };
+      const name = packageOf(args.path);
+      if (EXTERNAL_PACKAGES.some((p) => (p.endsWith('/') ? name.startsWith(p) : name === p))) {
+        return { external: true };
+      }
+      return undefined;
+    });
+  },
+};
+
+/** The file a build with `metafile` writes in `out`: which sources and packages each output holds. */
+export const META_FILE = 'meta.json';
+
+const COMMON = {
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  legalComments: 'none',
+  logLevel: 'silent',
+};
+
+/** Where a dynamic import of the table names its target until the commands' bundle says its file. */
+const LAZY = '__lt_lazy__:';
+
+/**
+ * cli/main.js as one file: the entry and the command table, all they import statically (our modules;
+ * packages, commander alone, stay imports), so that `--help` reads one file of ours. Its dynamic
+ * imports (a command's own file, the configuration, the context) are returned, to be the entries of
+ * the commands' bundle; the text names them by LAZY until then. The table's modules that a command
+ * imports too (the flag parsers' helpers in core/) are then loaded twice, as two copies: they hold no
+ * state and no class that a command checks with instanceof (a command's errors are its own copy's,
+ * said by shared.ts).
+ */
+async function bundleTable(root, project) {
+  const lazy = new Set();
+  const result = await build({
+    ...COMMON,
+    absWorkingDir: project,
+    entryPoints: [join(root, 'cli', 'main.ts')],
+    outfile: 'main.js',
     bundle: true,
     packages: 'external',
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    logLevel: 'silent',
+    write: false,
+    metafile: true,
     plugins: [
       {
         name: 'lazy-imports',
         setup(b) {
           b.onResolve({ filter: /^\./ }, (args) => {
             if (args.kind !== 'dynamic-import') return undefined;
-            const path = relative(cli, resolve(dirname(args.importer), args.path))
-              .split(sep)
-              .join('/')
-              .replace(/\.ts$/, '.js');
-            return { path: path.startsWith('.') ? path : `./${path}`, external: true };
+            const target = resolve(args.resolveDir, args.path);
+            lazy.add(target);
+            return { path: `${LAZY}${target}`, external: true };
           });
         },
       },
+      ownAddress(root),
     ],
   });
+  const text = result.outputFiles.find((f) => f.path.endsWith('.js'))?.text ?? '';
+  const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
+  return { text, lazy: [...lazy].sort(), inputs };
 }
 
-/** Compiles every .ts file of `src` into `out` (made if missing) and copies the other files it needs. */
-export async function compileTree(src, out) {
-  const result = await build({
-    entryPoints: typeScriptFiles(src),
-    outdir: out,
-    outbase: src,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    bundle: false,
-    write: false,
-    logLevel: 'silent',
+/**
+ * Compiles `src` into `out` (made if missing) and copies the files it reads. With `metafile`, also
+ * writes META_FILE (the tests of what a command loads read it).
+ */
+export async function compileTree(src, out, { metafile = false } = {}) {
+  const root = resolve(src);
+  const project = dirname(root);
+  const table = await bundleTable(root, project);
+  const commands = await build({
+    ...COMMON,
+    absWorkingDir: project,
+    entryPoints: table.lazy,
+    outdir: resolve(out),
+    entryNames: 'cli/[name]-[hash]',
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    // A CommonJS library bundled into an ES module still calls require() for Node's own modules.
+    banner: {
+      js: "import { createRequire as __ltRequire } from 'node:module';\nconst require = __ltRequire(import.meta.url);",
+    },
+    metafile: true,
+    plugins: [external, ownAddress(root)],
   });
-  for (const file of result.outputFiles) {
-    mkdirSync(dirname(file.path), { recursive: true });
-    writeFileSync(file.path, rewriteImports(file.text));
+  // Each output, as `out` names it (a command: a file of cli/ named after it and a hash), and its sources.
+  const outputs = Object.entries(commands.metafile.outputs).map(([file, o]) => ({
+    file: relative(resolve(out), resolve(project, file)).split(sep).join('/'),
+    entry: o.entryPoint ? resolve(project, o.entryPoint) : undefined,
+    inputs: Object.keys(o.inputs),
+  }));
+  const main = table.text.replaceAll(/(["'`])__lt_lazy__:([^"'`]+)\1/g, (_, quote, target) => {
+    const output = outputs.find((o) => o.entry === target);
+    if (!output) throw new Error(`compile: no output for ${target}`);
+    return `${quote}../${output.file}${quote}`;
+  });
+  mkdirSync(join(out, 'cli'), { recursive: true });
+  writeFileSync(join(out, 'cli', 'main.js'), main);
+  if (metafile) {
+    const all = [
+      ...outputs.map((o) => [o.file, { inputs: o.inputs }]),
+      ['cli/main.js', { inputs: table.inputs }],
+    ];
+    writeFileSync(join(out, META_FILE), JSON.stringify({ outputs: Object.fromEntries(all) }));
   }
-  await bundleEntry(src, out);
   copyAssets(src, out);
 }

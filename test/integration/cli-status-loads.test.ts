@@ -7,9 +7,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { builtInputs, packageOf } from '../helpers/cli-build.ts';
 import { ROOT, runCommand, TEST_DEFAULTS } from '../helpers/cli.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
@@ -45,15 +46,12 @@ async function traced(args: string[]): Promise<{ code: number | null; stdout: st
   let stdout = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  const packages = readFileSync(trace, 'utf8')
+  const loaded = readFileSync(trace, 'utf8')
     .split('\n')
-    .map((line) => (line.startsWith('file:') ? fileURLToPath(line) : line))
-    .flatMap((file) => {
-      const at = file.lastIndexOf(`${sep}node_modules${sep}`);
-      if (at < 0) return [];
-      const parts = file.slice(at + 14).split(sep);
-      return [parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : (parts[0] ?? '')];
-    });
+    .filter((line) => line && !line.startsWith('node:'))
+    .map((line) => (line.startsWith('file:') ? fileURLToPath(line) : line));
+  // The compiled files, read back into the sources and packages they hold (cli-build.ts).
+  const packages = builtInputs(loaded).flatMap((input) => packageOf(input) ?? []);
   return { code, stdout, packages: [...new Set(packages)].sort() };
 }
 

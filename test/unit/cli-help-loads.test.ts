@@ -6,11 +6,12 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/run.ts';
 import { Cli } from '../../src/cli/io.ts';
+import { builtInputs, packageOf } from '../helpers/cli-build.ts';
 import { ROOT } from '../helpers/cli.ts';
 
 /** The packages the table may load. */
@@ -55,7 +56,6 @@ const MODULES = new Set([
 const TABLE = /^cli\/table\/[a-z-]+\.js$/;
 
 const MAIN = process.env.LT_TEST_CLI ?? '';
-const TREE = dirname(dirname(MAIN));
 const TRACER = join(ROOT, 'test', 'helpers', 'load-trace.mjs');
 
 /** Runs the compiled CLI with `args` under the trace; its exit code, output and what it loaded. */
@@ -75,19 +75,21 @@ async function traced(args: string[]): Promise<{ code: number | null; stdout: st
   return { code, stdout, loaded: [...new Set(loaded)] };
 }
 
-/** What is not allowed among `loaded`: packages by name, modules of src/ by their path in the tree. */
+/**
+ * What is not allowed among `loaded` (the compiled files, read back into what they hold: cli-build.ts):
+ * packages by name, modules of src/ by their path as compiled (cli/main.js).
+ */
 function outside(loaded: string[]): string[] {
   const found: string[] = [];
-  for (const file of loaded) {
-    const at = file.lastIndexOf(`${sep}node_modules${sep}`);
-    if (at >= 0) {
-      const parts = file.slice(at + 14).split(sep);
-      const name = parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : (parts[0] ?? '');
+  for (const input of builtInputs(loaded)) {
+    const name = packageOf(input);
+    if (name !== undefined) {
       if (!PACKAGES.includes(name)) found.push(`package ${name}`);
       continue;
     }
-    const module = relative(TREE, file).split(sep).join('/');
-    if (!MODULES.has(module) && !TABLE.test(module)) found.push(`module ${module}`);
+    const module = input.replace(/^src\//, '').replace(/\.ts$/, '.js');
+    if (!input.startsWith('src/') || (!MODULES.has(module) && !TABLE.test(module)))
+      found.push(`module ${module}`);
   }
   return [...new Set(found)].sort();
 }
