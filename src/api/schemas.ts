@@ -1,6 +1,6 @@
 // Response shapes from the spec, validated with zod: unknown fields are stripped, nulls
 // accepted where the spec shows null.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The most elements each response array may hold, checked before zod runs (which builds one

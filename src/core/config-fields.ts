@@ -1,6 +1,6 @@
 // The field builders of the environment's schema (config-schema.ts): each parses one variable;
 // its error names the variable, its form and the bad value (never a secret's).
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseDuration, rateMessage, readRate } from './duration.ts';
 import { readTokenEntry, tokenRef, TOKEN_ENTRY_FORM, type TokenRef } from './token-ref.ts';
 

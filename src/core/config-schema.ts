@@ -1,6 +1,6 @@
 // The environment's schema: every variable the tool reads, its default and its parser.
 // loadConfig (config.ts) parses it once, at the edge.
-import { z } from 'zod';
+import * as z from 'zod';
 import { burstMessage, DEFAULT_BURST, parseBurst } from './burst.ts';
 import {
   boolField,

@@ -1,7 +1,7 @@
 // The environment into a frozen Config, once, at the edge. Every error names the variable, the
 // expected form and the bad value (never a token's). Shape: config-type.ts; schema:
 // config-schema.ts.
-import { z } from 'zod';
+import * as z from 'zod';
 import { dashboardProblems } from './config-dashboard.ts';
 import { envSchema, type EnvValues } from './config-schema.ts';
 import { withHiddenSecrets } from './config-secrets.ts';

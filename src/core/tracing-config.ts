@@ -1,6 +1,6 @@
 // OpenTelemetry's variables that turn tracing on (docs/tracing.md), checked at start like every
 // variable; the exporter reads its other OTEL_* itself.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const TRACE_EXPORTERS = ['otlp', 'console', 'none'] as const;
 export type TraceExporterName = Exclude<(typeof TRACE_EXPORTERS)[number], 'none'>;

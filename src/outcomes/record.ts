@@ -1,7 +1,7 @@
 // The per-learner outcome record: compact JSON, one hash per organization (short field names: a
 // migration holds a million of them).
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { isOutcomeCode, OUTCOME_CODES, OUTCOMES, type OutcomeCode } from './codes.ts';
 
 /**

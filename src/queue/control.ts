@@ -5,7 +5,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Queue, type JobSchedulerJson } from 'bullmq';
 import { LearnerTransferError } from '../core/errors.ts';
 import type { RedisClient } from '../redis/client.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Keys } from '../core/keys.ts';
 import { CONTROL_LANE, type LanesDue } from './lanes-due.ts';
 

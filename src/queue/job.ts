@@ -1,6 +1,6 @@
 // What a transfer job carries: the organization key and the learner, where it came from, its run.
 // Never a token: the worker picks a token of the organization from its own environment.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const transferJobSchema = z.object({
   org: z.string(),

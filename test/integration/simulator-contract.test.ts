@@ -2,7 +2,7 @@
 // pagination, every error status with its body, repeat modes, the effects of a transfer, the record.
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 
 const UA = 'learner-transfer-tests/1.0 (simulator contract)';

@@ -2,7 +2,7 @@
 // author in the change log; "dryRun" answers the count the dialog shows. Refused in read-only
 // mode and to the viewer.
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { approveRun, type ApproveSummary } from '../../ops/actions/canary.ts';
 import { actorOf } from '../auth.ts';
 import { badRequest, DashboardError, type DashboardDeps } from '../deps.ts';

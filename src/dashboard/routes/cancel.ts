@@ -2,7 +2,7 @@
 // cancelLearners, with the dashboard's author in the change log; "dryRun" answers the count the
 // dialog shows. Refused in read-only mode and to the viewer.
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { cancelLearners, type CancelSummary, type LearnerRef } from '../../ops/actions/cancel.ts';
 import { actorOf } from '../auth.ts';
 import { badRequest, DashboardError, knownOrg, learnersByOrg, type DashboardDeps } from '../deps.ts';

@@ -1,7 +1,7 @@
 // GET /changes and GET /api/changes: the change log, newest first, filtered by action,
 // organization and author in the query (a filtered log is a link), paged with `before`.
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { isValidOrgKey } from '../../core/keys.ts';
 import { readChanges, type ChangeFilter } from '../../limiter/control-log.ts';
 import { summarizeChange, type ChangeRow } from '../../ops/views/controls.ts';

@@ -1,5 +1,5 @@
 // The failures filter, from a query string or a retry body: one parser, one set of errors.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Bucket } from '../../outcomes/record.ts';
 import { badRequest, knownOrg, learnerIdParam, runIdParam, type DashboardDeps } from '../deps.ts';
 import type { FailureFilter } from '../../ops/views/failures.ts';

@@ -1,6 +1,6 @@
 // The overview's view, from a query string (the page, /api/overview and /api/live share it): `q`,
 // `state`, `page` and `limit`, kept in the URL so a filtered page can be bookmarked and shared.
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULT_VIEW, type OverviewView } from '../../ops/views/overview.ts';
 import { STATE_FILTERS, type StateFilter } from '../../ops/views/org-states.ts';
 import { badRequest } from '../deps.ts';

@@ -3,7 +3,7 @@
 // "confirmPermanent": true, so a script cannot skip the confirmation either. Refused in read-only
 // mode and to the viewer. GET /api/csrf gives scripts the token every POST needs.
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { failurePage } from '../../ops/views/failures.ts';
 import {
   describeSelection,
