@@ -13,11 +13,16 @@ async function parseError(args: string[]): Promise<string> {
   const program = new Command('learner-transfer')
     .exitOverride()
     .configureOutput({ writeErr: (s) => (stderr += s), writeOut: () => undefined });
-  register(program, new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
-  const err = await program.parseAsync(['simulate', ...args], { from: 'user' }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  // Its listeners leave process.stdout after: the next file of this process must not inherit them.
+  const cli = new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr });
+  register(program, cli);
+  const err = await program
+    .parseAsync(['simulate', ...args], { from: 'user' })
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    .finally(() => cli.dispose());
   expect(err).toBeInstanceOf(CommanderError);
   return stderr;
 }

@@ -96,7 +96,10 @@ function outside(loaded: string[]): string[] {
 
 /** Every command and subcommand of the table, as words: ['status'], ['limits', 'set'], ... */
 function commandPaths(): string[][] {
-  const program = buildProgram(new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
+  const cli = new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr });
+  const program = buildProgram(cli);
+  // Its listeners leave process.stdout: the next file of this process must not inherit them.
+  cli.dispose();
   const paths: string[][] = [];
   const walk = (command: typeof program, path: string[]) => {
     for (const sub of command.commands) {

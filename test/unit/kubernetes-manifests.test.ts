@@ -84,7 +84,10 @@ describe('deploy/kubernetes', () => {
   });
 
   it('runs commands and flags the CLI has, and the probes hit open paths on the port the command serves', () => {
-    const program = buildProgram(new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr }));
+    const cli = new Cli({ env: {}, stdout: process.stdout, stderr: process.stderr });
+    const program = buildProgram(cli);
+    // Its listeners leave process.stdout: the next file of this process must not inherit them.
+    cli.dispose();
     for (const { c, pod } of containers) {
       const [name, ...args] = c.args as string[];
       const command = program.commands.find((x) => x.name() === name);
