@@ -18,10 +18,10 @@ import { build } from 'esbuild';
 import { copyAssets } from './copy-assets.mjs';
 
 /** Packages left to Node's loader: read from node_modules when (and if) a command imports them. */
-export const EXTERNAL_PACKAGES = ['@bull-board/', '@opentelemetry/', 'commander'];
+const EXTERNAL_PACKAGES = ['@bull-board/', '@opentelemetry/', 'commander'];
 
-/** The package a bare import names: `@scope/name` or `name`. */
-function packageOf(specifier) {
+/** The package a bare import (or a path under node_modules/) names: `@scope/name` or `name`. */
+export function packageOf(specifier) {
   const parts = specifier.split('/');
   return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
@@ -35,8 +35,9 @@ function ownAddress(src) {
     name: 'own-address',
     setup(b) {
       b.onLoad({ filter: /\.ts$/ }, (args) => {
+        // Read once here for every source: returning nothing would make esbuild read it again.
         const code = readFileSync(args.path, 'utf8');
-        if (!code.includes('import.meta.url')) return undefined;
+        if (!code.includes('import.meta.url')) return { contents: code, loader: 'ts' };
         const rel = relative(src, args.path).split(sep).join('/').replace(/\.ts$/, '.js');
         const address = `new URL(${JSON.stringify(`../${rel}`)}, import.meta.url).href`;
         return { contents: code.replaceAll('import.meta.url', address), loader: 'ts' };
@@ -143,7 +144,8 @@ export async function compileTree(src, out, { metafile = false } = {}) {
     entry: o.entryPoint ? resolve(project, o.entryPoint) : undefined,
     inputs: Object.keys(o.inputs),
   }));
-  const main = table.text.replaceAll(/(["'`])__lt_lazy__:([^"'`]+)\1/g, (_, quote, target) => {
+  const lazy = new RegExp(`(["'\`])${LAZY}([^"'\`]+)\\1`, 'g');
+  const main = table.text.replaceAll(lazy, (_, quote, target) => {
     const output = outputs.find((o) => o.entry === target);
     if (!output) throw new Error(`compile: no output for ${target}`);
     return `${quote}../${output.file}${quote}`;

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compileTree, META_FILE } from '../../scripts/compile.mjs';
+import { compileTree, META_FILE, packageOf as packageName } from '../../scripts/compile.mjs';
 
 const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 /** One level under the root, as dist/ is: src/cli/demo.ts finds ../../jobs.example.csv from either. */
@@ -88,7 +88,5 @@ export function builtInputs(loaded: readonly string[]): string[] {
 /** The package a path under node_modules/ belongs to (`@scope/name` or `name`), else undefined. */
 export function packageOf(input: string): string | undefined {
   const at = input.lastIndexOf('node_modules/');
-  if (at < 0) return undefined;
-  const parts = input.slice(at + 13).split('/');
-  return parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
+  return at < 0 ? undefined : packageName(input.slice(at + 13));
 }
