@@ -3,8 +3,10 @@
 // the larger first); the files of a non-isolated project last, together, project by project.
 //
 // The files of a project that runs one file at a time (`chained`: the serial files take turns at the
-// shared topologies) are one job as long as all of them together: its longest file is placed by that
-// sum, so that the chain starts with the phase instead of becoming its tail.
+// shared topologies) are one job as long as all of them together: they run the longest first, and each is
+// placed by what is left of the chain from it on (the first by the whole sum), so that the chain starts
+// with the phase and its next file is queued before the end of the one running, instead of behind the
+// phase's long files (a run showed Sentinel starting 45 s after the cluster file had ended).
 
 export interface FileToOrder {
   /** Relative to the root, with `/`. */
@@ -20,8 +22,9 @@ export interface FileToOrder {
 }
 
 /**
- * The table with each chain's longest file given the chain's whole length: `files` are the files of the
- * run, the chained ones grouped by project.
+ * The table with each chained file given the length of its chain from it on, the longest first (its own
+ * time and that of every shorter file of its chain): `files` are the files of the run, the chained ones
+ * grouped by project.
  */
 export function chainDurations(
   durations: Readonly<Record<string, number>>,
@@ -31,10 +34,14 @@ export function chainDurations(
   const chains = new Map<string, FileToOrder[]>();
   for (const f of files) if (f.chained) chains.set(f.project, [...(chains.get(f.project) ?? []), f]);
   for (const chain of chains.values()) {
-    const known = chain.filter((f) => durations[f.file] !== undefined);
-    if (known.length === 0) continue;
-    const head = known.reduce((a, b) => ((durations[b.file] ?? 0) > (durations[a.file] ?? 0) ? b : a));
-    out[head.file] = known.reduce((sum, f) => sum + (durations[f.file] ?? 0), 0);
+    const known = chain
+      .filter((f) => durations[f.file] !== undefined)
+      .sort((a, b) => (durations[b.file] ?? 0) - (durations[a.file] ?? 0));
+    let left = known.reduce((sum, f) => sum + (durations[f.file] ?? 0), 0);
+    for (const f of known) {
+      out[f.file] = left;
+      left -= durations[f.file] ?? 0;
+    }
   }
   return out;
 }

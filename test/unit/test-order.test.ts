@@ -39,28 +39,40 @@ describe('the order of a run', () => {
     ]);
   });
 
-  it('places a chain of one-at-a-time files by its whole length, its longest file first', () => {
-    const durations = { 'long.ts': 80, 'mid.ts': 40, 'c1.ts': 25, 'c2.ts': 20, 'c3.ts': 15, 'short.ts': 10 };
+  it('places a chain of one-at-a-time files by what is left of it, its longest file first', () => {
+    const durations = {
+      'long.ts': 80,
+      'mid.ts': 40,
+      'm2.ts': 30,
+      'c1.ts': 25,
+      'c2.ts': 20,
+      'c3.ts': 15,
+      'short.ts': 10,
+    };
     const chained = (file: string): FileToOrder => ({ ...f(file, 'serial', 1), chained: true });
     const files = [
       f('short.ts', 'system', 1),
       chained('c3.ts'),
       f('mid.ts', 'system', 1),
+      f('m2.ts', 'system', 1),
       chained('c1.ts'),
       f('long.ts', 'system', 1),
       chained('c2.ts'),
       { ...f('c-new.ts', 'serial', 1), chained: true },
     ];
     const table = chainDurations(durations, files);
-    // 25 + 20 + 15: the chain is as long as its three known files; the table itself is left as it was.
-    expect(table['c1.ts']).toBe(60);
+    // 25 + 20 + 15: the chain is as long as its three known files; then 20 + 15, then 15. The table itself
+    // is left as it was.
+    expect([table['c1.ts'], table['c2.ts'], table['c3.ts']]).toEqual([60, 35, 15]);
     expect(durations['c1.ts']).toBe(25);
     expect(files.sort(compareFiles(table)).map((x) => x.file)).toEqual([
       'c-new.ts',
       'long.ts',
       'c1.ts',
       'mid.ts',
+      // the chain's second file (35 left) before a longer file of the phase (30): queued while c1 runs
       'c2.ts',
+      'm2.ts',
       'c3.ts',
       'short.ts',
     ]);
