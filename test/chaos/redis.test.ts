@@ -1,6 +1,7 @@
 // Redis faults, on redis-servers of the test's own (own port, own directory, AOF on): restarted mid-run
 // (workers reconnect and finish, nothing lost), unreachable at start (a clear message, retries, exit 4),
 // coming up late (the worker waits for it), and an eviction policy that could drop jobs (a warning).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.ts';
 import { connectRedis } from '../../src/redis/client.ts';
@@ -9,7 +10,7 @@ import { EXIT } from '../../src/cli/shared.ts';
 import { Redis } from 'ioredis';
 import { runCli, runCommand, spawnCli, waitExit } from '../helpers/cli.ts';
 import { REDIS_URL } from '../helpers/redis.ts';
-import { atStake, expectAtStake } from '../helpers/at-stake.ts';
+import { atStake, callsInFlight, expectAtStake, type AtStake } from '../helpers/at-stake.ts';
 import { expectOutcomes } from '../helpers/outcomes-check.ts';
 import { learnersNotIn, startHarness, type Harness } from '../helpers/pipeline.ts';
 import { freePort, startOwnRedis, type OwnRedis } from '../helpers/redis-server.ts';
@@ -49,11 +50,23 @@ describe('Redis faults', () => {
     const workers = [0, 1].map(() => spawnCli(['work', '--until-idle', '--concurrency', '6'], harness.env));
     const moved = () => harness.sim.record.filter((r) => r.effectApplied).length;
     await waitForCount('learners moved', moved, 40);
-    // The restart stops Redis first thing: what is in flight now is what it meets.
-    const stake = atStake(harness.sim, ids, 'the Redis restart');
-    // Down for 1.5 s: longer than a request, shorter than a job lock.
-    await redis.restart(1500);
+    // 40 moves can spend the first windows (40/2s a token), with nothing in flight until they free: the
+    // restart then met no call (a run with eight files at once). The service holds its answers from here
+    // until Redis is down, so the restart meets a call in flight however slow the machine, and the held
+    // answers come while Redis is down.
+    const release = harness.sim.holdAnswers();
+    let stake: AtStake;
+    try {
+      await waitForCount('transfer calls in flight', () => callsInFlight(harness.sim), 1);
+      stake = atStake(harness.sim, ids, 'the Redis restart');
+      await redis.stop();
+    } finally {
+      release();
+    }
     expectAtStake(stake);
+    // Down for 1.5 s: longer than a request, shorter than a job lock.
+    await sleep(1500);
+    await redis.start();
     const results = await Promise.all(workers.map((w) => waitExit(w, 120_000)));
     for (const r of results) {
       expect(r.stderr).toMatch(/workers stopped \(idle\)/);
