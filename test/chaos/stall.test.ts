@@ -25,6 +25,11 @@ const REQUEST_TIMEOUT_MS = 4000;
  * hold and the wake's delay after SIGCONT (both milliseconds on an idle machine; 5x headroom for a busy one).
  */
 const WAKE_SLACK_MS = 1500;
+/**
+ * An answer the service sent this long before the worker logged a timeout had arrived before the timer
+ * gave up on it (the abort and its log line are one turn apart: milliseconds; a second for a busy machine).
+ */
+const ANSWER_SLACK_MS = 1000;
 
 const patches = (harness: Harness): RequestRecord[] => harness.sim.record.filter((r) => r.method === 'PATCH');
 const inFlight = (harness: Harness): RequestRecord[] => patches(harness).filter((r) => r.status === 0);
@@ -111,11 +116,56 @@ describe('a worker frozen past its request timeout', () => {
       expect((tally.transferred?.length ?? 0) + (tally['already-in-org']?.length ?? 0)).toBe(ids.length);
       expect(harness.sim.overlaps()).toEqual([]);
 
-      // No timer threw an answer away: no attempt ended in a timeout, none as a network error.
+      // No timer threw an answer away. Nothing but the freezes is injected: an attempt may end as a network
+      // error only by our own timeout (ABORT_ERR), and only for a call whose answer the service had not sent
+      // when the worker gave up on it. A busy machine can hold a call past its timeout with no stall: a run
+      // of eight load-sensitive files at once had one written 3.7 s after its start (just within its send
+      // window) and given up at its hard bound 4 s later, no stall seen. One whose answer had been sent a
+      // second or more before the worker logged the end (ANSWER_SLACK_MS) was thrown away.
       const lines = logLines(result.stderr);
       const outcomes = lines.filter((l) => l.msg === 'transfer outcome');
-      expect(outcomes.filter((l) => l.code === 'network-error')).toEqual([]);
-      expect(result.stderr).not.toMatch(/aborted due to timeout/);
+      const networkErrors = outcomes.filter((l) => l.code === 'network-error');
+      const answeredBefore = (l: Record<string, unknown>) =>
+        patches(harness).filter(
+          (r) =>
+            r.learnerId === l.learnerId &&
+            r.respondedAt !== undefined &&
+            r.respondedAt < (l.time as number) - ANSWER_SLACK_MS,
+        );
+      const thrownAway = networkErrors.filter((l) => l.error !== 'ABORT_ERR' || answeredBefore(l).length > 0);
+      // A failure says when each such call reached the service and was answered, against the freezes
+      // (ms after the first began), and when the worker logged its end.
+      const t0 = freezes[0]?.from ?? 0;
+      const account = {
+        freezes: freezes.map((f) => [f.from - t0, f.to - t0]),
+        calls: networkErrors.map((l) => ({
+          outcome: { ...l, loggedAt: (l.time as number) - t0 },
+          service: patches(harness)
+            .filter((r) => r.learnerId === l.learnerId)
+            .map((r) => ({
+              seq: r.seq,
+              receivedAt: r.receivedAt - t0,
+              respondedAt: r.respondedAt === undefined ? null : r.respondedAt - t0,
+              status: r.status,
+              effectApplied: r.effectApplied,
+            })),
+        })),
+      };
+      expect(thrownAway, JSON.stringify(account, null, 1)).toEqual([]);
+      // The calls the machine held past their timeout, unanswered when given up: their learners end as
+      // possible repeats found moved (already-in-org), as every unanswered call does. A few at most, or the
+      // freezes proved nothing.
+      const unanswered = networkErrors.filter((l) => !thrownAway.includes(l));
+      const late = new Set(unanswered.map((l) => l.learnerId as number));
+      expect(late.size, JSON.stringify(account, null, 1)).toBeLessThanOrEqual(ids.length / 10);
+      /** A call of a learner given up unanswered, whose answer came after the worker logged so. */
+      const answeredAfterGivenUp = (r: RequestRecord) =>
+        unanswered.some(
+          (l) =>
+            l.learnerId === r.learnerId &&
+            r.receivedAt <= (l.time as number) &&
+            (r.respondedAt ?? Infinity) >= (l.time as number) - ANSWER_SLACK_MS,
+        );
       // Each freeze logged once, after its wake, as a stall with its length: how late the earliest call
       // timer fired. That timer was due at most REQUEST_TIMEOUT after the freeze began and no earlier than
       // it began (an earlier one had fired), and the worker woke at the freeze's end: so the stall is the
@@ -134,13 +184,14 @@ describe('a worker frozen past its request timeout', () => {
 
       const records = await harness.ctx.store.getMany('acme', ids);
       if (body === 'whole') {
-        // Every answer was read: nothing is an unknown, nobody a possible repeat.
-        expect(records.filter((r) => r?.pr === 1)).toEqual([]);
-        expect(tally.transferred ?? []).toHaveLength(ids.length);
+        // Every answer was read: nothing is an unknown, nobody a possible repeat but a late call's learner.
+        expect(ids.filter((id, i) => records[i]?.pr === 1 && !late.has(id))).toEqual([]);
+        expect(tally.transferred?.length ?? 0).toBeGreaterThanOrEqual(ids.length - late.size);
       } else {
         // Every cut body is in the audit exactly as far as it came: all the bytes the service sent.
-        const sent = patches(harness).filter((r) => r.fault === 'truncate');
-        expect(sent.length).toBeGreaterThanOrEqual(ids.length);
+        // (A late call's answer came after the worker had given up on it: read by nobody.)
+        const sent = patches(harness).filter((r) => r.fault === 'truncate' && !answeredAfterGivenUp(r));
+        expect(sent.length).toBeGreaterThanOrEqual(ids.length - late.size);
         const kept = new Map<number, string[]>();
         for await (const e of harness.ctx.store.audit('acme')) {
           if (e.kind === 'unreadable') kept.set(e.learnerId, [...(kept.get(e.learnerId) ?? []), e.raw ?? '']);
