@@ -1,7 +1,7 @@
 // Many organizations with work at once, one token each at 10/5s, each organization at 10/10s, one `work`
 // process under the default connection cap: the share of its limits each organization gets over the span,
 // and how long after the first transfer of any the last organization's first transfer came (the goal:
-// 0.9 or more, and within 2 s). test/alone/fairness.test.ts asserts the shares; the spread is a time, so
+// 0.9 or more, and within 2 s). test/e2e/fairness.test.ts asserts that they are even; the spread is a time, so
 // it is a figure here. BENCH_FAIR_ORGS (200) and BENCH_FAIR_SPAN_S (60) change the shape.
 import { fairWorld, runFairSpan } from '../test/helpers/fairness.ts';
 import { isMain, printFigures, round, type Figures } from './common.ts';

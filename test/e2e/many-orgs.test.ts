@@ -2,7 +2,8 @@
 // of each process stay within REDIS_MAX_CONNECTIONS (CLIENT LIST, by the pid each connection's name ends
 // with), and an idle fleet sends next to no commands (INFO stats on a redis-server of this file's own,
 // since other files share the default one). Counts come from Redis and the simulator's record. The
-// fairness of 200 organizations at once is test/alone/fairness.test.ts (it runs alone: it measures speed).
+// fairness of many organizations at once is test/e2e/fairness.test.ts (even shares) and bench/fairness.ts
+// (how much of its limits each gets, and how soon).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

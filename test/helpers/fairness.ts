@@ -1,5 +1,5 @@
 // Many organizations with work at once, one token each at 10/5s, each organization at 10/10s (the service
-// enforces the same), served by one `work` process: what test/alone/fairness.test.ts asserts and
+// enforces the same), served by one `work` process: what test/e2e/fairness.test.ts asserts and
 // bench/fairness.ts reports, counted from the simulator's record of the calls it counted.
 import { newRunId } from '../../src/outcomes/runs.ts';
 import type { RequestRecord } from '../../src/simulator/types.ts';
