@@ -2,7 +2,7 @@
 // after file of its project, with the modules it loaded once). That is only sound while no file leaves
 // anything behind for the next: a mocked module, a stubbed global or environment variable, a changed
 // process.env, a working directory, fake timers left on. This reads every file of theirs and fails naming
-// the one that does (the browser files, in e2e/, run in the system project, a process each).
+// the one that does (the browser and fairness files, in e2e/, run in the system project, a process each).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
