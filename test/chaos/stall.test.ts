@@ -26,13 +26,27 @@ const REQUEST_TIMEOUT_MS = 4000;
  */
 const WAKE_SLACK_MS = 1500;
 /**
- * An answer the service sent this long before the worker logged a timeout had arrived before the timer
- * gave up on it (the abort and its log line are one turn apart: milliseconds; a second for a busy machine).
+ * An answer the service sent this long before the latest moment the worker can have given up on its call
+ * had arrived before the timer gave up on it (see timedOutCall).
  */
 const ANSWER_SLACK_MS = 1000;
 
 const patches = (harness: Harness): RequestRecord[] => harness.sim.record.filter((r) => r.method === 'PATCH');
 const inFlight = (harness: Harness): RequestRecord[] => patches(harness).filter((r) => r.status === 0);
+
+/**
+ * The call a timeout's log line is about: the learner's latest call the service received before the line
+ * (its retry comes after). With when, at the latest, the worker gave up on it: not after the line (the
+ * outcome is recorded before it is logged), nor more than the attempt's durationMs after the call reached
+ * the service (the attempt began before its call left).
+ */
+function timedOutCall(harness: Harness, l: Record<string, unknown>) {
+  const at = l.time as number;
+  const call = patches(harness)
+    .filter((r) => r.learnerId === l.learnerId && r.receivedAt <= at)
+    .at(-1);
+  return call && { call, givenUpBy: Math.min(at, call.receivedAt + (l.durationMs as number)) };
+}
 
 /** The worker's JSON log lines. */
 function logLines(stderr: string): Record<string, unknown>[] {
@@ -121,18 +135,15 @@ describe('a worker frozen past its request timeout', () => {
       // when the worker gave up on it. A busy machine can hold a call past its timeout with no stall: a run
       // of eight load-sensitive files at once had one written 3.7 s after its start (just within its send
       // window) and given up at its hard bound 4 s later, no stall seen. One whose answer had been sent a
-      // second or more before the worker logged the end (ANSWER_SLACK_MS) was thrown away.
+      // second or more before the worker can have given up on it (ANSWER_SLACK_MS) was thrown away.
       const lines = logLines(result.stderr);
       const outcomes = lines.filter((l) => l.msg === 'transfer outcome');
       const networkErrors = outcomes.filter((l) => l.code === 'network-error');
-      const answeredBefore = (l: Record<string, unknown>) =>
-        patches(harness).filter(
-          (r) =>
-            r.learnerId === l.learnerId &&
-            r.respondedAt !== undefined &&
-            r.respondedAt < (l.time as number) - ANSWER_SLACK_MS,
-        );
-      const thrownAway = networkErrors.filter((l) => l.error !== 'ABORT_ERR' || answeredBefore(l).length > 0);
+      const answeredBefore = (l: Record<string, unknown>) => {
+        const t = timedOutCall(harness, l);
+        return t?.call.respondedAt !== undefined && t.call.respondedAt < t.givenUpBy - ANSWER_SLACK_MS;
+      };
+      const thrownAway = networkErrors.filter((l) => l.error !== 'ABORT_ERR' || answeredBefore(l));
       // A failure says when each such call reached the service and was answered, against the freezes
       // (ms after the first began), and when the worker logged its end.
       const t0 = freezes[0]?.from ?? 0;
@@ -158,14 +169,8 @@ describe('a worker frozen past its request timeout', () => {
       const unanswered = networkErrors.filter((l) => !thrownAway.includes(l));
       const late = new Set(unanswered.map((l) => l.learnerId as number));
       expect(late.size, JSON.stringify(account, null, 1)).toBeLessThanOrEqual(ids.length / 10);
-      /** A call of a learner given up unanswered, whose answer came after the worker logged so. */
-      const answeredAfterGivenUp = (r: RequestRecord) =>
-        unanswered.some(
-          (l) =>
-            l.learnerId === r.learnerId &&
-            r.receivedAt <= (l.time as number) &&
-            (r.respondedAt ?? Infinity) >= (l.time as number) - ANSWER_SLACK_MS,
-        );
+      /** The calls given up unanswered: their answers were read by nobody. */
+      const givenUp = new Set(unanswered.map((l) => timedOutCall(harness, l)?.call.seq));
       // Each freeze logged once, after its wake, as a stall with its length: how late the earliest call
       // timer fired. That timer was due at most REQUEST_TIMEOUT after the freeze began and no earlier than
       // it began (an earlier one had fired), and the worker woke at the freeze's end: so the stall is the
@@ -190,7 +195,7 @@ describe('a worker frozen past its request timeout', () => {
       } else {
         // Every cut body is in the audit exactly as far as it came: all the bytes the service sent.
         // (A late call's answer came after the worker had given up on it: read by nobody.)
-        const sent = patches(harness).filter((r) => r.fault === 'truncate' && !answeredAfterGivenUp(r));
+        const sent = patches(harness).filter((r) => r.fault === 'truncate' && !givenUp.has(r.seq));
         expect(sent.length).toBeGreaterThanOrEqual(ids.length - late.size);
         const kept = new Map<number, string[]>();
         for await (const e of harness.ctx.store.audit('acme')) {

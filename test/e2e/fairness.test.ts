@@ -1,12 +1,12 @@
 // 50 organizations with work at once, one token each at 10/5s, each organization at 10/10s, served by one
 // `work` under the default connection cap (32: at most 29 queue workers attached): over 30 s (three of
-// each organization's windows) they share it evenly, each organization within 0.9 of the median's count
-// and none short of a whole window, with no 429, counted from the simulator's record of the calls it
-// counted. How many each gets of what its limits allow is a throughput figure, and how soon every
-// organization's first transfer comes a time: this test prints both, and bench/fairness.ts measures them
-// on a quiet machine (the goals: 0.9 or more of the limits, and every first transfer within 2 s of the
-// first of any). So this runs beside the other load-sensitive files (vitest.config.ts, 'system'), where a
-// busy machine lowers every organization's count alike, not one organization's share.
+// each organization's windows) they share it evenly, each organization at most a tenth (or 2, where more)
+// below the median's count and none short of a whole window, with no 429, counted from the simulator's
+// record of the calls it counted. How many each gets of what its limits allow is a throughput figure, and
+// how soon every organization's first transfer comes a time: this test prints both, and bench/fairness.ts
+// measures them on a quiet machine (the goals: 0.9 or more of the limits, and every first transfer within
+// 2 s of the first of any). So this runs beside the other load-sensitive files (vitest.config.ts,
+// 'system'), where a busy machine lowers every organization's count alike, not one organization's share.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fairWorld, runFairSpan, type FairWorld } from '../helpers/fairness.ts';
 
@@ -25,12 +25,13 @@ afterAll(async () => {
 });
 
 describe('50 organizations with work at once', () => {
-  it('shares one work evenly among them over 30 s: each within 0.9 of the median, none short of a window', async () => {
+  it('shares one work evenly among them over 30 s: each near the median, none short of a window', async () => {
     const span = await runFairSpan(w);
     expect(span.exitCode).toBe(130);
     const counts = w.orgs.map((org) => span.perOrg.get(org) ?? 0);
     const median = [...counts].sort((a, b) => a - b)[Math.floor(counts.length / 2)] as number;
-    const window = w.allowed / (w.spanMs / 10_000);
+    // An organization's limit: 10 per 10 s (fairWorld).
+    const window = 10;
     console.log(
       `fairness: ${span.calls.length} transfers in ${w.spanMs / 1000} s; per organization ` +
         `${Math.min(...counts)} to ${Math.max(...counts)} (median ${median}) of ${w.allowed} its limits ` +
@@ -38,8 +39,11 @@ describe('50 organizations with work at once', () => {
     );
     const short = w.orgs
       .map((org) => ({ org, n: span.perOrg.get(org) ?? 0 }))
-      .filter((o) => o.n < 0.9 * median || o.n < window);
-    expect(short, `organizations under 0.9 of the median (${median}) or a window (${window})`).toEqual([]);
+      .filter((o) => o.n < Math.min(0.9 * median, median - 2) || o.n < window);
+    expect(
+      short,
+      `organizations a tenth (or 2) below the median (${median}), or under a window (${window})`,
+    ).toEqual([]);
     expect(w.h.sim.record.filter((r) => r.result === 'rate-limited')).toEqual([]);
     expect(w.h.sim.violations()).toEqual([]);
   }, 180_000);

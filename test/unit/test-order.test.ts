@@ -21,7 +21,7 @@ describe('the order of a run', () => {
       f('u1.ts', 'unit', 0, 100, false),
       f('new-small.ts', 'e2e', 0, 10),
       f('b.ts', 'e2e', 0),
-      f('z.ts', 'alone', 2),
+      f('z.ts', 'later', 2),
       f('u2.ts', 'unit', 0, 100, false),
       f('new-big.ts', 'integration', 0, 900),
       f('c.ts', 'integration', 0),
