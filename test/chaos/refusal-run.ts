@@ -72,6 +72,8 @@ function linesBetween(outputs: CliResult[], from: number, to: number): number {
 
 /** A harness on `redisUrl` (closed after the test) with LEARNERS of acme enqueued. */
 export async function startRun(redisUrl: string, tag: string): Promise<{ harness: Harness; ids: number[] }> {
+  // One run a test: a second would leave the first harness open (closeAfterTests closes the last).
+  if (h) throw new Error(`startRun(${tag}): this test's harness is still open`);
   const harness = await startHarness({
     tag,
     redisUrl,

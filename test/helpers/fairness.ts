@@ -8,10 +8,15 @@ import { startHarness, type Harness } from './pipeline.ts';
 import { learnersFor, world } from './schools.ts';
 import { waitFor } from './wait.ts';
 
+/** Each organization's limit: this many transfers per 10 s window. */
+const PER_WINDOW = 10;
+
 export interface FairWorld {
   h: Harness;
   orgs: string[];
-  /** What the limits allow one organization in the span (10 per 10 s). */
+  /** What one organization's limit allows in one of its windows (10 per 10 s). */
+  perWindow: number;
+  /** What the limits allow one organization in the span (perWindow a window). */
   allowed: number;
   spanMs: number;
 }
@@ -19,7 +24,7 @@ export interface FairWorld {
 /** The harness, and more learners for each organization than its limits allow in the span. */
 export async function fairWorld(n: number, spanMs: number, tag: string): Promise<FairWorld> {
   const windows = Math.ceil(spanMs / 10_000);
-  const perOrg = windows * 10 + 10;
+  const perOrg = (windows + 1) * PER_WINDOW;
   const organizations = world(n);
   const tokens = organizations.slice(1).map((o) => ({ org: o.key, token: `sim-${o.key}-1` }));
   const h = await startHarness({
@@ -30,14 +35,14 @@ export async function fairWorld(n: number, spanMs: number, tag: string): Promise
       tokens,
       limits: {
         perToken: { max: 10, windowMs: 5_000 },
-        perOrg: { max: 10, windowMs: 10_000 },
+        perOrg: { max: PER_WINDOW, windowMs: 10_000 },
         window: 'rolling',
       },
     },
     env: {
       LEARNER_API_TOKENS: tokens.map((t) => `${t.org}:${t.token}`).join(','),
       LIMIT_PER_TOKEN: '10/5s',
-      LIMIT_PER_ORG: '10/10s',
+      LIMIT_PER_ORG: `${PER_WINDOW}/10s`,
       LOG_LEVEL: 'warn',
       REQUEST_TIMEOUT: '5s',
     },
@@ -53,7 +58,7 @@ export async function fairWorld(n: number, spanMs: number, tag: string): Promise
       runId,
     );
   }
-  return { h, orgs, allowed: windows * 10, spanMs };
+  return { h, orgs, perWindow: PER_WINDOW, allowed: windows * PER_WINDOW, spanMs };
 }
 
 export interface FairSpan {
