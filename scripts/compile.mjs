@@ -1,20 +1,22 @@
-// Compiles src/ into what the binary runs, in two parts. cli/main.js is the entry and the command table
-// as one file (commander stays a package import), so `--help` reads one file of ours. What the table
-// imports when a command runs (its own file, the configuration, the context) is one bundle split at
-// each of them (esbuild with splitting): each is a file in cli/ with what it alone uses, and what two
-// of them share is a chunk in chunks/, so every module is loaded once by a command. The libraries are
-// bundled in too, but for the dashboard's board (@bull-board serves files from its own package
-// folder), OpenTelemetry (loaded only when tracing is on) and commander (the table's): a command reads
-// a few files, not hundreds, and Node resolves and compiles less (bench/cli-start.ts). The Lua scripts
-// and the dashboard's public/ files are copied to their src/ places under `out`
-// (scripts/copy-assets.mjs); a module that finds them from its own address reads the address its
-// source had (`import.meta.url` is rewritten to it, below). `npm run build` makes dist/ with it
-// (scripts/build.mjs), a checkout's binary its own build (scripts/checkout-build.mjs), the tests theirs
-// (test/helpers/cli-build.ts). esbuild is a dev dependency: an installed package runs the dist/ it was
-// packed with and never compiles.
+// Compiles src/ into what the binary runs. cli/main.cjs is the command table as one file (commander
+// stays a package import), so `--help` reads one file of ours. What the table imports when a command
+// runs (its own file, the configuration, the context) is one esbuild bundle split at each of them: each
+// is a file in cli/ with what it alone uses, and what two of them share is a chunk in chunks/, so every
+// module is loaded once by a command. The libraries are bundled in too, but for the dashboard's board
+// (@bull-board serves files from its own package folder), OpenTelemetry (loaded only when tracing is
+// on) and commander (the table's): a command reads a few files, not hundreds. esbuild splits ES
+// modules only; each file is then rewritten as CommonJS (a module per file, the same graph), because
+// Node 20 keeps V8's compiled code between runs only for code it compiles through node:vm, which runs
+// scripts, not modules: cli/main.js, the entry (src/cli/start.ts), loads them with that code cache
+// (src/cli/bundle-loader.ts; bench/cli-start.ts). The Lua scripts and the dashboard's public/ files
+// are copied to their src/ places under `out` (scripts/copy-assets.mjs); a module that finds them from
+// its own address reads the address its source had (`import.meta.url` is rewritten to it, below).
+// `npm run build` makes dist/ with it (scripts/build.mjs), a checkout's binary its own build
+// (scripts/checkout-build.mjs), the tests theirs (test/helpers/cli-build.ts). esbuild is a dev
+// dependency: an installed package runs the dist/ it was packed with and never compiles.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 import { copyAssets } from './copy-assets.mjs';
 
 /** Packages left to Node's loader: read from node_modules when (and if) a command imports them. */
@@ -27,7 +29,7 @@ export function packageOf(specifier) {
 }
 
 /**
- * Every chunk sits one folder under `out` (cli/main.js, chunks/*.js), so a module compiled from
+ * Every file sits one folder under `out` (cli/main.cjs, chunks/*.cjs), so a module compiled from
  * src/limiter/scripts.ts finds its Lua at ../limiter/ from wherever its code landed.
  */
 function ownAddress(src) {
@@ -75,13 +77,28 @@ const COMMON = {
 const LAZY = '__lt_lazy__:';
 
 /**
- * cli/main.js as one file: the entry and the command table, all they import statically (our modules;
- * packages, commander alone, stay imports), so that `--help` reads one file of ours. Its dynamic
- * imports (a command's own file, the configuration, the context) are returned, to be the entries of
- * the commands' bundle; the text names them by LAZY until then. The table's modules that a command
- * imports too (the flag parsers' helpers in core/) are then loaded twice, as two copies: they hold no
- * state and no class that a command checks with instanceof (a command's errors are its own copy's,
- * said by shared.ts).
+ * An ES module of the bundle as CommonJS: imports become requires (dynamic ones too, so that a chunk
+ * loaded later goes through bundle-loader.ts as well), exports `module.exports`, and `import.meta.url`
+ * the file's own address, which the loader passes in as `__ltUrl`.
+ */
+async function asCommonJs(code) {
+  const result = await transform(code, {
+    ...COMMON,
+    format: 'cjs',
+    loader: 'js',
+    supported: { 'dynamic-import': false },
+    define: { 'import.meta.url': '__ltUrl' },
+  });
+  return result.code;
+}
+
+/**
+ * cli/main.cjs as one file: the command table, all it imports statically (our modules; packages,
+ * commander alone, stay imports), so that `--help` reads one file of ours. Its dynamic imports (a
+ * command's own file, the configuration, the context) are returned, to be the entries of the commands'
+ * bundle; the text names them by LAZY until then. The table's modules that a command imports too (the
+ * flag parsers' helpers in core/) are then loaded twice, as two copies: they hold no state and no class
+ * that a command checks with instanceof (a command's errors are its own copy's, said by shared.ts).
  */
 async function bundleTable(root, project) {
   const lazy = new Set();
@@ -114,6 +131,50 @@ async function bundleTable(root, project) {
   return { text, lazy: [...lazy].sort(), inputs };
 }
 
+/** The entry, cli/main.js: an ES module of Node's built-ins alone that loads cli/main.cjs (start.ts). */
+async function bundleEntry(root, project) {
+  const result = await build({
+    ...COMMON,
+    absWorkingDir: project,
+    entryPoints: [join(root, 'cli', 'start.ts')],
+    outfile: 'main.js',
+    bundle: true,
+    write: false,
+    metafile: true,
+  });
+  const text = result.outputFiles.find((f) => f.path.endsWith('.js'))?.text ?? '';
+  const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
+  return { text, inputs };
+}
+
+/** The commands' bundle: a file in cli/ for each of `entries`, the code they share in chunks/. */
+async function bundleCommands(root, project, out, entries) {
+  const result = await build({
+    ...COMMON,
+    absWorkingDir: project,
+    entryPoints: entries,
+    outdir: resolve(out),
+    entryNames: 'cli/[name]-[hash]',
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.cjs' },
+    bundle: true,
+    splitting: true,
+    write: false,
+    metafile: true,
+    plugins: [external, ownAddress(root)],
+  });
+  // Each output, as `out` names it (a command: a file of cli/ named after it and a hash), and its sources.
+  const outputs = Object.entries(result.metafile.outputs).map(([file, o]) => ({
+    file: relative(resolve(out), resolve(project, file)).split(sep).join('/'),
+    entry: o.entryPoint ? resolve(project, o.entryPoint) : undefined,
+    inputs: Object.keys(o.inputs),
+  }));
+  const texts = new Map(
+    result.outputFiles.map((f) => [relative(resolve(out), f.path).split(sep).join('/'), f.text]),
+  );
+  return { outputs, texts };
+}
+
 /**
  * Compiles `src` into `out` (made if missing) and copies the files it reads. With `metafile`, also
  * writes META_FILE (the tests of what a command loads read it).
@@ -122,40 +183,28 @@ export async function compileTree(src, out, { metafile = false } = {}) {
   const root = resolve(src);
   const project = dirname(root);
   const table = await bundleTable(root, project);
-  const commands = await build({
-    ...COMMON,
-    absWorkingDir: project,
-    entryPoints: table.lazy,
-    outdir: resolve(out),
-    entryNames: 'cli/[name]-[hash]',
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    // A CommonJS library bundled into an ES module still calls require() for Node's own modules.
-    banner: {
-      js: "import { createRequire as __ltRequire } from 'node:module';\nconst require = __ltRequire(import.meta.url);",
-    },
-    metafile: true,
-    plugins: [external, ownAddress(root)],
-  });
-  // Each output, as `out` names it (a command: a file of cli/ named after it and a hash), and its sources.
-  const outputs = Object.entries(commands.metafile.outputs).map(([file, o]) => ({
-    file: relative(resolve(out), resolve(project, file)).split(sep).join('/'),
-    entry: o.entryPoint ? resolve(project, o.entryPoint) : undefined,
-    inputs: Object.keys(o.inputs),
-  }));
+  const entry = await bundleEntry(root, project);
+  const commands = await bundleCommands(root, project, out, table.lazy);
   const lazy = new RegExp(`(["'\`])${LAZY}([^"'\`]+)\\1`, 'g');
   const main = table.text.replaceAll(lazy, (_, quote, target) => {
-    const output = outputs.find((o) => o.entry === target);
+    const output = commands.outputs.find((o) => o.entry === target);
     if (!output) throw new Error(`compile: no output for ${target}`);
     return `${quote}../${output.file}${quote}`;
   });
-  mkdirSync(join(out, 'cli'), { recursive: true });
-  writeFileSync(join(out, 'cli', 'main.js'), main);
+  const files = [
+    ['cli/main.js', entry.text],
+    ['cli/main.cjs', await asCommonJs(main)],
+    ...(await Promise.all([...commands.texts].map(async ([file, text]) => [file, await asCommonJs(text)]))),
+  ];
+  for (const [file, text] of files) {
+    mkdirSync(dirname(join(out, file)), { recursive: true });
+    writeFileSync(join(out, file), text);
+  }
   if (metafile) {
     const all = [
-      ...outputs.map((o) => [o.file, { inputs: o.inputs }]),
-      ['cli/main.js', { inputs: table.inputs }],
+      ...commands.outputs.map((o) => [o.file, { inputs: o.inputs }]),
+      ['cli/main.cjs', { inputs: table.inputs }],
+      ['cli/main.js', { inputs: entry.inputs }],
     ];
     writeFileSync(join(out, META_FILE), JSON.stringify({ outputs: Object.fromEntries(all) }));
   }

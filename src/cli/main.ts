@@ -20,10 +20,13 @@ console.warn = (...args: unknown[]) => {
 process.stdout.on('error', () => {});
 process.stderr.on('error', () => {});
 
-process.exitCode = await run(process.argv.slice(2), {
+// No top-level await: the build runs this file as CommonJS (scripts/compile.mjs).
+void run(process.argv.slice(2), {
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,
   stdin: process.stdin,
   process: processHooks,
+}).then((status) => {
+  process.exitCode = status;
 });

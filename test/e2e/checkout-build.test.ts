@@ -60,7 +60,7 @@ describe('a checkout', () => {
     expect((await version()).stdout).toBe('0.1.0\n');
     expect(builds()).toEqual(first);
 
-    // Its entry is one file with the command table (scripts/compile.mjs): --help reads it and commander.
+    // Its entry and the command table, one file (scripts/compile.mjs): --help reads them and commander.
     const trace = join(checkout, 'trace');
     const help = await start(
       [
@@ -82,6 +82,7 @@ describe('a checkout', () => {
         join(checkout, 'bin', 'learner-transfer.js'),
         join(checkout, 'scripts', 'checkout-build.mjs'),
         join(cache, first[0] ?? '', 'cli', 'main.js'),
+        join(cache, first[0] ?? '', 'cli', 'main.cjs'),
       ]),
     );
     const packages = loaded.filter((f) => f.includes('/node_modules/') && !f.includes('/.cache/'));

@@ -65,12 +65,13 @@ describe('the package', () => {
       'package/bin/learner-transfer.js',
       'package/jobs.example.csv',
       'package/dist/cli/main.js',
+      'package/dist/cli/main.cjs',
       ...assets.map((f) => `package/dist/${f}`),
     ];
     // The rest of the code is the commands' bundle (scripts/compile.mjs): a file for each command in cli/
     // (named after it and a hash) and the chunks they share, and nothing else.
-    const chunks = contents.filter((f) => /^package\/dist\/(?:cli\/[a-z-]+-|chunks\/)[\w-]+\.js$/.test(f));
-    expect(chunks.some((f) => /\/cli\/status-\w+\.js$/.test(f))).toBe(true);
+    const chunks = contents.filter((f) => /^package\/dist\/(?:cli\/[a-z-]+-|chunks\/)[\w-]+\.cjs$/.test(f));
+    expect(chunks.some((f) => /\/cli\/status-\w+\.cjs$/.test(f))).toBe(true);
     expect(chunks.some((f) => f.startsWith('package/dist/chunks/'))).toBe(true);
     expect(contents.filter((f) => !chunks.includes(f)).sort()).toEqual([...expected].sort());
   });

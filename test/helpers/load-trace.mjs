@@ -2,7 +2,8 @@
 // by LT_LOAD_TRACE every module it loaded, one path (or node: name) a line. ES modules are seen by
 // a loader hook (off-thread, so it appends as it goes), CommonJS ones from require's cache at
 // exit: together, every file of ours and of node_modules that ran, whether imported or required
-// inside a package.
+// inside a package. A build's own CommonJS files load through src/cli/bundle-loader.ts, not Node's
+// loaders: its list of them is read at exit too.
 import { appendFileSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 
@@ -23,6 +24,7 @@ register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, { data: { out } })
 const require = createRequire(import.meta.url);
 process.on('exit', () => {
   const own = new URL(import.meta.url).pathname;
-  const files = Object.keys(require.cache).filter((f) => f !== own);
+  const bundles = globalThis[Symbol.for('learner-transfer.loaded-files')];
+  const files = [...Object.keys(require.cache), ...(bundles ? bundles.keys() : [])].filter((f) => f !== own);
   appendFileSync(out, files.map((f) => `${f}\n`).join(''));
 });
