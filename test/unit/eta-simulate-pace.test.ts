@@ -153,7 +153,7 @@ describe('the simulation with pacing and a run window', () => {
       const got = simulate(input);
       if (got.finishMs !== want) wrong.push(`seed ${seed}: simulate ${got.finishMs}, reference ${want}`);
       // Every ms until the finish is spent waiting on something, or granting.
-      const waited = got.waited.org + got.waited.token + got.waited.pace + got.waited.closed;
+      const waited = got.waited.org + got.waited.token + got.waited.pace + got.waited['run-window'];
       if (Number.isFinite(got.finishMs) && waited !== got.finishMs)
         wrong.push(`seed ${seed}: waits sum to ${waited}, finish ${got.finishMs}`);
       if (got.steps < input.remaining) leapt++;
@@ -182,7 +182,7 @@ describe('the simulation with pacing and a run window', () => {
     const r = simulate(input);
     expect(r.finishMs).toBe(10 * S);
     expect(r.boundBy).toBe('run-window');
-    expect(r.waited.closed).toBe(10 * S);
+    expect(r.waited['run-window']).toBe(10 * S);
     // Paced at one per 2 s with a burst of 2: 2 at 10 s, then 12, 14, 16, 18 s: the fifth at 16 s; the
     // seventh no longer fits the opening (20 s) and goes at the next, 70 s.
     const paced: SimInput = { remaining: 7, org: fresh(100, 60 * S), tokens: [fresh(30, 60 * S, 2)], open };

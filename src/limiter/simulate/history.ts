@@ -1,10 +1,14 @@
 // The batches the simulation granted, one row per batch (columns below): what a leap reads back.
+import { ETA_BOUNDS } from '../kinds.ts';
 
 /**
  * A history buffer kept between calls (simulate runs synchronously; a nested call makes its
  * own).
  */
 let idleRows: Float64Array | undefined;
+
+/** The waits the simulation books: one per ETA bound, in ETA_BOUNDS's order. */
+export const WAIT_COUNT = ETA_BOUNDS.length;
 
 /**
  * Columns of a History row; then per token its take and total, per scope its window's count,
@@ -13,23 +17,23 @@ let idleRows: Float64Array | undefined;
 export const TIME = 0;
 export const SIZE = 1;
 export const LEFT = 2;
-/** The waits so far: ORG, TOKEN, PACE, CLOSED. */
-export const WAITS = 3;
 /** The open interval that held the batch. */
-export const OPEN_START = 7;
-export const OPEN_END = 8;
+export const OPEN_START = 3;
+export const OPEN_END = 4;
 /**
  * After a leap of COUNT periods of PERIOD repeating rows (ANCHOR, this row - 1], what it
  * loosened.
  */
-export const ANCHOR = 9;
-export const PERIOD = 10;
-export const COUNT = 11;
-export const LOOSENED = 12;
+export const ANCHOR = 5;
+export const PERIOD = 6;
+export const COUNT = 7;
+export const LOOSENED = 8;
 /** The clauses of the row's decisions (its leap's, after one) in History.clauses [from, to). */
-export const CLAUSES_FROM = 13;
-export const CLAUSES_TO = 14;
-export const COLUMNS = 15;
+export const CLAUSES_FROM = 9;
+export const CLAUSES_TO = 10;
+/** The waits so far, one per ETA bound (WAIT_COUNT). */
+export const WAITS = 11;
+export const COLUMNS = WAITS + WAIT_COUNT;
 
 /**
  * The batches granted, one row per batch with the state after it. A leap's batches are not
@@ -47,12 +51,17 @@ export class History {
   readonly resetsAt: number;
   readonly clauses: number[] = [];
 
-  constructor(readonly tokens: number) {
-    this.width = COLUMNS + 5 * tokens + 3;
+  /** `orgScopes`: how many scopes every grant counts in (the organization's), before the tokens. */
+  constructor(
+    readonly tokens: number,
+    readonly orgScopes: number,
+  ) {
+    const scopes = orgScopes + tokens;
+    this.width = COLUMNS + 2 * tokens + 3 * scopes;
     this.totalsAt = COLUMNS + tokens;
     this.countsAt = COLUMNS + 2 * tokens;
-    this.relsAt = COLUMNS + 3 * tokens + 1;
-    this.resetsAt = COLUMNS + 4 * tokens + 2;
+    this.relsAt = this.countsAt + scopes;
+    this.resetsAt = this.relsAt + scopes;
     this.rows = idleRows ?? new Float64Array(64 * this.width);
     idleRows = undefined;
   }
@@ -90,9 +99,9 @@ export class History {
   take(row: number, token: number): number {
     return this.rows[row * this.width + COLUMNS + token] ?? 0;
   }
-  /** What scope s took in the batch: all of it for the organization. */
+  /** What scope s took in the batch: all of it for an organization's scope. */
   took(row: number, s: number): number {
-    return s === 0 ? this.get(row, SIZE) : this.take(row, s - 1);
+    return s < this.orgScopes ? this.get(row, SIZE) : this.take(row, s - this.orgScopes);
   }
 
   /**
@@ -144,8 +153,9 @@ export class History {
 
   /** The permits scope s took from the batches after row j up to row i, the leapt ones included. */
   grants(s: number, j: number, i: number): number {
-    if (s === 0) return this.left(j) - this.left(i);
-    return this.get(i, this.totalsAt + s - 1) - this.get(j, this.totalsAt + s - 1);
+    if (s < this.orgScopes) return this.left(j) - this.left(i);
+    const column = this.totalsAt + s - this.orgScopes;
+    return this.get(i, column) - this.get(j, column);
   }
 
   /**

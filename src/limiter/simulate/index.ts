@@ -4,21 +4,30 @@
 // test/unit/eta-simulate-pace.test.ts.
 import type { SimInput, SimResult, SimScope } from './input.ts';
 import { Sim } from './leap.ts';
+import { waitedBy } from './step.ts';
 
-export type { Frees, PacedScope, SimInput, SimPace, SimResult, SimScope } from './input.ts';
+export type {
+  Frees,
+  PacedScope,
+  SharedScope,
+  SimBound,
+  SimInput,
+  SimPace,
+  SimResult,
+  SimScope,
+} from './input.ts';
 
 /** A scope without a bucket (with no run window either, nothing else holds the work back). */
 type Unpaced = SimScope & { pace?: undefined };
 
 export function simulate(
-  input: SimInput & { org: Unpaced; tokens: readonly Unpaced[]; open?: undefined },
+  input: SimInput & { org: Unpaced; shared?: undefined; tokens: readonly Unpaced[]; open?: undefined },
 ): SimResult & {
   boundBy: 'org' | 'token' | 'none';
 };
 export function simulate(input: SimInput): SimResult;
 export function simulate(input: SimInput): SimResult {
-  if (input.remaining <= 0)
-    return { finishMs: 0, waited: { org: 0, token: 0, pace: 0, closed: 0 }, boundBy: 'none', steps: 0 };
+  if (input.remaining <= 0) return { finishMs: 0, waited: waitedBy([]), boundBy: 'none', steps: 0 };
   const sim = new Sim(input);
   try {
     return sim.run();

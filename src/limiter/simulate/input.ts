@@ -1,7 +1,10 @@
 // The simulation's input (the limiter's state now) and answer (when the last remaining permit
 // is granted).
 import type { FreeStep } from '../budget-schedule.ts';
-import type { EtaBound } from '../kinds.ts';
+import type { ETA_BOUNDS, EtaBound } from '../kinds.ts';
+
+/** What a wait is booked to: one of ETA_BOUNDS. */
+export type SimBound = (typeof ETA_BOUNDS)[number];
 
 /** [ms from now when these permits leave the window, how many], as the limiter reads them. */
 export type Frees = readonly FreeStep[];
@@ -30,10 +33,18 @@ export interface PacedScope extends SimScope {
   pace?: SimPace | undefined;
 }
 
+/** A window every grant counts in beside the organization's (a rule's, rules.ts), its own bound. */
+export interface SharedScope extends PacedScope {
+  /** What its window's waits are booked to (its bucket's: 'pace'). */
+  bound: SimBound;
+}
+
 export interface SimInput {
   /** Permits still to be granted (learners to transfer). */
   remaining: number;
   org: PacedScope;
+  /** Other windows every grant counts in, as the organization's (waits booked to their bounds). */
+  shared?: readonly SharedScope[] | undefined;
   tokens: readonly PacedScope[];
   /**
    * The run window: the open interval [start, end) (ms from now) holding t, else the next;
@@ -53,11 +64,11 @@ export interface SimResult {
   /** Ms from now until the last permit is granted; Infinity: never at these limits. */
   finishMs: number;
   /**
-   * Time spent waiting: for the organization's window (its block included), the tokens' (blocks
-   * included), a bucket (when it allows later than the window), and the run window. They add up
-   * to finishMs, but past MAX_STEPS.
+   * Time spent waiting, by bound: for the organization's window (its block included), the
+   * tokens' (blocks included), a bucket (when it allows later than the window), the run window,
+   * a shared window's. They add up to finishMs, but past MAX_STEPS.
    */
-  waited: { org: number; token: number; pace: number; closed: number };
+  waited: Record<SimBound, number>;
   /**
    * The longest of those waits, ETA_BOUNDS's order on a tie ('none': it fits the budget left
    * now).

@@ -1,7 +1,7 @@
 // The simulation's leaps: once the schedule repeats, whole periods are leapt over at once (a
 // paced stretch costs a few batches, not one per grant); leapFrom says when a leap is exact.
 import { PACE_EPSILON } from './bucket.ts';
-import { ANCHOR, COUNT, OPEN_END, OPEN_START, PERIOD, SIZE, WAITS } from './history.ts';
+import { ANCHOR, COUNT, OPEN_END, OPEN_START, PERIOD, SIZE, WAIT_COUNT, WAITS } from './history.ts';
 import { differenceExtent, FULL, Log } from './log.ts';
 import { Stepper } from './step.ts';
 
@@ -48,7 +48,7 @@ export class Sim extends Stepper {
   private most = 0;
   /** Set by locate. */
   private foundAt = 0;
-  private readonly found = [0, 0, 0, 0];
+  private readonly found: number[] = new Array<number>(WAIT_COUNT).fill(0);
 
   /**
    * Leaps over whole periods once the schedule repeats; true when that finished the work. A
@@ -125,8 +125,9 @@ export class Sim extends Stepper {
     this.taken.fill(NaN);
     let m = Math.min(this.bucketLeaps(j, p, gap), this.openLeaps(j, p, gap));
     // Tokens first: their logs are short, the organization's may hold a day of grants.
-    for (let s = this.k; s >= 0 && m >= 1; s--) m = Math.min(m, this.windowLeaps(s, j, p, grants, false));
-    for (let s = this.k; s >= 0 && m >= 1; s--) m = Math.min(m, this.windowLeaps(s, j, p, grants, true));
+    const last = this.scopes.length - 1;
+    for (let s = last; s >= 0 && m >= 1; s--) m = Math.min(m, this.windowLeaps(s, j, p, grants, false));
+    for (let s = last; s >= 0 && m >= 1; s--) m = Math.min(m, this.windowLeaps(s, j, p, grants, true));
     if (!(m >= 1)) return NONE;
     if (this.loosened !== 0 && !(this.bits && h.holds(j, h.size - 1, this.loosened))) return NONE;
     const whole = Math.floor((this.left - 1) / grants);
@@ -144,7 +145,7 @@ export class Sim extends Stepper {
     const h = this.history;
     const i = h.size - 1;
     let m = Infinity;
-    for (let s = 0; s <= this.k; s++) {
+    for (let s = 0; s < this.scopes.length; s++) {
       const b = this.buckets[s];
       if (!b) continue;
       const now = h.get(i, h.relsAt + s);
@@ -218,11 +219,12 @@ export class Sim extends Stepper {
     this.mode[s] = APPEND;
     this.loosened |= this.window(s);
     // Only a short period is tried with the rooms' differences (its tries back off).
-    const chose = s > 0 && this.k > 1 && this.chose > this.t - p;
+    const token = s >= this.orgScopes;
+    const chose = token && this.k > 1 && this.chose > this.t - p;
     if (chose && !this.short) return 0;
-    if (s > 0 && Number.isNaN(this.taken[s]))
+    if (token && Number.isNaN(this.taken[s]))
       this.taken[s] = this.history.grants(s, j, this.history.size - 1);
-    const taken = s > 0 ? (this.taken[s] ?? 0) : grants;
+    const taken = token ? (this.taken[s] ?? 0) : grants;
     const most = Math.floor(this.scopes[s]?.limit ?? 0) - 1;
     let m = taken > 0 ? Math.floor((most - count) / taken) : Infinity;
     // Permits counted now that leave meanwhile make room too: period r is fine while the count
@@ -246,7 +248,7 @@ export class Sim extends Stepper {
     const i = h.size - 1;
     let m = Infinity;
     let first = -1;
-    for (let s = 1; s <= this.k && m >= 1; s++) {
+    for (let s = this.orgScopes; s < this.scopes.length && m >= 1; s++) {
       if (this.dead[s]) continue;
       if (first < 0) {
         first = s;
@@ -267,12 +269,12 @@ export class Sim extends Stepper {
     const i = h.size - 1;
     const t = this.t;
     const by = m * p;
-    for (let s = 0; s <= this.k; s++) {
+    for (let s = 0; s < this.scopes.length; s++) {
       this.leapBucket(s, j, p, m);
       if (this.mode[s] === SHIFT) this.logs[s]?.shift(by, t);
       else if (this.mode[s] === APPEND) this.append(s, j, p, m);
     }
-    for (let w = 0; w < 4; w++) {
+    for (let w = 0; w < WAIT_COUNT; w++) {
       const period = h.get(i, WAITS + w) - h.get(j, WAITS + w);
       this.waits[w] = (this.waits[w] ?? 0) + m * period;
     }
@@ -291,7 +293,7 @@ export class Sim extends Stepper {
     const h = this.history;
     const i = h.size - 1;
     this.locate(j, i, this.left - whole * grants);
-    for (let w = 0; w < 4; w++) {
+    for (let w = 0; w < WAIT_COUNT; w++) {
       const start = h.get(j, WAITS + w);
       const period = h.get(i, WAITS + w) - start;
       this.waits[w] = (this.waits[w] ?? 0) + whole * period + (this.found[w] ?? 0) - start;
@@ -311,7 +313,7 @@ export class Sim extends Stepper {
     const before = h.left(j) - h.left(q - 1);
     if (!h.leapt(q)) {
       this.foundAt = h.time(q);
-      for (let w = 0; w < 4; w++) this.found[w] = h.get(q, WAITS + w);
+      for (let w = 0; w < WAIT_COUNT; w++) this.found[w] = h.get(q, WAITS + w);
       return;
     }
     // Inside a leap of m periods of p repeating rows (from, q - 1]: period r, then the batch in it.
@@ -320,7 +322,7 @@ export class Sim extends Stepper {
     const r = Math.ceil((need - before) / grants);
     this.locate(from, q - 1, need - before - (r - 1) * grants);
     this.foundAt += r * h.get(q, PERIOD);
-    for (let w = 0; w < 4; w++) {
+    for (let w = 0; w < WAIT_COUNT; w++) {
       const start = h.get(from, WAITS + w);
       const period = h.get(q - 1, WAITS + w) - start;
       this.found[w] = h.get(q - 1, WAITS + w) + (r - 1) * period + (this.found[w] ?? 0) - start;

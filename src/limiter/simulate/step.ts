@@ -16,18 +16,19 @@ import {
   PERIOD,
   SIZE,
   TIME,
+  WAIT_COUNT,
   WAITS,
 } from './history.ts';
-import type { Frees, PacedScope, SimInput, SimResult } from './input.ts';
+import type { Frees, PacedScope, SimBound, SimInput, SimResult } from './input.ts';
 import { Log } from './log.ts';
 import { RunWindow } from './open.ts';
 import { ETA_BOUNDS, type EtaBound } from '../kinds.ts';
 
-/** The waits: the organization's window, the tokens', a bucket, the run window (ETA_BOUNDS). */
-export const ORG = 0;
-export const TOKEN = 1;
-export const PACE = 2;
-export const CLOSED = 3;
+/** The waits, by their place in ETA_BOUNDS: the organization's window, the tokens', a bucket, the run window. */
+const ORG = ETA_BOUNDS.indexOf('org');
+const TOKEN = ETA_BOUNDS.indexOf('token');
+const PACE = ETA_BOUNDS.indexOf('pace');
+const CLOSED = ETA_BOUNDS.indexOf('run-window');
 
 /** A bound on the batches simulated; past it the rest goes at the average pace so far. */
 const MAX_STEPS = 20_000;
@@ -40,7 +41,8 @@ function counted(frees: Frees): number {
 }
 
 /**
- * The simulation. Scope 0 is the organization, scope 1 + i token i.
+ * The simulation. Scopes 0 to orgScopes - 1 are the organization's: its window, then the other
+ * windows every grant counts in (SimInput.shared); scope orgScopes + i is token i.
  *
  * Leaps rest on clauses: each decision records the constraints as tight as it (the window,
  * bucket or run window whose time is moved to, a room equal to what was granted, the tokens
@@ -49,7 +51,11 @@ function counted(frees: Frees): number {
  */
 export abstract class Stepper {
   protected readonly k: number;
+  /** How many scopes every grant counts in (the organization's), before the tokens. */
+  protected readonly orgScopes: number;
   protected readonly scopes: readonly PacedScope[];
+  /** Per organization's scope, the wait its window books (a place in ETA_BOUNDS). */
+  protected readonly waitOf: readonly number[];
   protected readonly logs: Log[];
   protected readonly buckets: (Bucket | null)[];
   /** The window can never fill before the work is done: no log is kept. */
@@ -63,8 +69,8 @@ export abstract class Stepper {
   /** No period starts before this: blocks still to end, the run window's irregular start. */
   protected readonly since: number;
   /**
-   * Clause bits: scope s's window 2s, its bucket 2s + 1, the run window 2k + 2 (none past 14
-   * tokens).
+   * Clause bits: scope s's window 2s, its bucket 2s + 1, the run window after them (none past 15
+   * scopes).
    */
   protected readonly bits: boolean;
   protected readonly runBit: number;
@@ -73,20 +79,26 @@ export abstract class Stepper {
   protected left: number;
   protected finish = 0;
   protected steps = 0;
-  /** Waited so far: ORG, TOKEN, PACE, CLOSED. */
-  protected readonly waits = [0, 0, 0, 0];
+  /** Waited so far, by bound (in ETA_BOUNDS's order). */
+  protected readonly waits: number[] = ETA_BOUNDS.map(() => 0);
   /** Clauses of the decisions since the last batch. */
   protected readonly pending: number[] = [];
   /** When the tokens' rooms last chose who took what (a batch took less than they all allowed). */
   protected chose = -Infinity;
   protected choosing = false;
   protected stuckBy: EtaBound = 'org';
-  /** Set by decide: what the move waits for, the scope that decides it, the organization's time. */
+  /**
+   * Set by decide: what the move waits for, the scope that decides it, the organization's
+   * scopes' time and the one of them that sets it.
+   */
   protected cause = ORG;
   protected decider = 0;
   protected orgAt = 0;
+  protected orgBy = 0;
 
   // Per batch and per move, reused.
+  protected readonly orgRooms: number[];
+  protected readonly orgCaps: number[];
   protected readonly rooms: number[];
   protected readonly caps: number[];
   protected readonly takes: number[];
@@ -95,12 +107,15 @@ export abstract class Stepper {
   protected readonly blockAt: number[];
 
   constructor(private readonly input: SimInput) {
-    const scopes = (this.scopes = [input.org, ...input.tokens]);
+    const shared = input.shared ?? [];
+    const scopes = (this.scopes = [input.org, ...shared, ...input.tokens]);
     const k = (this.k = input.tokens.length);
+    const g = (this.orgScopes = 1 + shared.length);
+    this.waitOf = [ORG, ...shared.map((s) => ETA_BOUNDS.indexOf(s.bound))];
     this.left = input.remaining;
-    this.dead = scopes.map((s, i) => i > 0 && (s.blockedMs === Infinity || s.limit < 1));
+    this.dead = scopes.map((s, i) => i >= g && (s.blockedMs === Infinity || s.limit < 1));
     this.unbounded = scopes.map(
-      (s, i) => (i === 0 || k === 1) && s.limit >= counted(s.frees) + input.remaining && s.limit < Infinity,
+      (s, i) => (i < g || k === 1) && s.limit >= counted(s.frees) + input.remaining && s.limit < Infinity,
     );
     const openPeriod = input.open && (input.openPeriodMs ?? 0) > 0 ? (input.openPeriodMs ?? 0) : 0;
     const windows = scopes.filter((_, i) => !this.unbounded[i] && !this.dead[i]).map((s) => s.windowMs + 1);
@@ -112,9 +127,11 @@ export abstract class Stepper {
     this.runWindow = input.open ? new RunWindow(input.open, openPeriod, from) : null;
     const blocks = scopes.map((s) => (Number.isFinite(s.blockedMs) ? s.blockedMs : 0));
     this.since = Math.max(openPeriod > 0 ? from : -Infinity, ...blocks);
-    this.history = new History(k);
-    this.bits = k <= 14;
-    this.runBit = this.bits ? 1 << (2 * k + 2) : 1;
+    this.history = new History(k, g);
+    this.bits = scopes.length <= 15;
+    this.runBit = this.bits ? 1 << (2 * scopes.length) : 1;
+    this.orgRooms = this.waitOf.map(() => 0);
+    this.orgCaps = this.waitOf.map(() => 0);
     this.rooms = input.tokens.map(() => 0);
     this.caps = input.tokens.map(() => 0);
     this.takes = input.tokens.map(() => 0);
@@ -140,7 +157,8 @@ export abstract class Stepper {
   protected abstract leap(): boolean;
 
   protected release(): void {
-    for (let s = 0; s <= this.k; s++) if (!this.unbounded[s] && !this.dead[s]) this.logs[s]?.release(this.t);
+    for (let s = 0; s < this.scopes.length; s++)
+      if (!this.unbounded[s] && !this.dead[s]) this.logs[s]?.release(this.t);
   }
 
   /**
@@ -152,7 +170,7 @@ export abstract class Stepper {
     return this.unbounded[s] ? this.left : (this.logs[s]?.room() ?? 0);
   }
 
-  /** Clause bits (1 for any, past 14 tokens: only telling whether something is loosened). */
+  /** Clause bits (1 for any, past 15 scopes: only telling whether something is loosened). */
   protected window(s: number): number {
     return this.bits ? 1 << (2 * s) : 1;
   }
@@ -163,28 +181,32 @@ export abstract class Stepper {
   /** Grants every permit that fits now; returns how many. */
   protected batch(): number {
     const t = this.t;
-    const orgRoom = this.roomOf(0);
+    const g = this.orgScopes;
+    let orgRoom = Infinity;
+    let orgCap = Infinity;
+    for (let s = 0; s < g; s++) {
+      orgRoom = Math.min(orgRoom, (this.orgRooms[s] = this.roomOf(s)));
+      orgCap = Math.min(orgCap, (this.orgCaps[s] = this.buckets[s]?.allowance(t) ?? Infinity));
+    }
     if (orgRoom <= 0) return 0;
-    const orgCap = this.buckets[0]?.allowance(t) ?? Infinity;
     let capSum = 0;
     for (let i = 0; i < this.k; i++) {
-      const room = (this.rooms[i] = this.roomOf(i + 1));
-      const cap = (this.caps[i] = this.dead[i + 1] ? 0 : (this.buckets[i + 1]?.allowance(t) ?? Infinity));
+      const room = (this.rooms[i] = this.roomOf(g + i));
+      const cap = (this.caps[i] = this.dead[g + i] ? 0 : (this.buckets[g + i]?.allowance(t) ?? Infinity));
       capSum += Math.min(room, cap);
     }
     const n = Math.min(this.left, orgRoom, orgCap, capSum);
     if (!(n > 0)) return 0;
     fill(this.rooms, this.caps, n, this.takes);
-    // Its size: the organization's room or allowance when the tokens allowed more.
-    if (this.bits && n < this.left && n < capSum)
-      this.pending.push((orgRoom === n ? this.window(0) : 0) | (orgCap === n ? this.bucket(0) : 0));
+    // Its size: an organization's scope's room or allowance when the tokens allowed more.
+    if (this.bits && n < this.left && n < capSum) this.pending.push(this.orgHeld(n));
     // With more allowed than granted, the tokens' rooms chose who took what (leapFrom: sharedLeaps).
     if (this.k > 1 && n < capSum) this.choosing = true;
     for (let i = 0; this.bits && i < this.k && n < this.left; i++) {
       const take = this.takes[i] ?? 0;
-      if (this.dead[i + 1] || t < (this.input.tokens[i]?.blockedMs ?? 0)) continue;
-      const window = this.rooms[i] === take ? this.window(i + 1) : 0;
-      const held = window | (this.caps[i] === take ? this.bucket(i + 1) : 0);
+      if (this.dead[g + i] || t < (this.input.tokens[i]?.blockedMs ?? 0)) continue;
+      const window = this.rooms[i] === take ? this.window(g + i) : 0;
+      const held = window | (this.caps[i] === take ? this.bucket(g + i) : 0);
       if (held !== 0) this.pending.push(held);
     }
     this.grant(n);
@@ -192,15 +214,26 @@ export abstract class Stepper {
     return n;
   }
 
+  /** The clause of a batch of n that the organization's scopes' rooms or allowances held to n. */
+  private orgHeld(n: number): number {
+    let held = 0;
+    for (let s = 0; s < this.orgScopes; s++)
+      held |= (this.orgRooms[s] === n ? this.window(s) : 0) | (this.orgCaps[s] === n ? this.bucket(s) : 0);
+    return held;
+  }
+
   protected grant(n: number): void {
     const t = this.t;
-    if (!this.unbounded[0]) this.logs[0]?.push(t + (this.scopes[0]?.windowMs ?? 0) + 1, n);
-    this.buckets[0]?.take(t, n);
+    const g = this.orgScopes;
+    for (let s = 0; s < g; s++) {
+      if (!this.unbounded[s]) this.logs[s]?.push(t + (this.scopes[s]?.windowMs ?? 0) + 1, n);
+      this.buckets[s]?.take(t, n);
+    }
     for (let i = 0; i < this.k; i++) {
       const x = this.takes[i] ?? 0;
       if (x <= 0) continue;
-      if (!this.unbounded[i + 1]) this.logs[i + 1]?.push(t + (this.scopes[i + 1]?.windowMs ?? 0) + 1, x);
-      this.buckets[i + 1]?.take(t, x);
+      if (!this.unbounded[g + i]) this.logs[g + i]?.push(t + (this.scopes[g + i]?.windowMs ?? 0) + 1, x);
+      this.buckets[g + i]?.take(t, x);
     }
     this.left -= n;
     this.finish = t;
@@ -219,7 +252,7 @@ export abstract class Stepper {
     rows[at + TIME] = t;
     rows[at + SIZE] = n;
     rows[at + LEFT] = this.left;
-    for (let w = 0; w < 4; w++) rows[at + WAITS + w] = this.waits[w] ?? 0;
+    for (let w = 0; w < WAIT_COUNT; w++) rows[at + WAITS + w] = this.waits[w] ?? 0;
     rows[at + OPEN_START] = this.runWindow?.start ?? -Infinity;
     rows[at + OPEN_END] = this.runWindow?.end ?? Infinity;
     rows[at + ANCHOR] = from;
@@ -240,7 +273,7 @@ export abstract class Stepper {
       const period = from >= 0 ? before - h.get(from, h.totalsAt + i) : (this.takes[i] ?? 0);
       rows[at + h.totalsAt + i] = before + (from >= 0 ? m * period : period);
     }
-    for (let s = 0; s <= this.k; s++) {
+    for (let s = 0; s < this.scopes.length; s++) {
       const b = this.buckets[s];
       rows[at + h.countsAt + s] = this.logs[s]?.used ?? 0;
       rows[at + h.relsAt + s] = b?.rel(t) ?? NaN;
@@ -256,7 +289,7 @@ export abstract class Stepper {
    */
   protected advance(): boolean {
     const t = this.t;
-    for (let s = 0; s <= this.k; s++) {
+    for (let s = 0; s < this.scopes.length; s++) {
       const blocked = this.scopes[s]?.blockedMs ?? 0;
       const log = this.logs[s] as Log;
       this.windowAt[s] = this.unbounded[s] ? -Infinity : this.dead[s] ? Infinity : log.roomAt(t);
@@ -265,7 +298,7 @@ export abstract class Stepper {
     }
     let at = this.decide();
     if (at === Infinity) {
-      this.stuckBy = this.orgAt === Infinity ? 'org' : 'token';
+      this.stuckBy = this.orgAt === Infinity ? this.boundOf(this.waitOf[this.orgBy] ?? ORG) : 'token';
       return false;
     }
     // Only at a closed start can everything allow a permit now; anything else is a bug: move
@@ -290,19 +323,27 @@ export abstract class Stepper {
    */
   protected decide(): number {
     const { windowAt, bucketAt, blockAt } = this;
-    const orgAt = (this.orgAt = Math.max(windowAt[0] ?? 0, bucketAt[0] ?? 0, blockAt[0] ?? 0));
+    const g = this.orgScopes;
+    // The organization's scopes allow one at the latest of their times (the first on a tie).
+    let orgAt = Math.max(windowAt[0] ?? 0, bucketAt[0] ?? 0, blockAt[0] ?? 0);
+    this.orgBy = 0;
+    for (let s = 1; s < g; s++) {
+      const at = Math.max(windowAt[s] ?? 0, bucketAt[s] ?? 0, blockAt[s] ?? 0);
+      if (at > orgAt) [orgAt, this.orgBy] = [at, s];
+    }
+    this.orgAt = orgAt;
     let tokenAt = Infinity;
-    let first = 1;
-    for (let s = 1; s <= this.k; s++) {
+    let first = g;
+    for (let s = g; s < this.scopes.length; s++) {
       const at = Math.max(windowAt[s] ?? 0, bucketAt[s] ?? 0, blockAt[s] ?? 0);
       if (at < tokenAt) {
         tokenAt = at;
         first = s;
       }
     }
-    const s = (this.decider = orgAt >= tokenAt ? 0 : first);
+    const s = (this.decider = orgAt >= tokenAt ? this.orgBy : first);
     const paced = (bucketAt[s] ?? 0) > Math.max(windowAt[s] ?? 0, blockAt[s] ?? 0);
-    this.cause = paced ? PACE : s === 0 ? ORG : TOKEN;
+    this.cause = paced ? PACE : s < g ? (this.waitOf[s] ?? ORG) : TOKEN;
     return Math.max(orgAt, tokenAt);
   }
 
@@ -315,8 +356,8 @@ export abstract class Stepper {
     const x = this.decider;
     if (this.cause === PACE) this.pending.push(this.bucket(x));
     else if ((this.blockAt[x] ?? 0) !== at) this.pending.push(this.window(x));
-    if (x === 0) return;
-    for (let y = 1; y <= this.k; y++) {
+    if (x < this.orgScopes) return;
+    for (let y = this.orgScopes; y < this.scopes.length; y++) {
       if (y === x || this.dead[y]) continue;
       // Tokens before the decider allow one later than it, those after it no earlier.
       const by = y < x ? at + 1 : at;
@@ -327,11 +368,14 @@ export abstract class Stepper {
   }
 
   protected result(finishMs: number): SimResult {
-    const [org = 0, token = 0, pace = 0, closed = 0] = this.waits;
-    const most = Math.max(org, token, pace, closed);
-    // The waits in the order of ETA_BOUNDS (ORG, TOKEN, PACE, CLOSED): the first of the longest.
-    const boundBy: EtaBound = most === 0 ? 'none' : (ETA_BOUNDS[this.waits.indexOf(most)] ?? 'org');
-    return { finishMs, waited: { org, token, pace, closed }, boundBy, steps: this.steps };
+    const most = Math.max(...this.waits);
+    // The waits in the order of ETA_BOUNDS: the first of the longest.
+    const boundBy: EtaBound = most === 0 ? 'none' : this.boundOf(this.waits.indexOf(most));
+    return { finishMs, waited: waitedBy(this.waits), boundBy, steps: this.steps };
+  }
+
+  private boundOf(wait: number): SimBound {
+    return ETA_BOUNDS[wait] ?? 'org';
   }
 
   /**
@@ -344,4 +388,9 @@ export abstract class Stepper {
     const open = Math.max(1, this.runWindow.openTime(0, this.t));
     return this.runWindow.after(this.t, (open / granted) * this.left);
   }
+}
+
+/** The waits by bound (in ETA_BOUNDS's order): what SimResult.waited says. */
+export function waitedBy(waits: readonly number[]): Record<SimBound, number> {
+  return Object.fromEntries(ETA_BOUNDS.map((b, w) => [b, waits[w] ?? 0])) as Record<SimBound, number>;
 }
