@@ -1,7 +1,7 @@
 // When one organization's remaining work will be done: the limiter simulated forward from Redis
 // (docs/eta.md). `plan`, `status` and the dashboard all call etaOf, so they agree.
-import { formatDuration, formatRate, humanizeMs, type Rate } from '../../core/duration.ts';
-import type { BudgetView, ScopeView, TokenView } from '../../limiter/types.ts';
+import { formatDuration, humanizeMs, type Rate } from '../../core/duration.ts';
+import type { BudgetView, TokenView } from '../../limiter/types.ts';
 import {
   simulate,
   type Frees,
@@ -9,6 +9,7 @@ import {
   type SimInput,
   type SimScope,
 } from '../../limiter/simulate/index.ts';
+import { limitedByText, scopeOf, sharedWindows } from '../../limiter/simulate/rules.ts';
 import { openLookup } from '../../limiter/run-window-open.ts';
 import type { EtaBound } from '../../limiter/kinds.ts';
 import { describeRunWindow, openAt, type RunSchedule } from '../../limiter/run-window.ts';
@@ -50,20 +51,6 @@ export function formatUtc(ms: number, seconds = false): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
 }
 
-/** The permits counted now by when they leave (without peek's frees: all at a window's end). */
-function framesOf(scope: ScopeView, frees: Frees | undefined): Frees {
-  if (frees) return frees;
-  const counted = scope.used + scope.inflight;
-  return counted > 0 ? [[scope.windowMs + 1, counted]] : [];
-}
-
-/** Until the scope is usable: 0, a 429 block's ms, or Infinity (paused, blocked until unblock). */
-function blockedMs(scope: ScopeView): number {
-  if (scope.paused) return Infinity;
-  if (!scope.blocked) return 0;
-  return scope.blocked.remainingMs ?? Infinity;
-}
-
 /** A token's configured rate (a learned limit is what the service allowed lately, not a rate). */
 function rateOf(t: TokenView): Rate {
   return { max: t.learned?.configured ?? t.limit, windowMs: t.windowMs };
@@ -71,13 +58,7 @@ function rateOf(t: TokenView): Rate {
 
 function tokenScopes(view: BudgetView, count: number | undefined): { scopes: SimScope[]; rates: Rate[] } {
   const all = view.tokens.map((t, i) => ({
-    scope: {
-      limit: Math.max(0, t.limit),
-      windowMs: t.windowMs,
-      frees: framesOf(t, view.frees?.tokens[i]),
-      blockedMs: blockedMs(t),
-      ...paceOf(t),
-    },
+    scope: scopeOf(t, view.frees?.tokens[i]),
     rate: { max: t.limit, windowMs: t.windowMs },
     configured: rateOf(t),
   }));
@@ -102,13 +83,6 @@ function tokenScopes(view: BudgetView, count: number | undefined): { scopes: Sim
     });
   }
   return { scopes: chosen.map((t) => t.scope), rates: chosen.map((t) => t.rate) };
-}
-
-/** The scope's bucket for the simulation (acquire.lua "Pacing"); nothing when it does not pace. */
-function paceOf(s: ScopeView): Pick<PacedScope, 'pace'> {
-  return s.pace
-    ? { pace: { burst: s.pace.burst, intervalMs: s.pace.intervalMs, tatMs: s.pace.tatInMs } }
-    : {};
 }
 
 const DAY_MS = 86_400_000;
@@ -157,27 +131,6 @@ function opensText(schedule: RunSchedule, now: number, opensAt: number): string 
     : `opens ${formatUtc(opensAt, true)}`;
 }
 
-function orgLimitText(view: BudgetView): string {
-  const rate = formatRate({ max: Math.max(0, view.org.limit), windowMs: view.org.windowMs });
-  const notes = [
-    view.reserve > 0 ? `after a reserve of ${view.reserve}` : '',
-    view.org.learned ? 'learned from 429s' : '',
-  ].filter(Boolean);
-  return `the organization's budget, ${rate}${notes.length ? ` (${notes.join(', ')})` : ''}`;
-}
-
-function pacingLimitText(view: BudgetView): string {
-  const burst = view.org.pace?.burst ?? view.tokens.find((t) => t.pace)?.pace?.burst;
-  return `pacing, a burst of ${burst ?? '-'} then one permit at a time (limits set --burst)`;
-}
-
-function tokensLimitText(rates: readonly Rate[]): string {
-  const names = [...new Set(rates.map(formatRate))];
-  if (rates.length === 1) return `the token's budget, ${names[0]}`;
-  if (names.length === 1) return `the tokens' budgets, ${names[0]} each`;
-  return `the tokens' budgets, ${names.join(' and ')}`;
-}
-
 function never(
   text: string,
   availableNow: number,
@@ -198,21 +151,6 @@ function never(
     tokens,
     paused,
   };
-}
-
-/** What limits the work, in words: the budget's window, the buckets, or the run window. */
-function limitedByText(
-  boundBy: Eta['boundBy'],
-  view: BudgetView,
-  rates: readonly Rate[],
-  schedule: RunSchedule | undefined,
-): string {
-  if (boundBy === 'org') return orgLimitText(view);
-  if (boundBy === 'token') return tokensLimitText(rates);
-  if (boundBy === 'pace') return pacingLimitText(view);
-  if (boundBy === 'run-window' && view.runWindow)
-    return `the run window, ${view.runWindow.windows || 'all all'} (${schedule?.tz ?? 'UTC'})`;
-  return '';
 }
 
 /** Closed now: said first, with when it opens (as status says it); '' when open. */
@@ -246,19 +184,17 @@ function nothingLeft(availableNow: number, tokens: number, paused: boolean): Eta
  */
 export function etaOf(view: BudgetView, remaining: number, options: { tokens?: number } = {}): Eta {
   const { scopes, rates } = tokenScopes(view, options.tokens);
-  const org: PacedScope = {
-    limit: Math.max(0, view.org.limit),
-    windowMs: view.org.windowMs,
-    frees: framesOf(view.org, view.frees?.org),
-    blockedMs: view.org.paused ? 0 : blockedMs(view.org),
-    ...paceOf(view.org),
-  };
+  const orgScope = scopeOf(view.org, view.frees?.org);
+  // Paused, the organization is simulated as it will be at its resume.
+  const org: PacedScope = view.org.paused ? { ...orgScope, blockedMs: 0 } : orgScope;
+  const shared = sharedWindows(view);
   const room = (s: SimScope) => (s.blockedMs > 0 ? 0 : Math.max(0, s.limit - framesCount(s.frees)));
   const paused = view.org.paused !== null;
   const availableNow = paused
     ? 0
     : Math.min(
         room(org),
+        ...shared.map(room),
         scopes.reduce((a, s) => a + room(s), 0),
       );
   const base = { availableNow, tokens: scopes.length };
@@ -270,9 +206,9 @@ export function etaOf(view: BudgetView, remaining: number, options: { tokens?: n
   if (org.blockedMs === Infinity)
     return never('never: the organization is blocked until unblocked', 0, scopes.length);
   const { schedule, ...window } = openOf(view);
-  const sim = simulate({ remaining, org, tokens: scopes, ...window });
+  const sim = simulate({ remaining, org, shared, tokens: scopes, ...window });
   if (sim.finishMs === Infinity) return never('never at these limits', availableNow, scopes.length, paused);
-  const limitedBy = limitedByText(sim.boundBy, view, rates, schedule);
+  const limitedBy = limitedByText(sim.boundBy, view, { rates, schedule });
   const windows = 1 + Math.floor(sim.finishMs / view.org.windowMs);
   const span = `${windows} window${windows === 1 ? '' : 's'} of ${formatDuration(view.org.windowMs)}`;
   if (paused) {
