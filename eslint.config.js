@@ -48,6 +48,16 @@ export default tseslint.config(
     },
   },
   {
+    // bin/ (bin/package.json) and the checkout's build step are CommonJS: a start that loads no ES module
+    // skips Node's ES module loader (bin/learner-transfer.js).
+    files: ['bin/**/*.js', 'scripts/**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', module: 'writable', __dirname: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // The CLI, the benchmarks and scripts talk to a person on a terminal; everything else logs through pino.
     files: ['src/cli/**', 'bench/**', 'scripts/**', 'bin/**', 'test/**'],
     rules: { 'no-console': 'off' },

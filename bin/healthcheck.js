@@ -9,9 +9,10 @@
 //   anything else (work without a metrics port, simulate, enqueue ...)   healthy while it runs
 // Exit 0 healthy, 1 not. /healthz is liveness (the event loop answers), not readiness: Redis refusing
 // writes is /readyz's to say, and Docker restarts nothing on "unhealthy" anyway.
-import { readFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+// CommonJS, as all of bin/ (bin/package.json): see learner-transfer.js.
+const { readFileSync } = require('node:fs');
+const { request: httpRequest } = require('node:http');
+const { request: httpsRequest } = require('node:https');
 
 const TIMEOUT_MS = 4000;
 
@@ -75,4 +76,6 @@ async function main() {
   return ok ? 0 : 1;
 }
 
-process.exitCode = await main();
+void main().then((status) => {
+  process.exitCode = status;
+});

@@ -7,20 +7,26 @@
 // on) and commander (the table's): a command reads a few files, not hundreds. esbuild splits ES
 // modules only; each file is then rewritten as CommonJS (a module per file, the same graph), because
 // Node 20 keeps V8's compiled code between runs only for code it compiles through node:vm, which runs
-// scripts, not modules: cli/main.js, the entry (src/cli/start.ts), loads them with that code cache
+// scripts, not modules: cli/start.cjs, the entry (src/cli/start.ts), loads them with that code cache
 // (src/cli/bundle-loader.ts; bench/cli-start.ts). The Lua scripts and the dashboard's public/ files
 // are copied to their src/ places under `out` (scripts/copy-assets.mjs); a module that finds them from
 // its own address reads the address its source had (`import.meta.url` is rewritten to it, below).
 // `npm run build` makes dist/ with it (scripts/build.mjs), a checkout's binary its own build
-// (scripts/checkout-build.mjs), the tests theirs (test/helpers/cli-build.ts). esbuild is a dev
+// (scripts/checkout-build.cjs), the tests theirs (test/helpers/cli-build.ts). esbuild is a dev
 // dependency: an installed package runs the dist/ it was packed with and never compiles.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build, transform } from 'esbuild';
 import { copyAssets } from './copy-assets.mjs';
 
-/** Packages left to Node's loader: read from node_modules when (and if) a command imports them. */
+/** Packages left out of the bundles: read from node_modules when (and if) a command imports them. */
 const EXTERNAL_PACKAGES = ['@bull-board/', '@opentelemetry/', 'commander'];
+
+/**
+ * Commander, which the table and the commands' flag parsers share (one copy: run() tells its errors by
+ * instanceof), is a file of the build of its own, loaded as the others are, with the code cache.
+ */
+const VENDOR = { commander: 'vendor/commander.cjs' };
 
 /** The package a bare import (or a path under node_modules/) names: `@scope/name` or `name`. */
 export function packageOf(specifier) {
@@ -89,7 +95,30 @@ async function asCommonJs(code) {
     supported: { 'dynamic-import': false },
     define: { 'import.meta.url': '__ltUrl' },
   });
-  return result.code;
+  let text = result.code;
+  for (const [name, file] of Object.entries(VENDOR))
+    text = text.replaceAll(`require("${name}")`, `require(${JSON.stringify(`../${file}`)})`);
+  return text;
+}
+
+/** Each package of VENDOR as one CommonJS file, and what it holds. */
+async function bundleVendor(project) {
+  return Promise.all(
+    Object.entries(VENDOR).map(async ([name, file]) => {
+      const result = await build({
+        ...COMMON,
+        format: 'cjs',
+        absWorkingDir: project,
+        stdin: { contents: `module.exports = require(${JSON.stringify(name)});`, resolveDir: project },
+        outfile: file,
+        bundle: true,
+        write: false,
+        metafile: true,
+      });
+      const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
+      return { file, text: result.outputFiles[0]?.text ?? '', inputs: inputs.filter((i) => i !== '<stdin>') };
+    }),
+  );
 }
 
 /**
@@ -131,18 +160,19 @@ async function bundleTable(root, project) {
   return { text, lazy: [...lazy].sort(), inputs };
 }
 
-/** The entry, cli/main.js: an ES module of Node's built-ins alone that loads cli/main.cjs (start.ts). */
+/** The entry, cli/start.cjs: Node's built-ins alone, it loads cli/main.cjs (src/cli/start.ts). */
 async function bundleEntry(root, project) {
   const result = await build({
     ...COMMON,
+    format: 'cjs',
     absWorkingDir: project,
     entryPoints: [join(root, 'cli', 'start.ts')],
-    outfile: 'main.js',
+    outfile: 'start.cjs',
     bundle: true,
     write: false,
     metafile: true,
   });
-  const text = result.outputFiles.find((f) => f.path.endsWith('.js'))?.text ?? '';
+  const text = result.outputFiles.find((f) => f.path.endsWith('.cjs'))?.text ?? '';
   const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
   return { text, inputs };
 }
@@ -185,6 +215,7 @@ export async function compileTree(src, out, { metafile = false } = {}) {
   const table = await bundleTable(root, project);
   const entry = await bundleEntry(root, project);
   const commands = await bundleCommands(root, project, out, table.lazy);
+  const vendor = await bundleVendor(project);
   const lazy = new RegExp(`(["'\`])${LAZY}([^"'\`]+)\\1`, 'g');
   const main = table.text.replaceAll(lazy, (_, quote, target) => {
     const output = commands.outputs.find((o) => o.entry === target);
@@ -192,11 +223,13 @@ export async function compileTree(src, out, { metafile = false } = {}) {
     return `${quote}../${output.file}${quote}`;
   });
   const files = [
-    ['cli/main.js', entry.text],
+    ['cli/start.cjs', entry.text],
     ['cli/main.cjs', await asCommonJs(main)],
+    ...vendor.map((v) => [v.file, v.text]),
     ...(await Promise.all([...commands.texts].map(async ([file, text]) => [file, await asCommonJs(text)]))),
   ];
   for (const [file, text] of files) {
+    if (!text) throw new Error(`compile: ${file} came out empty`);
     mkdirSync(dirname(join(out, file)), { recursive: true });
     writeFileSync(join(out, file), text);
   }
@@ -204,7 +237,8 @@ export async function compileTree(src, out, { metafile = false } = {}) {
     const all = [
       ...commands.outputs.map((o) => [o.file, { inputs: o.inputs }]),
       ['cli/main.cjs', { inputs: table.inputs }],
-      ['cli/main.js', { inputs: entry.inputs }],
+      ['cli/start.cjs', { inputs: entry.inputs }],
+      ...vendor.map((v) => [v.file, { inputs: v.inputs }]),
     ];
     writeFileSync(join(out, META_FILE), JSON.stringify({ outputs: Object.fromEntries(all) }));
   }

@@ -63,9 +63,11 @@ describe('the package', () => {
       'package/package.json',
       'package/README.md',
       'package/bin/learner-transfer.js',
+      'package/bin/package.json',
       'package/jobs.example.csv',
-      'package/dist/cli/main.js',
+      'package/dist/cli/start.cjs',
       'package/dist/cli/main.cjs',
+      'package/dist/vendor/commander.cjs',
       ...assets.map((f) => `package/dist/${f}`),
     ];
     // The rest of the code is the commands' bundle (scripts/compile.mjs): a file for each command in cli/

@@ -13,7 +13,7 @@ import { compileTree, META_FILE, packageOf as packageName } from '../../scripts/
 const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 /** One level under the root, as dist/ is: src/cli/demo.ts finds ../../jobs.example.csv from either. */
 export const TEST_CLI_DIR = join(ROOT, '.test-cli');
-export const TEST_CLI_MAIN = join(TEST_CLI_DIR, 'cli', 'main.js');
+export const TEST_CLI_MAIN = join(TEST_CLI_DIR, 'cli', 'start.cjs');
 const STAMP = '.stamp';
 
 function sourceFiles(dir: string, found: string[] = []): string[] {

@@ -22,7 +22,7 @@ const NOT_OURS = new Set([
 
 /** A path-like word ending in a file extension of ours. */
 const PATH =
-  /(?<![\w@:/.-])((?:\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+(?:\.[\w-]+)*\.(?:ts|lua|md|mjs|js|json|ya?ml|css|sh))(?![\w/-])/g;
+  /(?<![\w@:/.-])((?:\.{1,2}\/)?(?:[\w.-]+\/)*[\w-]+(?:\.[\w-]+)*\.(?:ts|lua|md|mjs|cjs|js|json|ya?ml|css|sh))(?![\w/-])/g;
 /** The comment part of a line: after //, a block comment's * or /*; in Lua, after --. */
 const COMMENT = /(?:\/\/|\/\*|^\s*\*)(.*)$/;
 const LUA_COMMENT = /--(.*)$/;
@@ -46,9 +46,9 @@ export function danglingReferences(files: string[], read: (f: string) => string)
     known.has(`src/${ref}`) ||
     (!ref.includes('/') && bases.has(ref)) ||
     (ref.includes('/') && files.some((f) => f.endsWith(`/${ref.replace(/^\.\//, '')}`)));
-  // A compiled file (cli/main.js) names its source (cli/main.ts).
+  // A compiled file (cli/main.js, cli/main.cjs) names its source (cli/main.ts).
   const existsOrCompiled = (from: string, ref: string) =>
-    exists(from, ref) || (ref.endsWith('.js') && exists(from, ref.replace(/\.js$/, '.ts')));
+    exists(from, ref) || (/\.c?js$/.test(ref) && exists(from, ref.replace(/\.c?js$/, '.ts')));
   const out: string[] = [];
   for (const file of files) {
     if (!/^(src|test|bench|scripts)\/.*\.(ts|lua|mjs)$/.test(file)) continue;

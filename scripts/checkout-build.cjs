@@ -6,10 +6,11 @@
 // milliseconds) and compiles nothing. A missing build is compiled beside and renamed into place
 // whole, so no process runs half a build, and two starts at once end on one. Of the builds before
 // it, the newest stays and the others go. Without esbuild (dev dependencies not installed) or a
-// place to write, the sources run through tsx, as they are.
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+// place to write, the sources run through tsx, as they are. CommonJS, as bin/learner-transfer.js:
+// a start that loads no ES module skips Node's ES module loader (about 10 ms).
+const { existsSync, readdirSync, renameSync, rmSync, statSync } = require('node:fs');
+const { join } = require('node:path');
+const { pathToFileURL } = require('node:url');
 
 /** A build other than the newest two is removed once this old (younger, it may be a start in progress). */
 const PRUNE_AFTER_MS = 60_000;
@@ -27,7 +28,7 @@ function fnv64(text) {
 }
 
 /** The fingerprint of what a build is made from. */
-export function sourceFingerprint(root) {
+function sourceFingerprint(root) {
   const files = readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name));
@@ -62,13 +63,13 @@ async function build(root, cache, fingerprint) {
   const target = join(cache, fingerprint);
   const fresh = `${target}.${process.pid}.tmp`;
   try {
-    const { compileTree } = await import('./compile.mjs');
+    const { compileTree } = await import(pathToFileURL(join(__dirname, 'compile.mjs')).href);
     await compileTree(join(root, 'src'), fresh);
     renameSync(fresh, target);
   } catch {
     rmSync(fresh, { recursive: true, force: true });
     // Another start may have renamed the same build into place first: then it is this one.
-    if (!existsSync(join(target, 'cli', 'main.js'))) return false;
+    if (!existsSync(join(target, 'cli', 'start.cjs'))) return false;
   }
   try {
     prune(cache, fingerprint);
@@ -78,18 +79,27 @@ async function build(root, cache, fingerprint) {
   return true;
 }
 
-/** The URL of the CLI's entry for this checkout: its build, made now if need be, else the sources. */
-export async function checkoutEntry(root) {
+/**
+ * Runs the CLI of this checkout: its build (cli/start.cjs), made now if need be, else the sources
+ * through tsx. A build that exists is required at once, with no promise on the way.
+ */
+function startCheckout(root) {
   const cache = join(root, 'node_modules', '.cache', 'learner-transfer');
   const fingerprint = sourceFingerprint(root);
-  const main = join(cache, fingerprint, 'cli', 'main.js');
-  if (existsSync(main) || (await build(root, cache, fingerprint))) return pathToFileURL(main).href;
-  const tsx = await import('tsx/esm/api').catch(() => {
-    throw new Error(
-      'learner-transfer: this checkout can neither build its sources (esbuild) nor run them (tsx): ' +
-        'run npm ci, which installs both',
-    );
+  const entry = join(cache, fingerprint, 'cli', 'start.cjs');
+  if (existsSync(entry)) return void require(entry);
+  void build(root, cache, fingerprint).then(async (built) => {
+    if (built) return void require(entry);
+    // tsx's ES module API (its CommonJS one resolves its hooks wrongly from here).
+    const tsx = await import('tsx/esm/api').catch(() => {
+      throw new Error(
+        'learner-transfer: this checkout can neither build its sources (esbuild) nor run them (tsx): ' +
+          'run npm ci, which installs both',
+      );
+    });
+    tsx.register();
+    await import(pathToFileURL(join(root, 'src', 'cli', 'main.ts')).href);
   });
-  tsx.register();
-  return pathToFileURL(join(root, 'src', 'cli', 'main.ts')).href;
 }
+
+module.exports = { sourceFingerprint, startCheckout };
