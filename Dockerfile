@@ -26,6 +26,9 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json jobs.example.csv ./
 COPY bin ./bin
+# V8's code cache of every file of dist/, written here: the process may not write to /app, and a command
+# without it compiles its code at each start (docs/architecture.md, "Commands load what they use").
+RUN node /app/dist/cli/warm.cjs
 # The writable places, owned by the user that writes them: a volume mounted on an empty directory of the
 # image starts with its owner and mode. The spool and the archive hold learners' data: 0700.
 RUN mkdir -p /var/lib/learner-transfer/spool /var/lib/learner-transfer/out /var/lib/learner-transfer/audit \

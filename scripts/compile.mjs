@@ -160,14 +160,17 @@ async function bundleTable(root, project) {
   return { text, lazy: [...lazy].sort(), inputs };
 }
 
-/** The entry, cli/start.cjs: Node's built-ins alone, it loads cli/main.cjs (src/cli/start.ts). */
-async function bundleEntry(root, project) {
+/**
+ * An entry of Node's built-ins alone: cli/start.cjs, which loads cli/main.cjs (src/cli/start.ts), or
+ * cli/warm.cjs, which writes the code cache of every file (src/cli/warm.ts).
+ */
+async function bundleEntry(root, project, name) {
   const result = await build({
     ...COMMON,
     format: 'cjs',
     absWorkingDir: project,
-    entryPoints: [join(root, 'cli', 'start.ts')],
-    outfile: 'start.cjs',
+    entryPoints: [join(root, 'cli', `${name}.ts`)],
+    outfile: `${name}.cjs`,
     bundle: true,
     write: false,
     metafile: true,
@@ -213,7 +216,8 @@ export async function compileTree(src, out, { metafile = false } = {}) {
   const root = resolve(src);
   const project = dirname(root);
   const table = await bundleTable(root, project);
-  const entry = await bundleEntry(root, project);
+  const entry = await bundleEntry(root, project, 'start');
+  const warm = await bundleEntry(root, project, 'warm');
   const commands = await bundleCommands(root, project, out, table.lazy);
   const vendor = await bundleVendor(project);
   const lazy = new RegExp(`(["'\`])${LAZY}([^"'\`]+)\\1`, 'g');
@@ -224,6 +228,7 @@ export async function compileTree(src, out, { metafile = false } = {}) {
   });
   const files = [
     ['cli/start.cjs', entry.text],
+    ['cli/warm.cjs', warm.text],
     ['cli/main.cjs', await asCommonJs(main)],
     ...vendor.map((v) => [v.file, v.text]),
     ...(await Promise.all([...commands.texts].map(async ([file, text]) => [file, await asCommonJs(text)]))),
@@ -238,6 +243,7 @@ export async function compileTree(src, out, { metafile = false } = {}) {
       ...commands.outputs.map((o) => [o.file, { inputs: o.inputs }]),
       ['cli/main.cjs', { inputs: table.inputs }],
       ['cli/start.cjs', { inputs: entry.inputs }],
+      ['cli/warm.cjs', { inputs: warm.inputs }],
       ...vendor.map((v) => [v.file, { inputs: v.inputs }]),
     ];
     writeFileSync(join(out, META_FILE), JSON.stringify({ outputs: Object.fromEntries(all) }));

@@ -1,26 +1,34 @@
-// How the compiled binary loads its own code (scripts/compile.mjs writes it as CommonJS files: the
-// command table cli/main.cjs, a file per command, the chunks they share). Node 20 keeps no compiled
-// code between runs, so each file is compiled through node:vm with V8's code cache: the first run of a
-// build writes `<file>.cache` beside each file it loaded, and the next runs skip most of the compiling
-// (docs/benchmarks.md). A cache is only a shortcut: missing, unreadable, made for another file or
-// refused by V8 (another Node version), the file compiles as it would without it; a folder it cannot
-// write to (an installed package owned by root) keeps none.
+// How the compiled binary loads its own code (scripts/compile.mjs writes it as CommonJS files:
+// the command table cli/main.cjs, a file per command, the chunks they share). Node 20 keeps no
+// compiled code between runs, so each file is compiled through node:vm with V8's code cache: the
+// first run of a build writes `<file>.cache` beside each file it loaded, and the next runs skip
+// most of the compiling (docs/benchmarks.md). A cache is only a shortcut: missing, unreadable,
+// made for another file or refused by V8 (another Node version), the file compiles as it would
+// without it; a folder it cannot write to (an installed package owned by root) keeps none.
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Script } from 'node:vm';
 
-/** Every file loaded, by path: test/helpers/load-trace.mjs lists them as Node's own loaders' files. */
+/**
+ * Every file loaded, by path: test/helpers/load-trace.mjs lists them as Node's own loaders' files.
+ */
 export const LOADED_FILES = Symbol.for('learner-transfer.loaded-files');
 
-/** When a process that runs on writes the caches of what it loaded so far (its exit writes the rest). */
+/**
+ * When a process that runs on writes the caches of what it loaded so far (its exit writes the
+ * rest).
+ */
 const WRITE_AFTER_MS = 5_000;
 
 interface Loaded {
   module: { exports: unknown };
   script?: Script;
-  /** The first line of its cache: the file's size and modification time, so a cache never outlives its file. */
+  /**
+   * Its cache's first line: the file's size and modification time (a cache never outlives its
+   * file).
+   */
   stamp: string;
   /** Its cache was used, or written: nothing to write. */
   cached: boolean;
@@ -70,8 +78,9 @@ function scheduleWrite(): void {
 }
 
 /**
- * Loads the CommonJS file `file` (an absolute path) once and returns its exports. Its relative requires
- * are files of the same build, loaded the same way; the others are Node's (packages, node:).
+ * Loads the CommonJS file `file` (an absolute path) once and returns its exports. Its relative
+ * requires are files of the same build, loaded the same way; the others are Node's (packages,
+ * node:).
  */
 export function loadBundle(file: string): unknown {
   const known = loaded.get(file);

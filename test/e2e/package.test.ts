@@ -66,6 +66,7 @@ describe('the package', () => {
       'package/bin/package.json',
       'package/jobs.example.csv',
       'package/dist/cli/start.cjs',
+      'package/dist/cli/warm.cjs',
       'package/dist/cli/main.cjs',
       'package/dist/vendor/commander.cjs',
       ...assets.map((f) => `package/dist/${f}`),

@@ -1,0 +1,98 @@
+// The code cache of a build (src/cli/bundle-loader.ts), on copies of the tests' build: a command's first
+// run writes a cache beside each file it loaded, the next runs use them (V8 accepted them: nothing is
+// written again), and cli/warm.cjs writes one for every file, as the Docker image does at its build.
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/cli.ts';
+import { TEST_CLI_DIR } from '../helpers/cli-build.ts';
+import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
+
+const prefix = randomPrefix('code-cache');
+const env = {
+  PATH: process.env.PATH ?? '',
+  HOME: tmpdir(),
+  REDIS_URL,
+  QUEUE_PREFIX: prefix,
+  LEARNER_API_TOKENS: 'acme:code-cache-token-1',
+};
+
+/** A copy of the tests' build with no cache, where the packages it leaves out resolve. */
+function copyOfBuild(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'lt-code-cache-'));
+  cpSync(TEST_CLI_DIR, join(dir, 'build'), {
+    recursive: true,
+    filter: (src) => !src.endsWith('.cache'),
+  });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return join(dir, 'build');
+}
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** Each cache of `build` and when it was written; each is headed by its file's size and mtime. */
+function caches(build: string): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const dir of ['cli', 'chunks', 'vendor'])
+    for (const name of readdirSync(join(build, dir)).filter((n) => n.endsWith('.cache'))) {
+      const cache = join(build, dir, name);
+      const file = statSync(cache.slice(0, -'.cache'.length));
+      const data = readFileSync(cache);
+      expect(data.toString('latin1', 0, data.indexOf(10)), name).toBe(`${file.size}:${file.mtimeMs}`);
+      found.set(`${dir}/${name}`, statSync(cache).mtimeMs);
+    }
+  return found;
+}
+
+afterAll(async () => {
+  const redis = newRedis();
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+});
+
+describe('the code cache of a build', () => {
+  it("is written by a command's first run, for each file it loaded, and used by the next", async () => {
+    const build = copyOfBuild();
+    expect(caches(build).size).toBe(0);
+    const first = await run([join(build, 'cli', 'start.cjs'), 'status']);
+    expect(first.code, first.stderr).toBe(0);
+    const written = caches(build);
+    // The table, commander, the command's own file and the chunks it shares.
+    expect([...written.keys()]).toEqual(
+      expect.arrayContaining(['cli/main.cjs.cache', 'vendor/commander.cjs.cache']),
+    );
+    expect([...written.keys()].some((k) => /^cli\/status-\w+\.cjs\.cache$/.test(k))).toBe(true);
+    expect(written.size).toBeGreaterThan(10);
+    const second = await run([join(build, 'cli', 'start.cjs'), 'status']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout.replace(/^status at .*$/m, '')).toBe(first.stdout.replace(/^status at .*$/m, ''));
+    // Accepted by V8: a cache refused, or missing, is written again.
+    expect(caches(build)).toEqual(written);
+  });
+
+  it('cli/warm.cjs writes one for every file, which the commands then use', async () => {
+    const build = copyOfBuild();
+    const warm = await run([join(build, 'cli', 'warm.cjs')]);
+    expect(warm.code, warm.stderr).toBe(0);
+    const files = ['cli', 'chunks', 'vendor'].flatMap((dir) =>
+      readdirSync(join(build, dir))
+        .filter((n) => n.endsWith('.cjs') && !['start.cjs', 'warm.cjs'].includes(n))
+        .map((n) => `${dir}/${n}.cache`),
+    );
+    const written = caches(build);
+    expect([...written.keys()].sort()).toEqual(files.sort());
+    expect(warm.stdout).toContain(`code cache written for ${files.length} files`);
+    const status = await run([join(build, 'cli', 'start.cjs'), 'status']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(caches(build)).toEqual(written);
+  });
+});
