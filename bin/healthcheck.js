@@ -76,6 +76,8 @@ async function main() {
   return ok ? 0 : 1;
 }
 
+// Unsettled at the process's end (nothing left to wait on): 13, not healthy.
+process.exitCode = 13;
 void main().then((status) => {
   process.exitCode = status;
 });

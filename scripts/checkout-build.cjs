@@ -1,7 +1,7 @@
 // What bin/learner-transfer.js runs in a checkout (a tree with src/): a build of these very sources,
 // made when they change. Each build lives in node_modules/.cache/learner-transfer/<fingerprint>/,
 // the fingerprint hashing the path, size and modification time of every file of src/ and of what
-// compiles it (tsconfig.json, scripts/compile.mjs and copy-assets.mjs): an edit, a new or removed
+// compiles it (tsconfig.json, package-lock.json, scripts/compile.mjs and copy-assets.mjs): an edit, a new or removed
 // file, another branch checked out changes it. A start whose build exists walks src/ (a few
 // milliseconds) and compiles nothing. A missing build is compiled beside and renamed into place
 // whole, so no process runs half a build, and two starts at once end on one. Of the builds before
@@ -32,12 +32,14 @@ function sourceFingerprint(root) {
   const files = readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath, e.name));
-  for (const file of ['tsconfig.json', 'scripts/compile.mjs', 'scripts/copy-assets.mjs'])
+  // package-lock.json: the libraries are compiled in (npm ci of other versions is a new build).
+  for (const file of ['tsconfig.json', 'package-lock.json', 'scripts/compile.mjs', 'scripts/copy-assets.mjs'])
     files.push(join(root, file));
   let manifest = '';
   for (const file of files.sort()) {
-    const s = statSync(file);
-    manifest += `${file}\0${s.size}\0${s.mtimeMs}\n`;
+    // A file that is not there (a checkout without package-lock.json) counts as such.
+    const s = statSync(file, { throwIfNoEntry: false });
+    manifest += s ? `${file}\0${s.size}\0${s.mtimeMs}\n` : `${file}\0-\n`;
   }
   return fnv64(manifest);
 }

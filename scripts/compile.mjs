@@ -1,19 +1,21 @@
-// Compiles src/ into what the binary runs. cli/main.cjs is the command table as one file (commander
-// stays a package import), so `--help` reads one file of ours. What the table imports when a command
-// runs (its own file, the configuration, the context) is one esbuild bundle split at each of them: each
-// is a file in cli/ with what it alone uses, and what two of them share is a chunk in chunks/, so every
-// module is loaded once by a command. The libraries are bundled in too, but for the dashboard's board
-// (@bull-board serves files from its own package folder), OpenTelemetry (loaded only when tracing is
-// on) and commander (the table's): a command reads a few files, not hundreds. esbuild splits ES
-// modules only; each file is then rewritten as CommonJS (a module per file, the same graph), because
-// Node 20 keeps V8's compiled code between runs only for code it compiles through node:vm, which runs
-// scripts, not modules: cli/start.cjs, the entry (src/cli/start.ts), loads them with that code cache
-// (src/cli/bundle-loader.ts; bench/cli-start.ts). The Lua scripts and the dashboard's public/ files
-// are copied to their src/ places under `out` (scripts/copy-assets.mjs); a module that finds them from
-// its own address reads the address its source had (`import.meta.url` is rewritten to it, below).
-// `npm run build` makes dist/ with it (scripts/build.mjs), a checkout's binary its own build
-// (scripts/checkout-build.cjs), the tests theirs (test/helpers/cli-build.ts). esbuild is a dev
-// dependency: an installed package runs the dist/ it was packed with and never compiles.
+// Compiles src/ into what the binary runs. cli/main.cjs is the command table as one file, so
+// `--help` reads one file of ours and commander (vendor/commander.cjs, one copy for the table and the
+// commands' flag parsers). What the table imports when a command runs (its own file, the
+// configuration, the context) is one esbuild bundle split at each of them: each is a file in cli/ with
+// what it alone uses, and what two of them share is a chunk in chunks/, so every module is loaded once
+// by a command. The libraries are bundled in too, but for the dashboard's board (@bull-board serves
+// files from its own package folder) and OpenTelemetry (loaded only when tracing is on): a command
+// reads a few files, not hundreds. esbuild splits ES modules only; each file is then rewritten as
+// CommonJS (a module per file, the same graph), because Node 20 keeps compiled code between runs only
+// where a program hands V8's code cache to node:vm, which runs scripts, not modules: cli/start.cjs,
+// the entry (src/cli/start.ts), loads them with that code cache (src/cli/bundle-loader.ts;
+// bench/cli-start.ts). The Lua scripts and the dashboard's public/ files are copied to their src/
+// places under `out` (scripts/copy-assets.mjs); a module that finds them from its own address reads
+// the address its source had (`import.meta.url` is rewritten to it, below). `npm run build` makes
+// dist/ with it (scripts/build.mjs), a checkout's binary its own build (scripts/checkout-build.cjs),
+// the tests theirs (test/helpers/cli-build.ts). esbuild is a dev dependency: an installed package runs
+// the dist/ it was packed with and never compiles.
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build, transform } from 'esbuild';
@@ -96,9 +98,19 @@ async function asCommonJs(code) {
     define: { 'import.meta.url': '__ltUrl' },
   });
   let text = result.code;
-  for (const [name, file] of Object.entries(VENDOR))
+  for (const [name, file] of Object.entries(VENDOR)) {
     text = text.replaceAll(`require("${name}")`, `require(${JSON.stringify(`../${file}`)})`);
-  return text;
+    if (text.includes(`require("${name}/`)) throw new Error(`compile: a require of ${name}/... is left`);
+  }
+  return marked(text);
+}
+
+/**
+ * `text` headed by the line bundle-loader.ts (BUILD_MARK) takes for a hash of it: a cache is used only
+ * for the very text it was made from (V8 checks the length alone).
+ */
+function marked(text) {
+  return `// learner-transfer build ${createHash('sha256').update(text).digest('hex').slice(0, 32)}\n${text}`;
 }
 
 /** Each package of VENDOR as one CommonJS file, and what it holds. */
@@ -116,14 +128,15 @@ async function bundleVendor(project) {
         metafile: true,
       });
       const inputs = Object.values(result.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
-      return { file, text: result.outputFiles[0]?.text ?? '', inputs: inputs.filter((i) => i !== '<stdin>') };
+      const text = result.outputFiles[0]?.text;
+      return { file, text: text && marked(text), inputs: inputs.filter((i) => i !== '<stdin>') };
     }),
   );
 }
 
 /**
  * cli/main.cjs as one file: the command table, all it imports statically (our modules; packages,
- * commander alone, stay imports), so that `--help` reads one file of ours. Its dynamic imports (a
+ * commander alone, stay requires), so that `--help` reads one file of ours. Its dynamic imports (a
  * command's own file, the configuration, the context) are returned, to be the entries of the commands'
  * bundle; the text names them by LAZY until then. The table's modules that a command imports too (the
  * flag parsers' helpers in core/) are then loaded twice, as two copies: they hold no state and no class

@@ -20,7 +20,9 @@ console.warn = (...args: unknown[]) => {
 process.stdout.on('error', () => {});
 process.stderr.on('error', () => {});
 
-// No top-level await: the build runs this file as CommonJS (scripts/compile.mjs).
+// No top-level await: the build runs this file as CommonJS (scripts/compile.mjs). Should the process
+// come to its end with the run unsettled, it exits 13, as Node's unsettled top-level await does.
+process.exitCode = 13;
 void run(process.argv.slice(2), {
   env: process.env,
   stdout: process.stdout,

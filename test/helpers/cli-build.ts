@@ -39,7 +39,8 @@ async function buildOnce(): Promise<string> {
   const src = join(ROOT, 'src');
   // The sources and the compiler's own scripts: a change to either makes a new build.
   const scripts = ['compile.mjs', 'copy-assets.mjs'].map((f) => join(ROOT, 'scripts', f));
-  const files = [...sourceFiles(src), ...scripts];
+  // The libraries are compiled in: other versions installed are a new build.
+  const files = [...sourceFiles(src), ...scripts, join(ROOT, 'package-lock.json')];
   const hash = createHash('sha256');
   for (const file of files) hash.update(`${relative(src, file)}\0`).update(readFileSync(file));
   const stamp = hash.digest('hex');
