@@ -10,6 +10,7 @@ import { accessSync, constants, readFileSync, renameSync, unlinkSync, writeFileS
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cachedDataVersionTag } from 'node:v8';
 import { Script } from 'node:vm';
 
 /**
@@ -41,23 +42,11 @@ interface Loaded {
 const loaded = new Map<string, Loaded>();
 (globalThis as Record<symbol, unknown>)[LOADED_FILES] = loaded;
 
-/** Two 32-bit FNV-1a hashes of `text`, 16 hex digits. */
-function fnv64(text: string): string {
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
-  }
-  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
-}
-
 /**
- * Node's version and flags, which V8 holds a cache to: a process started with other flags
- * (NODE_OPTIONS=--max-old-space-size=...) keeps caches of its own beside, not in place of, these.
+ * V8's own tag of the caches it accepts (its version, flags and CPU): a process started with other
+ * flags (NODE_OPTIONS=--max-old-space-size=...) keeps caches of its own beside, not in place of, these.
  */
-const RUNTIME = fnv64(`${process.version} ${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
+const RUNTIME = cachedDataVersionTag().toString(16);
 
 /** Where the cache of `file` is, for this Node and these flags. */
 export function cacheFileOf(file: string): string {

@@ -1,6 +1,7 @@
 // The code cache of a build (src/cli/bundle-loader.ts), on copies of the tests' build: a command's first
 // run writes a cache beside each file it loaded, the next runs use them (V8 accepted them: nothing is
-// written again), and cli/warm.cjs writes one for every file, as the Docker image does at its build.
+// written again), a run with other flags keeps caches of its own beside them, and cli/warm.cjs writes
+// one for every file, as the Docker image does at its build.
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,8 +31,14 @@ function copyOfBuild(): string {
   return join(dir, 'build');
 }
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(
+  args: string[],
+  more: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, {
+    env: { ...env, ...more },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -40,14 +47,15 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
 }
 
 /**
- * Each cache of `build` (by the file it is of) and when it was written; each is headed by its file's
- * first line (the build's hash of it) and length. One Node and its flags: one cache a file.
+ * Each cache of `build` whose name has `tag` (V8's, of one Node and its flags), by the file it is of,
+ * and when it was written; each is headed by its file's first line (the build's hash of it) and length.
  */
-function caches(build: string): Map<string, number> {
+function caches(build: string, tag = '[0-9a-f]+'): Map<string, number> {
   const found = new Map<string, number>();
+  const pattern = new RegExp(`^([\\w-]+\\.cjs)\\.${tag}\\.cache$`);
   for (const dir of ['cli', 'chunks', 'vendor'])
     for (const name of readdirSync(join(build, dir))) {
-      const of = /^([\w-]+\.cjs)\.[0-9a-f]{16}\.cache$/.exec(name)?.[1];
+      const of = pattern.exec(name)?.[1];
       if (!of) continue;
       const text = readFileSync(join(build, dir, of), 'utf8');
       const data = readFileSync(join(build, dir, name));
@@ -58,6 +66,11 @@ function caches(build: string): Map<string, number> {
       found.set(`${dir}/${of}`, statSync(join(build, dir, name)).mtimeMs);
     }
   return found;
+}
+
+/** The tag in the names of the caches of `build`'s cli/main.cjs. */
+function tagsOfMain(build: string): string[] {
+  return readdirSync(join(build, 'cli')).flatMap((n) => /^main\.cjs\.([0-9a-f]+)\.cache$/.exec(n)?.[1] ?? []);
 }
 
 afterAll(async () => {
@@ -82,6 +95,21 @@ describe('the code cache of a build', () => {
     expect(second.stdout.replace(/^status at .*$/m, '')).toBe(first.stdout.replace(/^status at .*$/m, ''));
     // Accepted by V8: a cache refused, or missing, is written again.
     expect(caches(build)).toEqual(written);
+    // Other flags, which V8 would refuse these for: caches of their own, beside.
+    const [tag] = tagsOfMain(build);
+    const flagged = await run([join(build, 'cli', 'start.cjs'), 'status'], {
+      NODE_OPTIONS: '--max-old-space-size=128',
+    });
+    expect(flagged.code, flagged.stderr).toBe(0);
+    const tags = tagsOfMain(build);
+    expect(tags).toHaveLength(2);
+    expect(caches(build, tag)).toEqual(written);
+    expect(
+      caches(
+        build,
+        tags.find((t) => t !== tag),
+      ).size,
+    ).toBe(written.size);
   });
 
   it('cli/warm.cjs writes one for every file, which the commands then use', async () => {
