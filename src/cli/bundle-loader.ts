@@ -43,8 +43,8 @@ const loaded = new Map<string, Loaded>();
 (globalThis as Record<symbol, unknown>)[LOADED_FILES] = loaded;
 
 /**
- * V8's own tag of the caches it accepts (its version, flags and CPU): a process started with other
- * flags (NODE_OPTIONS=--max-old-space-size=...) keeps caches of its own beside, not in place of, these.
+ * V8's own tag of the caches it accepts (its version, flags and CPU): a process started with
+ * other flags (NODE_OPTIONS=--max-old-space-size=...) keeps caches of its own beside these.
  */
 const RUNTIME = cachedDataVersionTag().toString(16);
 

@@ -20,8 +20,8 @@ console.warn = (...args: unknown[]) => {
 process.stdout.on('error', () => {});
 process.stderr.on('error', () => {});
 
-// No top-level await: the build runs this file as CommonJS (scripts/compile.mjs). Should the process
-// come to its end with the run unsettled, it exits 13, as Node's unsettled top-level await does.
+// No top-level await: the build runs this file as CommonJS (scripts/compile.mjs). Should the
+// process come to its end with the run unsettled, it exits 13, as an unsettled top-level await did.
 process.exitCode = 13;
 void run(process.argv.slice(2), {
   env: process.env,

@@ -24,7 +24,10 @@ import { Log } from './log.ts';
 import { RunWindow } from './open.ts';
 import { ETA_BOUNDS, type EtaBound } from '../kinds.ts';
 
-/** The waits, by their place in ETA_BOUNDS: the organization's window, the tokens', a bucket, the run window. */
+/**
+ * The waits, by their place in ETA_BOUNDS: the organization's window, the tokens', a bucket, the
+ * run window.
+ */
 const ORG = ETA_BOUNDS.indexOf('org');
 const TOKEN = ETA_BOUNDS.indexOf('token');
 const PACE = ETA_BOUNDS.indexOf('pace');
