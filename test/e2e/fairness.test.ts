@@ -8,7 +8,7 @@
 // 2 s of the first of any). So this runs beside the other load-sensitive files (vitest.config.ts,
 // 'system'), where a busy machine lowers every organization's count alike, not one organization's share.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fairWorld, runFairSpan, type FairWorld } from '../helpers/fairness.ts';
+import { fairWorld, runFairSpan, spanDetail, type FairWorld } from '../helpers/fairness.ts';
 
 let w: FairWorld;
 beforeAll(async () => {
@@ -39,9 +39,12 @@ describe('50 organizations with work at once', () => {
     const short = w.orgs
       .map((org) => ({ org, n: span.perOrg.get(org) ?? 0 }))
       .filter((o) => o.n < Math.min(0.9 * median, median - 2) || o.n < window);
+    // On failure: the short ones beside a median one, by 5 s, and what work logged.
+    const medianOrg = w.orgs.find((org) => span.perOrg.get(org) === median) as string;
     expect(
       short,
-      `organizations a tenth (or 2) below the median (${median}), or under a window (${window})`,
+      `organizations a tenth (or 2) below the median (${median}), or under a window (${window})\n` +
+        (short.length ? spanDetail(w, span, [...short.map((o) => o.org), medianOrg]) : ''),
     ).toEqual([]);
     expect(w.h.sim.record.filter((r) => r.result === 'rate-limited')).toEqual([]);
     expect(w.h.sim.violations()).toEqual([]);

@@ -69,6 +69,36 @@ export interface FairSpan {
   firstAfter: Map<string, number>;
   /** How `work` ended after SIGTERM. */
   exitCode: number | null;
+  /** What `work` wrote on stderr (LOG_LEVEL warn: its warnings and errors). */
+  stderr: string;
+  /** The first counted transfer of any, on the simulator's clock. */
+  t0: number;
+}
+
+/**
+ * For a failure's message: each of `orgs`' first transfer, its counted transfers by 5 s of the span,
+ * the service's slowest answer to it, its calls that ended otherwise than transferred, and the last
+ * lines `work` logged.
+ */
+export function spanDetail(w: FairWorld, span: FairSpan, orgs: readonly string[]): string {
+  const buckets = Math.ceil(w.spanMs / 5_000);
+  const lines = orgs.map((org) => {
+    const by = Array.from({ length: buckets }, () => 0);
+    for (const r of span.calls.filter((c) => c.org === org)) {
+      const at = Math.floor(((r.countedAt as number) - span.t0) / 5_000);
+      by[at] = (by[at] ?? 0) + 1;
+    }
+    const other = w.h.sim.record
+      .filter((r) => r.org === org && r.method === 'PATCH' && r.result !== 'transferred')
+      .map((r) => `${r.result ?? r.status}@${r.receivedAt - span.t0}`);
+    // The service's slowest answer to it: a stalled simulator shows here, a stalled worker does not.
+    const slowest = Math.max(
+      0,
+      ...span.calls.filter((c) => c.org === org).map((c) => (c.respondedAt ?? c.receivedAt) - c.receivedAt),
+    );
+    return `${org}: first at ${span.firstAfter.get(org)} ms, by 5 s [${by.join(' ')}], slowest answer ${slowest} ms${other.length ? `, other: ${other.join(' ')}` : ''}`;
+  });
+  return [...lines, 'work stderr (tail):', ...span.stderr.trim().split('\n').slice(-15)].join('\n');
 }
 
 /** One `work` process (default connection cap) for the span, then SIGTERM; the calls it made, tallied. */
@@ -84,7 +114,7 @@ export async function runFairSpan(w: FairWorld): Promise<FairSpan> {
   )) as number;
   await new Promise((r) => setTimeout(r, t0 + spanMs + 500 - Date.now()));
   work.kill('SIGTERM');
-  const { code } = await waitExit(work, 30_000);
+  const { code, stderr } = await waitExit(work, 30_000);
   const calls = counted().filter((r) => (r.countedAt as number) < t0 + spanMs);
   const perOrg = new Map<string, number>();
   const firstAfter = new Map<string, number>();
@@ -93,5 +123,5 @@ export async function runFairSpan(w: FairWorld): Promise<FairSpan> {
     perOrg.set(org, (perOrg.get(org) ?? 0) + 1);
     if (!firstAfter.has(org)) firstAfter.set(org, (r.countedAt as number) - t0);
   }
-  return { calls, perOrg, firstAfter, exitCode: code };
+  return { calls, perOrg, firstAfter, exitCode: code, stderr, t0 };
 }
