@@ -2,7 +2,6 @@
 // start compiles src/ into node_modules/.cache, a later start runs that build (whose entry, with the
 // command table, is one file: --help reads it and commander), and an edit is in the next start. In a copy of the checkout of its own (src/, bin/, scripts/, tsconfig.json; its
 // node_modules links to this one's packages), so that its builds and their pruning touch nothing here.
-import { spawn } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -16,7 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/cli.ts';
+import { ROOT, spawnNode, waitExit, type CliResult } from '../helpers/cli.ts';
 
 const checkout = mkdtempSync(join(tmpdir(), 'lt-checkout-'));
 const cache = join(checkout, 'node_modules', '.cache', 'learner-transfer');
@@ -29,19 +28,14 @@ beforeAll(() => {
     symlinkSync(join(ROOT, 'node_modules', name), join(checkout, 'node_modules', name));
 });
 
-function start(
+async function start(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', HOME: checkout, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+): Promise<Pick<CliResult, 'code' | 'stdout' | 'stderr'>> {
+  const { code, stdout, stderr } = await waitExit(
+    spawnNode(args, { PATH: process.env.PATH ?? '', HOME: checkout, ...env }),
+  );
+  return { code, stdout, stderr };
 }
 
 const version = () => start([join(checkout, 'bin', 'learner-transfer.js'), '--version']);

@@ -2,12 +2,11 @@
 // run writes a cache beside each file it loaded, the next runs use them (V8 accepted them: nothing is
 // written again), a run with other flags keeps caches of its own beside them, and cli/warm.cjs writes
 // one for every file, as the Docker image does at its build.
-import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/cli.ts';
+import { ROOT, spawnNode, waitExit, type CliResult } from '../helpers/cli.ts';
 import { TEST_CLI_DIR } from '../helpers/cli-build.ts';
 import { deletePrefix, newRedis, randomPrefix, REDIS_URL } from '../helpers/redis.ts';
 
@@ -31,19 +30,8 @@ function copyOfBuild(): string {
   return join(dir, 'build');
 }
 
-function run(
-  args: string[],
-  more: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, {
-    env: { ...env, ...more },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+function run(args: string[], more: Record<string, string> = {}): Promise<CliResult> {
+  return waitExit(spawnNode(args, { ...env, ...more }));
 }
 
 /**

@@ -32,22 +32,25 @@ export interface CliResult {
  */
 export const TEST_DEFAULTS: Readonly<Record<string, string>> = { LIMIT_BURST: 'off' };
 
-export function spawnCli(
-  args: string[],
-  env: Record<string, string>,
-  cwd = ROOT,
-): ChildProcess & { output: { stdout: string; stderr: string } } {
-  const child = spawn(process.execPath, [SPAWNED, ...args], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...TEST_DEFAULTS, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }) as ChildProcess & { output: { stdout: string; stderr: string } };
+export type SpawnedNode = ChildProcess & { output: { stdout: string; stderr: string } };
+
+/** `node ARGS` with exactly `env`, its output collected (waitExit resolves with it), stopped after the test. */
+export function spawnNode(args: string[], env: Record<string, string>, cwd = ROOT): SpawnedNode {
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] }) as SpawnedNode;
   child.output = { stdout: '', stderr: '' };
   // A test that fails or times out must not leave a CLI running (its workers would take other jobs).
   track(child);
   child.stdout?.on('data', (d: Buffer) => (child.output.stdout += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (child.output.stderr += d.toString()));
   return child;
+}
+
+export function spawnCli(args: string[], env: Record<string, string>, cwd = ROOT): SpawnedNode {
+  return spawnNode(
+    [SPAWNED, ...args],
+    { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...TEST_DEFAULTS, ...env },
+    cwd,
+  );
 }
 
 export function waitExit(
