@@ -118,6 +118,20 @@ function scheduleWrite(): void {
   setTimeout(writeCaches, WRITE_AFTER_MS).unref();
 }
 
+/**
+ * Node's require for the files of `dir` (packages, node:): one a folder, not one a file (a build has
+ * three folders of code).
+ */
+const nodeRequires = new Map<string, NodeJS.Require>();
+function nodeRequireIn(dir: string): NodeJS.Require {
+  let found = nodeRequires.get(dir);
+  if (!found) {
+    found = createRequire(`${dir}/`);
+    nodeRequires.set(dir, found);
+  }
+  return found;
+}
+
 /** The stamp of a file the build wrote (its first line and its length), else undefined. */
 function stampOf(source: string): string | undefined {
   const end = source.indexOf('\n');
@@ -148,7 +162,7 @@ export function loadBundle(file: string): unknown {
   };
   loaded.set(file, entry);
   if (!entry.cached && stamp !== undefined) scheduleWrite();
-  const nodeRequire = createRequire(file);
+  const nodeRequire = nodeRequireIn(dirname(file));
   const own = (id: string) => (id.startsWith('.') ? loadBundle(resolve(dirname(file), id)) : nodeRequire(id));
   const requireFn = Object.assign(own, { resolve: nodeRequire.resolve, cache: nodeRequire.cache });
   const run = script.runInThisContext() as (...args: unknown[]) => void;
